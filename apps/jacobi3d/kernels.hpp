@@ -1,0 +1,56 @@
+#pragma once
+// The device kernels of a Jacobi3D block, as free functions: nvcc does not allow device
+// lambdas inside private member functions.
+
+#include "jacobi.hpp"
+
+#include <cstdint>
+
+namespace jacobi {
+
+using Space = Kokkos::DefaultExecutionSpace;
+using Field = Kokkos::View<double*, Space::memory_space>;
+
+// Faces are numbered 2 * dimension + side: 0 -x, 1 +x, 2 -y, 3 +y, 4 -z, 5 +z.
+struct BlockShape {
+  std::int64_t n[3];  // interior points per dimension
+
+  KOKKOS_INLINE_FUNCTION std::int64_t at(std::int64_t x, std::int64_t y, std::int64_t z) const {
+    return (x * (n[1] + 2) + y) * (n[2] + 2) + z;
+  }
+  KOKKOS_INLINE_FUNCTION std::int64_t padded_size() const {
+    return (n[0] + 2) * (n[1] + 2) * (n[2] + 2);
+  }
+  KOKKOS_INLINE_FUNCTION std::int64_t interior_size() const { return n[0] * n[1] * n[2]; }
+  // Points on face f: the product of the other two extents.
+  KOKKOS_INLINE_FUNCTION std::int64_t face_size(int f) const {
+    const int d = f / 2;
+    return n[(d + 1) % 3] * n[(d + 2) % 3];
+  }
+  // Padded index of point k of face f, in the layer at coordinate `layer` along the
+  // face's normal; k runs over the other two dimensions in increasing order.
+  KOKKOS_INLINE_FUNCTION std::int64_t face_point(int f, std::int64_t k, std::int64_t layer) const {
+    const int d = f / 2;
+    const int a = d == 0 ? 1 : 0, b = d == 2 ? 1 : 2;  // the other dimensions, in order
+    std::int64_t c[3];
+    c[d] = layer;
+    c[a] = k / n[b] + 1;
+    c[b] = k % n[b] + 1;
+    return at(c[0], c[1], c[2]);
+  }
+};
+
+// Interior 0; ghosts on the global boundary hold boundary_value(); ghosts facing a
+// neighbour are left to its faces.
+void init_field(const Field& a, const BlockShape& s, const Grid& g, const std::int64_t origin[3]);
+// Copies the interior layer next to face f into `buffer`.
+void pack_face(const Field& a, const BlockShape& s, int f, const Field& buffer);
+// Copies `data` into the ghost layer of face f.
+void unpack_face(const Field& a, const BlockShape& s, int f, const Field& data);
+// One Jacobi update: the interior of b from a.
+void update(const Field& a, const Field& b, const BlockShape& s);
+// Sum of point_hash over the block's interior.
+std::uint64_t checksum(const Field& a, const BlockShape& s, const Grid& g,
+                       const std::int64_t origin[3]);
+
+}  // namespace jacobi

@@ -1,0 +1,90 @@
+// jacobi3d: the 7-point Jacobi iteration on an overdecomposed 3D grid (see jacobi.hpp
+// for the problem). Every rank runs this main program; the work happens in the blocks.
+
+#include "block.hpp"
+#include "options.hpp"
+
+#include <kodo.hpp>
+
+#include <cinttypes>
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+
+namespace {
+
+double now() { return MPI_Wtime(); }
+
+int run(kodo::Runtime& runtime, const jacobi::Options& opt) {
+  const bool root = runtime.rank() == 0;
+  const jacobi::Grid grid{opt.x, opt.y, opt.z};
+  const kodo::Extent3 units =
+      kodo::split_grid({grid.x, grid.y, grid.z}, opt.odf * runtime.size());
+  if (root) {
+    std::printf("jacobi3d: grid %" PRId64 " x %" PRId64 " x %" PRId64 ", %d rank(s), odf %" PRId64
+                ", %" PRId64 " units as %" PRId64 " x %" PRId64 " x %" PRId64
+                ", backend %s, iterations %" PRId64 " (+%" PRId64 " warm-up)\n",
+                grid.x, grid.y, grid.z, runtime.size(), opt.odf, units.size(), units.x, units.y,
+                units.z, KODO_BACKEND_NAME, opt.iterations, opt.warmup);
+  }
+
+  jacobi::RankReport report;
+  const double t0 = now();
+  auto blocks = kodo::Collection<jacobi::JacobiBlock>::create(runtime, units, grid, &report);
+  runtime.run();
+  const double t1 = now();
+  if (opt.warmup > 0) {
+    blocks.broadcast_local<&jacobi::JacobiBlock::iterate>(opt.warmup);
+    runtime.run();
+  }
+  const double t2 = now();
+  blocks.broadcast_local<&jacobi::JacobiBlock::iterate>(opt.iterations);
+  runtime.run();
+  const double t3 = now();
+  blocks.broadcast_local<&jacobi::JacobiBlock::compute_checksum>();
+  runtime.run();
+
+  int failed = 0;
+  if (root) {
+    const double total = t3 - t2;
+    std::printf("init time: %.6f s\n", t1 - t0);
+    std::printf("total time: %.6f s\n", total);
+    std::printf("average iteration time: %.3f us\n",
+                opt.iterations > 0 ? total / static_cast<double>(opt.iterations) * 1e6 : 0.0);
+    std::printf("checksum: 0x%016" PRIx64 "\n", report.checksum);
+    if (opt.verify) {
+      const std::uint64_t expected =
+          jacobi::serial_reference_checksum(grid, opt.warmup + opt.iterations);
+      if (expected == report.checksum) {
+        std::printf("verified: the checksum equals the serial reference's\n");
+      } else {
+        std::printf("FAILED: the serial reference's checksum is 0x%016" PRIx64 "\n", expected);
+        failed = 1;
+      }
+    }
+    std::fflush(stdout);
+  }
+  MPI_Bcast(&failed, 1, MPI_INT, 0, runtime.comm());
+  return failed;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  kodo::Runtime runtime(argc, argv);
+  const bool root = runtime.rank() == 0;
+  // Every rank parses and checks the same arguments and so reaches the same verdict:
+  // on bad input they all stop at once, with the message printed by rank 0.
+  try {
+    const jacobi::Options opt = jacobi::parse_options(std::vector<std::string>(argv + 1, argv + argc));
+    if (opt.help) {
+      if (root) std::printf("%s", jacobi::usage().c_str());
+      return 0;
+    }
+    return run(runtime, opt);
+  } catch (const std::exception& e) {
+    if (root) std::fprintf(stderr, "jacobi3d: error: %s\n%s", e.what(), jacobi::usage().c_str());
+    return 2;
+  }
+}

@@ -1,0 +1,59 @@
+#include "options.hpp"
+
+#include <charconv>
+#include <stdexcept>
+
+namespace jacobi {
+namespace {
+
+std::int64_t parse_integer(const std::string& flag, const std::string& text, std::int64_t min) {
+  std::int64_t v = 0;
+  const char* end = text.data() + text.size();
+  auto [p, ec] = std::from_chars(text.data(), end, v);
+  if (ec != std::errc() || p != end || text.empty())
+    throw std::invalid_argument(flag + " needs an integer, not '" + text + "'");
+  if (v < min)
+    throw std::invalid_argument(flag + " must be at least " + std::to_string(min) + ", not " + text);
+  return v;
+}
+
+}  // namespace
+
+Options parse_options(const std::vector<std::string>& args) {
+  Options o;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "-h" || a == "--help") {
+      o.help = true;
+      continue;
+    }
+    if (a == "--verify") {
+      o.verify = true;
+      continue;
+    }
+    std::int64_t* target = nullptr;
+    std::int64_t min = 1;
+    if (a == "-x") target = &o.x;
+    else if (a == "-y") target = &o.y;
+    else if (a == "-z") target = &o.z;
+    else if (a == "-i") target = &o.iterations, min = 0;
+    else if (a == "-w") target = &o.warmup, min = 0;
+    else if (a == "--odf") target = &o.odf;
+    else throw std::invalid_argument("unknown option '" + a + "'");
+    if (i + 1 >= args.size()) throw std::invalid_argument(a + " needs a value");
+    *target = parse_integer(a, args[++i], min);
+  }
+  return o;
+}
+
+std::string usage() {
+  return "usage: jacobi3d [-x N] [-y N] [-z N] [-i ITERATIONS] [-w WARMUP] [--odf UNITS_PER_RANK]\n"
+         "                [--verify] [--help]\n"
+         "  -x, -y, -z   global grid size (default 64 each)\n"
+         "  -i           timed iterations (default 100)\n"
+         "  -w           warm-up iterations before timing (default 10)\n"
+         "  --odf        overdecomposition factor: work units per rank (default 1)\n"
+         "  --verify     compare the checksum with a serial reference run on rank 0\n";
+}
+
+}  // namespace jacobi

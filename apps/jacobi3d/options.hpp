@@ -1,0 +1,25 @@
+#pragma once
+// Command line of jacobi3d.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace jacobi {
+
+struct Options {
+  std::int64_t x = 64, y = 64, z = 64;
+  std::int64_t iterations = 100;
+  std::int64_t warmup = 10;
+  std::int64_t odf = 1;
+  bool verify = false;
+  bool help = false;
+};
+
+// Parses the arguments after the program name. Throws std::invalid_argument naming the
+// problem (unknown flag, missing or malformed value, value out of range).
+Options parse_options(const std::vector<std::string>& args);
+
+std::string usage();
+
+}  // namespace jacobi

@@ -1,0 +1,48 @@
+# Finds kodo's dependencies. Shared by the build and by kodoConfig.cmake, so a
+# consumer of an installed kodo resolves them the same way.
+
+include(CMakeFindDependencyMacro)
+
+find_dependency(Kokkos)
+if(Kokkos_VERSION VERSION_LESS 4.6)
+  message(FATAL_ERROR "kodo needs Kokkos 4.6 or newer; found ${Kokkos_VERSION}")
+endif()
+
+find_dependency(MPI COMPONENTS CXX)
+find_package(PkgConfig QUIET)
+
+# UCX, as the target kodo_deps::ucx: pkg-config's ucx where present, UCX's own CMake
+# package otherwise. (Debian's UCX CMake package points at a non-existent include
+# directory, so it comes second.)
+if(NOT TARGET kodo_deps::ucx)
+  if(PkgConfig_FOUND)
+    pkg_check_modules(KODO_UCX QUIET IMPORTED_TARGET GLOBAL ucx)
+  endif()
+  add_library(kodo_deps::ucx INTERFACE IMPORTED GLOBAL)
+  if(TARGET PkgConfig::KODO_UCX)
+    target_link_libraries(kodo_deps::ucx INTERFACE PkgConfig::KODO_UCX)
+    set(KODO_UCX_VERSION ${KODO_UCX_VERSION})
+  else()
+    find_package(ucx CONFIG QUIET)
+    if(NOT TARGET ucx::ucp)
+      message(FATAL_ERROR "kodo needs UCX: neither pkg-config's ucx nor UCX's CMake package (ucx) was found. "
+                          "Set PKG_CONFIG_PATH or ucx_DIR to your UCX install.")
+    endif()
+    target_link_libraries(kodo_deps::ucx INTERFACE ucx::ucp ucx::ucs)
+    set(KODO_UCX_VERSION ${ucx_VERSION})
+  endif()
+endif()
+
+# hwloc is optional (CPU and NUMA placement); found here, used where present.
+if(PkgConfig_FOUND AND NOT TARGET PkgConfig::KODO_HWLOC)
+  pkg_check_modules(KODO_HWLOC QUIET IMPORTED_TARGET GLOBAL hwloc)
+endif()
+
+# The backend follows the Kokkos install's device backend.
+if(Kokkos_ENABLE_CUDA)
+  set(KODO_BACKEND cuda)
+elseif(Kokkos_ENABLE_HIP)
+  set(KODO_BACKEND hip)
+else()
+  set(KODO_BACKEND host)
+endif()

@@ -1,0 +1,16 @@
+# Installs kodo as a CMake package: find_package(kodo) gives kodo::kodo.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+install(TARGETS kodo EXPORT kodoTargets
+        FILE_SET HEADERS DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kodo)
+install(EXPORT kodoTargets NAMESPACE kodo:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kodo)
+configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/kodoConfig.cmake.in
+  ${CMAKE_CURRENT_BINARY_DIR}/kodoConfig.cmake
+  INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kodo)
+write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/kodoConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/kodoConfig.cmake
+              ${CMAKE_CURRENT_BINARY_DIR}/kodoConfigVersion.cmake
+              ${CMAKE_CURRENT_LIST_DIR}/kodoDependencies.cmake
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kodo)

@@ -1,0 +1,213 @@
+#include "ucx_transport.hpp"
+
+#include "../tasking/error.hpp"
+
+#include <cstring>
+#include <memory>
+#include <string>
+
+namespace kodo::detail {
+namespace {
+
+constexpr unsigned kMessageAmId = 0;
+
+void check(ucs_status_t status, const char* what) {
+  if (status != UCS_OK)
+    fatal(std::string("UCX ") + what + " failed: " + ucs_status_string(status));
+}
+
+}  // namespace
+
+// A send in flight owns its message until UCX reports completion.
+struct UcxTransport::SendState {
+  UcxTransport* transport;
+  Message message;
+};
+
+// A rendezvous receive in flight owns the buffer UCX is writing into.
+struct UcxTransport::RecvState {
+  UcxTransport* transport;
+  Message message;
+};
+
+UcxTransport::UcxTransport(MPI_Comm comm, Deliver deliver)
+    : comm_(comm), deliver_(std::move(deliver)) {
+  int size = 0;
+  MPI_Comm_rank(comm_, &rank_);
+  MPI_Comm_size(comm_, &size);
+
+  ucp_config_t* config = nullptr;
+  check(ucp_config_read(nullptr, nullptr, &config), "configuration");
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME;
+  params.features = UCP_FEATURE_AM;
+  params.name = "kodo";
+  const ucs_status_t status = ucp_init(&params, config, &context_);
+  ucp_config_release(config);
+  check(status, "context initialisation");
+
+  ucp_worker_params_t wparams{};
+  wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
+  check(ucp_worker_create(context_, &wparams, &worker_), "worker creation");
+
+  ucp_am_handler_param_t am{};
+  am.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                  UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
+  am.id = kMessageAmId;
+  am.cb = &UcxTransport::on_am;
+  am.arg = this;
+  am.flags = UCP_AM_FLAG_WHOLE_MSG;
+  check(ucp_worker_set_am_recv_handler(worker_, &am), "active-message handler setup");
+
+  // Bootstrap: every rank learns every worker address through MPI.
+  ucp_address_t* address = nullptr;
+  size_t address_length = 0;
+  check(ucp_worker_get_address(worker_, &address, &address_length), "worker address query");
+  int my_length = static_cast<int>(address_length);
+  std::vector<int> lengths(size), offsets(size);
+  MPI_Allgather(&my_length, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm_);
+  int total = 0;
+  for (int r = 0; r < size; ++r) {
+    offsets[r] = total;
+    total += lengths[r];
+  }
+  std::vector<std::byte> all(total);
+  MPI_Allgatherv(address, my_length, MPI_BYTE, all.data(), lengths.data(), offsets.data(),
+                 MPI_BYTE, comm_);
+  ucp_worker_release_address(worker_, address);
+  peer_addresses_.resize(size);
+  for (int r = 0; r < size; ++r)
+    peer_addresses_[r].assign(all.begin() + offsets[r], all.begin() + offsets[r] + lengths[r]);
+  endpoints_.assign(size, nullptr);
+  for (int r = 0; r < size; ++r) peers_.push_back(Peer{this, r});
+}
+
+UcxTransport::~UcxTransport() {
+  if (worker_) ucp_worker_destroy(worker_);
+  if (context_) ucp_cleanup(context_);
+}
+
+ucp_ep_h UcxTransport::endpoint(int rank) {
+  if (endpoints_[rank]) return endpoints_[rank];
+  ucp_ep_params_t params{};
+  params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                      UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  params.address = reinterpret_cast<const ucp_address_t*>(peer_addresses_[rank].data());
+  // Peer error handling turns a dead or unreachable peer into an error callback instead
+  // of a send that never completes.
+  params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  params.err_handler.cb = &UcxTransport::on_ep_error;
+  params.err_handler.arg = &peers_[rank];
+  const ucs_status_t status = ucp_ep_create(worker_, &params, &endpoints_[rank]);
+  if (status != UCS_OK)
+    fatal("cannot connect to rank " + std::to_string(rank) + " over UCX: " +
+          ucs_status_string(status));
+  return endpoints_[rank];
+}
+
+void UcxTransport::send(int rank, Message&& message) {
+  auto state = std::make_unique<SendState>(SendState{this, std::move(message)});
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                       UCP_OP_ATTR_FIELD_FLAGS;
+  param.cb.send = &UcxTransport::on_send_done;
+  param.user_data = state.get();
+  param.flags = UCP_AM_SEND_FLAG_COPY_HEADER;
+  const Message& m = state->message;
+  ucs_status_ptr_t request =
+      ucp_am_send_nbx(endpoint(rank), kMessageAmId, &m.header, sizeof(m.header),
+                      m.payload.data(), m.payload.size(), &param);
+  if (request == nullptr) return;  // completed in place; `state` frees the message
+  if (UCS_PTR_IS_ERR(request))
+    fatal("sending to rank " + std::to_string(rank) + " failed: " +
+          ucs_status_string(UCS_PTR_STATUS(request)));
+  ++pending_sends_;
+  state.release();  // on_send_done owns it now
+}
+
+void UcxTransport::on_send_done(void* request, ucs_status_t status, void* user_data) {
+  std::unique_ptr<SendState> state(static_cast<SendState*>(user_data));
+  --state->transport->pending_sends_;
+  ucp_request_free(request);
+  if (status != UCS_OK && !state->transport->shutting_down_)
+    fatal(std::string("a send over UCX failed: ") + ucs_status_string(status));
+}
+
+ucs_status_t UcxTransport::on_am(void* arg, const void* header, size_t header_length,
+                                 void* data, size_t length, const ucp_am_recv_param_t* param) {
+  auto* self = static_cast<UcxTransport*>(arg);
+  if (header_length != sizeof(MessageHeader))
+    fatal("received a UCX active message with a malformed header");
+  Message message;
+  std::memcpy(&message.header, header, sizeof(MessageHeader));
+  message.payload.resize(length);
+
+  if (!(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
+    std::memcpy(message.payload.data(), data, length);
+    self->deliver_(std::move(message));
+    return UCS_OK;
+  }
+
+  // Rendezvous: pull the payload into our own buffer, deliver when it has landed.
+  auto state = std::make_unique<RecvState>(RecvState{self, std::move(message)});
+  ucp_request_param_t rparam{};
+  rparam.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  rparam.cb.recv_am = &UcxTransport::on_recv_done;
+  rparam.user_data = state.get();
+  ucs_status_ptr_t request = ucp_am_recv_data_nbx(self->worker_, data,
+                                                  state->message.payload.data(), length,
+                                                  &rparam);
+  if (request == nullptr) {
+    self->deliver_(std::move(state->message));
+  } else if (UCS_PTR_IS_ERR(request)) {
+    fatal(std::string("receiving a message over UCX failed: ") +
+          ucs_status_string(UCS_PTR_STATUS(request)));
+  } else {
+    state.release();  // on_recv_done owns it now
+  }
+  return UCS_OK;
+}
+
+void UcxTransport::on_recv_done(void* request, ucs_status_t status, size_t /*length*/,
+                                void* user_data) {
+  std::unique_ptr<RecvState> state(static_cast<RecvState*>(user_data));
+  ucp_request_free(request);
+  if (status != UCS_OK)
+    fatal(std::string("receiving a message over UCX failed: ") + ucs_status_string(status));
+  state->transport->deliver_(std::move(state->message));
+}
+
+void UcxTransport::on_ep_error(void* arg, ucp_ep_h /*ep*/, ucs_status_t status) {
+  const auto* peer = static_cast<const Peer*>(arg);
+  if (peer->transport->shutting_down_) return;  // peers close their endpoints at exit
+  fatal("lost the connection to rank " + std::to_string(peer->rank) + " (" +
+        ucs_status_string(status) + "); did that rank exit or fail?");
+}
+
+unsigned UcxTransport::progress() { return ucp_worker_progress(worker_); }
+
+void UcxTransport::shutdown() {
+  while (pending_sends_ > 0) progress();
+  // No rank closes endpoints while a peer may still be sending to it.
+  MPI_Barrier(comm_);
+  shutting_down_ = true;
+  std::vector<ucs_status_ptr_t> closing;
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+  for (auto& ep : endpoints_) {
+    if (!ep) continue;
+    ucs_status_ptr_t request = ucp_ep_close_nbx(ep, &param);
+    if (UCS_PTR_IS_PTR(request)) closing.push_back(request);
+    ep = nullptr;
+  }
+  for (ucs_status_ptr_t request : closing) {
+    while (ucp_request_check_status(request) == UCS_INPROGRESS) progress();
+    ucp_request_free(request);
+  }
+  MPI_Barrier(comm_);
+}
+
+}  // namespace kodo::detail
+

@@ -1,0 +1,9 @@
+#pragma once
+// kodo: overdecomposed work units over Kokkos, MPI and UCX. Include this header.
+
+#include "tasking/collection.hpp"
+#include "tasking/decomposition.hpp"
+#include "tasking/error.hpp"
+#include "tasking/index.hpp"
+#include "tasking/runtime.hpp"
+#include "tasking/serialize.hpp"

@@ -1,0 +1,55 @@
+#include "decomposition.hpp"
+
+#include "error.hpp"
+
+#include <limits>
+#include <sstream>
+
+namespace kodo {
+
+Extent3 split_grid(const Extent3& grid, std::int64_t units) {
+  std::ostringstream os;
+  if (grid.x < 1 || grid.y < 1 || grid.z < 1) {
+    os << "cannot decompose a grid of " << grid << ": every dimension must be at least 1";
+    throw Error(os.str());
+  }
+  if (units < 1) {
+    os << "cannot cut a grid into " << units << " units: need at least one";
+    throw Error(os.str());
+  }
+  if (units > grid.size()) {
+    os << "cannot cut a " << grid << " grid (" << grid.size() << " points) into " << units
+       << " units: more units than grid points";
+    throw Error(os.str());
+  }
+  Extent3 best{0, 0, 0};
+  auto best_cost = std::numeric_limits<std::int64_t>::max();
+  for (std::int64_t ux = 1; ux <= units && ux <= grid.x; ++ux) {
+    if (units % ux) continue;
+    for (std::int64_t uy = 1; uy <= units / ux && uy <= grid.y; ++uy) {
+      if ((units / ux) % uy) continue;
+      const std::int64_t uz = units / ux / uy;
+      if (uz > grid.z) continue;
+      // Area of the internal cuts: each cut plane is as large as a grid cross-section.
+      const std::int64_t cost =
+          (ux - 1) * grid.y * grid.z + (uy - 1) * grid.x * grid.z + (uz - 1) * grid.x * grid.y;
+      if (cost < best_cost || (cost == best_cost && uz < best.z)) {
+        best_cost = cost;
+        best = {ux, uy, uz};
+      }
+    }
+  }
+  if (best.x == 0) {
+    os << "cannot cut a " << grid << " grid into " << units
+       << " cuboid units with at least one point each in every dimension";
+    throw Error(os.str());
+  }
+  return best;
+}
+
+Range block_range(std::int64_t n, std::int64_t parts, std::int64_t part) {
+  const std::int64_t base = n / parts, extra = n % parts;
+  return {part * base + (part < extra ? part : extra), base + (part < extra ? 1 : 0)};
+}
+
+}  // namespace kodo

@@ -1,0 +1,32 @@
+#pragma once
+// What travels between ranks (and through a rank's own queue): a fixed header and the
+// serialized arguments.
+
+#include "serialize.hpp"
+
+#include <cstdint>
+
+namespace kodo::detail {
+
+enum class MessageKind : std::uint32_t {
+  invoke = 1,            // run an entry method on one unit
+  reduction_partial = 2, // a rank's partial result, travelling up the reduction tree
+  reduction_result = 3,  // the final result, travelling down the tree to every rank
+};
+
+struct MessageHeader {
+  MessageKind kind;
+  std::uint32_t collection;
+  std::uint64_t handler;  // entry method (invoke) or reducer (reductions)
+  std::int64_t target;    // unit's linear index (invoke) or reduction round
+  std::int32_t source_rank;
+  std::int32_t reserved = 0;
+};
+static_assert(sizeof(MessageHeader) == 32);
+
+struct Message {
+  MessageHeader header;
+  Bytes payload;
+};
+
+}  // namespace kodo::detail

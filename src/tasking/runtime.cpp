@@ -1,0 +1,253 @@
+#include "runtime.hpp"
+
+#include "../comm/ucx_transport.hpp"
+
+#include <Kokkos_Core.hpp>
+
+#include <array>
+#include <atomic>
+#include <sstream>
+#include <thread>
+
+namespace kodo {
+namespace {
+
+std::atomic<bool> runtime_exists{false};
+
+// Messages dispatched between two looks at UCX: enough to amortise the progress call,
+// few enough that arrivals are not left waiting behind a long local queue.
+constexpr int kDispatchBatch = 64;
+
+}  // namespace
+
+Runtime::Runtime(int& argc, char**& argv) {
+  if (runtime_exists.exchange(true)) throw Error("kodo: only one kodo::Runtime may exist at a time");
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    int provided = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    own_mpi_ = true;
+  }
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm_);
+  MPI_Comm_dup(MPI_COMM_WORLD, &wave_comm_);
+  MPI_Comm_rank(comm_, &rank_);
+  MPI_Comm_size(comm_, &size_);
+  if (!Kokkos::is_initialized()) {
+    Kokkos::initialize(argc, argv);
+    own_kokkos_ = true;
+  }
+  transport_ = std::make_unique<detail::UcxTransport>(
+      comm_, [this](detail::Message&& m) { queue_.push_back(std::move(m)); });
+}
+
+Runtime::~Runtime() {
+  collections_.clear();  // units own Kokkos views: release them before Kokkos goes
+  transport_->shutdown();
+  transport_.reset();
+  MPI_Comm_free(&wave_comm_);
+  MPI_Comm_free(&comm_);
+  if (own_kokkos_) Kokkos::finalize();
+  if (own_mpi_) MPI_Finalize();
+  runtime_exists = false;
+}
+
+void Runtime::add_collection(std::unique_ptr<detail::CollectionBase> collection) {
+  if (collection->id() != collections_.size())
+    throw Error("kodo: collections must be created one at a time, in the same order on every rank");
+  collections_.push_back(std::move(collection));
+  MPI_Barrier(comm_);
+}
+
+detail::CollectionBase& Runtime::collection(std::uint32_t id) {
+  if (id >= collections_.size())
+    fatal("a message names collection " + std::to_string(id) + ", which does not exist on this rank");
+  return *collections_[id];
+}
+
+void Runtime::post(int rank, detail::Message&& message) {
+  ++sent_;
+  if (rank == rank_)
+    queue_.push_back(std::move(message));
+  else
+    transport_->send(rank, std::move(message));
+}
+
+void Runtime::run() {
+  if (running_) throw Error("kodo: Runtime::run() is not reentrant (called from an entry method?)");
+  running_ = true;
+  struct Reset {
+    bool& flag;
+    ~Reset() { flag = false; }
+  } reset{running_};
+
+  // Termination by waves of a non-blocking allreduce of (sent, processed, pending
+  // reduction rounds): the job is quiet when two consecutive waves agree and every sent
+  // message has been processed (the four-counter method). Ranks keep working while a
+  // wave is in flight; an idle rank only yields the processor.
+  std::array<std::uint64_t, 3> wave_in{}, wave_out{}, previous{};
+  bool have_previous = false, wave_active = false;
+  MPI_Request wave = MPI_REQUEST_NULL;
+  for (;;) {
+    const unsigned events = transport_->progress();
+    for (int n = 0; n < kDispatchBatch && !queue_.empty(); ++n) {
+      detail::Message m = std::move(queue_.front());
+      queue_.pop_front();
+      dispatch(m);
+      ++processed_;
+    }
+    if (!wave_active && queue_.empty()) {
+      wave_in = {sent_, processed_, pending_rounds()};
+      MPI_Iallreduce(wave_in.data(), wave_out.data(), 3, MPI_UINT64_T, MPI_SUM, wave_comm_, &wave);
+      wave_active = true;
+    }
+    if (wave_active) {
+      int done = 0;
+      MPI_Test(&wave, &done, MPI_STATUS_IGNORE);
+      if (done) {
+        wave_active = false;
+        if (have_previous && wave_out == previous && wave_out[0] == wave_out[1]) {
+          if (wave_out[2] != 0) {
+            const std::string detail = describe_pending_rounds();
+            // Nothing can complete these rounds now; drop them so later runs do not report
+            // them again (the collection's reductions stay out of step: end the program).
+            for (auto& c : collections_) c->rounds().clear();
+            throw Error("kodo: the job went quiet with " + std::to_string(wave_out[2]) +
+                        " reduction round(s) incomplete: some units never contributed" + detail);
+          }
+          return;
+        }
+        previous = wave_out;
+        have_previous = true;
+      }
+    }
+    if (events == 0 && queue_.empty()) std::this_thread::yield();
+  }
+}
+
+void Runtime::dispatch(detail::Message& message) {
+  try {
+    switch (message.header.kind) {
+      case detail::MessageKind::invoke: return invoke(message);
+      case detail::MessageKind::reduction_partial: return on_partial(message);
+      case detail::MessageKind::reduction_result: return on_result(message);
+    }
+    fatal("received a message of unknown kind " +
+          std::to_string(static_cast<unsigned>(message.header.kind)));
+  } catch (const std::exception& e) {
+    fatal(std::string("while running a message from rank ") +
+          std::to_string(message.header.source_rank) + ": " + e.what());
+  }
+}
+
+void Runtime::invoke(detail::Message& message) {
+  const auto& h = message.header;
+  auto& c = collection(h.collection);
+  const std::int64_t slot = c.slot_of(h.target);
+  if (slot < 0) {
+    std::ostringstream os;
+    os << "a message for unit " << c.shape().delinear(h.target) << " of collection " << h.collection
+       << " arrived at rank " << rank_ << ", which does not hold that unit";
+    fatal(os.str());
+  }
+  const auto* entry = static_cast<const detail::EntryHandler*>(detail::find_handler(h.handler));
+  if (!entry) fatal("a message names an entry method this program does not have");
+  ByteReader reader(message.payload);
+  entry->invoke(c.unit_at(slot), reader);
+}
+
+// Reduction tree over the ranks that hold units: rank r's parent is (r-1)/2.
+void Runtime::contribute(detail::CollectionBase& c, std::int64_t slot, std::uint64_t round,
+                         detail::HandlerId reducer, Bytes value) {
+  auto& r = c.rounds()[round];
+  if (r.local.empty()) {
+    r.reducer = reducer;
+    r.local.resize(c.local_count());
+  } else if (r.reducer != reducer) {
+    throw Error("kodo: units of collection " + std::to_string(c.id()) +
+                " contributed to reduction round " + std::to_string(round) +
+                " with different types, operations or targets");
+  }
+  r.local[slot] = std::move(value);
+  ++r.local_received;
+  try_complete(c, round);
+}
+
+void Runtime::on_partial(detail::Message& message) {
+  const auto& h = message.header;
+  auto& c = collection(h.collection);
+  auto& r = c.rounds()[static_cast<std::uint64_t>(h.target)];
+  if (r.local.empty()) {
+    r.reducer = h.handler;
+    r.local.resize(c.local_count());
+  }
+  const int child = h.source_rank == 2 * rank_ + 1 ? 0 : 1;
+  r.children[child] = std::move(message.payload);
+  ++r.children_received;
+  try_complete(c, static_cast<std::uint64_t>(h.target));
+}
+
+void Runtime::try_complete(detail::CollectionBase& c, std::uint64_t round) {
+  auto it = c.rounds().find(round);
+  auto& r = it->second;
+  const int active = c.map().active_ranks();
+  int expected_children = 0;
+  for (int child : {2 * rank_ + 1, 2 * rank_ + 2}) expected_children += child < active;
+  if (r.local_received < c.local_count() || r.children_received < expected_children) return;
+
+  const auto* reducer = static_cast<const detail::ReducerHandler*>(detail::find_handler(r.reducer));
+  if (!reducer) fatal("a reduction names a reducer this program does not have");
+  Bytes acc;
+  auto fold = [&](std::optional<Bytes>& v) {
+    if (!v) return;
+    if (acc.empty())
+      acc = std::move(*v);
+    else
+      reducer->combine(acc, *v);
+  };
+  for (auto& v : r.local) fold(v);
+  for (auto& v : r.children) fold(v);
+
+  detail::Message m;
+  const int parent = (rank_ - 1) / 2;
+  m.header = {rank_ == 0 ? detail::MessageKind::reduction_result
+                         : detail::MessageKind::reduction_partial,
+              c.id(), r.reducer, static_cast<std::int64_t>(round), rank_};
+  m.payload = std::move(acc);
+  c.rounds().erase(it);
+  post(rank_ == 0 ? 0 : parent, std::move(m));
+}
+
+void Runtime::on_result(detail::Message& message) {
+  const auto& h = message.header;
+  auto& c = collection(h.collection);
+  const int active = c.map().active_ranks();
+  for (int child : {2 * rank_ + 1, 2 * rank_ + 2}) {
+    if (child >= active) continue;
+    detail::Message copy;
+    copy.header = h;
+    copy.header.source_rank = rank_;
+    copy.payload = message.payload;
+    post(child, std::move(copy));
+  }
+  const auto* reducer = static_cast<const detail::ReducerHandler*>(detail::find_handler(h.handler));
+  if (!reducer) fatal("a reduction names a reducer this program does not have");
+  reducer->deliver(c, message.payload);
+}
+
+std::uint64_t Runtime::pending_rounds() const {
+  std::uint64_t n = 0;
+  for (const auto& c : collections_) n += c->rounds().size();
+  return n;
+}
+
+std::string Runtime::describe_pending_rounds() const {
+  std::ostringstream os;
+  for (const auto& c : collections_)
+    for (const auto& [round, r] : c->rounds())
+      os << "\n  rank " << rank_ << ": collection " << c->id() << " round " << round << ": "
+         << r.local_received << " of " << c->local_count() << " local units contributed";
+  return os.str();
+}
+
+}  // namespace kodo

@@ -1,0 +1,90 @@
+#pragma once
+// The per-rank runtime: start-up and shutdown of MPI, Kokkos and UCX, the collections
+// of this program, and the scheduler loop that moves messages to work units.
+
+#include "collection_base.hpp"
+#include "error.hpp"
+#include "message.hpp"
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kodo {
+
+namespace detail {
+class UcxTransport;
+
+// How a reducer's value is combined and handed to the units; registered per
+// (value type, operation, target entry method).
+struct ReducerHandler {
+  void (*combine)(Bytes& accumulator, const Bytes& value);
+  void (*deliver)(CollectionBase& collection, const Bytes& result);
+};
+
+// How an entry method is run on a unit from a serialized argument list.
+struct EntryHandler {
+  void (*invoke)(void* unit, ByteReader& arguments);
+};
+}  // namespace detail
+
+class Runtime {
+ public:
+  // Initialises MPI (unless the program already did), Kokkos (likewise) and UCX, and
+  // exchanges UCX worker addresses over MPI. One Runtime may exist at a time.
+  Runtime(int& argc, char**& argv);
+  // Shuts down what the constructor started, after destroying every collection.
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  // The communicator of this runtime's ranks (a duplicate of MPI_COMM_WORLD).
+  MPI_Comm comm() const { return comm_; }
+
+  // Runs the scheduler until the whole job is quiescent: no message queued or in
+  // flight on any rank. Returns on every rank together. Throws kodo::Error if the job
+  // went quiet with a reduction that some units never contributed to.
+  void run();
+
+  // --- used by Collection and WorkUnit -----------------------------------------
+  // Collections are created collectively, in the same order on every rank, so the
+  // n-th one has id n everywhere.
+  std::uint32_t next_collection_id() const {
+    return static_cast<std::uint32_t>(collections_.size());
+  }
+  // Takes a newly built collection; returns once every rank has built it, so no
+  // message can reach a rank before the collection it addresses exists there.
+  void add_collection(std::unique_ptr<detail::CollectionBase> collection);
+  detail::CollectionBase& collection(std::uint32_t id);
+  // Queues `message` for `rank` (this rank's own queue, or UCX).
+  void post(int rank, detail::Message&& message);
+  // A unit's contribution to reduction `round` of its collection.
+  void contribute(detail::CollectionBase& collection, std::int64_t slot, std::uint64_t round,
+                  detail::HandlerId reducer, Bytes value);
+
+ private:
+  void dispatch(detail::Message& message);
+  void invoke(detail::Message& message);
+  void on_partial(detail::Message& message);
+  void on_result(detail::Message& message);
+  void try_complete(detail::CollectionBase& collection, std::uint64_t round);
+  std::uint64_t pending_rounds() const;
+  std::string describe_pending_rounds() const;
+
+  int rank_ = 0, size_ = 1;
+  MPI_Comm comm_ = MPI_COMM_NULL;       // bootstrap and collection creation
+  MPI_Comm wave_comm_ = MPI_COMM_NULL;  // termination waves only
+  bool own_mpi_ = false, own_kokkos_ = false, running_ = false;
+  std::unique_ptr<detail::UcxTransport> transport_;
+  std::vector<std::unique_ptr<detail::CollectionBase>> collections_;
+  std::deque<detail::Message> queue_;  // arrival order, local and remote alike
+  std::uint64_t sent_ = 0, processed_ = 0;
+};
+
+}  // namespace kodo

@@ -1,0 +1,181 @@
+#pragma once
+// Byte serialization of entry-method arguments.
+//
+// An invocation snapshots its arguments when it is made: values are copied, and a
+// Kokkos::View is sent by value of its contents (the receiver gets a new view of the
+// same type). Local and remote invocations take this one path, so a sender may reuse
+// its buffers as soon as the call returns.
+
+#include <Kokkos_Core.hpp>
+
+#include <array>
+#include <cstddef>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace kodo {
+
+using Bytes = std::vector<std::byte>;
+
+class ByteWriter {
+ public:
+  void write(const void* data, std::size_t n) {
+    const auto* p = static_cast<const std::byte*>(data);
+    bytes_.insert(bytes_.end(), p, p + n);
+  }
+  Bytes take() { return std::move(bytes_); }
+  std::size_t size() const { return bytes_.size(); }
+
+ private:
+  Bytes bytes_;
+};
+
+class ByteReader {
+ public:
+  ByteReader(const std::byte* data, std::size_t n) : data_(data), size_(n) {}
+  explicit ByteReader(const Bytes& b) : ByteReader(b.data(), b.size()) {}
+
+  void read(void* out, std::size_t n) {
+    if (n > size_ - pos_)
+      throw std::runtime_error("kodo: message payload is shorter than its arguments");
+    std::memcpy(out, data_ + pos_, n);
+    pos_ += n;
+  }
+  std::size_t remaining() const { return size_ - pos_; }
+
+ private:
+  const std::byte* data_;
+  std::size_t size_;
+  std::size_t pos_ = 0;
+};
+
+// Customisation point: specialise Serializer<T> with static pack/unpack for other types.
+template <class T, class Enable = void>
+struct Serializer;
+
+template <class T>
+void pack(ByteWriter& w, const T& value) {
+  Serializer<T>::pack(w, value);
+}
+template <class T>
+T unpack(ByteReader& r) {
+  return Serializer<T>::unpack(r);
+}
+
+template <class T>
+struct Serializer<T, std::enable_if_t<std::is_trivially_copyable_v<T> && !Kokkos::is_view<T>::value>> {
+  static void pack(ByteWriter& w, const T& v) { w.write(&v, sizeof(T)); }
+  static T unpack(ByteReader& r) {
+    T v;
+    r.read(&v, sizeof(T));
+    return v;
+  }
+};
+
+template <class T, class A>
+struct Serializer<std::vector<T, A>> {
+  static void pack(ByteWriter& w, const std::vector<T, A>& v) {
+    kodo::pack<std::uint64_t>(w, v.size());
+    if constexpr (std::is_trivially_copyable_v<T>) {
+      w.write(v.data(), v.size() * sizeof(T));
+    } else {
+      for (const auto& e : v) kodo::pack(w, e);
+    }
+  }
+  static std::vector<T, A> unpack(ByteReader& r) {
+    const auto n = kodo::unpack<std::uint64_t>(r);
+    if constexpr (std::is_trivially_copyable_v<T>) {
+      if (n > r.remaining() / (sizeof(T) ? sizeof(T) : 1))
+        throw std::runtime_error("kodo: message payload is shorter than its arguments");
+      std::vector<T, A> v(n);
+      r.read(v.data(), n * sizeof(T));
+      return v;
+    } else {
+      std::vector<T, A> v;
+      v.reserve(n);
+      for (std::uint64_t i = 0; i < n; ++i) v.push_back(kodo::unpack<T>(r));
+      return v;
+    }
+  }
+};
+
+template <>
+struct Serializer<std::string> {
+  static void pack(ByteWriter& w, const std::string& s) {
+    kodo::pack<std::uint64_t>(w, s.size());
+    w.write(s.data(), s.size());
+  }
+  static std::string unpack(ByteReader& r) {
+    const auto n = kodo::unpack<std::uint64_t>(r);
+    if (n > r.remaining())
+      throw std::runtime_error("kodo: message payload is shorter than its arguments");
+    std::string s(n, '\0');
+    r.read(s.data(), n);
+    return s;
+  }
+};
+
+// Views travel as their extents followed by their contiguous contents. Views in memory
+// the host cannot read are staged through a host mirror.
+template <class V>
+struct Serializer<V, std::enable_if_t<Kokkos::is_view<V>::value>> {
+  using value_type = typename V::non_const_value_type;
+  using owning_type = Kokkos::View<typename V::non_const_data_type, typename V::array_layout,
+                                   typename V::memory_space>;
+  static constexpr std::size_t rank = V::rank();
+  static constexpr bool host_accessible =
+      Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename V::memory_space>::accessible;
+
+  static_assert(V::rank_dynamic() == V::rank(),
+                "kodo: views in messages must have only run-time extents");
+  static_assert(!std::is_same_v<typename V::array_layout, Kokkos::LayoutStride>,
+                "kodo: views in messages must have a contiguous layout");
+  static_assert(std::is_trivially_copyable_v<value_type>,
+                "kodo: views in messages must hold trivially copyable values");
+
+  static void pack(ByteWriter& w, const V& v) {
+    for (std::size_t d = 0; d < rank; ++d) kodo::pack<std::uint64_t>(w, v.extent(d));
+    if (v.size() != 0 && !v.span_is_contiguous())
+      throw std::invalid_argument("kodo: a view sent in a message must be contiguous");
+    if constexpr (host_accessible) {
+      w.write(v.data(), v.size() * sizeof(value_type));
+    } else {
+      auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, v);
+      w.write(host.data(), host.size() * sizeof(value_type));
+    }
+  }
+
+  static V unpack(ByteReader& r) {
+    std::array<std::size_t, rank> ext{};
+    std::size_t count = 1;
+    for (std::size_t d = 0; d < rank; ++d) {
+      ext[d] = kodo::unpack<std::uint64_t>(r);
+      count *= ext[d];
+    }
+    if (count > r.remaining() / sizeof(value_type))
+      throw std::runtime_error("kodo: message payload is shorter than its view argument");
+    owning_type v = allocate(ext, std::make_index_sequence<rank>{});
+    if constexpr (host_accessible) {
+      r.read(v.data(), count * sizeof(value_type));
+    } else {
+      auto host = Kokkos::create_mirror_view(Kokkos::WithoutInitializing, v);
+      r.read(host.data(), count * sizeof(value_type));
+      Kokkos::deep_copy(v, host);
+    }
+    return v;
+  }
+
+ private:
+  template <std::size_t... I>
+  static owning_type allocate(const std::array<std::size_t, rank>& ext,
+                              std::index_sequence<I...>) {
+    return owning_type(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kodo::message"),
+                       ext[I]...);
+  }
+};
+
+}  // namespace kodo

@@ -1,0 +1,83 @@
+#include <kodo.hpp>
+#include <tasking/collection_base.hpp>
+
+#include <gtest/gtest.h>
+
+namespace {
+
+TEST(SplitGrid, MinimisesCutSurface) {
+  EXPECT_EQ(kodo::split_grid({64, 64, 64}, 8), (kodo::Extent3{2, 2, 2}));
+  EXPECT_EQ(kodo::split_grid({64, 64, 64}, 1), (kodo::Extent3{1, 1, 1}));
+  // A long x axis is cut first.
+  EXPECT_EQ(kodo::split_grid({256, 16, 16}, 4), (kodo::Extent3{4, 1, 1}));
+  // 48 x 40 x 36 into 16: 4 x 2 x 2 cuts less than 2 x 4 x 2 or 2 x 2 x 4.
+  EXPECT_EQ(kodo::split_grid({48, 40, 36}, 16), (kodo::Extent3{4, 2, 2}));
+  const auto e = kodo::split_grid({48, 40, 36}, 12);
+  EXPECT_EQ(e.size(), 12);
+}
+
+TEST(SplitGrid, RespectsSmallDimensions) {
+  // 7 units need a dimension of at least 7.
+  EXPECT_EQ(kodo::split_grid({2, 3, 7}, 7), (kodo::Extent3{1, 1, 7}));
+  EXPECT_EQ(kodo::split_grid({1, 1, 5}, 5), (kodo::Extent3{1, 1, 5}));
+}
+
+TEST(SplitGrid, RejectsImpossibleCuts) {
+  EXPECT_THROW(kodo::split_grid({4, 4, 4}, 0), kodo::Error);
+  EXPECT_THROW(kodo::split_grid({4, 4, 4}, -2), kodo::Error);
+  EXPECT_THROW(kodo::split_grid({0, 4, 4}, 1), kodo::Error);
+  EXPECT_THROW(kodo::split_grid({2, 2, 2}, 9), kodo::Error);  // more units than points
+  EXPECT_THROW(kodo::split_grid({2, 2, 2}, 7), kodo::Error);  // 7 fits no dimension
+  try {
+    kodo::split_grid({2, 2, 2}, 9);
+  } catch (const kodo::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("more units than grid points"), std::string::npos);
+  }
+}
+
+TEST(BlockRange, CoversEveryPointOnce) {
+  for (std::int64_t n : {1, 7, 40, 41}) {
+    for (std::int64_t parts = 1; parts <= n && parts <= 9; ++parts) {
+      std::int64_t next = 0, smallest = n, largest = 0;
+      for (std::int64_t p = 0; p < parts; ++p) {
+        const auto r = kodo::block_range(n, parts, p);
+        EXPECT_EQ(r.begin, next);
+        next += r.size;
+        smallest = std::min(smallest, r.size);
+        largest = std::max(largest, r.size);
+      }
+      EXPECT_EQ(next, n);
+      EXPECT_LE(largest - smallest, 1);
+    }
+  }
+}
+
+TEST(BlockMap, OwnersMatchBlocks) {
+  for (std::int64_t units : {1, 3, 4, 12, 13, 64}) {
+    for (int ranks : {1, 2, 3, 4, 7}) {
+      kodo::detail::BlockMap map(units, ranks);
+      std::int64_t total = 0;
+      for (int r = 0; r < ranks; ++r) {
+        EXPECT_EQ(map.first(r), total);
+        for (std::int64_t i = map.first(r); i < map.first(r) + map.count(r); ++i)
+          EXPECT_EQ(map.owner(i), r) << units << " units on " << ranks << " ranks, unit " << i;
+        total += map.count(r);
+        EXPECT_EQ(map.count(r) > 0, r < map.active_ranks());
+      }
+      EXPECT_EQ(total, units);
+    }
+  }
+}
+
+TEST(Extent3, LinearisesWithZFastest) {
+  const kodo::Extent3 e{3, 4, 5};
+  EXPECT_EQ(e.linear({0, 0, 1}), 1);
+  EXPECT_EQ(e.linear({0, 1, 0}), 5);
+  EXPECT_EQ(e.linear({1, 0, 0}), 20);
+  for (std::int64_t l = 0; l < e.size(); ++l) EXPECT_EQ(e.linear(e.delinear(l)), l);
+  EXPECT_FALSE(e.contains({3, 0, 0}));
+  EXPECT_FALSE(e.contains({0, -1, 0}));
+  EXPECT_TRUE(e.contains({2, 3, 4}));
+}
+
+}  // namespace

@@ -1,0 +1,213 @@
+// Behaviour of collections, entry methods, reductions and termination. Every test runs
+// on any number of ranks (1, 2 and 4 under ctest) and checks the units this rank holds.
+
+#include "test_runtime.hpp"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <string>
+#include <vector>
+
+namespace {
+
+using kodo::Extent3;
+using kodo::Index3;
+
+// --- entry methods with arguments and views ---------------------------------------
+
+struct Greeting {
+  std::int64_t from = -1;
+  double scale = 0;
+  std::string text;
+  std::vector<int> numbers;
+  std::vector<double> payload;
+};
+
+class Greeter : public kodo::WorkUnit<Greeter> {
+ public:
+  explicit Greeter(const kodo::UnitInit<Greeter>& init) : WorkUnit(init) {}
+
+  std::int64_t me() const { return collection().shape().linear(index()); }
+
+  void greet_next() {
+    const auto& shape = collection().shape();
+    const std::int64_t n = shape.size();
+    Kokkos::View<double*> data("greeting", me() + 1);
+    Kokkos::parallel_for(
+        "fill", Kokkos::RangePolicy<>(0, data.extent(0)),
+        KOKKOS_LAMBDA(int i) { data(i) = 100.0 * i + 0.5; });
+    Kokkos::fence();
+    unit(shape.delinear((me() + 1) % n))
+        .send<&Greeter::receive>(me(), 0.25, std::string("from ") + std::to_string(me()),
+                                 std::vector<int>{1, 2, int(me())}, data);
+    Kokkos::deep_copy(data, -1.0);  // the message already holds its own copy
+  }
+
+  void receive(std::int64_t from, double scale, std::string text, std::vector<int> numbers,
+               Kokkos::View<double*> data) {
+    Greeting g{from, scale, std::move(text), std::move(numbers), {}};
+    auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, data);
+    g.payload.assign(h.data(), h.data() + h.size());
+    received.push_back(std::move(g));
+  }
+
+  std::vector<Greeting> received;
+};
+
+TEST(EntryMethods, CarryValuesAndViewsToLocalAndRemoteUnits) {
+  auto& rt = test_runtime();
+  auto units = kodo::Collection<Greeter>::create(rt, {3, 2, 2});
+  units.broadcast_local<&Greeter::greet_next>();
+  rt.run();
+  const std::int64_t n = units.size();
+  units.for_each_local([&](Greeter& g) {
+    ASSERT_EQ(g.received.size(), 1u) << "unit " << g.me();
+    const Greeting& m = g.received[0];
+    const std::int64_t from = (g.me() + n - 1) % n;
+    EXPECT_EQ(m.from, from);
+    EXPECT_EQ(m.scale, 0.25);
+    EXPECT_EQ(m.text, "from " + std::to_string(from));
+    EXPECT_EQ(m.numbers, (std::vector<int>{1, 2, int(from)}));
+    ASSERT_EQ(m.payload.size(), static_cast<std::size_t>(from + 1));
+    for (std::size_t i = 0; i < m.payload.size(); ++i) EXPECT_EQ(m.payload[i], 100.0 * i + 0.5);
+  });
+}
+
+TEST(EntryMethods, BroadcastFromOneRankReachesEveryUnitOnce) {
+  auto& rt = test_runtime();
+  auto units = kodo::Collection<Greeter>::create(rt, {5, 1, 1});
+  if (rt.rank() == 0)
+    units.broadcast<&Greeter::receive>(std::int64_t{7}, 1.0, std::string("all"), std::vector<int>{},
+                                       Kokkos::View<double*>("none", 0));
+  rt.run();
+  units.for_each_local([](Greeter& g) {
+    ASSERT_EQ(g.received.size(), 1u);
+    EXPECT_EQ(g.received[0].from, 7);
+  });
+}
+
+TEST(EntryMethods, SendOutsideTheCollectionIsAnError) {
+  auto& rt = test_runtime();
+  auto units = kodo::Collection<Greeter>::create(rt, {2, 2, 2});
+  EXPECT_THROW(units[(Index3{2, 0, 0})], std::out_of_range);
+  EXPECT_THROW(units[(Index3{0, -1, 0})], std::out_of_range);
+  EXPECT_THROW(kodo::Collection<Greeter>::create(rt, {0, 2, 2}), kodo::Error);
+  rt.run();
+}
+
+// --- arrival order and chains of messages -------------------------------------------
+
+class Counter : public kodo::WorkUnit<Counter> {
+ public:
+  explicit Counter(const kodo::UnitInit<Counter>& init) : WorkUnit(init) {}
+
+  void send_to_self(int count) {
+    for (int i = 0; i < count; ++i) unit(index()).send<&Counter::record>(i);
+  }
+  void record(int value) { seen.push_back(value); }
+
+  // Passes a token around the whole collection `laps` times.
+  void token(std::int64_t hops_left) {
+    ++tokens;
+    if (hops_left == 0) return;
+    const auto& s = collection().shape();
+    unit(s.delinear((s.linear(index()) + 1) % s.size())).send<&Counter::token>(hops_left - 1);
+  }
+
+  std::vector<int> seen;
+  int tokens = 0;
+};
+
+TEST(Scheduler, DispatchesInArrivalOrder) {
+  auto& rt = test_runtime();
+  auto units = kodo::Collection<Counter>::create(rt, {2, 2, 1});
+  units.broadcast_local<&Counter::send_to_self>(200);
+  rt.run();
+  std::vector<int> expected(200);
+  std::iota(expected.begin(), expected.end(), 0);
+  units.for_each_local([&](Counter& c) { EXPECT_EQ(c.seen, expected); });
+}
+
+TEST(Termination, RunWaitsForChainsAcrossRanks) {
+  auto& rt = test_runtime();
+  auto units = kodo::Collection<Counter>::create(rt, {7, 1, 1});
+  constexpr int laps = 5;
+  if (rt.rank() == 0) units[(Index3{0, 0, 0})].send<&Counter::token>(std::int64_t{laps * 7 - 1});
+  rt.run();
+  long local = 0;
+  units.for_each_local([&](Counter& c) {
+    EXPECT_EQ(c.tokens, laps);
+    local += c.tokens;
+  });
+  long total = 0;
+  MPI_Allreduce(&local, &total, 1, MPI_LONG, MPI_SUM, rt.comm());
+  EXPECT_EQ(total, laps * 7);
+}
+
+TEST(Termination, RunWithNothingToDoReturns) {
+  auto& rt = test_runtime();
+  rt.run();
+  rt.run();
+  SUCCEED();
+}
+
+// --- reductions --------------------------------------------------------------------
+
+class Reducing : public kodo::WorkUnit<Reducing> {
+ public:
+  explicit Reducing(const kodo::UnitInit<Reducing>& init) : WorkUnit(init) {}
+  std::int64_t me() const { return collection().shape().linear(index()); }
+
+  void contribute_three() {
+    contribute<&Reducing::got_sum>(me(), kodo::Sum{});
+    contribute<&Reducing::got_max>(me(), kodo::Max{});
+    contribute<&Reducing::got_min_double>(0.5 * static_cast<double>(me()) + 1.0, kodo::Min{});
+  }
+  void contribute_if_even() {
+    if (me() % 2 == 0) contribute<&Reducing::got_sum>(me(), kodo::Sum{});
+  }
+  void got_sum(std::int64_t v) { sums.push_back(v); }
+  void got_max(std::int64_t v) { maxima.push_back(v); }
+  void got_min_double(double v) { minima.push_back(v); }
+
+  std::vector<std::int64_t> sums, maxima;
+  std::vector<double> minima;
+};
+
+TEST(Reductions, SeveralRoundsInFlightDeliverToEveryUnit) {
+  auto& rt = test_runtime();
+  auto units = kodo::Collection<Reducing>::create(rt, {3, 3, 2});
+  const std::int64_t n = units.size();
+  units.broadcast_local<&Reducing::contribute_three>();
+  units.broadcast_local<&Reducing::contribute_three>();
+  rt.run();
+  units.for_each_local([&](Reducing& u) {
+    EXPECT_EQ(u.sums, (std::vector<std::int64_t>{n * (n - 1) / 2, n * (n - 1) / 2}));
+    EXPECT_EQ(u.maxima, (std::vector<std::int64_t>{n - 1, n - 1}));
+    EXPECT_EQ(u.minima, (std::vector<double>{1.0, 1.0}));
+  });
+}
+
+TEST(Reductions, WorkWithFewerUnitsThanRanks) {
+  auto& rt = test_runtime();
+  auto units = kodo::Collection<Reducing>::create(rt, {1, 1, 1});
+  units.broadcast_local<&Reducing::contribute_three>();
+  rt.run();
+  units.for_each_local([&](Reducing& u) { EXPECT_EQ(u.sums, (std::vector<std::int64_t>{0})); });
+}
+
+TEST(Reductions, MissingContributionsAreReportedNotAwaited) {
+  auto& rt = test_runtime();
+  auto units = kodo::Collection<Reducing>::create(rt, {4, 2, 1});
+  units.broadcast_local<&Reducing::contribute_if_even>();
+  try {
+    rt.run();
+    ADD_FAILURE() << "run() returned although half of the units never contributed";
+  } catch (const kodo::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("never contributed"), std::string::npos) << e.what();
+  }
+  units.for_each_local([](Reducing& u) { EXPECT_TRUE(u.sums.empty()); });
+}
+
+}  // namespace
