@@ -38,11 +38,22 @@ if(PkgConfig_FOUND AND NOT TARGET PkgConfig::KODO_HWLOC)
   pkg_check_modules(KODO_HWLOC QUIET IMPORTED_TARGET GLOBAL hwloc)
 endif()
 
-# The backend follows the Kokkos install's device backend.
+# The backend follows the Kokkos install's device backend; its native runtime comes
+# as kodo_deps::cuda or kodo_deps::hip.
 if(Kokkos_ENABLE_CUDA)
   set(KODO_BACKEND cuda)
+  find_dependency(CUDAToolkit)
+  if(NOT TARGET kodo_deps::cuda)
+    add_library(kodo_deps::cuda INTERFACE IMPORTED GLOBAL)
+    target_link_libraries(kodo_deps::cuda INTERFACE CUDA::cudart CUDA::cuda_driver)
+  endif()
 elseif(Kokkos_ENABLE_HIP)
   set(KODO_BACKEND hip)
+  find_dependency(hip)
+  if(NOT TARGET kodo_deps::hip)
+    add_library(kodo_deps::hip INTERFACE IMPORTED GLOBAL)
+    target_link_libraries(kodo_deps::hip INTERFACE hip::host)
+  endif()
 else()
   set(KODO_BACKEND host)
 endif()

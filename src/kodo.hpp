@@ -1,7 +1,9 @@
 #pragma once
 // kodo: overdecomposed work units over Kokkos, MPI and UCX. Include this header.
 
+#include "backends/stream.hpp"
 #include "tasking/collection.hpp"
+#include "tasking/completion_engine.hpp"
 #include "tasking/decomposition.hpp"
 #include "tasking/error.hpp"
 #include "tasking/index.hpp"

@@ -65,7 +65,7 @@ kodo_build_dir() {
 
 # Changing any of this (and only this) re-runs the apt step of provisioning.
 KODO_PACKAGES=(g++ cmake ninja-build make binutils pkg-config git
-  libopenmpi-dev openmpi-bin libucx-dev libhwloc-dev libgtest-dev
+  libopenmpi-dev openmpi-bin libucx-dev libhwloc-dev libgtest-dev hipcc
   libkokkos-dev/unstable)
 KODO_PIN='Package: *
 Pin: release a=unstable
@@ -116,14 +116,15 @@ kodo_mirror() {
 }
 
 # _kodo_in_root ROOT BIND CWD CMD...: run CMD chrooted in ROOT with the
-# current environment. BIND (may be empty) is bind-mounted at the same path.
+# current environment. BIND (may be empty) is bind-mounted at the same path, and
+# with it the host's CUDA toolkit at /usr/local/cuda when there is one.
 # The private mount namespace drops all mounts when CMD exits, so nothing
 # leaks and concurrent runs do not interfere.
 _kodo_in_root() {
   # shellcheck disable=SC2016 # expanded by the inner shell
   unshare --mount --propagation private -- /bin/bash -c '
     fail() { printf "kodo: error: %s\n" "$*" >&2; exit 125; }
-    r=$1 bind=$2 cwd=$3; shift 3
+    r=$1 bind=$2 cwd=$3 cuda=$4; shift 4
     mount -t proc proc "$r/proc" || fail "cannot mount /proc in $r"
     mount --rbind /sys "$r/sys" || fail "cannot bind /sys into $r"
     mount --rbind /dev "$r/dev" || fail "cannot bind /dev into $r"
@@ -132,8 +133,19 @@ _kodo_in_root() {
       mkdir -p "$r$bind" && mount --bind "$bind" "$r$bind" ||
         fail "cannot bind $bind into $r"
     fi
+    # The host CUDA toolkit, read-only, for the CUDA backend compile checks.
+    if [[ -n $bind && -n $cuda ]]; then
+      mkdir -p "$r/usr/local/cuda" && mount --bind -o ro "$cuda" "$r/usr/local/cuda" ||
+        fail "cannot bind $cuda into $r"
+    fi
     exec chroot "$r" /bin/bash -c "cd \"\$1\" && shift && exec \"\$@\"" kodo "$cwd" "$@"
-  ' kodo "$@"
+  ' kodo "$1" "$2" "$3" "$(_kodo_host_cuda)" "${@:4}"
+}
+
+# The host's CUDA toolkit directory, if it has one (nvcc compiles, nothing runs).
+_kodo_host_cuda() {
+  [[ -x /usr/local/cuda/bin/nvcc ]] && readlink -f /usr/local/cuda
+  return 0
 }
 
 _kodo_need_root() {

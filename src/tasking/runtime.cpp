@@ -5,6 +5,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <array>
+#include <cstdlib>
 #include <atomic>
 #include <sstream>
 #include <thread>
@@ -22,6 +23,21 @@ constexpr int kDispatchBatch = 64;
 
 Runtime::Runtime(int& argc, char**& argv) {
   if (runtime_exists.exchange(true)) throw Error("kodo: only one kodo::Runtime may exist at a time");
+  try {
+    start(argc, argv);
+  } catch (...) {
+    stop();
+    throw;
+  }
+}
+
+Runtime::~Runtime() {
+  collections_.clear();  // units own Kokkos views: release them before Kokkos goes
+  if (transport_) transport_->shutdown();
+  stop();
+}
+
+void Runtime::start(int& argc, char**& argv) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {
@@ -33,23 +49,44 @@ Runtime::Runtime(int& argc, char**& argv) {
   MPI_Comm_dup(MPI_COMM_WORLD, &wave_comm_);
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
+  placement_ = place_rank(comm_);
   if (!Kokkos::is_initialized()) {
+    // Kokkos takes the GPU chosen above unless told otherwise on its command line.
+    if (placement_.device >= 0 && !std::getenv("KOKKOS_DEVICE_ID"))
+      setenv("KOKKOS_DEVICE_ID", std::to_string(placement_.device).c_str(), 1);
     Kokkos::initialize(argc, argv);
     own_kokkos_ = true;
   }
+  int streams = 4;
+  if (const char* s = std::getenv("KODO_STREAMS")) streams = std::atoi(s);
+  if (streams < 1)
+    throw Error("kodo: KODO_STREAMS must be a positive number of streams per priority");
+  streams_ = std::make_unique<StreamPool>(streams);
   transport_ = std::make_unique<detail::UcxTransport>(
       comm_, [this](detail::Message&& m) { queue_.push_back(std::move(m)); });
 }
 
-Runtime::~Runtime() {
-  collections_.clear();  // units own Kokkos views: release them before Kokkos goes
-  transport_->shutdown();
+// Releases what start() acquired, in reverse order; safe after a partial start.
+void Runtime::stop() {
   transport_.reset();
-  MPI_Comm_free(&wave_comm_);
-  MPI_Comm_free(&comm_);
-  if (own_kokkos_) Kokkos::finalize();
+  streams_.reset();
+  if (own_kokkos_ && Kokkos::is_initialized()) Kokkos::finalize();
+  if (wave_comm_ != MPI_COMM_NULL) MPI_Comm_free(&wave_comm_);
+  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
   if (own_mpi_) MPI_Finalize();
   runtime_exists = false;
+}
+
+void Runtime::when_done(CompletionSource& source, std::function<void()> continuation) {
+  ++sent_;  // awaited device work counts as a message in flight until it completes
+  engine_.when_done(source, [this, c = std::move(continuation)] {
+    ++processed_;
+    try {
+      c();
+    } catch (const std::exception& e) {
+      fatal(std::string("a device-completion continuation threw: ") + e.what());
+    }
+  });
 }
 
 void Runtime::add_collection(std::unique_ptr<detail::CollectionBase> collection) {
@@ -89,7 +126,7 @@ void Runtime::run() {
   bool have_previous = false, wave_active = false;
   MPI_Request wave = MPI_REQUEST_NULL;
   for (;;) {
-    const unsigned events = transport_->progress();
+    const std::size_t events = transport_->progress() + engine_.poll();
     for (int n = 0; n < kDispatchBatch && !queue_.empty(); ++n) {
       detail::Message m = std::move(queue_.front());
       queue_.pop_front();

@@ -2,7 +2,10 @@
 // The per-rank runtime: start-up and shutdown of MPI, Kokkos and UCX, the collections
 // of this program, and the scheduler loop that moves messages to work units.
 
+#include "../backends/placement.hpp"
+#include "../backends/stream.hpp"
 #include "collection_base.hpp"
+#include "completion_engine.hpp"
 #include "error.hpp"
 #include "message.hpp"
 
@@ -10,6 +13,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,8 +38,10 @@ struct EntryHandler {
 
 class Runtime {
  public:
-  // Initialises MPI (unless the program already did), Kokkos (likewise) and UCX, and
-  // exchanges UCX worker addresses over MPI. One Runtime may exist at a time.
+  // Initialises MPI (unless the program already did), places the rank on its GPU (see
+  // placement.hpp), initialises Kokkos (unless the program already did) and UCX, and
+  // exchanges UCX worker addresses over MPI. One Runtime may exist at a time. Throws
+  // kodo::Error, on every rank, when a rank cannot start.
   Runtime(int& argc, char**& argv);
   // Shuts down what the constructor started, after destroying every collection.
   ~Runtime();
@@ -47,8 +53,17 @@ class Runtime {
   // The communicator of this runtime's ranks (a duplicate of MPI_COMM_WORLD).
   MPI_Comm comm() const { return comm_; }
 
+  const Placement& placement() const { return placement_; }
+  // This rank's streams: KODO_STREAMS (default 4) compute and as many communication
+  // streams.
+  StreamPool& streams() { return *streams_; }
+
+  // Runs `continuation` from the scheduler loop once the work enqueued on `source` so
+  // far is done. The rank never waits for it; pending continuations keep run() going.
+  void when_done(CompletionSource& source, std::function<void()> continuation);
+
   // Runs the scheduler until the whole job is quiescent: no message queued or in
-  // flight on any rank. Returns on every rank together. Throws kodo::Error if the job
+  // flight and no device work awaited on any rank. Returns on every rank together. Throws kodo::Error if the job
   // went quiet with a reduction that some units never contributed to.
   void run();
 
@@ -69,6 +84,8 @@ class Runtime {
                   detail::HandlerId reducer, Bytes value);
 
  private:
+  void start(int& argc, char**& argv);
+  void stop();
   void dispatch(detail::Message& message);
   void invoke(detail::Message& message);
   void on_partial(detail::Message& message);
@@ -81,6 +98,9 @@ class Runtime {
   MPI_Comm comm_ = MPI_COMM_NULL;       // bootstrap and collection creation
   MPI_Comm wave_comm_ = MPI_COMM_NULL;  // termination waves only
   bool own_mpi_ = false, own_kokkos_ = false, running_ = false;
+  Placement placement_;
+  std::unique_ptr<StreamPool> streams_;
+  CompletionEngine engine_;
   std::unique_ptr<detail::UcxTransport> transport_;
   std::vector<std::unique_ptr<detail::CollectionBase>> collections_;
   std::deque<detail::Message> queue_;  // arrival order, local and remote alike

@@ -1,0 +1,97 @@
+// CUDA backend. The completion counter is written by a stream memory operation
+// (cuStreamWriteValue64): no kernel launch, and the host learns of completion by
+// reading its own memory instead of calling cudaEventQuery (1.36 us a call on H200).
+
+#include "../native.hpp"
+
+#include "../../tasking/error.hpp"
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <string>
+
+namespace kodo::backend {
+namespace {
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw Error(std::string("kodo: CUDA ") + what + " failed: " + cudaGetErrorString(e));
+}
+void check(CUresult r, const char* what) {
+  if (r != CUDA_SUCCESS) {
+    const char* s = nullptr;
+    cuGetErrorString(r, &s);
+    throw Error(std::string("kodo: CUDA ") + what + " failed: " + (s ? s : "unknown error"));
+  }
+}
+
+}  // namespace
+
+const char* name() { return "cuda"; }
+
+int device_count() {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver) return 0;
+  check(e, "device query");
+  return n;
+}
+
+void select_device(int device) {
+  check(cudaSetDevice(device), "device selection");
+}
+
+std::string device_name(int device) {
+  cudaDeviceProp p{};
+  check(cudaGetDeviceProperties(&p, device), "device properties");
+  return p.name;
+}
+
+NativeStream create_stream(Priority priority) {
+  int least = 0, greatest = 0;
+  check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "stream priority query");
+  cudaStream_t s = nullptr;
+  check(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking,
+                                     priority == Priority::communication ? greatest : least),
+        "stream creation");
+  return s;
+}
+void destroy_stream(NativeStream stream) { cudaStreamDestroy(static_cast<cudaStream_t>(stream)); }
+
+NativeEvent create_event() {
+  cudaEvent_t e = nullptr;
+  check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "event creation");
+  return e;
+}
+void destroy_event(NativeEvent event) { cudaEventDestroy(static_cast<cudaEvent_t>(event)); }
+
+void order_after(NativeStream waiter, NativeStream source, NativeEvent event) {
+  // A wait captures the event's latest record when it is enqueued, so the event can be
+  // recorded again right away.
+  check(cudaEventRecord(static_cast<cudaEvent_t>(event), static_cast<cudaStream_t>(source)),
+        "event record");
+  check(cudaStreamWaitEvent(static_cast<cudaStream_t>(waiter), static_cast<cudaEvent_t>(event), 0),
+        "stream wait");
+}
+
+std::uint64_t* allocate_counters(std::size_t count, std::uint64_t** device_address) {
+  void* host = nullptr;
+  check(cudaHostAlloc(&host, count * sizeof(std::uint64_t), cudaHostAllocMapped | cudaHostAllocPortable),
+        "pinned counter allocation");
+  auto* p = static_cast<std::uint64_t*>(host);
+  for (std::size_t i = 0; i < count; ++i) p[i] = 0;
+  void* dev = nullptr;
+  check(cudaHostGetDevicePointer(&dev, host, 0), "mapped pointer query");
+  *device_address = static_cast<std::uint64_t*>(dev);
+  return p;
+}
+void free_counters(std::uint64_t* host_address) { cudaFreeHost(host_address); }
+
+void enqueue_counter_write(NativeStream stream, std::uint64_t* device_address, std::uint64_t value) {
+  check(cuStreamWriteValue64(static_cast<CUstream>(stream),
+                             reinterpret_cast<CUdeviceptr>(device_address), value,
+                             CU_STREAM_WRITE_VALUE_DEFAULT),
+        "stream counter write");
+}
+
+}  // namespace kodo::backend

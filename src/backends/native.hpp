@@ -1,0 +1,50 @@
+#pragma once
+// The small interface every backend implements (host/, cuda/, hip/): device choice,
+// prioritised streams, events for dependencies between streams, and completion
+// counters that a stream writes itself, in order, into host memory.
+//
+// Only plain C++ types cross this interface, so each backend's implementation is
+// compiled by its own toolchain (g++, nvcc, hipcc) without a Kokkos device build.
+
+#include <cstdint>
+#include <string>
+
+namespace kodo::backend {
+
+// Opaque native handles (cudaStream_t, hipStream_t, ...).
+using NativeStream = void*;
+using NativeEvent = void*;
+
+enum class Priority { compute, communication };
+
+// Name of this backend: "host", "cuda" or "hip".
+const char* name();
+
+// Devices visible to this process (0 for the host backend).
+int device_count();
+// Makes `device` current for this process; throws kodo::Error on failure.
+void select_device(int device);
+std::string device_name(int device);
+
+// A stream of the given priority: communication gets the greatest priority the device
+// offers, compute the least. Throws kodo::Error on failure.
+NativeStream create_stream(Priority priority);
+void destroy_stream(NativeStream stream);
+
+// Events order work between streams without blocking the host.
+NativeEvent create_event();
+void destroy_event(NativeEvent event);
+// `waiter` runs nothing enqueued after this call until the work enqueued on `source`
+// so far is done. `event` carries the dependency and may be reused at once.
+void order_after(NativeStream waiter, NativeStream source, NativeEvent event);
+
+// Host memory the device can write: `count` counters, zeroed. `device_address`
+// receives the address the device uses for the same memory.
+std::uint64_t* allocate_counters(std::size_t count, std::uint64_t** device_address);
+void free_counters(std::uint64_t* host_address);
+// Enqueues on `stream` a write of `value` to the counter at `device_address`: it
+// happens once all earlier work on the stream is done.
+void enqueue_counter_write(NativeStream stream, std::uint64_t* device_address,
+                           std::uint64_t value);
+
+}  // namespace kodo::backend

@@ -1,0 +1,94 @@
+#include "placement.hpp"
+
+#include "native.hpp"
+
+#include "../tasking/error.hpp"
+
+#include <cstdlib>
+#include <sstream>
+
+#if defined(KODO_HAVE_HWLOC)
+#include <hwloc.h>
+#endif
+
+namespace kodo {
+namespace {
+
+#if defined(KODO_HAVE_HWLOC)
+void read_binding(Placement& p) {
+  hwloc_topology_t topology;
+  if (hwloc_topology_init(&topology) != 0) return;
+  if (hwloc_topology_load(topology) == 0) {
+    hwloc_bitmap_t cpus = hwloc_bitmap_alloc(), nodes = hwloc_bitmap_alloc();
+    if (hwloc_get_cpubind(topology, cpus, HWLOC_CPUBIND_PROCESS) == 0) {
+      char* text = nullptr;
+      hwloc_bitmap_list_asprintf(&text, cpus);
+      if (text) p.cpus = text;
+      std::free(text);
+      hwloc_cpuset_to_nodeset(topology, cpus, nodes);
+      text = nullptr;
+      hwloc_bitmap_list_asprintf(&text, nodes);
+      if (text) p.numa = text;
+      std::free(text);
+    }
+    hwloc_bitmap_free(cpus);
+    hwloc_bitmap_free(nodes);
+  }
+  hwloc_topology_destroy(topology);
+}
+#else
+void read_binding(Placement&) {}
+#endif
+
+}  // namespace
+
+Placement place_rank(MPI_Comm comm) {
+  Placement p;
+  MPI_Comm node;
+  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  MPI_Comm_rank(node, &p.local_rank);
+  MPI_Comm_size(node, &p.local_ranks);
+  MPI_Comm_free(&node);
+  read_binding(p);
+
+  std::string problem;
+  if (std::string(backend::name()) != "host") {
+    try {
+      const int count = backend::device_count();
+      const char* share = std::getenv("KODO_SHARE_GPUS");
+      const bool sharing = share && std::string(share) == "1";
+      if (count == 0) {
+        problem = std::string("no GPU is visible to this process, but kodo was built for ") +
+                  backend::name();
+      } else if (p.local_ranks > count && !sharing) {
+        problem = std::to_string(p.local_ranks) + " ranks share a node with " + std::to_string(count) +
+                  " GPU(s); kodo runs one rank per GPU (set KODO_SHARE_GPUS=1 to share)";
+      } else {
+        p.device = p.local_rank % count;
+        backend::select_device(p.device);
+        p.device_name = backend::device_name(p.device);
+      }
+    } catch (const Error& e) {
+      problem = e.what();
+    }
+  }
+  // Every rank learns whether any rank failed, so all of them stop together.
+  int failed = problem.empty() ? 0 : 1, any = 0;
+  MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, comm);
+  if (failed) throw Error("kodo: " + problem);
+  if (any) throw Error("kodo: another rank could not be placed on a GPU (see its message)");
+  return p;
+}
+
+std::string describe(const Placement& p, int rank) {
+  std::ostringstream os;
+  os << "rank " << rank << " (local " << p.local_rank << " of " << p.local_ranks << "): ";
+  if (p.device >= 0)
+    os << "GPU " << p.device << " (" << p.device_name << ")";
+  else
+    os << "host backend";
+  os << ", cpus " << p.cpus << ", NUMA " << p.numa;
+  return os.str();
+}
+
+}  // namespace kodo

@@ -1,0 +1,28 @@
+#pragma once
+// Where a rank runs: its node-local rank, its GPU, its CPUs and NUMA nodes.
+//
+// Policy: one rank per GPU. Rank r of a node takes GPU r. More ranks on a node than
+// GPUs is an error, because ranks sharing a GPU silently distort every measurement;
+// KODO_SHARE_GPUS=1 allows it (GPU = local rank modulo the GPU count).
+
+#include <mpi.h>
+
+#include <string>
+
+namespace kodo {
+
+struct Placement {
+  int local_rank = 0, local_ranks = 1;
+  int device = -1;  // -1: the host backend, no GPU
+  std::string device_name = "host";
+  std::string cpus = "unknown", numa = "unknown";  // from hwloc where present
+};
+
+// Collective over `comm`. Chooses and selects this rank's GPU (for a device backend) and
+// reads its CPU binding. Throws kodo::Error on every rank if any rank cannot be placed.
+Placement place_rank(MPI_Comm comm);
+
+// One line: "rank R (local L of N): GPU D (name), cpus C, NUMA M".
+std::string describe(const Placement& p, int rank);
+
+}  // namespace kodo

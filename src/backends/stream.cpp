@@ -1,0 +1,61 @@
+#include "stream.hpp"
+
+#include "../tasking/error.hpp"
+
+namespace kodo {
+namespace {
+
+ExecutionSpace make_instance([[maybe_unused]] backend::NativeStream native) {
+#if defined(KOKKOS_ENABLE_CUDA)
+  return Kokkos::Cuda(static_cast<cudaStream_t>(native));
+#elif defined(KOKKOS_ENABLE_HIP)
+  return Kokkos::HIP(static_cast<hipStream_t>(native));
+#else
+  return ExecutionSpace();  // host: work runs in the launching call
+#endif
+}
+
+}  // namespace
+
+Stream::Stream(backend::Priority priority, std::uint64_t* host_counter, std::uint64_t* device_counter)
+    : priority_(priority),
+      native_(backend::create_stream(priority)),
+      event_(backend::create_event()),
+      space_(make_instance(native_)),
+      host_counter_(host_counter),
+      device_counter_(device_counter) {}
+
+Stream::~Stream() {
+  space_.fence();
+  space_ = ExecutionSpace();  // drop Kokkos' reference before the stream goes
+  backend::destroy_event(event_);
+  backend::destroy_stream(native_);
+}
+
+std::uint64_t Stream::mark() {
+  backend::enqueue_counter_write(native_, device_counter_, ++issued_);
+  return issued_;
+}
+
+void Stream::wait_for(const Stream& other) {
+  if (&other != this) backend::order_after(native_, other.native_, other.event_);
+}
+
+StreamPool::StreamPool(int per_priority) : per_priority_(per_priority) {
+  if (per_priority < 1) throw Error("kodo: a stream pool needs at least one stream per priority");
+  host_counters_ = backend::allocate_counters(2 * per_priority, &device_counters_);
+  for (int i = 0; i < per_priority; ++i) {
+    compute_.push_back(std::make_unique<Stream>(backend::Priority::compute, host_counters_ + 2 * i,
+                                                device_counters_ + 2 * i));
+    communication_.push_back(std::make_unique<Stream>(
+        backend::Priority::communication, host_counters_ + 2 * i + 1, device_counters_ + 2 * i + 1));
+  }
+}
+
+StreamPool::~StreamPool() {
+  compute_.clear();
+  communication_.clear();
+  backend::free_counters(host_counters_);
+}
+
+}  // namespace kodo

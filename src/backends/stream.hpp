@@ -1,0 +1,80 @@
+#pragma once
+// Streams as Kokkos execution-space instances, each with a completion counter that the
+// stream writes itself, in order, into host memory: the host learns what finished by
+// reading memory, not by querying the device.
+
+#include "native.hpp"
+
+#include <Kokkos_Core.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace kodo {
+
+using ExecutionSpace = Kokkos::DefaultExecutionSpace;
+
+// Something that can mark a point in its work and tell how far its work has got.
+// Streams are the real thing; tests substitute sources they complete by hand.
+class CompletionSource {
+ public:
+  virtual ~CompletionSource() = default;
+  // Marks the work enqueued so far; returns the mark's sequence number (1, 2, ...).
+  virtual std::uint64_t mark() = 0;
+  // The highest mark whose work is done.
+  virtual std::uint64_t reached() const = 0;
+};
+
+class Stream final : public CompletionSource {
+ public:
+  // `host_counter`/`device_counter` address one counter in memory both sides can use.
+  Stream(backend::Priority priority, std::uint64_t* host_counter, std::uint64_t* device_counter);
+  ~Stream() override;
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  // The Kokkos instance to launch work on.
+  const ExecutionSpace& space() const { return space_; }
+  backend::Priority priority() const { return priority_; }
+
+  std::uint64_t mark() override;
+  std::uint64_t reached() const override {
+    return std::atomic_ref<std::uint64_t>(*host_counter_).load(std::memory_order_acquire);
+  }
+  // Work enqueued on this stream from now on waits (on the device) for the work
+  // enqueued on `other` so far. The host does not wait.
+  void wait_for(const Stream& other);
+
+ private:
+  backend::Priority priority_;
+  backend::NativeStream native_;
+  backend::NativeEvent event_;  // carries dependencies of other streams on this one
+  ExecutionSpace space_;
+  std::uint64_t* host_counter_;
+  std::uint64_t* device_counter_;
+  std::uint64_t issued_ = 0;
+};
+
+// A rank's streams: `per_priority` compute streams and as many communication streams,
+// their counters in one block of pinned host memory.
+class StreamPool {
+ public:
+  explicit StreamPool(int per_priority);
+  ~StreamPool();
+  StreamPool(const StreamPool&) = delete;
+  StreamPool& operator=(const StreamPool&) = delete;
+
+  int per_priority() const { return per_priority_; }
+  Stream& compute(std::size_t i) { return *compute_[i % compute_.size()]; }
+  Stream& communication(std::size_t i) { return *communication_[i % communication_.size()]; }
+
+ private:
+  int per_priority_;
+  std::uint64_t* host_counters_ = nullptr;
+  std::uint64_t* device_counters_ = nullptr;
+  std::vector<std::unique_ptr<Stream>> compute_, communication_;
+};
+
+}  // namespace kodo
