@@ -28,6 +28,8 @@ TEST(SplitGrid, RejectsImpossibleCuts) {
   EXPECT_THROW(kodo::split_grid({0, 4, 4}, 1), kodo::Error);
   EXPECT_THROW(kodo::split_grid({2, 2, 2}, 9), kodo::Error);  // more units than points
   EXPECT_THROW(kodo::split_grid({2, 2, 2}, 7), kodo::Error);  // 7 fits no dimension
+  const std::int64_t huge = std::int64_t{1} << 40;
+  EXPECT_THROW(kodo::split_grid({huge, huge, huge}, 8), kodo::Error);  // 2^120 points
   try {
     kodo::split_grid({2, 2, 2}, 9);
   } catch (const kodo::Error& e) {

@@ -96,6 +96,25 @@ TEST(EntryMethods, SendOutsideTheCollectionIsAnError) {
   rt.run();
 }
 
+// An entry method inherited from a second base class, which sits at a non-zero offset
+// inside the unit: the runtime must adjust the object address.
+struct Tagged {
+  std::int64_t tag = 42, got = 0;
+  void hit(std::int64_t v) { got = v + tag; }
+};
+class Mixed : public kodo::WorkUnit<Mixed>, public Tagged {
+ public:
+  explicit Mixed(const kodo::UnitInit<Mixed>& init) : WorkUnit(init) {}
+};
+
+TEST(EntryMethods, InheritedFromASecondBaseClass) {
+  auto& rt = test_runtime();
+  auto units = kodo::Collection<Mixed>::create(rt, {2, 2, 1});
+  if (rt.rank() == 0) units.broadcast<&Tagged::hit>(std::int64_t{1000});
+  rt.run();
+  units.for_each_local([](Mixed& m) { EXPECT_EQ(m.got, 1042); });
+}
+
 // --- arrival order and chains of messages -------------------------------------------
 
 class Counter : public kodo::WorkUnit<Counter> {

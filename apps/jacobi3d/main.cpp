@@ -75,16 +75,24 @@ int main(int argc, char** argv) {
   kodo::Runtime runtime(argc, argv);
   const bool root = runtime.rank() == 0;
   // Every rank parses and checks the same arguments and so reaches the same verdict:
-  // on bad input they all stop at once, with the message printed by rank 0.
+  // on bad input they all stop at once, with the message printed by rank 0. Other
+  // errors may strike one rank alone (e.g. memory for the serial reference); they end
+  // the job (kodo::fatal) rather than leave the other ranks waiting.
+  jacobi::Options opt;
   try {
-    const jacobi::Options opt = jacobi::parse_options(std::vector<std::string>(argv + 1, argv + argc));
-    if (opt.help) {
-      if (root) std::printf("%s", jacobi::usage().c_str());
-      return 0;
-    }
-    return run(runtime, opt);
+    opt = jacobi::parse_options(std::vector<std::string>(argv + 1, argv + argc));
+    kodo::split_grid({opt.x, opt.y, opt.z}, opt.odf * runtime.size());  // the same check run() makes
   } catch (const std::exception& e) {
     if (root) std::fprintf(stderr, "jacobi3d: error: %s\n%s", e.what(), jacobi::usage().c_str());
     return 2;
+  }
+  if (opt.help) {
+    if (root) std::printf("%s", jacobi::usage().c_str());
+    return 0;
+  }
+  try {
+    return run(runtime, opt);
+  } catch (const std::exception& e) {
+    kodo::fatal(std::string("jacobi3d: ") + e.what());
   }
 }

@@ -187,10 +187,18 @@ void UcxTransport::on_ep_error(void* arg, ucp_ep_h /*ep*/, ucs_status_t status) 
 
 unsigned UcxTransport::progress() { return ucp_worker_progress(worker_); }
 
+// A barrier that keeps UCX moving: a peer may need this rank's progress to finish its
+// own sends (rendezvous acknowledgements) before it can reach the barrier.
+void UcxTransport::progressing_barrier() {
+  MPI_Request request;
+  MPI_Ibarrier(comm_, &request);
+  for (int done = 0; !done; MPI_Test(&request, &done, MPI_STATUS_IGNORE)) progress();
+}
+
 void UcxTransport::shutdown() {
   while (pending_sends_ > 0) progress();
   // No rank closes endpoints while a peer may still be sending to it.
-  MPI_Barrier(comm_);
+  progressing_barrier();
   shutting_down_ = true;
   std::vector<ucs_status_ptr_t> closing;
   ucp_request_param_t param{};
@@ -206,7 +214,7 @@ void UcxTransport::shutdown() {
     while (ucp_request_check_status(request) == UCS_INPROGRESS) progress();
     ucp_request_free(request);
   }
-  MPI_Barrier(comm_);
+  progressing_barrier();
 }
 
 }  // namespace kodo::detail

@@ -44,6 +44,7 @@ class UcxTransport {
   struct RecvState;
 
   ucp_ep_h endpoint(int rank);
+  void progressing_barrier();
   static ucs_status_t on_am(void* arg, const void* header, size_t header_length, void* data,
                             size_t length, const ucp_am_recv_param_t* param);
   static void on_send_done(void* request, ucs_status_t status, void* user_data);

@@ -42,15 +42,18 @@ struct MemberTraits<R (U::*)(A...)> {
 template <class U, class R, class... A>
 struct MemberTraits<R (U::*)(A...) noexcept> : MemberTraits<R (U::*)(A...)> {};
 
-template <auto M>
+template <class U, auto M>
 struct EntryTag {};
 
-// Entry method M, registered (at start-up, in every process) under a stable id.
-template <auto M>
+// Entry method M of unit type U (M may be declared in a base of U), registered at
+// start-up, in every process, under a stable id.
+template <class U, auto M>
 struct Entry {
   using Traits = MemberTraits<decltype(M)>;
-  using Unit = typename Traits::unit_type;
+  using Unit = U;
   using Arguments = typename Traits::arguments;
+  static_assert(std::is_base_of_v<typename Traits::unit_type, U>,
+                "kodo: the entry method is not a member of this unit type");
 
   static void invoke(void* unit, ByteReader& reader) {
     call(static_cast<Unit*>(unit), reader,
@@ -83,7 +86,7 @@ struct Entry {
 
   static constexpr EntryHandler handler{&invoke};
   static inline const HandlerId id =
-      register_handler(instantiation_name<EntryTag<M>>(), &handler);
+      register_handler(instantiation_name<EntryTag<U, M>>(), &handler);
 };
 
 }  // namespace detail
@@ -104,18 +107,22 @@ struct Max {
 
 namespace detail {
 
-template <class T, class Op, auto Target>
+template <class U, class T, class Op, auto Target>
 struct ReducerTag {};
 
 // Combines values of type T with Op and delivers the result to entry method Target of
 // every unit. Combination order is fixed (a rank's units by index, then its children
 // in the tree), so a given decomposition always produces the same bits.
-template <class T, class Op, auto Target>
+template <class U, class T, class Op, auto Target>
 struct Reducer {
   static_assert(std::is_trivially_copyable_v<T>, "kodo: reduction values must be trivially copyable");
-  using Unit = typename MemberTraits<decltype(Target)>::unit_type;
+  static_assert(std::is_base_of_v<typename MemberTraits<decltype(Target)>::unit_type, U>,
+                "kodo: the reduction target is not a member of this unit type");
+  using Unit = U;
 
   static T load(const Bytes& b) {
+    if (b.size() != sizeof(T))
+      throw std::runtime_error("kodo: a reduction value has the wrong size for its type");
     T v;
     std::memcpy(&v, b.data(), sizeof(T));
     return v;
@@ -131,7 +138,7 @@ struct Reducer {
   }
   static constexpr ReducerHandler handler{&combine, &deliver};
   static inline const HandlerId id =
-      register_handler(instantiation_name<ReducerTag<T, Op, Target>>(), &handler);
+      register_handler(instantiation_name<ReducerTag<U, T, Op, Target>>(), &handler);
 };
 
 template <class U>
@@ -173,8 +180,7 @@ class UnitRef {
   // Invokes entry method M on the unit with `args` (copied now, run later).
   template <auto M, class... A>
   void send(A&&... args) const {
-    using E = detail::Entry<M>;
-    static_assert(std::is_base_of_v<typename E::Unit, U>, "kodo: M is not a member of this unit type");
+    using E = detail::Entry<U, M>;
     const std::int64_t linear = shape_.linear(index_);
     detail::Message m;
     m.header = {detail::MessageKind::invoke, collection_, E::id, linear, runtime_->rank()};
@@ -280,10 +286,10 @@ class WorkUnit {
   // Contributes `value` to this unit's next reduction round. When every unit of the
   // collection has contributed to the round, the values combined with Op are delivered
   // to entry method Target (taking T) of every unit. All units of a round must use the
-  // same T, Op and Target.
+  // same T, Op and Target. Op is a type: a default-constructed Op combines the values.
   template <auto Target, class T, class Op = Sum>
   void contribute(const T& value, Op = {}) {
-    using R = detail::Reducer<T, Op, Target>;
+    using R = detail::Reducer<Derived, T, Op, Target>;
     auto& base = collection_.runtime().collection(collection_.id());
     ByteWriter w;
     pack(w, value);

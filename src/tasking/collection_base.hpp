@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <utility>
 #include <vector>
 
 namespace kodo {
@@ -70,6 +71,10 @@ class CollectionBase {
   // Reduction rounds this rank has heard of and not yet passed on.
   std::map<std::uint64_t, ReductionRound>& rounds() { return rounds_; }
   const std::map<std::uint64_t, ReductionRound>& rounds() const { return rounds_; }
+
+  // Results are delivered to the units in round order, whatever order they arrive in.
+  std::uint64_t next_result_round = 0;
+  std::map<std::uint64_t, std::pair<HandlerId, Bytes>> early_results;
 
  private:
   Runtime& runtime_;

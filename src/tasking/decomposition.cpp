@@ -13,17 +13,23 @@ Extent3 split_grid(const Extent3& grid, std::int64_t units) {
     os << "cannot decompose a grid of " << grid << ": every dimension must be at least 1";
     throw Error(os.str());
   }
+  std::int64_t points = 0;
+  if (__builtin_mul_overflow(grid.x, grid.y, &points) ||
+      __builtin_mul_overflow(points, grid.z, &points)) {
+    os << "cannot decompose a grid of " << grid << ": more than 2^63 points";
+    throw Error(os.str());
+  }
   if (units < 1) {
     os << "cannot cut a grid into " << units << " units: need at least one";
     throw Error(os.str());
   }
-  if (units > grid.size()) {
-    os << "cannot cut a " << grid << " grid (" << grid.size() << " points) into " << units
+  if (units > points) {
+    os << "cannot cut a " << grid << " grid (" << points << " points) into " << units
        << " units: more units than grid points";
     throw Error(os.str());
   }
   Extent3 best{0, 0, 0};
-  auto best_cost = std::numeric_limits<std::int64_t>::max();
+  auto best_cost = std::numeric_limits<double>::infinity();
   for (std::int64_t ux = 1; ux <= units && ux <= grid.x; ++ux) {
     if (units % ux) continue;
     for (std::int64_t uy = 1; uy <= units / ux && uy <= grid.y; ++uy) {
@@ -31,8 +37,10 @@ Extent3 split_grid(const Extent3& grid, std::int64_t units) {
       const std::int64_t uz = units / ux / uy;
       if (uz > grid.z) continue;
       // Area of the internal cuts: each cut plane is as large as a grid cross-section.
-      const std::int64_t cost =
-          (ux - 1) * grid.y * grid.z + (uy - 1) * grid.x * grid.z + (uz - 1) * grid.x * grid.y;
+      // In floating point: the exact areas of huge grids overflow 64 bits.
+      const double cost = static_cast<double>(ux - 1) * grid.y * grid.z +
+                          static_cast<double>(uy - 1) * grid.x * grid.z +
+                          static_cast<double>(uz - 1) * grid.x * grid.y;
       if (cost < best_cost || (cost == best_cost && uz < best.z)) {
         best_cost = cost;
         best = {ux, uy, uz};

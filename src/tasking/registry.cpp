@@ -38,8 +38,12 @@ HandlerId register_handler(std::string_view name, const void* handler) {
   const HandlerId id = hash_name(name);
   std::lock_guard lock(table_mutex());
   auto [it, inserted] = table().try_emplace(id, Entry{std::string(name), handler});
-  if (!inserted && it->second.name != name) {
-    std::fprintf(stderr, "kodo: fatal: handler ids collide:\n  %s\n  %.*s\n",
+  if (!inserted && (it->second.name != name || it->second.handler != handler)) {
+    // Different handlers under one id: a hash collision, or two types that print alike
+    // (e.g. unit classes of the same name in anonymous namespaces of two files).
+    std::fprintf(stderr,
+                 "kodo: fatal: two different handlers share an id; give unit classes distinct "
+                 "names outside anonymous namespaces:\n  %s\n  %.*s\n",
                  it->second.name.c_str(), static_cast<int>(name.size()), name.data());
     std::abort();
   }

@@ -7,6 +7,8 @@
 #include <array>
 #include <cstdlib>
 #include <atomic>
+#include <cstdio>
+#include <exception>
 #include <sstream>
 #include <thread>
 
@@ -32,8 +34,19 @@ Runtime::Runtime(int& argc, char**& argv) {
 }
 
 Runtime::~Runtime() {
+  // Shutting down is collective. A rank unwinding from an exception of its own would
+  // wait there for ranks that are still working: end the job instead.
+  if (std::uncaught_exceptions() > 0)
+    fatal("an exception is leaving the program on this rank while others may still run");
   collections_.clear();  // units own Kokkos views: release them before Kokkos goes
-  if (transport_) transport_->shutdown();
+  if (transport_) {
+    std::array<std::uint64_t, 2> local{sent_, processed_}, total{};
+    MPI_Allreduce(local.data(), total.data(), 2, MPI_UINT64_T, MPI_SUM, comm_);
+    if (rank_ == 0 && total[0] != total[1])
+      std::fprintf(stderr, "kodo: warning: %llu message(s) were sent but never run (call run() before the runtime ends)\n",
+                   static_cast<unsigned long long>(total[0] - total[1]));
+    transport_->shutdown();
+  }
   stop();
 }
 
@@ -90,6 +103,8 @@ void Runtime::when_done(CompletionSource& source, std::function<void()> continua
 }
 
 void Runtime::add_collection(std::unique_ptr<detail::CollectionBase> collection) {
+  if (running_)
+    throw Error("kodo: collections are created by the main program of every rank, not inside run()");
   if (collection->id() != collections_.size())
     throw Error("kodo: collections must be created one at a time, in the same order on every rank");
   collections_.push_back(std::move(collection));
@@ -217,6 +232,9 @@ void Runtime::on_partial(detail::Message& message) {
   if (r.local.empty()) {
     r.reducer = h.handler;
     r.local.resize(c.local_count());
+  } else if (r.reducer != h.handler) {
+    fatal("ranks contributed to reduction round " + std::to_string(h.target) + " of collection " +
+          std::to_string(c.id()) + " with different types, operations or targets");
   }
   const int child = h.source_rank == 2 * rank_ + 1 ? 0 : 1;
   r.children[child] = std::move(message.payload);
@@ -267,9 +285,26 @@ void Runtime::on_result(detail::Message& message) {
     copy.payload = message.payload;
     post(child, std::move(copy));
   }
-  const auto* reducer = static_cast<const detail::ReducerHandler*>(detail::find_handler(h.handler));
+  const auto round = static_cast<std::uint64_t>(h.target);
+  if (round != c.next_result_round) {
+    c.early_results.emplace(round, std::make_pair(h.handler, std::move(message.payload)));
+    return;
+  }
+  deliver_result(c, h.handler, message.payload);
+  for (auto it = c.early_results.find(c.next_result_round); it != c.early_results.end();
+       it = c.early_results.find(c.next_result_round)) {
+    auto [handler, payload] = std::move(it->second);
+    c.early_results.erase(it);
+    deliver_result(c, handler, payload);
+  }
+}
+
+void Runtime::deliver_result(detail::CollectionBase& c, detail::HandlerId handler,
+                             const Bytes& payload) {
+  const auto* reducer = static_cast<const detail::ReducerHandler*>(detail::find_handler(handler));
   if (!reducer) fatal("a reduction names a reducer this program does not have");
-  reducer->deliver(c, message.payload);
+  ++c.next_result_round;
+  reducer->deliver(c, payload);
 }
 
 std::uint64_t Runtime::pending_rounds() const {

@@ -90,6 +90,8 @@ class Runtime {
   void invoke(detail::Message& message);
   void on_partial(detail::Message& message);
   void on_result(detail::Message& message);
+  void deliver_result(detail::CollectionBase& collection, detail::HandlerId reducer,
+                      const Bytes& payload);
   void try_complete(detail::CollectionBase& collection, std::uint64_t round);
   std::uint64_t pending_rounds() const;
   std::string describe_pending_rounds() const;

@@ -136,6 +136,8 @@ struct Serializer<V, std::enable_if_t<Kokkos::is_view<V>::value>> {
                 "kodo: views in messages must have a contiguous layout");
   static_assert(std::is_trivially_copyable_v<value_type>,
                 "kodo: views in messages must hold trivially copyable values");
+  static_assert(!V::memory_traits::is_unmanaged,
+                "kodo: views in messages must own their memory (the receiver gets a new view)");
 
   static void pack(ByteWriter& w, const V& v) {
     for (std::size_t d = 0; d < rank; ++d) kodo::pack<std::uint64_t>(w, v.extent(d));
