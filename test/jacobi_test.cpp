@@ -18,6 +18,8 @@ TEST(JacobiOptions, ParsesFlags) {
   EXPECT_EQ(o.odf, 8);
   EXPECT_TRUE(o.verify);
   EXPECT_TRUE(jacobi::parse_options({"--help"}).help);
+  EXPECT_TRUE(jacobi::parse_options({"--sync"}).sync);
+  EXPECT_FALSE(o.sync);
 }
 
 TEST(JacobiOptions, RejectsBadInput) {
@@ -44,14 +46,16 @@ TEST(JacobiReference, DependsOnEveryIterationAndAxis) {
 
 // The overdecomposed solver, run inside this process's runtime, reproduces the serial
 // reference bit for bit for several unit counts, including uneven splits.
-class JacobiDecomposition : public testing::TestWithParam<int> {};
+class JacobiDecomposition : public testing::TestWithParam<std::tuple<int, jacobi::Completion>> {};
 
 TEST_P(JacobiDecomposition, MatchesSerialReference) {
   auto& rt = test_runtime();
   const jacobi::Grid grid{13, 11, 9};
-  const auto units = kodo::split_grid({grid.x, grid.y, grid.z}, GetParam() * rt.size());
+  const auto [per_rank, completion] = GetParam();
+  const auto units = kodo::split_grid({grid.x, grid.y, grid.z}, per_rank * rt.size());
   jacobi::RankReport report;
-  auto blocks = kodo::Collection<jacobi::JacobiBlock>::create(rt, units, grid, &report);
+  auto blocks = kodo::Collection<jacobi::JacobiBlock>::create(
+      rt, units, jacobi::BlockConfig{grid, completion, &report});
   blocks.broadcast_local<&jacobi::JacobiBlock::iterate>(std::int64_t{3});
   rt.run();
   blocks.broadcast_local<&jacobi::JacobiBlock::iterate>(std::int64_t{4});
@@ -61,6 +65,9 @@ TEST_P(JacobiDecomposition, MatchesSerialReference) {
   EXPECT_EQ(report.checksum, jacobi::serial_reference_checksum(grid, 7));
 }
 
-INSTANTIATE_TEST_SUITE_P(UnitsPerRank, JacobiDecomposition, testing::Values(1, 2, 3, 5));
+INSTANTIATE_TEST_SUITE_P(UnitsPerRank, JacobiDecomposition,
+                         testing::Combine(testing::Values(1, 2, 3, 5),
+                                          testing::Values(jacobi::Completion::engine,
+                                                          jacobi::Completion::sync)));
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -41,7 +42,7 @@ class Greeter : public kodo::WorkUnit<Greeter> {
     unit(shape.delinear((me() + 1) % n))
         .send<&Greeter::receive>(me(), 0.25, std::string("from ") + std::to_string(me()),
                                  std::vector<int>{1, 2, int(me())}, data);
-    Kokkos::deep_copy(data, -1.0);  // the message already holds its own copy
+    sent = data;
   }
 
   void receive(std::int64_t from, double scale, std::string text, std::vector<int> numbers,
@@ -50,9 +51,12 @@ class Greeter : public kodo::WorkUnit<Greeter> {
     auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, data);
     g.payload.assign(h.data(), h.data() + h.size());
     received.push_back(std::move(g));
+    received_views.push_back(data);
   }
 
   std::vector<Greeting> received;
+  std::vector<Kokkos::View<double*>> received_views;
+  Kokkos::View<double*> sent;
 };
 
 TEST(EntryMethods, CarryValuesAndViewsToLocalAndRemoteUnits) {
@@ -71,6 +75,17 @@ TEST(EntryMethods, CarryValuesAndViewsToLocalAndRemoteUnits) {
     EXPECT_EQ(m.numbers, (std::vector<int>{1, 2, int(from)}));
     ASSERT_EQ(m.payload.size(), static_cast<std::size_t>(from + 1));
     for (std::size_t i = 0; i < m.payload.size(); ++i) EXPECT_EQ(m.payload[i], 100.0 * i + 0.5);
+  });
+  // A view handed to a unit of the same rank is the sender's own view; one that crossed
+  // ranks is a copy.
+  std::vector<const double*> sent_here;
+  units.for_each_local([&](Greeter& g) { sent_here.push_back(g.sent.data()); });
+  units.for_each_local([&](Greeter& g) {
+    const std::int64_t from = (g.me() + n - 1) % n;
+    const bool same_rank = units.owner(units.shape().delinear(from)) == rt.rank();
+    const double* got = g.received_views[0].data();
+    const bool is_senders = std::find(sent_here.begin(), sent_here.end(), got) != sent_here.end();
+    EXPECT_EQ(is_senders, same_rank) << "unit " << g.me();
   });
 }
 

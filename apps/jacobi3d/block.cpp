@@ -4,10 +4,9 @@
 
 namespace jacobi {
 
-JacobiBlock::JacobiBlock(const kodo::UnitInit<JacobiBlock>& init, const Grid& grid,
-                         RankReport* report)
-    : WorkUnit(init), grid_(grid), report_(report) {
-  const std::int64_t global[3] = {grid.x, grid.y, grid.z};
+JacobiBlock::JacobiBlock(const kodo::UnitInit<JacobiBlock>& init, const BlockConfig& config)
+    : WorkUnit(init), config_(config) {
+  const std::int64_t global[3] = {config.grid.x, config.grid.y, config.grid.z};
   const std::int64_t units[3] = {init.shape.x, init.shape.y, init.shape.z};
   const std::int64_t idx[3] = {init.index.x, init.index.y, init.index.z};
   for (int d = 0; d < 3; ++d) {
@@ -18,13 +17,19 @@ JacobiBlock::JacobiBlock(const kodo::UnitInit<JacobiBlock>& init, const Grid& gr
     has_neighbour_[2 * d + 1] = idx[d] + 1 < units[d];
   }
   for (bool b : has_neighbour_) neighbours_ += b;
+  // Units share the rank's stream pool round-robin.
+  auto& streams = init.runtime->streams();
+  const auto slot = static_cast<std::size_t>(init.shape.linear(init.index));
+  compute_ = &streams.compute(slot);
+  comm_ = &streams.communication(slot);
   for (auto& f : field_) {
     f = Field(Kokkos::view_alloc(Kokkos::WithoutInitializing, "jacobi::field"), shape_.padded_size());
-    init_field(f, shape_, grid_, origin_);
+    init_field(f, shape_, config_.grid, origin_);
   }
-  for (int f = 0; f < 6; ++f)
-    if (has_neighbour_[f]) send_buffer_[f] = Field("jacobi::face", shape_.face_size(f));
-  Space().fence();
+  for (auto& parity : send_buffer_)
+    for (int f = 0; f < 6; ++f)
+      if (has_neighbour_[f]) parity[f] = Field("jacobi::face", shape_.face_size(f));
+  Kokkos::fence("jacobi::JacobiBlock");
 }
 
 void JacobiBlock::iterate(std::int64_t count) {
@@ -34,29 +39,40 @@ void JacobiBlock::iterate(std::int64_t count) {
 
 void JacobiBlock::advance() {
   while (iteration_ < target_) {
-    if (faces_sent_for_ < iteration_) send_faces();
+    if (faces_packed_for_ < iteration_) pack_faces();
     auto& got = received_[iteration_ % 2];
     if (got < neighbours_) return;  // wait for the missing faces
     got = 0;
-    update(field_[iteration_ % 2], field_[(iteration_ + 1) % 2], shape_);
+    compute_->wait_for(*comm_);  // the unpacks of this iteration
+    update(compute_->space(), field_[iteration_ % 2], field_[(iteration_ + 1) % 2], shape_);
     ++iteration_;
   }
   if (checksum_requested_) contribute_checksum();
 }
 
-void JacobiBlock::send_faces() {
+void JacobiBlock::pack_faces() {
+  const std::int64_t n = iteration_;
+  faces_packed_for_ = n;
+  if (neighbours_ == 0) return;
+  comm_->wait_for(*compute_);  // the update that produced A[n % 2]
   for (int f = 0; f < 6; ++f)
-    if (has_neighbour_[f]) pack_face(field_[iteration_ % 2], shape_, f, send_buffer_[f]);
-  // The message takes a copy of each face when it is sent, so packing must be done.
-  Space().fence();
+    if (has_neighbour_[f]) pack_face(comm_->space(), field_[n % 2], shape_, f, send_buffer_[n % 2][f]);
+  if (config_.completion == Completion::sync) {
+    comm_->space().fence("jacobi::pack (sync)");
+    send_faces(n);
+  } else {
+    collection().runtime().when_done(*comm_, [this, n] { send_faces(n); });
+  }
+}
+
+void JacobiBlock::send_faces(std::int64_t n) {
   for (int f = 0; f < 6; ++f) {
     if (!has_neighbour_[f]) continue;
-    kodo::Index3 n = index();
-    (f / 2 == 0 ? n.x : f / 2 == 1 ? n.y : n.z) += f % 2 == 0 ? -1 : 1;
+    kodo::Index3 nb = index();
+    (f / 2 == 0 ? nb.x : f / 2 == 1 ? nb.y : nb.z) += f % 2 == 0 ? -1 : 1;
     // Our face f is the neighbour's opposite face.
-    unit(n).send<&JacobiBlock::receive_face>(iteration_, f ^ 1, send_buffer_[f]);
+    unit(nb).send<&JacobiBlock::receive_face>(n, f ^ 1, send_buffer_[n % 2][f]);
   }
-  faces_sent_for_ = iteration_;
 }
 
 void JacobiBlock::receive_face(std::int64_t iteration, int face, Field data) {
@@ -66,7 +82,7 @@ void JacobiBlock::receive_face(std::int64_t iteration, int face, Field data) {
   if (face < 0 || face >= 6 || !has_neighbour_[face] ||
       static_cast<std::int64_t>(data.extent(0)) != shape_.face_size(face))
     throw kodo::Error("jacobi3d: a block received a face that does not fit it");
-  unpack_face(field_[iteration % 2], shape_, face, data);
+  unpack_face(comm_->space(), field_[iteration % 2], shape_, face, data);
   ++received_[iteration % 2];
   if (iteration == iteration_) advance();
 }
@@ -78,13 +94,14 @@ void JacobiBlock::compute_checksum() {
 
 void JacobiBlock::contribute_checksum() {
   checksum_requested_ = false;
-  contribute<&JacobiBlock::checksum_done>(checksum(field_[iteration_ % 2], shape_, grid_, origin_),
-                                          kodo::Sum{});
+  const std::uint64_t sum =
+      checksum(compute_->space(), field_[iteration_ % 2], shape_, config_.grid, origin_);
+  contribute<&JacobiBlock::checksum_done>(sum, kodo::Sum{});
 }
 
 void JacobiBlock::checksum_done(std::uint64_t checksum) {
-  report_->checksum = checksum;
-  report_->have_checksum = true;
+  config_.report->checksum = checksum;
+  config_.report->have_checksum = true;
 }
 
 }  // namespace jacobi

@@ -22,9 +22,32 @@ struct RankReport {
   bool have_checksum = false;
 };
 
+// How a block learns that its device work is done.
+enum class Completion {
+  engine,  // the runtime's completion engine: the rank never waits
+  sync,    // fence the stream (the bulk-synchronous way, for comparison)
+};
+
+struct BlockConfig {
+  Grid grid;
+  Completion completion = Completion::engine;
+  RankReport* report = nullptr;
+};
+
+// Device work of a block runs on two streams of the rank's pool: updates on a compute
+// stream, packing and unpacking of faces on a communication stream (greater priority).
+// Each iteration n:
+//   pack faces of A[n % 2] (communication stream, after update n-1)
+//   -> when packed, send each face to its neighbour (a view handed over, no copy on
+//      the same rank)
+//   receive_face: unpack into the ghost layer (communication stream)
+//   -> all faces of n in: update n (compute stream, after the unpacks)
+// Faces are packed into one of two buffers by parity: a neighbour is done reading the
+// buffer of iteration n before we pack n + 2 (it cannot send its faces of n + 1 before
+// its unpacks of n have completed on its communication stream).
 class JacobiBlock : public kodo::WorkUnit<JacobiBlock> {
  public:
-  JacobiBlock(const kodo::UnitInit<JacobiBlock>& init, const Grid& grid, RankReport* report);
+  JacobiBlock(const kodo::UnitInit<JacobiBlock>& init, const BlockConfig& config);
 
   // Entry methods.
   void iterate(std::int64_t count);  // run `count` more iterations
@@ -34,20 +57,22 @@ class JacobiBlock : public kodo::WorkUnit<JacobiBlock> {
 
  private:
   void advance();
+  void pack_faces();
+  void send_faces(std::int64_t iteration);
   void contribute_checksum();
-  void send_faces();
 
-  Grid grid_;
-  RankReport* report_;
+  BlockConfig config_;
   BlockShape shape_;
   std::int64_t origin_[3];  // global coordinates of the first interior point
+  kodo::Stream* compute_;
+  kodo::Stream* comm_;
   Field field_[2];
-  Field send_buffer_[6];
+  Field send_buffer_[2][6];  // by parity of the iteration
   std::array<bool, 6> has_neighbour_{};
   int neighbours_ = 0;
   std::int64_t iteration_ = 0;   // the next update to run
   std::int64_t target_ = 0;      // run updates while iteration_ < target_
-  std::int64_t faces_sent_for_ = -1;
+  std::int64_t faces_packed_for_ = -1;
   int received_[2] = {0, 0};     // faces in hand for iterations of each parity
   bool checksum_requested_ = false;
 };

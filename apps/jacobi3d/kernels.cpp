@@ -17,26 +17,45 @@ void init_field(const Field& a, const BlockShape& s, const Grid& g, const std::i
       });
 }
 
-void pack_face(const Field& a, const BlockShape& s, int f, const Field& buffer) {
+void pack_face(const Space& space, const Field& a, const BlockShape& s, int f, const Field& buffer) {
   const std::int64_t layer = f % 2 == 0 ? 1 : s.n[f / 2];
   Kokkos::parallel_for(
-      "jacobi::pack", Policy(0, s.face_size(f)),
+      "jacobi::pack", Policy(space, 0, s.face_size(f)),
       KOKKOS_LAMBDA(std::int64_t k) { buffer(k) = a(s.face_point(f, k, layer)); });
 }
 
-void unpack_face(const Field& a, const BlockShape& s, int f, const Field& data) {
+void unpack_face(const Space& space, const Field& a, const BlockShape& s, int f, const Field& data) {
   const std::int64_t layer = f % 2 == 0 ? 0 : s.n[f / 2] + 1;
   Kokkos::parallel_for(
-      "jacobi::unpack", Policy(0, s.face_size(f)),
+      "jacobi::unpack", Policy(space, 0, s.face_size(f)),
       KOKKOS_LAMBDA(std::int64_t k) { a(s.face_point(f, k, layer)) = data(k); });
 }
 
-void update(const Field& a, const Field& b, const BlockShape& s) {
+void update(const Space& space, const Field& a, const Field& b, const BlockShape& s,
+            std::int64_t chunk) {
   const std::int64_t sx = (s.n[1] + 2) * (s.n[2] + 2), sy = s.n[2] + 2;
-  // A flat range over the interior: multidimensional policies with default tiles are
-  // several times slower for this stencil.
+  const std::int64_t nx = s.n[0], ny = s.n[1], nz = s.n[2];
+  const std::int64_t chunks = (nx + chunk - 1) / chunk;
   Kokkos::parallel_for(
-      "jacobi::update", Policy(0, s.interior_size()), KOKKOS_LAMBDA(std::int64_t i) {
+      "jacobi::update", Policy(space, 0, chunks * ny * nz), KOKKOS_LAMBDA(std::int64_t i) {
+        const std::int64_t z = i % nz, y = (i / nz) % ny, c = i / (nz * ny);
+        const std::int64_t x0 = c * chunk + 1;
+        const std::int64_t x1 = x0 + chunk <= nx + 1 ? x0 + chunk : nx + 1;
+        std::int64_t p = s.at(x0, y + 1, z + 1);
+        double xm = a(p - sx), cc = a(p);
+        for (std::int64_t x = x0; x < x1; ++x, p += sx) {
+          const double xp = a(p + sx);
+          b(p) = stencil(cc, xm, xp, a(p - sy), a(p + sy), a(p - 1), a(p + 1));
+          xm = cc;
+          cc = xp;
+        }
+      });
+}
+
+void update_flat(const Space& space, const Field& a, const Field& b, const BlockShape& s) {
+  const std::int64_t sx = (s.n[1] + 2) * (s.n[2] + 2), sy = s.n[2] + 2;
+  Kokkos::parallel_for(
+      "jacobi::update_flat", Policy(space, 0, s.interior_size()), KOKKOS_LAMBDA(std::int64_t i) {
         const std::int64_t z = i % s.n[2] + 1, y = (i / s.n[2]) % s.n[1] + 1,
                            x = i / (s.n[2] * s.n[1]) + 1;
         const std::int64_t c = s.at(x, y, z);
@@ -44,12 +63,12 @@ void update(const Field& a, const Field& b, const BlockShape& s) {
       });
 }
 
-std::uint64_t checksum(const Field& a, const BlockShape& s, const Grid& g,
+std::uint64_t checksum(const Space& space, const Field& a, const BlockShape& s, const Grid& g,
                        const std::int64_t origin[3]) {
   const std::int64_t ox = origin[0], oy = origin[1], oz = origin[2];
   std::uint64_t sum = 0;
   Kokkos::parallel_reduce(
-      "jacobi::checksum", Policy(0, s.interior_size()),
+      "jacobi::checksum", Policy(space, 0, s.interior_size()),
       KOKKOS_LAMBDA(std::int64_t i, std::uint64_t& acc) {
         const std::int64_t z = i % s.n[2], y = (i / s.n[2]) % s.n[1], x = i / (s.n[2] * s.n[1]);
         const std::int64_t global = ((ox + x) * g.y + (oy + y)) * g.z + (oz + z);

@@ -44,13 +44,20 @@ struct BlockShape {
 // neighbour are left to its faces.
 void init_field(const Field& a, const BlockShape& s, const Grid& g, const std::int64_t origin[3]);
 // Copies the interior layer next to face f into `buffer`.
-void pack_face(const Field& a, const BlockShape& s, int f, const Field& buffer);
+void pack_face(const Space& space, const Field& a, const BlockShape& s, int f, const Field& buffer);
 // Copies `data` into the ghost layer of face f.
-void unpack_face(const Field& a, const BlockShape& s, int f, const Field& data);
-// One Jacobi update: the interior of b from a.
-void update(const Field& a, const Field& b, const BlockShape& s);
+void unpack_face(const Space& space, const Field& a, const BlockShape& s, int f, const Field& data);
+// One Jacobi update: the interior of b from a. Each thread marches along x through
+// `chunk` points of one (y, z) column, keeping the x neighbours in registers; adjacent
+// threads take adjacent z, so every load is coalesced.
+inline constexpr std::int64_t kUpdateChunk = 16;
+void update(const Space& space, const Field& a, const Field& b, const BlockShape& s,
+            std::int64_t chunk = kUpdateChunk);
+// The same update as one flat range over all interior points (the plain Kokkos way,
+// kept for comparison in perf/).
+void update_flat(const Space& space, const Field& a, const Field& b, const BlockShape& s);
 // Sum of point_hash over the block's interior.
-std::uint64_t checksum(const Field& a, const BlockShape& s, const Grid& g,
+std::uint64_t checksum(const Space& space, const Field& a, const BlockShape& s, const Grid& g,
                        const std::int64_t origin[3]);
 
 }  // namespace jacobi

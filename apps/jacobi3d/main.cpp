@@ -24,14 +24,26 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt) {
   if (root) {
     std::printf("jacobi3d: grid %" PRId64 " x %" PRId64 " x %" PRId64 ", %d rank(s), odf %" PRId64
                 ", %" PRId64 " units as %" PRId64 " x %" PRId64 " x %" PRId64
-                ", backend %s, iterations %" PRId64 " (+%" PRId64 " warm-up)\n",
+                ", backend %s, iterations %" PRId64 " (+%" PRId64 " warm-up), completion %s\n",
                 grid.x, grid.y, grid.z, runtime.size(), opt.odf, units.size(), units.x, units.y,
-                units.z, KODO_BACKEND_NAME, opt.iterations, opt.warmup);
+                units.z, KODO_BACKEND_NAME, opt.iterations, opt.warmup,
+                opt.sync ? "sync (fence)" : "engine");
   }
+  // Where each rank runs, gathered to rank 0.
+  const std::string where = kodo::describe(runtime.placement(), runtime.rank());
+  std::vector<char> line(256, '\0');
+  where.copy(line.data(), line.size() - 1);
+  std::vector<char> all(root ? line.size() * runtime.size() : 0);
+  MPI_Gather(line.data(), static_cast<int>(line.size()), MPI_CHAR, all.data(),
+             static_cast<int>(line.size()), MPI_CHAR, 0, runtime.comm());
+  if (root)
+    for (int r = 0; r < runtime.size(); ++r) std::printf("  %s\n", all.data() + r * line.size());
 
   jacobi::RankReport report;
+  const jacobi::BlockConfig config{
+      grid, opt.sync ? jacobi::Completion::sync : jacobi::Completion::engine, &report};
   const double t0 = now();
-  auto blocks = kodo::Collection<jacobi::JacobiBlock>::create(runtime, units, grid, &report);
+  auto blocks = kodo::Collection<jacobi::JacobiBlock>::create(runtime, units, config);
   runtime.run();
   const double t1 = now();
   if (opt.warmup > 0) {

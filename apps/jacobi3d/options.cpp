@@ -31,6 +31,10 @@ Options parse_options(const std::vector<std::string>& args) {
       o.verify = true;
       continue;
     }
+    if (a == "--sync") {
+      o.sync = true;
+      continue;
+    }
     std::int64_t* target = nullptr;
     std::int64_t min = 1;
     if (a == "-x") target = &o.x;
@@ -48,12 +52,13 @@ Options parse_options(const std::vector<std::string>& args) {
 
 std::string usage() {
   return "usage: jacobi3d [-x N] [-y N] [-z N] [-i ITERATIONS] [-w WARMUP] [--odf UNITS_PER_RANK]\n"
-         "                [--verify] [--help]\n"
+         "                [--verify] [--sync] [--help]\n"
          "  -x, -y, -z   global grid size (default 64 each)\n"
          "  -i           timed iterations (default 100)\n"
          "  -w           warm-up iterations before timing (default 10)\n"
          "  --odf        overdecomposition factor: work units per rank (default 1)\n"
-         "  --verify     compare the checksum with a serial reference run on rank 0\n";
+         "  --verify     compare the checksum with a serial reference run on rank 0\n"
+         "  --sync       wait for device work by fencing streams (default: completion engine)\n";
 }
 
 }  // namespace jacobi

@@ -13,6 +13,7 @@ struct Options {
   std::int64_t warmup = 10;
   std::int64_t odf = 1;
   bool verify = false;
+  bool sync = false;  // fence streams instead of the completion engine
   bool help = false;
 };
 

@@ -38,6 +38,11 @@ void destroy_event(NativeEvent event);
 // so far is done. `event` carries the dependency and may be reused at once.
 void order_after(NativeStream waiter, NativeStream source, NativeEvent event);
 
+// Plain event polling, the mechanism the completion engine replaces (kept for
+// comparison in perf/): record on a stream, then ask whether it has been reached.
+void record_event(NativeEvent event, NativeStream stream);
+bool event_reached(NativeEvent event);
+
 // Host memory the device can write: `count` counters, zeroed. `device_address`
 // receives the address the device uses for the same memory.
 std::uint64_t* allocate_counters(std::size_t count, std::uint64_t** device_address);

@@ -38,6 +38,7 @@ class Stream final : public CompletionSource {
   // The Kokkos instance to launch work on.
   const ExecutionSpace& space() const { return space_; }
   backend::Priority priority() const { return priority_; }
+  backend::NativeStream native() const { return native_; }
 
   std::uint64_t mark() override;
   std::uint64_t reached() const override {

@@ -9,15 +9,20 @@
 //   blocks[{1, 0, 1}].send<&Block::receive>(3, face);       // local or remote alike
 //   runtime.run();                                          // until the job is quiet
 //
-// Entry methods are ordinary member functions. An invocation copies its arguments
-// (views by content) when it is made and runs later, in arrival order, on the rank
-// that holds the unit.
+// Entry methods are ordinary member functions. An invocation runs later, on the rank
+// that holds the unit. Its arguments are copied when the call is made, except views,
+// which are handed over: a unit on the same rank receives the very same view (no copy,
+// device memory stays on the device), a unit on another rank a copy made at the call.
+// Either way the sender must not write a view it has sent until its protocol knows
+// the receiver is done with it, and device work that fills a view must be complete
+// before the view is sent (Runtime::when_done).
 
 #include "registry.hpp"
 #include "runtime.hpp"
 #include "serialize.hpp"
 
 #include <cstring>
+#include <tuple>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
@@ -55,6 +60,9 @@ struct Entry {
   static_assert(std::is_base_of_v<typename Traits::unit_type, U>,
                 "kodo: the entry method is not a member of this unit type");
 
+  // The unit as the class that declares M (adjusting the address for a base class).
+  static typename Traits::unit_type* as_declaring(Unit* unit) { return unit; }
+
   static void invoke(void* unit, ByteReader& reader) {
     call(static_cast<Unit*>(unit), reader,
          std::make_index_sequence<std::tuple_size_v<Arguments>>{});
@@ -66,8 +74,22 @@ struct Entry {
     if (reader.remaining() != 0)
       throw std::runtime_error("kodo: message payload is longer than the arguments of " +
                                handler_name(id));
-    (unit->*M)(std::move(std::get<I>(args))...);
+    (as_declaring(unit)->*M)(std::move(std::get<I>(args))...);
   }
+
+  // A same-rank invocation: the arguments converted to the parameter types and kept.
+  class Call final : public LocalCall {
+   public:
+    template <class... A>
+    explicit Call(A&&... args) : args_(std::forward<A>(args)...) {}
+    void invoke(void* unit) override {
+      std::apply([unit](auto&... a) { (as_declaring(static_cast<Unit*>(unit))->*M)(std::move(a)...); },
+                 args_);
+    }
+
+   private:
+    Arguments args_;
+  };
 
   template <class... A>
   static Bytes serialize(A&&... args) {
@@ -181,12 +203,17 @@ class UnitRef {
   template <auto M, class... A>
   void send(A&&... args) const {
     using E = detail::Entry<U, M>;
+    static_assert(sizeof...(A) == std::tuple_size_v<typename E::Arguments>,
+                  "kodo: wrong number of arguments for this entry method");
     const std::int64_t linear = shape_.linear(index_);
+    const int owner = runtime_->collection(collection_).map().owner(linear);
     detail::Message m;
     m.header = {detail::MessageKind::invoke, collection_, E::id, linear, runtime_->rank()};
-    m.payload = E::serialize(std::forward<A>(args)...);
-    auto& base = runtime_->collection(collection_);
-    runtime_->post(base.map().owner(linear), std::move(m));
+    if (owner == runtime_->rank())
+      m.local = std::make_unique<typename E::Call>(std::forward<A>(args)...);
+    else
+      m.payload = E::serialize(std::forward<A>(args)...);
+    runtime_->post(owner, std::move(m));
   }
 
   Index3 index() const { return index_; }

@@ -5,6 +5,7 @@
 #include "serialize.hpp"
 
 #include <cstdint>
+#include <memory>
 
 namespace kodo::detail {
 
@@ -24,9 +25,18 @@ struct MessageHeader {
 };
 static_assert(sizeof(MessageHeader) == 32);
 
+// The arguments of an invocation whose unit is on the sending rank, kept as objects:
+// nothing is serialized and views are handed over without a copy.
+class LocalCall {
+ public:
+  virtual ~LocalCall() = default;
+  virtual void invoke(void* unit) = 0;
+};
+
 struct Message {
   MessageHeader header;
-  Bytes payload;
+  Bytes payload;                     // serialized arguments (messages between ranks)
+  std::unique_ptr<LocalCall> local;  // or the arguments themselves (same rank)
 };
 
 }  // namespace kodo::detail

@@ -202,6 +202,7 @@ void Runtime::invoke(detail::Message& message) {
        << " arrived at rank " << rank_ << ", which does not hold that unit";
     fatal(os.str());
   }
+  if (message.local) return message.local->invoke(c.unit_at(slot));
   const auto* entry = static_cast<const detail::EntryHandler*>(detail::find_handler(h.handler));
   if (!entry) fatal("a message names an entry method this program does not have");
   ByteReader reader(message.payload);

@@ -1,10 +1,9 @@
 #pragma once
-// Byte serialization of entry-method arguments.
+// Byte serialization of the arguments of invocations between ranks.
 //
-// An invocation snapshots its arguments when it is made: values are copied, and a
-// Kokkos::View is sent by value of its contents (the receiver gets a new view of the
-// same type). Local and remote invocations take this one path, so a sender may reuse
-// its buffers as soon as the call returns.
+// Values are copied; a Kokkos::View travels by its contents and the receiver gets a
+// new view of the same type. (Invocations on the same rank are not serialized; see
+// collection.hpp.)
 
 #include <Kokkos_Core.hpp>
 

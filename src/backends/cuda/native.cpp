@@ -74,6 +74,17 @@ void order_after(NativeStream waiter, NativeStream source, NativeEvent event) {
         "stream wait");
 }
 
+void record_event(NativeEvent event, NativeStream stream) {
+  check(cudaEventRecord(static_cast<cudaEvent_t>(event), static_cast<cudaStream_t>(stream)),
+        "event record");
+}
+bool event_reached(NativeEvent event) {
+  const cudaError_t e = cudaEventQuery(static_cast<cudaEvent_t>(event));
+  if (e == cudaErrorNotReady) return false;
+  check(e, "event query");
+  return true;
+}
+
 std::uint64_t* allocate_counters(std::size_t count, std::uint64_t** device_address) {
   void* host = nullptr;
   check(cudaHostAlloc(&host, count * sizeof(std::uint64_t), cudaHostAllocMapped | cudaHostAllocPortable),

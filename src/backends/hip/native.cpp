@@ -59,6 +59,17 @@ void order_after(NativeStream waiter, NativeStream source, NativeEvent event) {
         "stream wait");
 }
 
+void record_event(NativeEvent event, NativeStream stream) {
+  check(hipEventRecord(static_cast<hipEvent_t>(event), static_cast<hipStream_t>(stream)),
+        "event record");
+}
+bool event_reached(NativeEvent event) {
+  const hipError_t e = hipEventQuery(static_cast<hipEvent_t>(event));
+  if (e == hipErrorNotReady) return false;
+  check(e, "event query");
+  return true;
+}
+
 std::uint64_t* allocate_counters(std::size_t count, std::uint64_t** device_address) {
   void* host = nullptr;
   check(hipHostMalloc(&host, count * sizeof(std::uint64_t), hipHostMallocMapped | hipHostMallocPortable),

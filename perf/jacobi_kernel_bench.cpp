@@ -1,0 +1,97 @@
+// Jacobi 7-point update throughput (GLUP/s: 10^9 lattice updates per second) on one
+// device, for the update kernel of apps/jacobi3d and the alternatives it was chosen
+// over. All variants must produce the same bits; the program fails if they do not.
+//
+//   jacobi_kernel_bench [--sizes 256,512,768,1024] [--reps 20] [--csv FILE]
+
+#include "report.hpp"
+
+#include <kernels.hpp>
+#include <kodo.hpp>
+
+#include <cinttypes>
+#include <functional>
+#include <sstream>
+
+namespace {
+
+using jacobi::BlockShape;
+using jacobi::Field;
+using jacobi::Space;
+
+// The trap: a 3D MDRangePolicy with Kokkos' default tiles.
+void update_mdrange(const Space& space, const Field& a, const Field& b, const BlockShape& s) {
+  const std::int64_t sx = (s.n[1] + 2) * (s.n[2] + 2), sy = s.n[2] + 2;
+  Kokkos::parallel_for(
+      "jacobi::update_mdrange",
+      Kokkos::MDRangePolicy<Space, Kokkos::Rank<3>>(space, {1, 1, 1}, {s.n[0] + 1, s.n[1] + 1, s.n[2] + 1}),
+      KOKKOS_LAMBDA(std::int64_t x, std::int64_t y, std::int64_t z) {
+        const std::int64_t c = s.at(x, y, z);
+        b(c) = jacobi::stencil(a(c), a(c - sx), a(c + sx), a(c - sy), a(c + sy), a(c - 1), a(c + 1));
+      });
+}
+
+std::vector<std::int64_t> parse_sizes(int argc, char** argv) {
+  std::string text = KODO_BACKEND_NAME == std::string("host") ? "64,128" : "256,512,768,1024";
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::string(argv[i]) == "--sizes") text = argv[i + 1];
+  std::vector<std::int64_t> sizes;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');) sizes.push_back(std::stoll(item));
+  return sizes;
+}
+
+int reps(int argc, char** argv) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::string(argv[i]) == "--reps") return std::stoi(argv[i + 1]);
+  return 20;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  kodo::Runtime runtime(argc, argv);
+  perf::Csv csv(perf::csv_path(argc, argv), argc, argv, "n,variant,seconds_per_update,glups,effective_gbs");
+  const int r = reps(argc, argv);
+  const Space space = runtime.streams().compute(0).space();
+  int failures = 0;
+  for (const std::int64_t n : parse_sizes(argc, argv)) {
+    const BlockShape s{{n, n, n}};
+    const jacobi::Grid g{n, n, n};
+    const std::int64_t origin[3] = {0, 0, 0};
+    Field a(Kokkos::view_alloc(Kokkos::WithoutInitializing, "a"), s.padded_size());
+    Field b(Kokkos::view_alloc(Kokkos::WithoutInitializing, "b"), s.padded_size());
+    std::vector<std::pair<std::string, std::function<void(const Field&, const Field&)>>> variants;
+    for (std::int64_t chunk : {4, 8, 16, 32, 64})
+      variants.emplace_back("march_x_chunk" + std::to_string(chunk),
+                            [&, chunk](const Field& x, const Field& y) { jacobi::update(space, x, y, s, chunk); });
+    variants.emplace_back("flat_range", [&](const Field& x, const Field& y) { jacobi::update_flat(space, x, y, s); });
+    variants.emplace_back("mdrange_default_tiles",
+                          [&](const Field& x, const Field& y) { update_mdrange(space, x, y, s); });
+    std::uint64_t reference = 0;
+    for (std::size_t v = 0; v < variants.size(); ++v) {
+      auto& [name, run] = variants[v];
+      jacobi::init_field(a, s, g, origin);
+      jacobi::init_field(b, s, g, origin);
+      run(a, b);  // warm-up, and the first update for the bit check
+      run(b, a);
+      space.fence();
+      const std::uint64_t sum = jacobi::checksum(space, a, s, g, origin);
+      if (v == 0) reference = sum;
+      if (sum != reference) {
+        std::fprintf(stderr, "variant %s gives different bits at n=%" PRId64 "\n", name.c_str(), n);
+        ++failures;
+      }
+      const double t0 = perf::seconds();
+      for (int i = 0; i < r; ++i) run(i % 2 ? b : a, i % 2 ? a : b);
+      space.fence();
+      const double per = (perf::seconds() - t0) / r;
+      const double points = static_cast<double>(n) * n * n;
+      char line[256];
+      std::snprintf(line, sizeof line, "%" PRId64 ",%s,%.6e,%.2f,%.1f", n, name.c_str(), per,
+                    points / per * 1e-9, 16 * points / per * 1e-9);
+      csv.row(line);
+    }
+  }
+  return failures ? 1 : 0;
+}
