@@ -9,6 +9,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <exception>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -84,7 +85,15 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  kodo::Runtime runtime(argc, argv);
+  // A rank that cannot start (no GPU, a UCX failure) says why; every rank then stops.
+  std::unique_ptr<kodo::Runtime> started;
+  try {
+    started = std::make_unique<kodo::Runtime>(argc, argv);
+  } catch (const kodo::Error& e) {
+    std::fprintf(stderr, "jacobi3d: %s\n", e.what());
+    return 1;
+  }
+  kodo::Runtime& runtime = *started;
   const bool root = runtime.rank() == 0;
   // Every rank parses and checks the same arguments and so reaches the same verdict:
   // on bad input they all stop at once, with the message printed by rank 0. Other

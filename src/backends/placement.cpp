@@ -75,7 +75,7 @@ Placement place_rank(MPI_Comm comm) {
   // Every rank learns whether any rank failed, so all of them stop together.
   int failed = problem.empty() ? 0 : 1, any = 0;
   MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, comm);
-  if (failed) throw Error("kodo: " + problem);
+  if (failed) throw Error(problem.rfind("kodo: ", 0) == 0 ? problem : "kodo: " + problem);
   if (any) throw Error("kodo: another rank could not be placed on a GPU (see its message)");
   return p;
 }
