@@ -66,7 +66,9 @@ void update_flat(const Space& space, const Field& a, const Field& b, const Block
 std::uint64_t checksum(const Space& space, const Field& a, const BlockShape& s, const Grid& g,
                        const std::int64_t origin[3]) {
   const std::int64_t ox = origin[0], oy = origin[1], oz = origin[2];
-  std::uint64_t sum = 0;
+  // Into device memory, then copied: reducing straight into a host scalar on a stream
+  // instance let the device write the host stack on an H200 (Kokkos 4.6, CUDA 13).
+  Kokkos::View<std::uint64_t, Space::memory_space> result("jacobi::checksum");
   Kokkos::parallel_reduce(
       "jacobi::checksum", Policy(space, 0, s.interior_size()),
       KOKKOS_LAMBDA(std::int64_t i, std::uint64_t& acc) {
@@ -74,7 +76,10 @@ std::uint64_t checksum(const Space& space, const Field& a, const BlockShape& s, 
         const std::int64_t global = ((ox + x) * g.y + (oy + y)) * g.z + (oz + z);
         acc += point_hash(global, a(s.at(x + 1, y + 1, z + 1)));
       },
-      sum);
+      result);
+  std::uint64_t sum = 0;
+  Kokkos::deep_copy(space, sum, result);
+  space.fence("jacobi::checksum");
   return sum;
 }
 
