@@ -86,6 +86,19 @@ TEST(CompletionEngine, ContinuationsMayWaitAgain) {
   EXPECT_EQ(stage, 3);
 }
 
+TEST(CompletionEngine, HealthCheckAsksOnlyBusySources) {
+  struct Broken : ManualSource {
+    void check_health() const override { throw kodo::Error("kodo: device fault"); }
+  };
+  kodo::CompletionEngine engine;
+  Broken broken;
+  ManualSource fine;
+  engine.when_done(fine, [] {});
+  EXPECT_NO_THROW(engine.check_health());  // `broken` has nothing waiting
+  engine.when_done(broken, [] {});
+  EXPECT_THROW(engine.check_health(), kodo::Error);
+}
+
 TEST(Streams, HostStreamsCompleteTheirMarks) {
   auto& pool = test_runtime().streams();
   kodo::Stream& compute = pool.compute(0);

@@ -38,6 +38,10 @@ void destroy_event(NativeEvent event);
 // so far is done. `event` carries the dependency and may be reused at once.
 void order_after(NativeStream waiter, NativeStream source, NativeEvent event);
 
+// Throws kodo::Error if `stream` has failed (a device fault makes every later
+// completion impossible, so waiting would hang). Costs a driver call: for rare use.
+void check_stream(NativeStream stream);
+
 // Plain event polling, the mechanism the completion engine replaces (kept for
 // comparison in perf/): record on a stream, then ask whether it has been reached.
 void record_event(NativeEvent event, NativeStream stream);

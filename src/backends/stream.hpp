@@ -25,6 +25,8 @@ class CompletionSource {
   virtual std::uint64_t mark() = 0;
   // The highest mark whose work is done.
   virtual std::uint64_t reached() const = 0;
+  // Throws kodo::Error if the work can no longer complete (e.g. a device fault).
+  virtual void check_health() const {}
 };
 
 class Stream final : public CompletionSource {
@@ -44,6 +46,7 @@ class Stream final : public CompletionSource {
   std::uint64_t reached() const override {
     return std::atomic_ref<std::uint64_t>(*host_counter_).load(std::memory_order_acquire);
   }
+  void check_health() const override { backend::check_stream(native_); }
   // Work enqueued on this stream from now on waits (on the device) for the work
   // enqueued on `other` so far. The host does not wait.
   void wait_for(const Stream& other);

@@ -29,4 +29,9 @@ std::size_t CompletionEngine::poll() {
   return ran;
 }
 
+void CompletionEngine::check_health() const {
+  for (const auto& w : watches_)
+    if (!w.queue.empty()) w.source->check_health();
+}
+
 }  // namespace kodo

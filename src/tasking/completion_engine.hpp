@@ -32,6 +32,10 @@ class CompletionEngine {
   // Continuations still waiting.
   std::size_t pending() const { return pending_; }
 
+  // Asks every source with waiting continuations whether its work can still complete;
+  // throws kodo::Error if not. For when nothing has completed for a long while.
+  void check_health() const;
+
  private:
   struct Waiting {
     std::uint64_t mark;

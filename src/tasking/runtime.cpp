@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdlib>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <exception>
 #include <sstream>
@@ -140,8 +141,22 @@ void Runtime::run() {
   std::array<std::uint64_t, 3> wave_in{}, wave_out{}, previous{};
   bool have_previous = false, wave_active = false;
   MPI_Request wave = MPI_REQUEST_NULL;
+  // Device work that has not moved for this long is checked for faults.
+  constexpr auto kStallCheck = std::chrono::milliseconds(100);
+  auto last_completion = std::chrono::steady_clock::now();
   for (;;) {
-    const std::size_t events = transport_->progress() + engine_.poll();
+    const std::size_t completed = engine_.poll();
+    const std::size_t events = transport_->progress() + completed;
+    if (completed || engine_.pending() == 0) {
+      last_completion = std::chrono::steady_clock::now();
+    } else if (std::chrono::steady_clock::now() - last_completion > kStallCheck) {
+      try {
+        engine_.check_health();
+      } catch (const std::exception& e) {
+        fatal(e.what());
+      }
+      last_completion = std::chrono::steady_clock::now();
+    }
     for (int n = 0; n < kDispatchBatch && !queue_.empty(); ++n) {
       detail::Message m = std::move(queue_.front());
       queue_.pop_front();

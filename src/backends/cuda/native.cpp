@@ -74,6 +74,11 @@ void order_after(NativeStream waiter, NativeStream source, NativeEvent event) {
         "stream wait");
 }
 
+void check_stream(NativeStream stream) {
+  const cudaError_t e = cudaStreamQuery(static_cast<cudaStream_t>(stream));
+  if (e != cudaSuccess && e != cudaErrorNotReady) check(e, "device work (stream failed)");
+}
+
 void record_event(NativeEvent event, NativeStream stream) {
   check(cudaEventRecord(static_cast<cudaEvent_t>(event), static_cast<cudaStream_t>(stream)),
         "event record");

@@ -59,6 +59,11 @@ void order_after(NativeStream waiter, NativeStream source, NativeEvent event) {
         "stream wait");
 }
 
+void check_stream(NativeStream stream) {
+  const hipError_t e = hipStreamQuery(static_cast<hipStream_t>(stream));
+  if (e != hipSuccess && e != hipErrorNotReady) check(e, "device work (stream failed)");
+}
+
 void record_event(NativeEvent event, NativeStream stream) {
   check(hipEventRecord(static_cast<hipEvent_t>(event), static_cast<hipStream_t>(stream)),
         "event record");

@@ -28,6 +28,8 @@ NativeEvent create_event() { return new int(0); }
 void destroy_event(NativeEvent event) { delete static_cast<int*>(event); }
 void order_after(NativeStream, NativeStream, NativeEvent) {}
 
+void check_stream(NativeStream) {}
+
 void record_event(NativeEvent, NativeStream) {}
 bool event_reached(NativeEvent) { return true; }
 
