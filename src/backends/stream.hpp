@@ -73,6 +73,11 @@ class StreamPool {
   int per_priority() const { return per_priority_; }
   Stream& compute(std::size_t i) { return *compute_[i % compute_.size()]; }
   Stream& communication(std::size_t i) { return *communication_[i % communication_.size()]; }
+  template <class F>
+  void for_each(F&& f) {
+    for (auto& s : compute_) f(*s);
+    for (auto& s : communication_) f(*s);
+  }
 
  private:
   int per_priority_;

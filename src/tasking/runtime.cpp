@@ -144,8 +144,15 @@ void Runtime::run() {
   // Device work that has not moved for this long is checked for faults.
   constexpr auto kStallCheck = std::chrono::milliseconds(100);
   auto last_completion = std::chrono::steady_clock::now();
+  // Device work nobody awaits still counts: when the rank runs out of work, it marks
+  // every stream of its pool and waits (without blocking) for those marks as well.
+  bool drained = false;
+  std::size_t drains_done = 0;
   for (;;) {
+    const std::size_t drains_before = drains_done;
     const std::size_t completed = engine_.poll();
+    const bool user_work = !queue_.empty() || completed > drains_done - drains_before;
+    if (user_work) drained = false;
     const std::size_t events = transport_->progress() + completed;
     if (completed || engine_.pending() == 0) {
       last_completion = std::chrono::steady_clock::now();
@@ -162,6 +169,10 @@ void Runtime::run() {
       queue_.pop_front();
       dispatch(m);
       ++processed_;
+    }
+    if (!drained && queue_.empty() && engine_.pending() == 0) {
+      streams_->for_each([&](Stream& s) { when_done(s, [&drains_done] { ++drains_done; }); });
+      drained = true;
     }
     if (!wave_active && queue_.empty()) {
       wave_in = {sent_, processed_, pending_rounds()};

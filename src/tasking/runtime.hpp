@@ -63,7 +63,8 @@ class Runtime {
   void when_done(CompletionSource& source, std::function<void()> continuation);
 
   // Runs the scheduler until the whole job is quiescent: no message queued or in
-  // flight and no device work awaited on any rank. Returns on every rank together. Throws kodo::Error if the job
+  // flight and no device work pending on any stream of any rank's pool (work on other
+  // Kokkos instances is the caller's to fence). Returns on every rank together. Throws kodo::Error if the job
   // went quiet with a reduction that some units never contributed to.
   void run();
 
