@@ -3,9 +3,30 @@
 namespace jacobi {
 namespace {
 using Policy = Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>;
-// Tile and chunk of update_tiled, from perf/results/jacobi_kernel_h200.csv.
-constexpr int kTileY = 8;
-constexpr std::int64_t kTileChunk = 64;
+using ReadField = Kokkos::View<const double*, Space::memory_space,
+                               Kokkos::MemoryTraits<Kokkos::Restrict>>;
+using WriteField = Kokkos::View<double*, Space::memory_space, Kokkos::MemoryTraits<Kokkos::Restrict>>;
+
+template <class In, class Out>
+void march(const char* label, const Space& space, const In& a, const Out& b, const BlockShape& s,
+           std::int64_t chunk) {
+  const std::int64_t sx = (s.n[1] + 2) * (s.n[2] + 2), sy = s.n[2] + 2;
+  const std::int64_t nx = s.n[0], ny = s.n[1], nz = s.n[2];
+  const std::int64_t chunks = (nx + chunk - 1) / chunk;
+  Kokkos::parallel_for(label, Policy(space, 0, chunks * ny * nz), KOKKOS_LAMBDA(std::int64_t i) {
+    const std::int64_t z = i % nz, y = (i / nz) % ny, c = i / (nz * ny);
+    const std::int64_t x0 = c * chunk + 1;
+    const std::int64_t x1 = x0 + chunk <= nx + 1 ? x0 + chunk : nx + 1;
+    std::int64_t p = s.at(x0, y + 1, z + 1);
+    double xm = a(p - sx), cc = a(p);
+    for (std::int64_t x = x0; x < x1; ++x, p += sx) {
+      const double xp = a(p + sx);
+      b(p) = stencil(cc, xm, xp, a(p - sy), a(p + sy), a(p - 1), a(p + 1));
+      xm = cc;
+      cc = xp;
+    }
+  });
+}
 }
 
 void init_field(const Field& a, const BlockShape& s, const Grid& g, const std::int64_t origin[3]) {
@@ -34,64 +55,14 @@ void unpack_face(const Space& space, const Field& a, const BlockShape& s, int f,
       KOKKOS_LAMBDA(std::int64_t k) { a(s.face_point(f, k, layer)) = data(k); });
 }
 
-void update(const Space& space, const Field& a, const Field& b, const BlockShape& s) {
-#if defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP)
-  update_tiled(space, a, b, s, kTileY, kTileChunk);
-#else
-  update_march(space, a, b, s, 16);
-#endif
+void update(const Space& space, const Field& a, const Field& b, const BlockShape& s,
+            std::int64_t chunk) {
+  march("jacobi::update", space, ReadField(a), WriteField(b), s, chunk);
 }
 
-void update_tiled(const Space& space, const Field& a, const Field& b, const BlockShape& s,
-                  int tile_y, std::int64_t chunk) {
-  using Team = Kokkos::TeamPolicy<Space>;
-  constexpr int tile_z = 32;
-  const std::int64_t sx = (s.n[1] + 2) * (s.n[2] + 2), sy = s.n[2] + 2;
-  const std::int64_t nx = s.n[0], ny = s.n[1], nz = s.n[2];
-  const std::int64_t tiles_y = (ny + tile_y - 1) / tile_y, tiles_z = (nz + tile_z - 1) / tile_z;
-  const std::int64_t chunks = (nx + chunk - 1) / chunk;
-  Kokkos::parallel_for(
-      "jacobi::update_tiled", Team(space, static_cast<int>(chunks * tiles_y * tiles_z), tile_y, tile_z),
-      KOKKOS_LAMBDA(const Team::member_type& m) {
-        const std::int64_t l = m.league_rank();
-        const std::int64_t tz = l % tiles_z, ty = (l / tiles_z) % tiles_y, c = l / (tiles_z * tiles_y);
-        const std::int64_t y = ty * tile_y + m.team_rank();
-        Kokkos::parallel_for(Kokkos::ThreadVectorRange(m, tile_z), [&](int lane) {
-          const std::int64_t z = tz * tile_z + lane;
-          if (y >= ny || z >= nz) return;
-          const std::int64_t x0 = c * chunk + 1;
-          const std::int64_t x1 = x0 + chunk <= nx + 1 ? x0 + chunk : nx + 1;
-          std::int64_t p = s.at(x0, y + 1, z + 1);
-          double xm = a(p - sx), cc = a(p);
-          for (std::int64_t x = x0; x < x1; ++x, p += sx) {
-            const double xp = a(p + sx);
-            b(p) = stencil(cc, xm, xp, a(p - sy), a(p + sy), a(p - 1), a(p + 1));
-            xm = cc;
-            cc = xp;
-          }
-        });
-      });
-}
-
-void update_march(const Space& space, const Field& a, const Field& b, const BlockShape& s,
-                  std::int64_t chunk) {
-  const std::int64_t sx = (s.n[1] + 2) * (s.n[2] + 2), sy = s.n[2] + 2;
-  const std::int64_t nx = s.n[0], ny = s.n[1], nz = s.n[2];
-  const std::int64_t chunks = (nx + chunk - 1) / chunk;
-  Kokkos::parallel_for(
-      "jacobi::update_march", Policy(space, 0, chunks * ny * nz), KOKKOS_LAMBDA(std::int64_t i) {
-        const std::int64_t z = i % nz, y = (i / nz) % ny, c = i / (nz * ny);
-        const std::int64_t x0 = c * chunk + 1;
-        const std::int64_t x1 = x0 + chunk <= nx + 1 ? x0 + chunk : nx + 1;
-        std::int64_t p = s.at(x0, y + 1, z + 1);
-        double xm = a(p - sx), cc = a(p);
-        for (std::int64_t x = x0; x < x1; ++x, p += sx) {
-          const double xp = a(p + sx);
-          b(p) = stencil(cc, xm, xp, a(p - sy), a(p + sy), a(p - 1), a(p + 1));
-          xm = cc;
-          cc = xp;
-        }
-      });
+void update_march_aliased(const Space& space, const Field& a, const Field& b, const BlockShape& s,
+                          std::int64_t chunk) {
+  march("jacobi::update_aliased", space, a, b, s, chunk);
 }
 
 void update_flat(const Space& space, const Field& a, const Field& b, const BlockShape& s) {

@@ -47,18 +47,17 @@ void init_field(const Field& a, const BlockShape& s, const Grid& g, const std::i
 void pack_face(const Space& space, const Field& a, const BlockShape& s, int f, const Field& buffer);
 // Copies `data` into the ghost layer of face f.
 void unpack_face(const Space& space, const Field& a, const BlockShape& s, int f, const Field& data);
-// One Jacobi update: the interior of b from a, by the fastest kernel for the backend
-// (update_tiled on GPUs, update_march on the host).
-void update(const Space& space, const Field& a, const Field& b, const BlockShape& s);
-// Each thread marches along x through `chunk` points of one (y, z) column, keeping the
-// x neighbours in registers; adjacent threads take adjacent z, so loads are coalesced.
-void update_march(const Space& space, const Field& a, const Field& b, const BlockShape& s,
-                  std::int64_t chunk);
-// As update_march, with a team of `tile_y` x 32 threads covering a tile of y rows and
-// z points, so the y and z neighbours of a column mostly come from the same block's
-// cache.
-void update_tiled(const Space& space, const Field& a, const Field& b, const BlockShape& s,
-                  int tile_y, std::int64_t chunk);
+// One Jacobi update: the interior of b from a. Each thread marches along x through
+// `chunk` points of one (y, z) column, keeping the x neighbours in registers; adjacent
+// threads take adjacent z, so loads are coalesced. The views are read through
+// restrict-qualified, read-only handles so loads of the next planes need not wait for
+// the stores of this one (perf/results/jacobi_kernel_h200.csv has the alternatives).
+inline constexpr std::int64_t kUpdateChunk = 64;
+void update(const Space& space, const Field& a, const Field& b, const BlockShape& s,
+            std::int64_t chunk = kUpdateChunk);
+// The same march through plain views (the compiler must assume a and b alias).
+void update_march_aliased(const Space& space, const Field& a, const Field& b, const BlockShape& s,
+                          std::int64_t chunk);
 // The same update as one flat range over all interior points (the plain Kokkos way,
 // kept for comparison in perf/).
 void update_flat(const Space& space, const Field& a, const Field& b, const BlockShape& s);
