@@ -62,6 +62,12 @@ int main(int argc, char** argv) {
     Field a(Kokkos::view_alloc(Kokkos::WithoutInitializing, "a"), s.padded_size());
     Field b(Kokkos::view_alloc(Kokkos::WithoutInitializing, "b"), s.padded_size());
     std::vector<std::pair<std::string, std::function<void(const Field&, const Field&)>>> variants;
+    for (int ahead : {1, 2})
+      for (std::int64_t chunk : {32, 64, 128})
+        variants.emplace_back("march_ahead" + std::to_string(ahead) + "_chunk" + std::to_string(chunk),
+                              [&, ahead, chunk](const Field& x, const Field& y) {
+                                jacobi::update_ahead(space, x, y, s, ahead, chunk);
+                              });
     for (std::int64_t chunk : {16, 32, 64, 128, 256})
       variants.emplace_back("march_restrict_chunk" + std::to_string(chunk),
                             [&, chunk](const Field& x, const Field& y) { jacobi::update(space, x, y, s, chunk); });

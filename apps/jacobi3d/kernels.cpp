@@ -7,6 +7,33 @@ using ReadField = Kokkos::View<const double*, Space::memory_space,
                                Kokkos::MemoryTraits<Kokkos::Restrict>>;
 using WriteField = Kokkos::View<double*, Space::memory_space, Kokkos::MemoryTraits<Kokkos::Restrict>>;
 
+// The march with the loads of the next `Ahead` planes issued before this plane's
+// store, so several long-latency loads are in flight per thread.
+template <int Ahead, class In, class Out>
+void march_ahead(const char* label, const Space& space, const In& a, const Out& b,
+                 const BlockShape& s, std::int64_t chunk) {
+  const std::int64_t sx = (s.n[1] + 2) * (s.n[2] + 2), sy = s.n[2] + 2;
+  const std::int64_t nx = s.n[0], ny = s.n[1], nz = s.n[2];
+  const std::int64_t chunks = (nx + chunk - 1) / chunk;
+  Kokkos::parallel_for(label, Policy(space, 0, chunks * ny * nz), KOKKOS_LAMBDA(std::int64_t i) {
+    const std::int64_t z = i % nz, y = (i / nz) % ny, c = i / (nz * ny);
+    const std::int64_t x0 = c * chunk + 1;
+    const std::int64_t x1 = x0 + chunk <= nx + 1 ? x0 + chunk : nx + 1;
+    std::int64_t p = s.at(x0, y + 1, z + 1);
+    // ring[0] = plane x-1, ring[1] = x, ring[2..] = x+1 .. x+Ahead (when inside)
+    double ring[Ahead + 2];
+    for (int k = 0; k < Ahead + 2; ++k)
+      ring[k] = x0 - 1 + k <= x1 ? a(p + (k - 1) * sx) : 0.0;
+    for (std::int64_t x = x0; x < x1; ++x, p += sx) {
+      const double ym = a(p - sy), yp = a(p + sy), zm = a(p - 1), zp = a(p + 1);
+      const double next = x + Ahead + 1 <= x1 ? a(p + (Ahead + 1) * sx) : 0.0;
+      b(p) = stencil(ring[1], ring[0], ring[2], ym, yp, zm, zp);
+      for (int k = 0; k < Ahead + 1; ++k) ring[k] = ring[k + 1];
+      ring[Ahead + 1] = next;
+    }
+  });
+}
+
 template <class In, class Out>
 void march(const char* label, const Space& space, const In& a, const Out& b, const BlockShape& s,
            std::int64_t chunk) {
@@ -58,6 +85,14 @@ void unpack_face(const Space& space, const Field& a, const BlockShape& s, int f,
 void update(const Space& space, const Field& a, const Field& b, const BlockShape& s,
             std::int64_t chunk) {
   march("jacobi::update", space, ReadField(a), WriteField(b), s, chunk);
+}
+
+void update_ahead(const Space& space, const Field& a, const Field& b, const BlockShape& s,
+                  int ahead, std::int64_t chunk) {
+  if (ahead == 1)
+    march_ahead<1>("jacobi::update_ahead1", space, ReadField(a), WriteField(b), s, chunk);
+  else
+    march_ahead<2>("jacobi::update_ahead2", space, ReadField(a), WriteField(b), s, chunk);
 }
 
 void update_march_aliased(const Space& space, const Field& a, const Field& b, const BlockShape& s,

@@ -55,6 +55,9 @@ void unpack_face(const Space& space, const Field& a, const BlockShape& s, int f,
 inline constexpr std::int64_t kUpdateChunk = 64;
 void update(const Space& space, const Field& a, const Field& b, const BlockShape& s,
             std::int64_t chunk = kUpdateChunk);
+// The march with loads issued `ahead` (1 or 2) planes before they are used.
+void update_ahead(const Space& space, const Field& a, const Field& b, const BlockShape& s,
+                  int ahead, std::int64_t chunk);
 // The same march through plain views (the compiler must assume a and b alias).
 void update_march_aliased(const Space& space, const Field& a, const Field& b, const BlockShape& s,
                           std::int64_t chunk);
