@@ -62,6 +62,12 @@ int main(int argc, char** argv) {
     Field a(Kokkos::view_alloc(Kokkos::WithoutInitializing, "a"), s.padded_size());
     Field b(Kokkos::view_alloc(Kokkos::WithoutInitializing, "b"), s.padded_size());
     std::vector<std::pair<std::string, std::function<void(const Field&, const Field&)>>> variants;
+    for (int tile_y : {2, 4, 8})
+      for (std::int64_t chunk : {64, 256})
+        variants.emplace_back("march_tiled_y" + std::to_string(tile_y) + "_chunk" + std::to_string(chunk),
+                              [&, tile_y, chunk](const Field& x, const Field& y) {
+                                jacobi::update_tiled(space, x, y, s, tile_y, chunk);
+                              });
     for (int ahead : {1, 2})
       for (std::int64_t chunk : {32, 64, 128})
         variants.emplace_back("march_ahead" + std::to_string(ahead) + "_chunk" + std::to_string(chunk),

@@ -58,6 +58,9 @@ void update(const Space& space, const Field& a, const Field& b, const BlockShape
 // The march with loads issued `ahead` (1 or 2) planes before they are used.
 void update_ahead(const Space& space, const Field& a, const Field& b, const BlockShape& s,
                   int ahead, std::int64_t chunk);
+// The march by tiles of tile_y x 32 (y, z) columns per group of consecutive threads.
+void update_tiled(const Space& space, const Field& a, const Field& b, const BlockShape& s,
+                  int tile_y, std::int64_t chunk);
 // The same march through plain views (the compiler must assume a and b alias).
 void update_march_aliased(const Space& space, const Field& a, const Field& b, const BlockShape& s,
                           std::int64_t chunk);
