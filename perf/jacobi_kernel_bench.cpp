@@ -70,26 +70,9 @@ int main(int argc, char** argv) {
     Field a(Kokkos::view_alloc(Kokkos::WithoutInitializing, "a"), s.padded_size());
     Field b(Kokkos::view_alloc(Kokkos::WithoutInitializing, "b"), s.padded_size());
     std::vector<std::pair<std::string, std::function<void(const Field&, const Field&)>>> variants;
-    for (int tile_y : {2, 4, 8})
-      for (std::int64_t chunk : {64, 256})
-        variants.emplace_back("march_tiled_y" + std::to_string(tile_y) + "_chunk" + std::to_string(chunk),
-                              [&, tile_y, chunk](const Field& x, const Field& y) {
-                                jacobi::update_tiled(space, x, y, s, tile_y, chunk);
-                              });
-    for (int ahead : {1, 2})
-      for (std::int64_t chunk : {32, 64, 128})
-        variants.emplace_back("march_ahead" + std::to_string(ahead) + "_chunk" + std::to_string(chunk),
-                              [&, ahead, chunk](const Field& x, const Field& y) {
-                                jacobi::update_ahead(space, x, y, s, ahead, chunk);
-                              });
-    for (std::int64_t chunk : {16, 32, 64, 128, 256})
-      variants.emplace_back("march_restrict_chunk" + std::to_string(chunk),
+    for (std::int64_t chunk : {16, 64, 256})
+      variants.emplace_back("update_chunk" + std::to_string(chunk),
                             [&, chunk](const Field& x, const Field& y) { jacobi::update(space, x, y, s, chunk); });
-    for (std::int64_t chunk : {16, 64})
-      variants.emplace_back("march_aliased_chunk" + std::to_string(chunk),
-                            [&, chunk](const Field& x, const Field& y) {
-                              jacobi::update_march_aliased(space, x, y, s, chunk);
-                            });
     variants.emplace_back("flat_range", [&](const Field& x, const Field& y) { jacobi::update_flat(space, x, y, s); });
     variants.emplace_back("mdrange_default_tiles",
                           [&](const Field& x, const Field& y) { update_mdrange(space, x, y, s); });

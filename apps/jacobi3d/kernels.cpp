@@ -7,40 +7,9 @@ using ReadField = Kokkos::View<const double*, Space::memory_space,
                                Kokkos::MemoryTraits<Kokkos::Restrict>>;
 using WriteField = Kokkos::View<double*, Space::memory_space, Kokkos::MemoryTraits<Kokkos::Restrict>>;
 
-// The march with consecutive threads laid out as tiles of tile_y rows x 32 z points,
-// so that a thread block also loads the y neighbours of its rows (L1 hits, not L2).
-template <class In, class Out>
-void march_tiled(const char* label, const Space& space, const In& a, const Out& b,
-                 const BlockShape& s, int tile_y, std::int64_t chunk) {
-  constexpr std::int64_t tile_z = 32;
-  const std::int64_t sx = (s.n[1] + 2) * (s.n[2] + 2), sy = s.n[2] + 2;
-  const std::int64_t nx = s.n[0], ny = s.n[1], nz = s.n[2];
-  const std::int64_t ty = tile_y;
-  const std::int64_t tiles_y = (ny + ty - 1) / ty, tiles_z = (nz + tile_z - 1) / tile_z;
-  const std::int64_t chunks = (nx + chunk - 1) / chunk;
-  const std::int64_t per_tile = ty * tile_z;
-  Kokkos::parallel_for(
-      label, Policy(space, 0, chunks * tiles_y * tiles_z * per_tile), KOKKOS_LAMBDA(std::int64_t i) {
-        const std::int64_t in_tile = i % per_tile, tile = i / per_tile;
-        const std::int64_t z = (tile % tiles_z) * tile_z + in_tile % tile_z;
-        const std::int64_t y = ((tile / tiles_z) % tiles_y) * ty + in_tile / tile_z;
-        const std::int64_t c = tile / (tiles_z * tiles_y);
-        if (y >= ny || z >= nz) return;
-        const std::int64_t x0 = c * chunk + 1;
-        const std::int64_t x1 = x0 + chunk <= nx + 1 ? x0 + chunk : nx + 1;
-        std::int64_t p = s.at(x0, y + 1, z + 1);
-        double xm = a(p - sx), cc = a(p);
-        for (std::int64_t x = x0; x < x1; ++x, p += sx) {
-          const double xp = a(p + sx);
-          b(p) = stencil(cc, xm, xp, a(p - sy), a(p + sy), a(p - 1), a(p + 1));
-          xm = cc;
-          cc = xp;
-        }
-      });
-}
-
-// The march with the loads of the next `Ahead` planes issued before this plane's
-// store, so several long-latency loads are in flight per thread.
+// Each thread marches along x through `chunk` points of one (y, z) column, keeping the
+// x neighbours in registers and issuing the loads of the next `Ahead` planes before
+// this plane's store; adjacent threads take adjacent z, so loads are coalesced.
 template <int Ahead, class In, class Out>
 void march_ahead(const char* label, const Space& space, const In& a, const Out& b,
                  const BlockShape& s, std::int64_t chunk) {
@@ -66,26 +35,6 @@ void march_ahead(const char* label, const Space& space, const In& a, const Out& 
   });
 }
 
-template <class In, class Out>
-void march(const char* label, const Space& space, const In& a, const Out& b, const BlockShape& s,
-           std::int64_t chunk) {
-  const std::int64_t sx = (s.n[1] + 2) * (s.n[2] + 2), sy = s.n[2] + 2;
-  const std::int64_t nx = s.n[0], ny = s.n[1], nz = s.n[2];
-  const std::int64_t chunks = (nx + chunk - 1) / chunk;
-  Kokkos::parallel_for(label, Policy(space, 0, chunks * ny * nz), KOKKOS_LAMBDA(std::int64_t i) {
-    const std::int64_t z = i % nz, y = (i / nz) % ny, c = i / (nz * ny);
-    const std::int64_t x0 = c * chunk + 1;
-    const std::int64_t x1 = x0 + chunk <= nx + 1 ? x0 + chunk : nx + 1;
-    std::int64_t p = s.at(x0, y + 1, z + 1);
-    double xm = a(p - sx), cc = a(p);
-    for (std::int64_t x = x0; x < x1; ++x, p += sx) {
-      const double xp = a(p + sx);
-      b(p) = stencil(cc, xm, xp, a(p - sy), a(p + sy), a(p - 1), a(p + 1));
-      xm = cc;
-      cc = xp;
-    }
-  });
-}
 }
 
 void init_field(const Field& a, const BlockShape& s, const Grid& g, const std::int64_t origin[3]) {
@@ -116,25 +65,7 @@ void unpack_face(const Space& space, const Field& a, const BlockShape& s, int f,
 
 void update(const Space& space, const Field& a, const Field& b, const BlockShape& s,
             std::int64_t chunk) {
-  march("jacobi::update", space, ReadField(a), WriteField(b), s, chunk);
-}
-
-void update_ahead(const Space& space, const Field& a, const Field& b, const BlockShape& s,
-                  int ahead, std::int64_t chunk) {
-  if (ahead == 1)
-    march_ahead<1>("jacobi::update_ahead1", space, ReadField(a), WriteField(b), s, chunk);
-  else
-    march_ahead<2>("jacobi::update_ahead2", space, ReadField(a), WriteField(b), s, chunk);
-}
-
-void update_tiled(const Space& space, const Field& a, const Field& b, const BlockShape& s,
-                  int tile_y, std::int64_t chunk) {
-  march_tiled("jacobi::update_tiled", space, ReadField(a), WriteField(b), s, tile_y, chunk);
-}
-
-void update_march_aliased(const Space& space, const Field& a, const Field& b, const BlockShape& s,
-                          std::int64_t chunk) {
-  march("jacobi::update_aliased", space, a, b, s, chunk);
+  march_ahead<1>("jacobi::update", space, ReadField(a), WriteField(b), s, chunk);
 }
 
 void update_flat(const Space& space, const Field& a, const Field& b, const BlockShape& s) {

@@ -48,22 +48,13 @@ void pack_face(const Space& space, const Field& a, const BlockShape& s, int f, c
 // Copies `data` into the ghost layer of face f.
 void unpack_face(const Space& space, const Field& a, const BlockShape& s, int f, const Field& data);
 // One Jacobi update: the interior of b from a. Each thread marches along x through
-// `chunk` points of one (y, z) column, keeping the x neighbours in registers; adjacent
-// threads take adjacent z, so loads are coalesced. The views are read through
-// restrict-qualified, read-only handles so loads of the next planes need not wait for
-// the stores of this one (perf/results/jacobi_kernel_h200.csv has the alternatives).
+// `chunk` points of one (y, z) column, keeping the x neighbours in registers and
+// loading the next plane before storing this one; adjacent threads take adjacent z,
+// so loads are coalesced. Chosen over tiled thread layouts, deeper look-ahead, other
+// chunks and aliasing views: see perf/results/jacobi_kernel_*_h200.csv.
 inline constexpr std::int64_t kUpdateChunk = 64;
 void update(const Space& space, const Field& a, const Field& b, const BlockShape& s,
             std::int64_t chunk = kUpdateChunk);
-// The march with loads issued `ahead` (1 or 2) planes before they are used.
-void update_ahead(const Space& space, const Field& a, const Field& b, const BlockShape& s,
-                  int ahead, std::int64_t chunk);
-// The march by tiles of tile_y x 32 (y, z) columns per group of consecutive threads.
-void update_tiled(const Space& space, const Field& a, const Field& b, const BlockShape& s,
-                  int tile_y, std::int64_t chunk);
-// The same march through plain views (the compiler must assume a and b alias).
-void update_march_aliased(const Space& space, const Field& a, const Field& b, const BlockShape& s,
-                          std::int64_t chunk);
 // The same update as one flat range over all interior points (the plain Kokkos way,
 // kept for comparison in perf/).
 void update_flat(const Space& space, const Field& a, const Field& b, const BlockShape& s);
