@@ -43,12 +43,6 @@ void launch_gate(const Space& space, Flags f, std::uint64_t ticket) {
       });
 }
 
-int trials(int argc, char** argv) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::string(argv[i]) == "--trials") return std::stoi(argv[i + 1]);
-  return 2000;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -84,7 +78,7 @@ int main(int argc, char** argv) {
       last = k;
     }
   });
-  const int n = trials(argc, argv);
+  const int n = std::stoi(perf::option(argc, argv, "--trials", "2000"));
   for (const char* method : {"completion_engine", "event_query", "fence"}) {
     std::vector<double> latency;
     double last_observed = observed.load();

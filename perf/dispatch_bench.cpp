@@ -26,12 +26,6 @@ class Pinger : public kodo::WorkUnit<Pinger> {
   std::int64_t count = 0;
 };
 
-std::int64_t messages(int argc, char** argv) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::string(argv[i]) == "--messages") return std::stoll(argv[i + 1]);
-  return 1000000;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -39,7 +33,7 @@ int main(int argc, char** argv) {
   const bool root = runtime.rank() == 0;
   std::unique_ptr<perf::Csv> csv;
   if (root) csv = std::make_unique<perf::Csv>(perf::csv_path(argc, argv), argc, argv, "pattern,messages,ns_per_message");
-  const std::int64_t n = messages(argc, argv);
+  const std::int64_t n = std::stoll(perf::option(argc, argv, "--messages", "1000000"));
   auto units = kodo::Collection<Pinger>::create(runtime, {runtime.size(), 1, 1});
   for (const char* pattern : {"chain", "burst"}) {
     for (int rep = 0; rep < 3; ++rep) {

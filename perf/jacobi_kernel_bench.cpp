@@ -40,19 +40,11 @@ void copy_kernel(const Space& space, const Field& a, const Field& b, const Block
 }
 
 std::vector<std::int64_t> parse_sizes(int argc, char** argv) {
-  std::string text = KODO_BACKEND_NAME == std::string("host") ? "64,128" : "256,512,768,1024";
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::string(argv[i]) == "--sizes") text = argv[i + 1];
+  const bool host = KODO_BACKEND_NAME == std::string("host");
+  std::stringstream ss(perf::option(argc, argv, "--sizes", host ? "64,128" : "256,512,768,1024"));
   std::vector<std::int64_t> sizes;
-  std::stringstream ss(text);
   for (std::string item; std::getline(ss, item, ',');) sizes.push_back(std::stoll(item));
   return sizes;
-}
-
-int reps(int argc, char** argv) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::string(argv[i]) == "--reps") return std::stoi(argv[i + 1]);
-  return 20;
 }
 
 }  // namespace
@@ -60,7 +52,7 @@ int reps(int argc, char** argv) {
 int main(int argc, char** argv) {
   kodo::Runtime runtime(argc, argv);
   perf::Csv csv(perf::csv_path(argc, argv), argc, argv, "n,variant,seconds_per_update,glups,effective_gbs");
-  const int r = reps(argc, argv);
+  const int r = std::stoi(perf::option(argc, argv, "--reps", "20"));
   const Space space = runtime.streams().compute(0).space();
   int failures = 0;
   for (const std::int64_t n : parse_sizes(argc, argv)) {

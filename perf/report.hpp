@@ -63,11 +63,14 @@ class Csv {
   std::ofstream file_;
 };
 
-// "--csv PATH" from the command line, or "".
-inline std::string csv_path(int argc, char** argv) {
+// The value after `flag` on the command line, or `fallback`.
+inline std::string option(int argc, char** argv, const std::string& flag, const std::string& fallback) {
   for (int i = 1; i + 1 < argc; ++i)
-    if (std::string(argv[i]) == "--csv") return argv[i + 1];
-  return "";
+    if (flag == argv[i]) return argv[i + 1];
+  return fallback;
 }
+
+// "--csv PATH" from the command line, or "".
+inline std::string csv_path(int argc, char** argv) { return option(argc, argv, "--csv", ""); }
 
 }  // namespace perf
