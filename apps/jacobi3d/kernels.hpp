@@ -52,9 +52,13 @@ void unpack_face(const Space& space, const Field& a, const BlockShape& s, int f,
 // loading the next plane before storing this one; adjacent threads take adjacent z,
 // so loads are coalesced. Chosen over tiled thread layouts, deeper look-ahead, other
 // chunks and aliasing views: see perf/results/jacobi_kernel_*_h200.csv.
+// On GPUs, blocks with an even z extent use 16-byte accesses to pairs of z points.
 inline constexpr std::int64_t kUpdateChunk = 64;
 void update(const Space& space, const Field& a, const Field& b, const BlockShape& s,
             std::int64_t chunk = kUpdateChunk);
+// The march with 8-byte accesses only (what update does on the host and for odd z).
+void update_scalar(const Space& space, const Field& a, const Field& b, const BlockShape& s,
+                   std::int64_t chunk = kUpdateChunk);
 // The same update as one flat range over all interior points (the plain Kokkos way,
 // kept for comparison in perf/).
 void update_flat(const Space& space, const Field& a, const Field& b, const BlockShape& s);
