@@ -52,7 +52,20 @@ Placement place_rank(MPI_Comm comm) {
   read_binding(p);
 
   std::string problem;
-  if (std::string(backend::name()) != "host") {
+  const bool device_build = std::string(backend::name()) != "host";
+  // KODO_DEVICE says what the user expects: "gpu", "host" or "auto" (the default: GPUs
+  // when the build has a device backend).
+  const char* want = std::getenv("KODO_DEVICE");
+  const std::string wanted = want ? want : "auto";
+  if (wanted != "auto" && wanted != "gpu" && wanted != "host") {
+    problem = "KODO_DEVICE must be gpu, host or auto, not '" + wanted + "'";
+  } else if (wanted == "gpu" && !device_build) {
+    problem = "KODO_DEVICE=gpu, but this kodo build has no device backend: its Kokkos has "
+              "neither CUDA nor HIP (rebuild against a CUDA or HIP Kokkos)";
+  } else if (wanted == "host" && device_build) {
+    problem = std::string("KODO_DEVICE=host, but this kodo build runs on ") + backend::name() +
+              " GPUs (use a build against a host-only Kokkos)";
+  } else if (device_build) {
     try {
       const int count = backend::device_count();
       const char* share = std::getenv("KODO_SHARE_GPUS");

@@ -3,7 +3,9 @@
 //
 // Policy: one rank per GPU. Rank r of a node takes GPU r. More ranks on a node than
 // GPUs is an error, because ranks sharing a GPU silently distort every measurement;
-// KODO_SHARE_GPUS=1 allows it (GPU = local rank modulo the GPU count).
+// KODO_SHARE_GPUS=1 allows it (GPU = local rank modulo the GPU count). KODO_DEVICE=gpu
+// (or host) makes a build without (or with) a device backend an error instead of a
+// surprise.
 
 #include <mpi.h>
 
