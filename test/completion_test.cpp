@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -173,6 +175,32 @@ TEST(CompletionEngine, RunDrainsUnawaitedStreamWork) {
   const std::uint64_t before = s.reached();
   rt.run();
   EXPECT_GT(s.reached(), before);  // the pool's streams were marked and reached
+}
+
+// Work that arrives late, on a rank that has already drained its streams, is drained
+// again before run() returns (it may have launched device work nobody awaits).
+class Latecomer : public kodo::WorkUnit<Latecomer> {
+ public:
+  explicit Latecomer(const kodo::UnitInit<Latecomer>& init) : WorkUnit(init) {}
+  void delay_then_touch() {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    unit({0, 0, 0}).send<&Latecomer::touch>();
+  }
+  void touch() { reached_at_touch = collection().runtime().streams().compute(0).reached(); }
+  std::uint64_t reached_at_touch = 0;
+};
+
+TEST(CompletionEngine, RunDrainsAgainAfterLateWork) {
+  auto& rt = test_runtime();
+  auto units = kodo::Collection<Latecomer>::create(rt, {rt.size(), 1, 1});
+  const kodo::Index3 last{rt.size() - 1, 0, 0};
+  if (units.owner(last) == rt.rank()) units[last].send<&Latecomer::delay_then_touch>();
+  rt.run();
+  if (rt.rank() == 0) {
+    units.for_each_local([&](Latecomer& u) {
+      if (u.index() == kodo::Index3{0, 0, 0}) EXPECT_GT(rt.streams().compute(0).reached(), u.reached_at_touch);
+    });
+  }
 }
 
 }  // namespace

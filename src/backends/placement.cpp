@@ -42,7 +42,7 @@ void read_binding(Placement&) {}
 
 }  // namespace
 
-Placement place_rank(MPI_Comm comm) {
+Placement place_rank(MPI_Comm comm, int device) {
   Placement p;
   MPI_Comm node;
   MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
@@ -73,6 +73,10 @@ Placement place_rank(MPI_Comm comm) {
       if (count == 0) {
         problem = std::string("no GPU is visible to this process, but kodo was built for ") +
                   backend::name();
+      } else if (device >= 0) {
+        p.device = device;
+        backend::select_device(p.device);
+        p.device_name = backend::device_name(p.device);
       } else if (p.local_ranks > count && !sharing) {
         problem = std::to_string(p.local_ranks) + " ranks share a node with " + std::to_string(count) +
                   " GPU(s); kodo runs one rank per GPU (set KODO_SHARE_GPUS=1 to share)";

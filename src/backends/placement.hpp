@@ -20,9 +20,10 @@ struct Placement {
   std::string cpus = "unknown", numa = "unknown";  // from hwloc where present
 };
 
-// Collective over `comm`. Chooses and selects this rank's GPU (for a device backend) and
-// reads its CPU binding. Throws kodo::Error on every rank if any rank cannot be placed.
-Placement place_rank(MPI_Comm comm);
+// Collective over `comm`. Chooses and selects this rank's GPU (for a device backend),
+// or takes `device` when it is >= 0 (Kokkos already running on it), and reads the CPU
+// binding. Throws kodo::Error on every rank if any rank cannot be placed.
+Placement place_rank(MPI_Comm comm, int device = -1);
 
 // One line: "rank R (local L of N): GPU D (name), cpus C, NUMA M".
 std::string describe(const Placement& p, int rank);

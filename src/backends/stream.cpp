@@ -20,13 +20,24 @@ ExecutionSpace make_instance([[maybe_unused]] backend::NativeStream native) {
 Stream::Stream(backend::Priority priority, std::uint64_t* host_counter, std::uint64_t* device_counter)
     : priority_(priority),
       native_(backend::create_stream(priority)),
-      event_(backend::create_event()),
-      space_(make_instance(native_)),
+      event_(nullptr),
       host_counter_(host_counter),
-      device_counter_(device_counter) {}
+      device_counter_(device_counter) {
+  try {
+    event_ = backend::create_event();
+  } catch (...) {
+    backend::destroy_stream(native_);
+    throw;
+  }
+  space_ = make_instance(native_);
+}
 
 Stream::~Stream() {
-  space_.fence();
+  try {
+    space_.fence();
+  } catch (...) {
+    // A failed device cannot be waited for; release what can be released.
+  }
   space_ = ExecutionSpace();  // drop Kokkos' reference before the stream goes
   backend::destroy_event(event_);
   backend::destroy_stream(native_);

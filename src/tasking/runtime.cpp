@@ -63,7 +63,8 @@ void Runtime::start(int& argc, char**& argv) {
   MPI_Comm_dup(MPI_COMM_WORLD, &wave_comm_);
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
-  placement_ = place_rank(comm_);
+  // A program that started Kokkos itself has chosen the GPU already.
+  placement_ = place_rank(comm_, Kokkos::is_initialized() ? Kokkos::device_id() : -1);
   if (!Kokkos::is_initialized()) {
     // Kokkos takes the GPU chosen above unless told otherwise on its command line.
     if (placement_.device >= 0 && !std::getenv("KOKKOS_DEVICE_ID"))
@@ -75,7 +76,18 @@ void Runtime::start(int& argc, char**& argv) {
   if (const char* s = std::getenv("KODO_STREAMS")) streams = std::atoi(s);
   if (streams < 1)
     throw Error("kodo: KODO_STREAMS must be a positive number of streams per priority");
-  streams_ = std::make_unique<StreamPool>(streams);
+  // A rank that cannot create its streams must not leave the others waiting in the
+  // collectives that follow: all ranks agree on the outcome.
+  std::string problem;
+  try {
+    streams_ = std::make_unique<StreamPool>(streams);
+  } catch (const Error& e) {
+    problem = e.what();
+  }
+  int failed = problem.empty() ? 0 : 1, any = 0;
+  MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, comm_);
+  if (failed) throw Error(problem);
+  if (any) throw Error("kodo: another rank could not create its streams (see its message)");
   transport_ = std::make_unique<detail::UcxTransport>(
       comm_, [this](detail::Message&& m) { queue_.push_back(std::move(m)); });
 }
@@ -146,14 +158,15 @@ void Runtime::run() {
   auto last_completion = std::chrono::steady_clock::now();
   // Device work nobody awaits still counts: when the rank runs out of work, it marks
   // every stream of its pool and waits (without blocking) for those marks as well.
+  // Anything that may launch device work (a dispatched message, a continuation other
+  // than a drain) calls for a new drain.
   bool drained = false;
-  std::size_t drains_done = 0;
   for (;;) {
-    const std::size_t drains_before = drains_done;
+    const std::size_t drains_before = drains_done_;
     const std::size_t completed = engine_.poll();
-    const bool user_work = !queue_.empty() || completed > drains_done - drains_before;
-    if (user_work) drained = false;
+    if (completed > drains_done_ - drains_before) drained = false;
     const std::size_t events = transport_->progress() + completed;
+    if (!queue_.empty()) drained = false;
     if (completed || engine_.pending() == 0) {
       last_completion = std::chrono::steady_clock::now();
     } else if (std::chrono::steady_clock::now() - last_completion > kStallCheck) {
@@ -171,7 +184,11 @@ void Runtime::run() {
       ++processed_;
     }
     if (!drained && queue_.empty() && engine_.pending() == 0) {
-      streams_->for_each([&](Stream& s) { when_done(s, [&drains_done] { ++drains_done; }); });
+      try {
+        streams_->for_each([&](Stream& s) { when_done(s, [this] { ++drains_done_; }); });
+      } catch (const std::exception& e) {
+        fatal(e.what());
+      }
       drained = true;
     }
     if (!wave_active && queue_.empty()) {

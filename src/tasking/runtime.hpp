@@ -108,6 +108,7 @@ class Runtime {
   std::vector<std::unique_ptr<detail::CollectionBase>> collections_;
   std::deque<detail::Message> queue_;  // arrival order, local and remote alike
   std::uint64_t sent_ = 0, processed_ = 0;
+  std::size_t drains_done_ = 0;  // drain marks reached (see run())
 };
 
 }  // namespace kodo

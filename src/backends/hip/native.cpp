@@ -75,9 +75,10 @@ bool event_reached(NativeEvent event) {
   return true;
 }
 
+// Coherent: the host spins on values the device writes, which must not sit in a cache.
 std::uint64_t* allocate_counters(std::size_t count, std::uint64_t** device_address) {
   void* host = nullptr;
-  check(hipHostMalloc(&host, count * sizeof(std::uint64_t), hipHostMallocMapped | hipHostMallocPortable),
+  check(hipHostMalloc(&host, count * sizeof(std::uint64_t), hipHostMallocMapped | hipHostMallocPortable | hipHostMallocCoherent),
         "pinned counter allocation");
   auto* p = static_cast<std::uint64_t*>(host);
   for (std::size_t i = 0; i < count; ++i) p[i] = 0;
