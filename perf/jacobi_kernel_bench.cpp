@@ -65,9 +65,6 @@ int main(int argc, char** argv) {
     for (std::int64_t chunk : {16, 64, 256})
       variants.emplace_back("update_chunk" + std::to_string(chunk),
                             [&, chunk](const Field& x, const Field& y) { jacobi::update(space, x, y, s, chunk); });
-    for (std::int64_t chunk : {32, 64, 128})
-      variants.emplace_back("pairs_2y_chunk" + std::to_string(chunk),
-                            [&, chunk](const Field& x, const Field& y) { jacobi::update_pairs_2y(space, x, y, s, chunk); });
     variants.emplace_back("update_scalar_chunk64",
                           [&](const Field& x, const Field& y) { jacobi::update_scalar(space, x, y, s, 64); });
     variants.emplace_back("flat_range", [&](const Field& x, const Field& y) { jacobi::update_flat(space, x, y, s); });

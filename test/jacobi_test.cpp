@@ -48,8 +48,8 @@ TEST(JacobiReference, DependsOnEveryIterationAndAxis) {
 // where blocks are split in chunks and pairs straddle the ghost layer.
 TEST(JacobiKernels, PairAccessesMatchScalarMarch) {
   for (const std::int64_t nz : {2, 6, 10}) {
-    const jacobi::BlockShape s{{9, 6, nz}};
-    const jacobi::Grid g{9, 6, nz};
+    const jacobi::BlockShape s{{9, 5, nz}};
+    const jacobi::Grid g{9, 5, nz};
     const std::int64_t origin[3] = {0, 0, 0};
     const jacobi::Space space;
     jacobi::Field a("a", s.padded_size()), b1("b1", s.padded_size()), b2("b2", s.padded_size());
@@ -59,20 +59,13 @@ TEST(JacobiKernels, PairAccessesMatchScalarMarch) {
     jacobi::init_field(b1, s, g, origin);
     jacobi::init_field(b2, s, g, origin);
     Kokkos::fence();
-    jacobi::Field b3("b3", s.padded_size());
-    jacobi::init_field(b3, s, g, origin);
-    Kokkos::fence();
     jacobi::update_scalar(space, a, b1, s, 4);
     jacobi::update_pairs(space, a, b2, s, 4);
-    jacobi::update_pairs_2y(space, a, b3, s, 4);
     Kokkos::fence();
     auto h1 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, b1);
     auto h2 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, b2);
-    auto h3 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, b3);
-    for (std::int64_t i = 0; i < s.padded_size(); ++i) {  // ghosts untouched too
-      ASSERT_EQ(h1(i), h2(i)) << "pairs, nz=" << nz << " padded index " << i;
-      ASSERT_EQ(h1(i), h3(i)) << "pairs_2y, nz=" << nz << " padded index " << i;
-    }
+    for (std::int64_t i = 0; i < s.padded_size(); ++i)
+      ASSERT_EQ(h1(i), h2(i)) << "nz=" << nz << " padded index " << i;  // ghosts untouched too
   }
   const jacobi::BlockShape odd{{4, 4, 5}};
   jacobi::Field a("a", odd.padded_size()), b("b", odd.padded_size());

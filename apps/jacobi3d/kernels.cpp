@@ -87,51 +87,6 @@ void march_pairs(const Space& space, const Field& a, const Field& b, const Block
       });
 }
 
-// march_pairs with two y rows per thread: each row's centre is the other's y
-// neighbour, so y-neighbour loads drop from two to one per point. Needs an even y
-// extent as well.
-void march_pairs_2y(const Space& space, const Field& a, const Field& b, const BlockShape& s,
-                    std::int64_t chunk) {
-  const ReadPairs a2(reinterpret_cast<const Pair*>(a.data()), a.extent(0) / 2);
-  const WritePairs b2(reinterpret_cast<Pair*>(b.data()), b.extent(0) / 2);
-  const ReadField a1(a);
-  const WriteField b1(b);
-  const std::int64_t sxq = (s.n[1] + 2) * (s.n[2] + 2) / 2, syq = (s.n[2] + 2) / 2;
-  const std::int64_t nx = s.n[0], rows = s.n[1] / 2, nz = s.n[2], pairs = (s.n[2] + 2) / 2;
-  const std::int64_t chunks = (nx + chunk - 1) / chunk;
-  Kokkos::parallel_for(
-      "jacobi::update_pairs_2y", Policy(space, 0, chunks * rows * pairs), KOKKOS_LAMBDA(std::int64_t i) {
-        const std::int64_t k = i % pairs, y = 2 * ((i / pairs) % rows), c = i / (pairs * rows);
-        const std::int64_t x0 = c * chunk + 1;
-        const std::int64_t x1 = x0 + chunk <= nx + 1 ? x0 + chunk : nx + 1;
-        const bool lo_inside = k > 0, hi_inside = 2 * k + 1 <= nz;
-        // q: row y (padded y + 1); r = q + syq: row y + 1 (padded y + 2)
-        std::int64_t q = s.at(x0, y + 1, 2 * k) / 2;
-        Pair xm0 = a2(q - sxq), c0 = a2(q), xm1 = a2(q + syq - sxq), c1 = a2(q + syq);
-        for (std::int64_t x = x0; x < x1; ++x, q += sxq) {
-          const std::int64_t r = q + syq;
-          const Pair xp0 = a2(q + sxq), xp1 = a2(r + sxq), ym = a2(q - syq), yp = a2(r + syq);
-          const double zl0 = a1(2 * q - 1), zr0 = a1(2 * q + 2), zl1 = a1(2 * r - 1), zr1 = a1(2 * r + 2);
-          Pair o0, o1;
-          o0.lo = stencil(c0.lo, xm0.lo, xp0.lo, ym.lo, c1.lo, zl0, c0.hi);
-          o0.hi = stencil(c0.hi, xm0.hi, xp0.hi, ym.hi, c1.hi, c0.lo, zr0);
-          o1.lo = stencil(c1.lo, xm1.lo, xp1.lo, c0.lo, yp.lo, zl1, c1.hi);
-          o1.hi = stencil(c1.hi, xm1.hi, xp1.hi, c0.hi, yp.hi, c1.lo, zr1);
-          if (lo_inside && hi_inside) {
-            b2(q) = o0;
-            b2(r) = o1;
-          } else {
-            if (lo_inside) b1(2 * q) = o0.lo, b1(2 * r) = o1.lo;
-            if (hi_inside) b1(2 * q + 1) = o0.hi, b1(2 * r + 1) = o1.hi;
-          }
-          xm0 = c0;
-          c0 = xp0;
-          xm1 = c1;
-          c1 = xp1;
-        }
-      });
-}
-
 void init_field(const Field& a, const BlockShape& s, const Grid& g, const std::int64_t origin[3]) {
   const std::int64_t ox = origin[0], oy = origin[1], oz = origin[2];
   Kokkos::parallel_for(
@@ -170,13 +125,6 @@ void update_pairs(const Space& space, const Field& a, const Field& b, const Bloc
                   std::int64_t chunk) {
   if (s.n[2] % 2 != 0) throw std::invalid_argument("jacobi: update_pairs needs an even z extent");
   march_pairs(space, a, b, s, chunk);
-}
-
-void update_pairs_2y(const Space& space, const Field& a, const Field& b, const BlockShape& s,
-                     std::int64_t chunk) {
-  if (s.n[2] % 2 != 0 || s.n[1] % 2 != 0)
-    throw std::invalid_argument("jacobi: update_pairs_2y needs even y and z extents");
-  march_pairs_2y(space, a, b, s, chunk);
 }
 
 void update_scalar(const Space& space, const Field& a, const Field& b, const BlockShape& s,

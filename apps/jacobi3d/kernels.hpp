@@ -59,9 +59,6 @@ void update(const Space& space, const Field& a, const Field& b, const BlockShape
 // The march over 16-byte pairs of z points that update uses on GPUs (z extent even).
 void update_pairs(const Space& space, const Field& a, const Field& b, const BlockShape& s,
                   std::int64_t chunk = kUpdateChunk);
-// update_pairs with two y rows per thread (y and z extents even).
-void update_pairs_2y(const Space& space, const Field& a, const Field& b, const BlockShape& s,
-                     std::int64_t chunk = kUpdateChunk);
 // The march with 8-byte accesses only (what update does on the host and for odd z).
 void update_scalar(const Space& space, const Field& a, const Field& b, const BlockShape& s,
                    std::int64_t chunk = kUpdateChunk);
