@@ -47,7 +47,7 @@ TEST(JacobiReference, DependsOnEveryIterationAndAxis) {
 // The GPU kernel's 16-byte pair path gives the same bits as the scalar march, also
 // where blocks are split in chunks and pairs straddle the ghost layer.
 TEST(JacobiKernels, PairAccessesMatchScalarMarch) {
-  for (const std::int64_t nz : {2, 4, 6, 10, 12}) {
+  for (const std::int64_t nz : {2, 6, 10}) {
     const jacobi::BlockShape s{{9, 5, nz}};
     const jacobi::Grid g{9, 5, nz};
     const std::int64_t origin[3] = {0, 0, 0};
@@ -60,17 +60,12 @@ TEST(JacobiKernels, PairAccessesMatchScalarMarch) {
     jacobi::init_field(b2, s, g, origin);
     Kokkos::fence();
     jacobi::update_scalar(space, a, b1, s, 4);
+    jacobi::update_pairs(space, a, b2, s, 4);
     Kokkos::fence();
     auto h1 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, b1);
-    for (const int variant : {0, -2, -4}) {  // one, two and four pairs per thread
-      jacobi::init_field(b2, s, g, origin);
-      Kokkos::fence();
-      jacobi::update_pairs(space, a, b2, s, 4, variant);
-      Kokkos::fence();
-      auto h2 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, b2);
-      for (std::int64_t i = 0; i < s.padded_size(); ++i)  // ghosts untouched too
-        ASSERT_EQ(h1(i), h2(i)) << "nz=" << nz << " variant " << variant << " padded index " << i;
-    }
+    auto h2 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, b2);
+    for (std::int64_t i = 0; i < s.padded_size(); ++i)
+      ASSERT_EQ(h1(i), h2(i)) << "nz=" << nz << " padded index " << i;  // ghosts untouched too
   }
   const jacobi::BlockShape odd{{4, 4, 5}};
   jacobi::Field a("a", odd.padded_size()), b("b", odd.padded_size());

@@ -52,10 +52,9 @@ using WritePairs = Kokkos::View<Pair*, Space::memory_space,
 // centre, x and y neighbours is a 16-byte load; the z neighbours outside the pair are
 // two 8-byte loads. Needs padded rows of even length (z extent even), so that pairs
 // are aligned. Ghost positions inside a pair are read, never written.
-template <int P = 1, class Launch = Kokkos::LaunchBounds<>>
+template <class Launch = Kokkos::LaunchBounds<>>
 void march_pairs(const Space& space, const Field& a, const Field& b, const BlockShape& s,
                  std::int64_t chunk) {
-  // P pairs (2P z points) per thread: more independent 16-byte accesses in flight.
   using Range = Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>, Launch>;
   const ReadPairs a2(reinterpret_cast<const Pair*>(a.data()), a.extent(0) / 2);
   const WritePairs b2(reinterpret_cast<Pair*>(b.data()), b.extent(0) / 2);
@@ -63,43 +62,29 @@ void march_pairs(const Space& space, const Field& a, const Field& b, const Block
   const WriteField b1(b);
   const std::int64_t sxq = (s.n[1] + 2) * (s.n[2] + 2) / 2, syq = (s.n[2] + 2) / 2;
   const std::int64_t nx = s.n[0], ny = s.n[1], nz = s.n[2], pairs = (s.n[2] + 2) / 2;
-  const std::int64_t groups = (pairs + P - 1) / P;
   const std::int64_t chunks = (nx + chunk - 1) / chunk;
   Kokkos::parallel_for(
-      "jacobi::update_pairs", Range(space, 0, chunks * ny * groups), KOKKOS_LAMBDA(std::int64_t i) {
-        const std::int64_t g = i % groups, y = (i / groups) % ny, c = i / (groups * ny);
+      "jacobi::update_pairs", Range(space, 0, chunks * ny * pairs), KOKKOS_LAMBDA(std::int64_t i) {
+        const std::int64_t k = i % pairs, y = (i / pairs) % ny, c = i / (pairs * ny);
         const std::int64_t x0 = c * chunk + 1;
         const std::int64_t x1 = x0 + chunk <= nx + 1 ? x0 + chunk : nx + 1;
-        const std::int64_t k0 = g * P;  // first pair: padded z 2 k0, 2 k0 + 1
-        bool in_row[P];
-        for (int j = 0; j < P; ++j) in_row[j] = k0 + j < pairs;
-        std::int64_t q = s.at(x0, y + 1, 2 * k0) / 2;
-        Pair xm[P] = {}, cc[P] = {};
-        for (int j = 0; j < P; ++j)
-          if (in_row[j]) xm[j] = a2(q + j - sxq), cc[j] = a2(q + j);
+        const bool lo_inside = k > 0, hi_inside = 2 * k + 1 <= nz;  // padded z 2k, 2k+1
+        std::int64_t q = s.at(x0, y + 1, 2 * k) / 2;
+        Pair xm = a2(q - sxq), cc = a2(q);
         for (std::int64_t x = x0; x < x1; ++x, q += sxq) {
-          Pair xp[P] = {}, ym[P] = {}, yp[P] = {};
-          for (int j = 0; j < P; ++j)
-            if (in_row[j]) xp[j] = a2(q + j + sxq), ym[j] = a2(q + j - syq), yp[j] = a2(q + j + syq);
-          const double zl = a1(2 * q - 1);
-          const double zr = in_row[P - 1] ? a1(2 * (q + P)) : 0.0;
-          for (int j = 0; j < P; ++j) {
-            if (!in_row[j]) continue;
-            const std::int64_t z = 2 * (k0 + j);  // padded z of the pair's low half
-            const double left = j == 0 ? zl : cc[j - 1].hi;
-            const double right = j == P - 1 || !in_row[j + 1] ? (j == P - 1 ? zr : 0.0) : cc[j + 1].lo;
-            Pair out;
-            out.lo = stencil(cc[j].lo, xm[j].lo, xp[j].lo, ym[j].lo, yp[j].lo, left, cc[j].hi);
-            out.hi = stencil(cc[j].hi, xm[j].hi, xp[j].hi, ym[j].hi, yp[j].hi, cc[j].lo, right);
-            const bool lo_inside = z > 0, hi_inside = z + 1 <= nz;
-            if (lo_inside && hi_inside) {
-              b2(q + j) = out;
-            } else {
-              if (lo_inside) b1(2 * (q + j)) = out.lo;
-              if (hi_inside) b1(2 * (q + j) + 1) = out.hi;
-            }
+          const Pair xp = a2(q + sxq), ym = a2(q - syq), yp = a2(q + syq);
+          const double zl = a1(2 * q - 1), zr = a1(2 * q + 2);
+          Pair out;
+          out.lo = stencil(cc.lo, xm.lo, xp.lo, ym.lo, yp.lo, zl, cc.hi);
+          out.hi = stencil(cc.hi, xm.hi, xp.hi, ym.hi, yp.hi, cc.lo, zr);
+          if (lo_inside && hi_inside) {
+            b2(q) = out;
+          } else {
+            if (lo_inside) b1(2 * q) = out.lo;
+            if (hi_inside) b1(2 * q + 1) = out.hi;
           }
-          for (int j = 0; j < P; ++j) xm[j] = cc[j], cc[j] = xp[j];
+          xm = cc;
+          cc = xp;
         }
       });
 }
@@ -143,13 +128,11 @@ void update_pairs(const Space& space, const Field& a, const Field& b, const Bloc
   if (s.n[2] % 2 != 0) throw std::invalid_argument("jacobi: update_pairs needs an even z extent");
   switch (max_threads) {
     case 0: return march_pairs(space, a, b, s, chunk);
-    case 256: return march_pairs<1, Kokkos::LaunchBounds<256, 4>>(space, a, b, s, chunk);
-    case 512: return march_pairs<1, Kokkos::LaunchBounds<512, 2>>(space, a, b, s, chunk);
-    case 1024: return march_pairs<1, Kokkos::LaunchBounds<1024, 1>>(space, a, b, s, chunk);
-    case -2: return march_pairs<2>(space, a, b, s, chunk);  // two pairs per thread
-    case -4: return march_pairs<4>(space, a, b, s, chunk);  // four pairs per thread
+    case 256: return march_pairs<Kokkos::LaunchBounds<256, 4>>(space, a, b, s, chunk);
+    case 512: return march_pairs<Kokkos::LaunchBounds<512, 2>>(space, a, b, s, chunk);
+    case 1024: return march_pairs<Kokkos::LaunchBounds<1024, 1>>(space, a, b, s, chunk);
   }
-  throw std::invalid_argument("jacobi: update_pairs takes max_threads 0, 256, 512, 1024, -2 or -4");
+  throw std::invalid_argument("jacobi: update_pairs takes max_threads 0, 256, 512 or 1024");
 }
 
 void update_scalar(const Space& space, const Field& a, const Field& b, const BlockShape& s,
