@@ -198,7 +198,9 @@ TEST(CompletionEngine, RunDrainsAgainAfterLateWork) {
   rt.run();
   if (rt.rank() == 0) {
     units.for_each_local([&](Latecomer& u) {
-      if (u.index() == kodo::Index3{0, 0, 0}) EXPECT_GT(rt.streams().compute(0).reached(), u.reached_at_touch);
+      if (u.index() == kodo::Index3{0, 0, 0}) {
+        EXPECT_GT(rt.streams().compute(0).reached(), u.reached_at_touch);
+      }
     });
   }
 }
