@@ -65,11 +65,6 @@ int main(int argc, char** argv) {
     for (std::int64_t chunk : {16, 64, 256})
       variants.emplace_back("update_chunk" + std::to_string(chunk),
                             [&, chunk](const Field& x, const Field& y) { jacobi::update(space, x, y, s, chunk); });
-    for (int threads : {256, 512, 1024})
-      variants.emplace_back("pairs_launch_bounds_" + std::to_string(threads),
-                            [&, threads](const Field& x, const Field& y) {
-                              jacobi::update_pairs(space, x, y, s, 64, threads);
-                            });
     variants.emplace_back("update_scalar_chunk64",
                           [&](const Field& x, const Field& y) { jacobi::update_scalar(space, x, y, s, 64); });
     variants.emplace_back("flat_range", [&](const Field& x, const Field& y) { jacobi::update_flat(space, x, y, s); });

@@ -52,10 +52,8 @@ using WritePairs = Kokkos::View<Pair*, Space::memory_space,
 // centre, x and y neighbours is a 16-byte load; the z neighbours outside the pair are
 // two 8-byte loads. Needs padded rows of even length (z extent even), so that pairs
 // are aligned. Ghost positions inside a pair are read, never written.
-template <class Launch = Kokkos::LaunchBounds<>>
 void march_pairs(const Space& space, const Field& a, const Field& b, const BlockShape& s,
                  std::int64_t chunk) {
-  using Range = Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>, Launch>;
   const ReadPairs a2(reinterpret_cast<const Pair*>(a.data()), a.extent(0) / 2);
   const WritePairs b2(reinterpret_cast<Pair*>(b.data()), b.extent(0) / 2);
   const ReadField a1(a);
@@ -64,7 +62,7 @@ void march_pairs(const Space& space, const Field& a, const Field& b, const Block
   const std::int64_t nx = s.n[0], ny = s.n[1], nz = s.n[2], pairs = (s.n[2] + 2) / 2;
   const std::int64_t chunks = (nx + chunk - 1) / chunk;
   Kokkos::parallel_for(
-      "jacobi::update_pairs", Range(space, 0, chunks * ny * pairs), KOKKOS_LAMBDA(std::int64_t i) {
+      "jacobi::update_pairs", Policy(space, 0, chunks * ny * pairs), KOKKOS_LAMBDA(std::int64_t i) {
         const std::int64_t k = i % pairs, y = (i / pairs) % ny, c = i / (pairs * ny);
         const std::int64_t x0 = c * chunk + 1;
         const std::int64_t x1 = x0 + chunk <= nx + 1 ? x0 + chunk : nx + 1;
@@ -124,15 +122,9 @@ void update(const Space& space, const Field& a, const Field& b, const BlockShape
 }
 
 void update_pairs(const Space& space, const Field& a, const Field& b, const BlockShape& s,
-                  std::int64_t chunk, int max_threads) {
+                  std::int64_t chunk) {
   if (s.n[2] % 2 != 0) throw std::invalid_argument("jacobi: update_pairs needs an even z extent");
-  switch (max_threads) {
-    case 0: return march_pairs(space, a, b, s, chunk);
-    case 256: return march_pairs<Kokkos::LaunchBounds<256, 4>>(space, a, b, s, chunk);
-    case 512: return march_pairs<Kokkos::LaunchBounds<512, 2>>(space, a, b, s, chunk);
-    case 1024: return march_pairs<Kokkos::LaunchBounds<1024, 1>>(space, a, b, s, chunk);
-  }
-  throw std::invalid_argument("jacobi: update_pairs takes max_threads 0, 256, 512 or 1024");
+  march_pairs(space, a, b, s, chunk);
 }
 
 void update_scalar(const Space& space, const Field& a, const Field& b, const BlockShape& s,

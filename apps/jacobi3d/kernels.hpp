@@ -57,9 +57,8 @@ inline constexpr std::int64_t kUpdateChunk = 64;
 void update(const Space& space, const Field& a, const Field& b, const BlockShape& s,
             std::int64_t chunk = kUpdateChunk);
 // The march over 16-byte pairs of z points that update uses on GPUs (z extent even).
-// max_threads: 0 lets Kokkos choose the block size, else LaunchBounds<max_threads, ...>.
 void update_pairs(const Space& space, const Field& a, const Field& b, const BlockShape& s,
-                  std::int64_t chunk = kUpdateChunk, int max_threads = 0);
+                  std::int64_t chunk = kUpdateChunk);
 // The march with 8-byte accesses only (what update does on the host and for odd z).
 void update_scalar(const Space& space, const Field& a, const Field& b, const BlockShape& s,
                    std::int64_t chunk = kUpdateChunk);

@@ -17,11 +17,10 @@ namespace {
 
 double now() { return MPI_Wtime(); }
 
-int run(kodo::Runtime& runtime, const jacobi::Options& opt) {
+// `units`: the unit grid, already cut (and so checked) by main.
+int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3& units) {
   const bool root = runtime.rank() == 0;
   const jacobi::Grid grid{opt.x, opt.y, opt.z};
-  const kodo::Extent3 units =
-      kodo::split_grid({grid.x, grid.y, grid.z}, opt.odf * runtime.size());
   if (root) {
     std::printf("jacobi3d: grid %" PRId64 " x %" PRId64 " x %" PRId64 ", %d rank(s), odf %" PRId64
                 ", %" PRId64 " units as %" PRId64 " x %" PRId64 " x %" PRId64
@@ -100,9 +99,10 @@ int main(int argc, char** argv) {
   // errors may strike one rank alone (e.g. memory for the serial reference); they end
   // the job (kodo::fatal) rather than leave the other ranks waiting.
   jacobi::Options opt;
+  kodo::Extent3 units;
   try {
     opt = jacobi::parse_options(std::vector<std::string>(argv + 1, argv + argc));
-    kodo::split_grid({opt.x, opt.y, opt.z}, opt.odf * runtime.size());  // the same check run() makes
+    units = kodo::split_grid({opt.x, opt.y, opt.z}, opt.odf * runtime.size());
   } catch (const std::exception& e) {
     if (root) std::fprintf(stderr, "jacobi3d: error: %s\n%s", e.what(), jacobi::usage().c_str());
     return 2;
@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   try {
-    return run(runtime, opt);
+    return run(runtime, opt, units);
   } catch (const std::exception& e) {
     kodo::fatal(std::string("jacobi3d: ") + e.what());
   }

@@ -18,14 +18,9 @@ void check(ucs_status_t status, const char* what) {
 
 }  // namespace
 
-// A send in flight owns its message until UCX reports completion.
-struct UcxTransport::SendState {
-  UcxTransport* transport;
-  Message message;
-};
-
-// A rendezvous receive in flight owns the buffer UCX is writing into.
-struct UcxTransport::RecvState {
+// A send in flight owns its message until UCX reports completion; a rendezvous receive
+// in flight owns the buffer UCX is writing into.
+struct UcxTransport::InFlight {
   UcxTransport* transport;
   Message message;
 };
@@ -107,7 +102,7 @@ ucp_ep_h UcxTransport::endpoint(int rank) {
 }
 
 void UcxTransport::send(int rank, Message&& message) {
-  auto state = std::make_unique<SendState>(SendState{this, std::move(message)});
+  auto state = std::make_unique<InFlight>(InFlight{this, std::move(message)});
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
                        UCP_OP_ATTR_FIELD_FLAGS;
@@ -127,7 +122,7 @@ void UcxTransport::send(int rank, Message&& message) {
 }
 
 void UcxTransport::on_send_done(void* request, ucs_status_t status, void* user_data) {
-  std::unique_ptr<SendState> state(static_cast<SendState*>(user_data));
+  std::unique_ptr<InFlight> state(static_cast<InFlight*>(user_data));
   --state->transport->pending_sends_;
   ucp_request_free(request);
   if (status != UCS_OK && !state->transport->shutting_down_)
@@ -150,7 +145,7 @@ ucs_status_t UcxTransport::on_am(void* arg, const void* header, size_t header_le
   }
 
   // Rendezvous: pull the payload into our own buffer, deliver when it has landed.
-  auto state = std::make_unique<RecvState>(RecvState{self, std::move(message)});
+  auto state = std::make_unique<InFlight>(InFlight{self, std::move(message)});
   ucp_request_param_t rparam{};
   rparam.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   rparam.cb.recv_am = &UcxTransport::on_recv_done;
@@ -171,7 +166,7 @@ ucs_status_t UcxTransport::on_am(void* arg, const void* header, size_t header_le
 
 void UcxTransport::on_recv_done(void* request, ucs_status_t status, size_t /*length*/,
                                 void* user_data) {
-  std::unique_ptr<RecvState> state(static_cast<RecvState*>(user_data));
+  std::unique_ptr<InFlight> state(static_cast<InFlight*>(user_data));
   ucp_request_free(request);
   if (status != UCS_OK)
     fatal(std::string("receiving a message over UCX failed: ") + ucs_status_string(status));

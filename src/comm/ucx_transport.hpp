@@ -32,16 +32,12 @@ class UcxTransport {
   // Drives UCX; returns the number of events processed.
   unsigned progress();
 
-  // Sends not yet completed locally.
-  std::size_t pending_sends() const { return pending_sends_; }
-
   // Completes outstanding sends and closes every endpoint. Collective over the
   // communicator: no rank tears down its worker while a peer may still flush into it.
   void shutdown();
 
  private:
-  struct SendState;
-  struct RecvState;
+  struct InFlight;
 
   ucp_ep_h endpoint(int rank);
   void progressing_barrier();

@@ -168,7 +168,6 @@ class CollectionStore final : public CollectionBase {
  public:
   using CollectionBase::CollectionBase;
   void* unit_at(std::int64_t slot) override { return units_[slot].get(); }
-  U& unit(std::int64_t slot) { return *units_[slot]; }
   std::vector<std::unique_ptr<U>>& units() { return units_; }
 
  private:
@@ -286,7 +285,6 @@ class Collection {
     auto& s = store();
     for (auto& u : s.units()) f(*u);
   }
-  std::int64_t local_count() const { return store().local_count(); }
 
  private:
   detail::CollectionStore<U>& store() const {
