@@ -8,8 +8,10 @@
 //     g(x, y, z) = ((x + 1) + 2 (y + 1) + 3 (z + 1)) / ((X + 1) + 2 (Y + 1) + 3 (Z + 1)),
 // a linear ramp from 0 to 1 that differs along every axis, so a transposed or misplaced
 // halo changes the answer. Each iteration replaces every unknown by
-//     (A + A[x-1] + A[x+1] + A[y-1] + A[y+1] + A[z-1] + A[z+1]) / 7
-// summed in that order.
+//     (A + A[x-1] + A[x+1] + A[y-1] + A[y+1] + A[z-1] + A[z+1]) * (1/7)
+// summed in that order, times the double nearest 1/7. (A multiply, not a division: a
+// double division is a long instruction sequence on GPUs and cost the update kernel
+// 13% on an H200, perf/results/jacobi_kernel_explore_division_h200.csv.)
 
 #include <Kokkos_Core.hpp>
 
@@ -29,7 +31,7 @@ KOKKOS_INLINE_FUNCTION double boundary_value(const Grid& g, std::int64_t x, std:
 
 KOKKOS_INLINE_FUNCTION double stencil(double c, double xm, double xp, double ym, double yp,
                                       double zm, double zp) {
-  return (c + xm + xp + ym + yp + zm + zp) / 7.0;
+  return (c + xm + xp + ym + yp + zm + zp) * (1.0 / 7.0);
 }
 
 // The checksum is a sum, modulo 2^64, of a hash of every unknown's global index and bit
