@@ -70,11 +70,11 @@ void march_pairs(const Space& space, const Field& af, const Field& bf, const Blo
         const std::int64_t x0 = static_cast<std::int64_t>(c) * chunk + 1;
         const std::int64_t x1 = x0 + chunk <= nx + 1 ? x0 + chunk : nx + 1;
         const bool lo_inside = k > 0, hi_inside = 2 * static_cast<std::int64_t>(k) + 1 <= nz;
-        const double* __restrict__ a1 = reinterpret_cast<const double*>(a);
-        double* __restrict__ b1 = reinterpret_cast<double*>(b);
+        const double* a1 = reinterpret_cast<const double*>(a);
+        double* b1 = reinterpret_cast<double*>(b);
         std::int64_t q = x0 * sxq + (static_cast<std::int64_t>(y) + 1) * syq + k;
         Pair xm = a[q - sxq], cc = a[q];
-        for (std::int64_t x = x0; x < x1; ++x, q += sxq) {
+        for (std::int64_t step = x1 - x0; step > 0; --step) {
           const Pair xp = a[q + sxq], ym = a[q - syq], yp = a[q + syq];
           const double zl = a1[2 * q - 1], zr = a1[2 * q + 2];
           Pair out;
@@ -88,6 +88,7 @@ void march_pairs(const Space& space, const Field& af, const Field& bf, const Blo
           }
           xm = cc;
           cc = xp;
+          q += sxq;
         }
       });
 }
