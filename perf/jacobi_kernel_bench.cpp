@@ -4,7 +4,6 @@
 //
 //   jacobi_kernel_bench [--sizes 256,512,768,1024] [--reps 20] [--csv FILE]
 
-#include "jacobi_kernel_explore.hpp"
 #include "report.hpp"
 
 #include <kernels.hpp>
@@ -77,20 +76,14 @@ int main(int argc, char** argv) {
     Field a(Kokkos::view_alloc(Kokkos::WithoutInitializing, "a"), s.padded_size());
     Field b(Kokkos::view_alloc(Kokkos::WithoutInitializing, "b"), s.padded_size());
     std::vector<std::pair<std::string, std::function<void(const Field&, const Field&)>>> variants;
-    for (std::int64_t chunk : {16, 64, 256})
+    for (std::int64_t chunk : {16, 32, 64, 256})
       variants.emplace_back("update_chunk" + std::to_string(chunk),
                             [&, chunk](const Field& x, const Field& y) { jacobi::update(space, x, y, s, chunk); });
-    variants.emplace_back("update_scalar_chunk64",
-                          [&](const Field& x, const Field& y) { jacobi::update_scalar(space, x, y, s, 64); });
+    variants.emplace_back("update_scalar_chunk32",
+                          [&](const Field& x, const Field& y) { jacobi::update_scalar(space, x, y, s, 32); });
     variants.emplace_back("flat_range", [&](const Field& x, const Field& y) { jacobi::update_flat(space, x, y, s); });
     variants.emplace_back("mdrange_default_tiles",
                           [&](const Field& x, const Field& y) { update_mdrange(space, x, y, s); });
-    variants.emplace_back("update_chunk32", [&](const Field& x, const Field& y) { jacobi::update(space, x, y, s, 32); });
-    variants.emplace_back("trial_tiled_rows4", [&](const Field& x, const Field& y) { explore::tiled_rows<4>(space, x, y, s, 64); });
-    variants.emplace_back("trial_tiled_rows8", [&](const Field& x, const Field& y) { explore::tiled_rows<8>(space, x, y, s, 64); });
-    variants.emplace_back("trial_tiled_rows4_chunk32", [&](const Field& x, const Field& y) { explore::tiled_rows<4>(space, x, y, s, 32); });
-    variants.emplace_back("trial_tiled_rows16", [&](const Field& x, const Field& y) { explore::tiled_rows<16>(space, x, y, s, 64); });
-    variants.emplace_back("trial_pairs1_u32_chunk32", [&](const Field& x, const Field& y) { explore::pairs1_u32<true>(space, x, y, s, 32); });
     variants.emplace_back("copy_doubles", [&](const Field& x, const Field& y) { copy_doubles(space, x, y, s); });
     variants.emplace_back("copy_pairs", [&](const Field& x, const Field& y) { copy_pairs(space, x, y, s); });
     std::uint64_t reference = 0;

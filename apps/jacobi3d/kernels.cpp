@@ -51,25 +51,34 @@ struct alignas(16) Pair {
 // centre, x and y neighbours is a 16-byte load; the z neighbours outside the pair are
 // two 8-byte loads. Needs padded rows of even length (z extent even), so that pairs
 // are aligned. Ghost positions inside a pair are read, never written.
+// A warp takes 32 consecutive pairs of one row (coalesced), and a 128-thread block
+// the same pairs of 4 neighbouring rows, so the y neighbours of its inner rows come
+// from L1 (+4% over one row per block, perf/results/jacobi_kernel_explore_row_tiles_h200.csv).
 // The thread index is split with `Index` arithmetic: 32-bit when the thread count
-// allows (a 64-bit division is a long software sequence on GPUs, +2% at 768^3);
-// offsets into the field stay 64-bit, so a block may exceed 2^31 points.
+// allows (a 64-bit division is a long software sequence on GPUs); offsets into the
+// field stay 64-bit, so a block may exceed 2^31 points.
 template <class Index>
 void march_pairs(const Space& space, const Field& af, const Field& bf, const BlockShape& s,
                  std::int64_t chunk) {
+  constexpr int kRows = 4;
   const Pair* __restrict__ a = reinterpret_cast<const Pair*>(af.data());
   Pair* __restrict__ b = reinterpret_cast<Pair*>(bf.data());
   const std::int64_t sxq = (s.n[1] + 2) * (s.n[2] + 2) / 2, syq = (s.n[2] + 2) / 2;
-  const std::int64_t nx = s.n[0], nz = s.n[2];
-  const Index ny = s.n[1], pairs = (s.n[2] + 2) / 2, chunks = (nx + chunk - 1) / chunk;
+  const std::int64_t nx = s.n[0], ny = s.n[1], nz = s.n[2], pairs = (s.n[2] + 2) / 2;
+  const Index chunks = (nx + chunk - 1) / chunk, pair_tiles = (pairs + 31) / 32,
+              row_tiles = (ny + kRows - 1) / kRows;
+  using Policy = Kokkos::RangePolicy<Space, Kokkos::IndexType<Index>, Kokkos::LaunchBounds<32 * kRows, 1>>;
   Kokkos::parallel_for(
-      "jacobi::update_pairs",
-      Kokkos::RangePolicy<Space, Kokkos::IndexType<Index>>(space, 0, chunks * ny * pairs),
+      "jacobi::update_pairs", Policy(space, 0, chunks * row_tiles * pair_tiles * 32 * kRows),
       KOKKOS_LAMBDA(Index i) {
-        const Index k = i % pairs, rest = i / pairs, y = rest % ny, c = rest / ny;
-        const std::int64_t x0 = static_cast<std::int64_t>(c) * chunk + 1;
+        const Index lane = i % 32, warp = i / 32, row = warp % kRows, tile = warp / kRows;
+        const std::int64_t k = static_cast<std::int64_t>(tile % pair_tiles) * 32 + lane;
+        const std::int64_t y = static_cast<std::int64_t>(tile / pair_tiles % row_tiles) * kRows + row;
+        const std::int64_t c = tile / pair_tiles / row_tiles;
+        if (k >= pairs || y >= ny) return;
+        const std::int64_t x0 = c * chunk + 1;
         const std::int64_t x1 = x0 + chunk <= nx + 1 ? x0 + chunk : nx + 1;
-        const bool lo_inside = k > 0, hi_inside = 2 * static_cast<std::int64_t>(k) + 1 <= nz;
+        const bool lo_inside = k > 0, hi_inside = 2 * k + 1 <= nz;
         const double* a1 = reinterpret_cast<const double*>(a);
         double* b1 = reinterpret_cast<double*>(b);
         std::int64_t q = x0 * sxq + (static_cast<std::int64_t>(y) + 1) * syq + k;
@@ -95,7 +104,9 @@ void march_pairs(const Space& space, const Field& af, const Field& bf, const Blo
 
 void march_pairs(const Space& space, const Field& a, const Field& b, const BlockShape& s,
                  std::int64_t chunk) {
-  const std::int64_t threads = (s.n[0] + chunk - 1) / chunk * s.n[1] * ((s.n[2] + 2) / 2);
+  // Thread count, rounded up to whole tiles of 32 pairs x 4 rows.
+  const std::int64_t threads =
+      (s.n[0] + chunk - 1) / chunk * ((s.n[1] + 3) / 4 * 4) * (((s.n[2] + 2) / 2 + 31) / 32 * 32);
   if (threads <= std::numeric_limits<std::uint32_t>::max())
     march_pairs<std::uint32_t>(space, a, b, s, chunk);
   else

@@ -48,12 +48,11 @@ void pack_face(const Space& space, const Field& a, const BlockShape& s, int f, c
 // Copies `data` into the ghost layer of face f.
 void unpack_face(const Space& space, const Field& a, const BlockShape& s, int f, const Field& data);
 // One Jacobi update: the interior of b from a. Each thread marches along x through
-// `chunk` points of one (y, z) column, keeping the x neighbours in registers and
-// loading the next plane before storing this one; adjacent threads take adjacent z,
-// so loads are coalesced. Chosen over tiled thread layouts, deeper look-ahead, other
-// chunks and aliasing views: see perf/results/jacobi_kernel_*_h200.csv.
-// On GPUs, blocks with an even z extent use 16-byte accesses to pairs of z points.
-inline constexpr std::int64_t kUpdateChunk = 64;
+// `chunk` points of one (y, z) column, keeping the x neighbours in registers; adjacent
+// threads take adjacent z, so loads are coalesced. On GPUs, blocks with an even z
+// extent use 16-byte accesses to pairs of z points, and a thread block covers four
+// neighbouring rows. Chosen over the alternatives in perf/results/jacobi_kernel_*_h200.csv.
+inline constexpr std::int64_t kUpdateChunk = 32;
 void update(const Space& space, const Field& a, const Field& b, const BlockShape& s,
             std::int64_t chunk = kUpdateChunk);
 // The march over 16-byte pairs of z points that update uses on GPUs (z extent even).
