@@ -47,6 +47,34 @@ struct alignas(16) Pair {
   double lo, hi;
 };
 
+// One thread's column of pairs, from padded pair index q through `steps` x planes.
+// The pointers are restrict-qualified as parameters (qualifiers on a lambda's captures
+// do not reach the compiler). The loop's form matters: a count-down loop compiled to
+// code 4% slower on an H200 than this count-up one.
+KOKKOS_INLINE_FUNCTION void march_column(const Pair* __restrict__ a, Pair* __restrict__ b, std::int64_t q,
+                                         std::int64_t steps, std::int64_t sxq, std::int64_t syq,
+                                         bool lo_inside, bool hi_inside) {
+  const double* a1 = reinterpret_cast<const double*>(a);
+  double* b1 = reinterpret_cast<double*>(b);
+  Pair xm = a[q - sxq], cc = a[q];
+  for (std::int64_t step = 0; step < steps; ++step) {
+    const Pair xp = a[q + sxq], ym = a[q - syq], yp = a[q + syq];
+    const double zl = a1[2 * q - 1], zr = a1[2 * q + 2];
+    Pair out;
+    out.lo = stencil(cc.lo, xm.lo, xp.lo, ym.lo, yp.lo, zl, cc.hi);
+    out.hi = stencil(cc.hi, xm.hi, xp.hi, ym.hi, yp.hi, cc.lo, zr);
+    if (lo_inside && hi_inside) {
+      b[q] = out;
+    } else {
+      if (lo_inside) b1[2 * q] = out.lo;
+      if (hi_inside) b1[2 * q + 1] = out.hi;
+    }
+    xm = cc;
+    cc = xp;
+    q += sxq;
+  }
+}
+
 // The x-march over pairs of padded z positions (2k, 2k+1): every access to the
 // centre, x and y neighbours is a 16-byte load; the z neighbours outside the pair are
 // two 8-byte loads. Needs padded rows of even length (z extent even), so that pairs
@@ -61,8 +89,8 @@ template <class Index>
 void march_pairs(const Space& space, const Field& af, const Field& bf, const BlockShape& s,
                  std::int64_t chunk) {
   constexpr int kRows = 4;
-  const Pair* __restrict__ a = reinterpret_cast<const Pair*>(af.data());
-  Pair* __restrict__ b = reinterpret_cast<Pair*>(bf.data());
+  const Pair* a = reinterpret_cast<const Pair*>(af.data());
+  Pair* b = reinterpret_cast<Pair*>(bf.data());
   const std::int64_t sxq = (s.n[1] + 2) * (s.n[2] + 2) / 2, syq = (s.n[2] + 2) / 2;
   const std::int64_t nx = s.n[0], ny = s.n[1], nz = s.n[2], pairs = (s.n[2] + 2) / 2;
   const Index chunks = (nx + chunk - 1) / chunk, pair_tiles = (pairs + 31) / 32,
@@ -79,26 +107,7 @@ void march_pairs(const Space& space, const Field& af, const Field& bf, const Blo
         const std::int64_t x0 = c * chunk + 1;
         const std::int64_t x1 = x0 + chunk <= nx + 1 ? x0 + chunk : nx + 1;
         const bool lo_inside = k > 0, hi_inside = 2 * k + 1 <= nz;
-        const double* a1 = reinterpret_cast<const double*>(a);
-        double* b1 = reinterpret_cast<double*>(b);
-        std::int64_t q = x0 * sxq + (static_cast<std::int64_t>(y) + 1) * syq + k;
-        Pair xm = a[q - sxq], cc = a[q];
-        for (std::int64_t step = x1 - x0; step > 0; --step) {
-          const Pair xp = a[q + sxq], ym = a[q - syq], yp = a[q + syq];
-          const double zl = a1[2 * q - 1], zr = a1[2 * q + 2];
-          Pair out;
-          out.lo = stencil(cc.lo, xm.lo, xp.lo, ym.lo, yp.lo, zl, cc.hi);
-          out.hi = stencil(cc.hi, xm.hi, xp.hi, ym.hi, yp.hi, cc.lo, zr);
-          if (lo_inside && hi_inside) {
-            b[q] = out;
-          } else {
-            if (lo_inside) b1[2 * q] = out.lo;
-            if (hi_inside) b1[2 * q + 1] = out.hi;
-          }
-          xm = cc;
-          cc = xp;
-          q += sxq;
-        }
+        march_column(a, b, x0 * sxq + (y + 1) * syq + k, x1 - x0, sxq, syq, lo_inside, hi_inside);
       });
 }
 
