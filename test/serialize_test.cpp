@@ -31,7 +31,9 @@ TEST(Serialize, ValuesStringsAndVectorsRoundTrip) {
   EXPECT_EQ(r.remaining(), 0u);
 }
 
-TEST(Serialize, ViewsTravelByContent) {
+// A view travels as its extents plus an attachment: the view's own memory (no copy);
+// unpacking allocates a new view and names its memory as the destination of the data.
+TEST(Serialize, ViewsTravelAsAttachments) {
   Kokkos::View<double**> v("v", 3, 4);
   auto h = Kokkos::create_mirror_view(v);
   for (int i = 0; i < 3; ++i)
@@ -39,17 +41,39 @@ TEST(Serialize, ViewsTravelByContent) {
   Kokkos::deep_copy(v, h);
 
   kodo::ByteWriter w;
+  kodo::pack(w, 5);
   kodo::pack(w, v);
-  Kokkos::deep_copy(v, -1.0);  // the message holds a snapshot
   const kodo::Bytes bytes = w.take();
-  kodo::ByteReader r(bytes);
+  const auto attachments = w.take_attachments();
+  ASSERT_EQ(attachments.size(), 1u);
+  EXPECT_EQ(attachments[0].segment.data, v.data());
+  EXPECT_EQ(attachments[0].segment.bytes, 12 * sizeof(double));
+  EXPECT_EQ(attachments[0].segment.kind, kodo::memory_kind<Kokkos::View<double**>::memory_space>());
+  EXPECT_EQ(bytes.size(), sizeof(int) + 2 * sizeof(std::uint64_t));  // no contents inline
+
+  std::vector<kodo::Segment> destinations;
+  kodo::ByteReader r(bytes, &destinations);
+  EXPECT_EQ(kodo::unpack<int>(r), 5);
   auto out = kodo::unpack<Kokkos::View<double**>>(r);
   ASSERT_EQ(out.extent(0), 3u);
   ASSERT_EQ(out.extent(1), 4u);
   EXPECT_NE(out.data(), v.data());
+  ASSERT_EQ(destinations.size(), 1u);
+  EXPECT_EQ(destinations[0].data, out.data());
+  EXPECT_EQ(destinations[0].bytes, 12 * sizeof(double));
+  // What a transport does: the data lands in the destination.
+  Kokkos::deep_copy(out, v);
   auto ho = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, out);
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 4; ++j) EXPECT_EQ(ho(i, j), 10 * i + j);
+}
+
+TEST(Serialize, ViewWithoutDestinationsIsAnError) {
+  kodo::ByteWriter w;
+  kodo::pack(w, Kokkos::View<double*>("v", 8));
+  const kodo::Bytes bytes = w.take();
+  kodo::ByteReader r(bytes);
+  EXPECT_THROW(kodo::unpack<Kokkos::View<double*>>(r), std::runtime_error);
 }
 
 TEST(Serialize, EmptyViewRoundTrips) {
@@ -57,6 +81,7 @@ TEST(Serialize, EmptyViewRoundTrips) {
   kodo::ByteWriter w;
   kodo::pack(w, v);
   const kodo::Bytes bytes = w.take();
+  EXPECT_TRUE(w.take_attachments().empty());
   kodo::ByteReader r(bytes);
   EXPECT_EQ(kodo::unpack<Kokkos::View<int*>>(r).extent(0), 0u);
 }
@@ -70,11 +95,12 @@ TEST(Serialize, TruncatedPayloadIsAnError) {
   EXPECT_THROW(kodo::unpack<std::vector<double>>(r), std::runtime_error);
 
   kodo::ByteWriter w2;
-  kodo::pack(w2, Kokkos::View<double*>("v", 8));
+  kodo::pack(w2, Kokkos::View<double**>("v", 8, 2));
   kodo::Bytes b2 = w2.take();
-  b2.resize(b2.size() - 8);
-  kodo::ByteReader r2(b2);
-  EXPECT_THROW(kodo::unpack<Kokkos::View<double*>>(r2), std::runtime_error);
+  b2.resize(b2.size() - 4);  // the second extent is cut
+  std::vector<kodo::Segment> destinations;
+  kodo::ByteReader r2(b2, &destinations);
+  EXPECT_THROW(kodo::unpack<Kokkos::View<double**>>(r2), std::runtime_error);
 }
 
 }  // namespace

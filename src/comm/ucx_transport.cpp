@@ -16,17 +16,51 @@ void check(ucs_status_t status, const char* what) {
     fatal(std::string("UCX ") + what + " failed: " + ucs_status_string(status));
 }
 
+ucs_memory_type_t ucs_type(MemoryKind kind) {
+  switch (kind) {
+    case MemoryKind::host: return UCS_MEMORY_TYPE_HOST;
+    case MemoryKind::cuda: return UCS_MEMORY_TYPE_CUDA;
+    case MemoryKind::cuda_managed: return UCS_MEMORY_TYPE_CUDA_MANAGED;
+    case MemoryKind::rocm: return UCS_MEMORY_TYPE_ROCM;
+    case MemoryKind::rocm_managed: return UCS_MEMORY_TYPE_ROCM_MANAGED;
+  }
+  return UCS_MEMORY_TYPE_UNKNOWN;
+}
+
+// Several segments go as one I/O vector; the memory-type hint applies to all of them,
+// so it is given only when they agree (UCX looks the pointers up otherwise).
+void describe(const std::vector<Segment>& segments, std::vector<ucp_dt_iov_t>& iov,
+              ucp_request_param_t& param) {
+  iov.clear();
+  for (const Segment& s : segments) iov.push_back(ucp_dt_iov_t{s.data, s.bytes});
+  param.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
+  param.datatype = ucp_dt_make_iov();
+  bool same = !segments.empty();
+  for (const Segment& s : segments) same = same && s.kind == segments.front().kind;
+  if (same) {
+    param.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    param.memory_type = ucs_type(segments.front().kind);
+  }
+}
+
 }  // namespace
 
-// A send in flight owns its message until UCX reports completion; a rendezvous receive
-// in flight owns the buffer UCX is writing into.
+// A send in flight owns its message (and the views it carries) until UCX reports
+// completion; a rendezvous receive in flight owns the memory UCX is writing into.
 struct UcxTransport::InFlight {
   UcxTransport* transport;
   Message message;
+  std::vector<ucp_dt_iov_t> iov;
+  Bytes header;
 };
 
-UcxTransport::UcxTransport(MPI_Comm comm, Deliver deliver)
-    : comm_(comm), deliver_(std::move(deliver)) {
+struct UcxTransport::TagOp {
+  UcxTransport* transport;
+  TagDone done;
+};
+
+UcxTransport::UcxTransport(MPI_Comm comm, Deliver deliver, Prepare prepare)
+    : comm_(comm), deliver_(std::move(deliver)), prepare_(std::move(prepare)) {
   int size = 0;
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size);
@@ -35,7 +69,7 @@ UcxTransport::UcxTransport(MPI_Comm comm, Deliver deliver)
   check(ucp_config_read(nullptr, nullptr, &config), "configuration");
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME;
-  params.features = UCP_FEATURE_AM;
+  params.features = UCP_FEATURE_AM | UCP_FEATURE_TAG;
   params.name = "kodo";
   const ucs_status_t status = ucp_init(&params, config, &context_);
   ucp_config_release(config);
@@ -45,6 +79,10 @@ UcxTransport::UcxTransport(MPI_Comm comm, Deliver deliver)
   wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
   wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
   check(ucp_worker_create(context_, &wparams, &worker_), "worker creation");
+  ucp_worker_attr_t wattr{};
+  wattr.field_mask = UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER;
+  check(ucp_worker_query(worker_, &wattr), "worker query");
+  max_am_header_ = wattr.max_am_header;
 
   ucp_am_handler_param_t am{};
   am.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
@@ -102,17 +140,36 @@ ucp_ep_h UcxTransport::endpoint(int rank) {
 }
 
 void UcxTransport::send(int rank, Message&& message) {
-  auto state = std::make_unique<InFlight>(InFlight{this, std::move(message)});
+  auto state = std::make_unique<InFlight>(InFlight{this, std::move(message), {}, {}});
+  Message& m = state->message;
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
                        UCP_OP_ATTR_FIELD_FLAGS;
   param.cb.send = &UcxTransport::on_send_done;
   param.user_data = state.get();
   param.flags = UCP_AM_SEND_FLAG_COPY_HEADER;
-  const Message& m = state->message;
-  ucs_status_ptr_t request =
-      ucp_am_send_nbx(endpoint(rank), kMessageAmId, &m.header, sizeof(m.header),
-                      m.payload.data(), m.payload.size(), &param);
+  ucs_status_ptr_t request;
+  if (m.attachments.empty()) {
+    request = ucp_am_send_nbx(endpoint(rank), kMessageAmId, &m.header, sizeof(m.header),
+                              m.payload.data(), m.payload.size(), &param);
+  } else {
+    // Arguments in the header, views' memory as the data, always by rendezvous: the
+    // receiver pulls the data into views it allocates once it has read the header.
+    m.header.flags |= kHasAttachments;
+    state->header.resize(sizeof(MessageHeader) + m.payload.size());
+    std::memcpy(state->header.data(), &m.header, sizeof(MessageHeader));
+    std::memcpy(state->header.data() + sizeof(MessageHeader), m.payload.data(), m.payload.size());
+    if (state->header.size() > max_am_header_)
+      fatal("the arguments of a call with views take " + std::to_string(state->header.size()) +
+            " bytes; UCX carries at most " + std::to_string(max_am_header_) +
+            " beside the views (send large data as views)");
+    std::vector<Segment> segments;
+    for (const Attachment& a : m.attachments) segments.push_back(a.segment);
+    describe(segments, state->iov, param);
+    param.flags |= UCP_AM_SEND_FLAG_RNDV;
+    request = ucp_am_send_nbx(endpoint(rank), kMessageAmId, state->header.data(),
+                              state->header.size(), state->iov.data(), state->iov.size(), &param);
+  }
   if (request == nullptr) return;  // completed in place; `state` frees the message
   if (UCS_PTR_IS_ERR(request))
     fatal("sending to rank " + std::to_string(rank) + " failed: " +
@@ -132,20 +189,29 @@ void UcxTransport::on_send_done(void* request, ucs_status_t status, void* user_d
 ucs_status_t UcxTransport::on_am(void* arg, const void* header, size_t header_length,
                                  void* data, size_t length, const ucp_am_recv_param_t* param) {
   auto* self = static_cast<UcxTransport*>(arg);
-  if (header_length != sizeof(MessageHeader))
+  if (header_length < sizeof(MessageHeader))
     fatal("received a UCX active message with a malformed header");
   Message message;
   std::memcpy(&message.header, header, sizeof(MessageHeader));
-  message.payload.resize(length);
+  const bool rendezvous = param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV;
 
-  if (!(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
+  if (message.header.flags & kHasAttachments) {
+    const auto* args = static_cast<const std::byte*>(header) + sizeof(MessageHeader);
+    message.payload.assign(args, args + (header_length - sizeof(MessageHeader)));
+    self->receive_attachments(std::move(message), data, length, rendezvous);
+    return UCS_OK;
+  }
+  if (header_length != sizeof(MessageHeader))
+    fatal("received a UCX active message with a malformed header");
+  message.payload.resize(length);
+  if (!rendezvous) {
     std::memcpy(message.payload.data(), data, length);
     self->deliver_(std::move(message));
     return UCS_OK;
   }
 
   // Rendezvous: pull the payload into our own buffer, deliver when it has landed.
-  auto state = std::make_unique<InFlight>(InFlight{self, std::move(message)});
+  auto state = std::make_unique<InFlight>(InFlight{self, std::move(message), {}, {}});
   ucp_request_param_t rparam{};
   rparam.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   rparam.cb.recv_am = &UcxTransport::on_recv_done;
@@ -162,6 +228,101 @@ ucs_status_t UcxTransport::on_am(void* arg, const void* header, size_t header_le
     state.release();  // on_recv_done owns it now
   }
   return UCS_OK;
+}
+
+// A call with views: the runtime allocates them, then the data lands in them.
+void UcxTransport::receive_attachments(Message&& message, void* data, std::size_t length,
+                                       bool rendezvous) {
+  std::vector<Segment> into = prepare_(message);
+  std::size_t expected = 0;
+  for (const Segment& s : into) expected += s.bytes;
+  if (expected != length)
+    fatal("a call from rank " + std::to_string(message.header.source_rank) + " carries " +
+          std::to_string(length) + " bytes of view data; its arguments describe " +
+          std::to_string(expected));
+  if (!rendezvous) {
+    // Senders force rendezvous for views; host memory can still be copied if UCX chose
+    // otherwise.
+    auto* from = static_cast<const std::byte*>(data);
+    for (const Segment& s : into) {
+      if (s.kind != MemoryKind::host)
+        fatal("UCX delivered device view data eagerly, which kodo does not expect");
+      std::memcpy(s.data, from, s.bytes);
+      from += s.bytes;
+    }
+    deliver_(std::move(message));
+    return;
+  }
+  auto state = std::make_unique<InFlight>(InFlight{this, std::move(message), {}, {}});
+  ucp_request_param_t rparam{};
+  rparam.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  rparam.cb.recv_am = &UcxTransport::on_recv_done;
+  rparam.user_data = state.get();
+  describe(into, state->iov, rparam);
+  ucs_status_ptr_t request = ucp_am_recv_data_nbx(worker_, data, state->iov.data(),
+                                                  state->iov.size(), &rparam);
+  if (request == nullptr) {
+    deliver_(std::move(state->message));
+  } else if (UCS_PTR_IS_ERR(request)) {
+    fatal(std::string("receiving view data over UCX failed: ") +
+          ucs_status_string(UCS_PTR_STATUS(request)));
+  } else {
+    state.release();  // on_recv_done owns it now
+  }
+}
+
+void UcxTransport::tag_send(int rank, std::uint64_t tag, const Segment& data, TagDone done) {
+  auto op = std::make_unique<TagOp>(TagOp{this, std::move(done)});
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                       UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+  param.cb.send = &UcxTransport::on_tag_send_done;
+  param.user_data = op.get();
+  param.memory_type = ucs_type(data.kind);
+  ucs_status_ptr_t request = ucp_tag_send_nbx(endpoint(rank), data.data, data.bytes, tag, &param);
+  if (request == nullptr) return op->done(UCS_OK, data.bytes);  // completed in place
+  if (UCS_PTR_IS_ERR(request)) return op->done(UCS_PTR_STATUS(request), 0);
+  ++pending_sends_;
+  op.release();  // on_tag_send_done owns it now
+}
+
+void UcxTransport::on_tag_send_done(void* request, ucs_status_t status, void* user_data) {
+  std::unique_ptr<TagOp> op(static_cast<TagOp*>(user_data));
+  --op->transport->pending_sends_;
+  ucp_request_free(request);
+  if (status != UCS_OK && op->transport->shutting_down_) return;
+  op->done(status, 0);
+}
+
+void* UcxTransport::tag_recv(std::uint64_t tag, const Segment& into, TagDone done) {
+  auto op = std::make_unique<TagOp>(TagOp{this, std::move(done)});
+  ucp_request_param_t param{};
+  // Always through the callback, so completion has one path.
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                       UCP_OP_ATTR_FIELD_MEMORY_TYPE | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+  param.cb.recv = &UcxTransport::on_tag_recv_done;
+  param.user_data = op.get();
+  param.memory_type = ucs_type(into.kind);
+  ucs_status_ptr_t request =
+      ucp_tag_recv_nbx(worker_, into.data, into.bytes, tag, ~std::uint64_t{0}, &param);
+  if (UCS_PTR_IS_ERR(request))
+    fatal(std::string("posting a receive over UCX failed: ") +
+          ucs_status_string(UCS_PTR_STATUS(request)));
+  op.release();  // on_tag_recv_done owns it now
+  posted_recvs_.insert(request);
+  return request;
+}
+
+void UcxTransport::on_tag_recv_done(void* request, ucs_status_t status,
+                                    const ucp_tag_recv_info_t* info, void* user_data) {
+  std::unique_ptr<TagOp> op(static_cast<TagOp*>(user_data));
+  op->transport->posted_recvs_.erase(request);
+  ucp_request_free(request);
+  op->done(status, status == UCS_OK || status == UCS_ERR_MESSAGE_TRUNCATED ? info->length : 0);
+}
+
+void UcxTransport::cancel(void* handle) {
+  if (posted_recvs_.count(handle)) ucp_request_cancel(worker_, handle);
 }
 
 void UcxTransport::on_recv_done(void* request, ucs_status_t status, size_t /*length*/,
@@ -192,6 +353,10 @@ void UcxTransport::progressing_barrier() {
 
 void UcxTransport::shutdown() {
   while (pending_sends_ > 0) progress();
+  // Receives posted for messages that never came (a channel's next iteration).
+  for (void* request : std::vector<void*>(posted_recvs_.begin(), posted_recvs_.end()))
+    ucp_request_cancel(worker_, request);
+  while (!posted_recvs_.empty()) progress();
   // No rank closes endpoints while a peer may still be sending to it.
   progressing_barrier();
   shutting_down_ = true;

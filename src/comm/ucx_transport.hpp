@@ -1,10 +1,18 @@
 #pragma once
-// Rank-to-rank messages over UCX active messages.
+// Rank-to-rank transfers over UCX.
+//
+// Messages (entry-method calls, reductions) are UCX active messages. Their arguments
+// are copied out of UCX (eager) or received into a buffer of our own (rendezvous). A
+// message whose arguments include views carries the arguments in the active-message
+// header and the views' memory as its data, always by rendezvous: the receiving
+// runtime allocates the destination views (`Prepare`) and UCX moves the data straight
+// into them, device to device where the memory is on a GPU.
+//
+// Channels use tagged sends and pre-posted tagged receives (channel.hpp).
 //
 // Worker addresses are exchanged over MPI at start-up; endpoints are created on first
-// use. Arrivals are copied out of UCX (eager) or received into a buffer of our own
-// (rendezvous) and handed to the `deliver` callback from inside progress(); the
-// callback only queues them: nothing is dispatched from within UCX.
+// use. Completions are reported from inside progress(): callbacks only queue work,
+// nothing is dispatched from within UCX.
 
 #include "../tasking/message.hpp"
 
@@ -13,6 +21,7 @@
 
 #include <functional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 namespace kodo::detail {
@@ -20,8 +29,13 @@ namespace kodo::detail {
 class UcxTransport {
  public:
   using Deliver = std::function<void(Message&&)>;
+  // Rebuilds a message with views from its header and arguments: sets message.local
+  // and returns the memory its views' data must land in, in order.
+  using Prepare = std::function<std::vector<Segment>(Message&)>;
+  // Completion of a tagged transfer: status and received length.
+  using TagDone = std::function<void(ucs_status_t, std::size_t)>;
 
-  UcxTransport(MPI_Comm comm, Deliver deliver);
+  UcxTransport(MPI_Comm comm, Deliver deliver, Prepare prepare);
   ~UcxTransport();
   UcxTransport(const UcxTransport&) = delete;
   UcxTransport& operator=(const UcxTransport&) = delete;
@@ -29,30 +43,48 @@ class UcxTransport {
   // Starts sending; the transport owns the message until the send completes.
   void send(int rank, Message&& message);
 
+  // Sends `data` with `tag` to `rank`; `done` runs (from progress(), or at once when
+  // the send completes in place) when the buffer may be reused.
+  void tag_send(int rank, std::uint64_t tag, const Segment& data, TagDone done);
+  // Posts a receive of the message with exactly `tag` into `into`; `done` runs from
+  // progress(). Returns a handle for cancel().
+  void* tag_recv(std::uint64_t tag, const Segment& into, TagDone done);
+  // Cancels a posted receive whose `done` has not run yet (it then runs with
+  // UCS_ERR_CANCELED).
+  void cancel(void* handle);
+
   // Drives UCX; returns the number of events processed.
   unsigned progress();
 
-  // Completes outstanding sends and closes every endpoint. Collective over the
-  // communicator: no rank tears down its worker while a peer may still flush into it.
+  // Completes outstanding sends, cancels receives nobody will match and closes every
+  // endpoint. Collective over the communicator: no rank tears down its worker while a
+  // peer may still flush into it.
   void shutdown();
 
  private:
   struct InFlight;
+  struct TagOp;
 
   ucp_ep_h endpoint(int rank);
   void progressing_barrier();
+  void receive_attachments(Message&& message, void* data, std::size_t length, bool rendezvous);
   static ucs_status_t on_am(void* arg, const void* header, size_t header_length, void* data,
                             size_t length, const ucp_am_recv_param_t* param);
   static void on_send_done(void* request, ucs_status_t status, void* user_data);
   static void on_recv_done(void* request, ucs_status_t status, size_t length,
                            void* user_data);
+  static void on_tag_send_done(void* request, ucs_status_t status, void* user_data);
+  static void on_tag_recv_done(void* request, ucs_status_t status,
+                               const ucp_tag_recv_info_t* info, void* user_data);
   static void on_ep_error(void* arg, ucp_ep_h ep, ucs_status_t status);
 
   MPI_Comm comm_;
   int rank_ = 0;
   Deliver deliver_;
+  Prepare prepare_;
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
+  std::size_t max_am_header_ = 0;
   std::vector<std::vector<std::byte>> peer_addresses_;
   std::vector<ucp_ep_h> endpoints_;
   struct Peer {
@@ -61,6 +93,7 @@ class UcxTransport {
   };
   std::vector<Peer> peers_;  // error-callback argument of each endpoint
   std::size_t pending_sends_ = 0;
+  std::unordered_set<void*> posted_recvs_;  // tagged receives not yet completed
   bool shutting_down_ = false;
 };
 

@@ -12,10 +12,14 @@
 // Entry methods are ordinary member functions. An invocation runs later, on the rank
 // that holds the unit. Its arguments are copied when the call is made, except views,
 // which are handed over: a unit on the same rank receives the very same view (no copy,
-// device memory stays on the device), a unit on another rank a copy made at the call.
-// Either way the sender must not write a view it has sent until its protocol knows
-// the receiver is done with it, and device work that fills a view must be complete
-// before the view is sent (Runtime::when_done).
+// device memory stays on the device); for a unit on another rank, the receiving
+// runtime allocates a view of the same type and UCX moves the data into it from the
+// sender's view (device to device where the memory is on a GPU), by rendezvous, and
+// the entry method runs once it has landed. Either way the sender must not write a
+// view it has sent until its protocol knows the receiver has it, and device work that
+// fills a view must be complete before the view is sent (Runtime::when_done). For
+// repeated transfers between the same units into memory the receiver chose in
+// advance, use a Channel (channel.hpp).
 
 #include "registry.hpp"
 #include "runtime.hpp"
@@ -63,25 +67,12 @@ struct Entry {
   // The unit as the class that declares M (adjusting the address for a base class).
   static typename Traits::unit_type* as_declaring(Unit* unit) { return unit; }
 
-  static void invoke(void* unit, ByteReader& reader) {
-    call(static_cast<Unit*>(unit), reader,
-         std::make_index_sequence<std::tuple_size_v<Arguments>>{});
-  }
-  template <std::size_t... I>
-  static void call(Unit* unit, ByteReader& reader, std::index_sequence<I...>) {
-    // Braced initialisation unpacks the arguments left to right.
-    Arguments args{unpack<std::tuple_element_t<I, Arguments>>(reader)...};
-    if (reader.remaining() != 0)
-      throw std::runtime_error("kodo: message payload is longer than the arguments of " +
-                               handler_name(id));
-    (as_declaring(unit)->*M)(std::move(std::get<I>(args))...);
-  }
-
   // A same-rank invocation: the arguments converted to the parameter types and kept.
   class Call final : public LocalCall {
    public:
     template <class... A>
     explicit Call(A&&... args) : args_(std::forward<A>(args)...) {}
+    explicit Call(Arguments&& args) : args_(std::move(args)) {}
     void invoke(void* unit) override {
       std::apply([unit](auto&... a) { (as_declaring(static_cast<Unit*>(unit))->*M)(std::move(a)...); },
                  args_);
@@ -91,22 +82,39 @@ struct Entry {
     Arguments args_;
   };
 
+  // A call from another rank: its arguments unpacked, the memory of its views
+  // allocated and listed in `destinations` for the transport to fill.
+  static std::unique_ptr<LocalCall> receive(ByteReader& reader) {
+    return receive_as(reader, std::make_index_sequence<std::tuple_size_v<Arguments>>{});
+  }
+  template <std::size_t... I>
+  static std::unique_ptr<LocalCall> receive_as(ByteReader& reader, std::index_sequence<I...>) {
+    // Braced initialisation unpacks the arguments left to right.
+    Arguments args{unpack<std::tuple_element_t<I, Arguments>>(reader)...};
+    if (reader.remaining() != 0)
+      throw std::runtime_error("kodo: message payload is longer than the arguments of " +
+                               handler_name(id));
+    return std::make_unique<Call>(std::move(args));
+  }
+
+  // Fills `m` with the serialized arguments and their views' memory.
   template <class... A>
-  static Bytes serialize(A&&... args) {
+  static void serialize(Message& m, A&&... args) {
     static_assert(sizeof...(A) == std::tuple_size_v<Arguments>,
                   "kodo: wrong number of arguments for this entry method");
-    return serialize_as(std::make_index_sequence<sizeof...(A)>{}, std::forward<A>(args)...);
+    serialize_as(m, std::make_index_sequence<sizeof...(A)>{}, std::forward<A>(args)...);
   }
   template <std::size_t... I, class... A>
-  static Bytes serialize_as(std::index_sequence<I...>, A&&... args) {
+  static void serialize_as(Message& m, std::index_sequence<I...>, A&&... args) {
     ByteWriter w;
     (pack<std::tuple_element_t<I, Arguments>>(
          w, std::tuple_element_t<I, Arguments>(std::forward<A>(args))),
      ...);
-    return w.take();
+    m.payload = w.take();
+    m.attachments = w.take_attachments();
   }
 
-  static constexpr EntryHandler handler{&invoke};
+  static constexpr EntryHandler handler{&receive};
   static inline const HandlerId id =
       register_handler(instantiation_name<EntryTag<U, M>>(), &handler);
 };
@@ -211,7 +219,7 @@ class UnitRef {
     if (owner == runtime_->rank())
       m.local = std::make_unique<typename E::Call>(std::forward<A>(args)...);
     else
-      m.payload = E::serialize(std::forward<A>(args)...);
+      E::serialize(m, std::forward<A>(args)...);
     runtime_->post(owner, std::move(m));
   }
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 namespace kodo::detail {
 
@@ -13,6 +14,7 @@ enum class MessageKind : std::uint32_t {
   invoke = 1,            // run an entry method on one unit
   reduction_partial = 2, // a rank's partial result, travelling up the reduction tree
   reduction_result = 3,  // the final result, travelling down the tree to every rank
+  callback = 4,          // a rank-local continuation (a channel transfer has completed)
 };
 
 struct MessageHeader {
@@ -21,8 +23,9 @@ struct MessageHeader {
   std::uint64_t handler;  // entry method (invoke) or reducer (reductions)
   std::int64_t target;    // unit's linear index (invoke) or reduction round
   std::int32_t source_rank;
-  std::int32_t reserved = 0;
+  std::uint32_t flags = 0;  // kHasAttachments: arguments in the UCX header, views as data
 };
+inline constexpr std::uint32_t kHasAttachments = 1;
 static_assert(sizeof(MessageHeader) == 32);
 
 // The arguments of an invocation whose unit is on the sending rank, kept as objects:
@@ -35,8 +38,10 @@ class LocalCall {
 
 struct Message {
   MessageHeader header;
-  Bytes payload;                     // serialized arguments (messages between ranks)
-  std::unique_ptr<LocalCall> local;  // or the arguments themselves (same rank)
+  Bytes payload;                        // serialized arguments (messages between ranks)
+  std::vector<Attachment> attachments;  // the memory of their views, sent as it is
+  std::unique_ptr<LocalCall> local;     // or the arguments themselves (same rank, or
+                                        // a remote call whose views have landed)
 };
 
 }  // namespace kodo::detail

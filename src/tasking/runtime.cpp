@@ -89,7 +89,8 @@ void Runtime::start(int& argc, char**& argv) {
   if (failed) throw Error(problem);
   if (any) throw Error("kodo: another rank could not create its streams (see its message)");
   transport_ = std::make_unique<detail::UcxTransport>(
-      comm_, [this](detail::Message&& m) { queue_.push_back(std::move(m)); });
+      comm_, [this](detail::Message&& m) { queue_.push_back(std::move(m)); },
+      [this](detail::Message& m) { return prepare(m); });
 }
 
 // Releases what start() acquired, in reverse order; safe after a partial start.
@@ -220,9 +221,42 @@ void Runtime::run() {
   }
 }
 
+void Runtime::expect_event() { ++sent_; }
+
+void Runtime::queue_callback(std::function<void()> callback) {
+  struct Callback final : detail::LocalCall {
+    explicit Callback(std::function<void()> f) : f(std::move(f)) {}
+    void invoke(void*) override { f(); }
+    std::function<void()> f;
+  };
+  detail::Message m;
+  m.header = {detail::MessageKind::callback, 0, 0, 0, rank_};
+  m.local = std::make_unique<Callback>(std::move(callback));
+  queue_.push_back(std::move(m));
+}
+
+std::vector<Segment> Runtime::prepare(detail::Message& message) {
+  std::vector<Segment> destinations;
+  try {
+    const auto& h = message.header;
+    if (h.kind != detail::MessageKind::invoke)
+      fatal("a message with view data is not an entry-method call");
+    const auto* entry = static_cast<const detail::EntryHandler*>(detail::find_handler(h.handler));
+    if (!entry) fatal("a message names an entry method this program does not have");
+    ByteReader reader(message.payload, &destinations);
+    message.local = entry->receive(reader);
+    message.payload.clear();
+  } catch (const std::exception& e) {
+    fatal(std::string("while receiving a call from rank ") +
+          std::to_string(message.header.source_rank) + ": " + e.what());
+  }
+  return destinations;
+}
+
 void Runtime::dispatch(detail::Message& message) {
   try {
     switch (message.header.kind) {
+      case detail::MessageKind::callback: return message.local->invoke(nullptr);
       case detail::MessageKind::invoke: return invoke(message);
       case detail::MessageKind::reduction_partial: return on_partial(message);
       case detail::MessageKind::reduction_result: return on_result(message);
@@ -248,8 +282,8 @@ void Runtime::invoke(detail::Message& message) {
   if (message.local) return message.local->invoke(c.unit_at(slot));
   const auto* entry = static_cast<const detail::EntryHandler*>(detail::find_handler(h.handler));
   if (!entry) fatal("a message names an entry method this program does not have");
-  ByteReader reader(message.payload);
-  entry->invoke(c.unit_at(slot), reader);
+  ByteReader reader(message.payload);  // no view data: views come through prepare()
+  entry->receive(reader)->invoke(c.unit_at(slot));
 }
 
 // Reduction tree over the ranks that hold units: rank r's parent is (r-1)/2.

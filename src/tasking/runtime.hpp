@@ -30,9 +30,10 @@ struct ReducerHandler {
   void (*deliver)(CollectionBase& collection, const Bytes& result);
 };
 
-// How an entry method is run on a unit from a serialized argument list.
+// How a call from another rank is rebuilt from its serialized arguments (views
+// allocated, their memory listed in the reader's destinations).
 struct EntryHandler {
-  void (*invoke)(void* unit, ByteReader& arguments);
+  std::unique_ptr<LocalCall> (*receive)(ByteReader& arguments);
 };
 }  // namespace detail
 
@@ -84,10 +85,20 @@ class Runtime {
   void contribute(detail::CollectionBase& collection, std::int64_t slot, std::uint64_t round,
                   detail::HandlerId reducer, Bytes value);
 
+  // --- used by Channel ----------------------------------------------------------
+  // Announces an event that some rank will run later through queue_callback(): it
+  // counts as a message in flight for termination until it has run.
+  void expect_event();
+  // Runs `callback` from the scheduler loop, in arrival order with messages; completes
+  // an event announced by expect_event() (here or on another rank).
+  void queue_callback(std::function<void()> callback);
+  detail::UcxTransport& transport() { return *transport_; }
+
  private:
   void start(int& argc, char**& argv);
   void stop();
   void dispatch(detail::Message& message);
+  std::vector<Segment> prepare(detail::Message& message);
   void invoke(detail::Message& message);
   void on_partial(detail::Message& message);
   void on_result(detail::Message& message);

@@ -1,15 +1,21 @@
 #pragma once
 // Byte serialization of the arguments of invocations between ranks.
 //
-// Values are copied; a Kokkos::View travels by its contents and the receiver gets a
-// new view of the same type. (Invocations on the same rank are not serialized; see
-// collection.hpp.)
+// Values are copied into the byte stream. A Kokkos::View is not: the stream holds its
+// extents and the view itself becomes an attachment, a segment of memory the transport
+// sends as it is (device memory straight from the device); the receiver allocates a
+// new view of the same type and the transport lands the data in it. (Invocations on
+// the same rank are not serialized at all; see collection.hpp.)
 
 #include <Kokkos_Core.hpp>
 
+#include "../comm/memory_kind.hpp"
+
 #include <array>
 #include <cstddef>
+#include <memory>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -20,23 +26,43 @@ namespace kodo {
 
 using Bytes = std::vector<std::byte>;
 
+// A view's memory travelling beside the bytes of a message; `keep` holds the view
+// alive until the transport is done with it.
+struct Attachment {
+  Segment segment;
+  std::shared_ptr<const void> keep;
+};
+
 class ByteWriter {
  public:
   void write(const void* data, std::size_t n) {
     const auto* p = static_cast<const std::byte*>(data);
     bytes_.insert(bytes_.end(), p, p + n);
   }
+  void attach(Attachment a) { attachments_.push_back(std::move(a)); }
   Bytes take() { return std::move(bytes_); }
+  std::vector<Attachment> take_attachments() { return std::move(attachments_); }
   std::size_t size() const { return bytes_.size(); }
 
  private:
   Bytes bytes_;
+  std::vector<Attachment> attachments_;
 };
 
 class ByteReader {
  public:
-  ByteReader(const std::byte* data, std::size_t n) : data_(data), size_(n) {}
-  explicit ByteReader(const Bytes& b) : ByteReader(b.data(), b.size()) {}
+  // `destinations` receives, in order, the memory of each view unpacked (for the
+  // transport to fill); without it, unpacking a view is an error.
+  ByteReader(const std::byte* data, std::size_t n, std::vector<Segment>* destinations = nullptr)
+      : data_(data), size_(n), destinations_(destinations) {}
+  explicit ByteReader(const Bytes& b, std::vector<Segment>* destinations = nullptr)
+      : ByteReader(b.data(), b.size(), destinations) {}
+
+  void expect_attachment(const Segment& s) {
+    if (!destinations_)
+      throw std::runtime_error("kodo: a view argument arrived without its data");
+    destinations_->push_back(s);
+  }
 
   void read(void* out, std::size_t n) {
     if (n > size_ - pos_)
@@ -50,6 +76,7 @@ class ByteReader {
   const std::byte* data_;
   std::size_t size_;
   std::size_t pos_ = 0;
+  std::vector<Segment>* destinations_;
 };
 
 // Customisation point: specialise Serializer<T> with static pack/unpack for other types.
@@ -118,16 +145,15 @@ struct Serializer<std::string> {
   }
 };
 
-// Views travel as their extents followed by their contiguous contents. Views in memory
-// the host cannot read are staged through a host mirror.
+// Views travel as their extents in the byte stream and their contents as an
+// attachment (the view itself, not a copy: see collection.hpp for when the sender may
+// write it again). The receiver gets a new view of the same type.
 template <class V>
 struct Serializer<V, std::enable_if_t<Kokkos::is_view<V>::value>> {
   using value_type = typename V::non_const_value_type;
   using owning_type = Kokkos::View<typename V::non_const_data_type, typename V::array_layout,
                                    typename V::memory_space>;
   static constexpr std::size_t rank = V::rank();
-  static constexpr bool host_accessible =
-      Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename V::memory_space>::accessible;
 
   static_assert(V::rank_dynamic() == V::rank(),
                 "kodo: views in messages must have only run-time extents");
@@ -140,14 +166,10 @@ struct Serializer<V, std::enable_if_t<Kokkos::is_view<V>::value>> {
 
   static void pack(ByteWriter& w, const V& v) {
     for (std::size_t d = 0; d < rank; ++d) kodo::pack<std::uint64_t>(w, v.extent(d));
-    if (v.size() != 0 && !v.span_is_contiguous())
+    if (v.size() == 0) return;
+    if (!v.span_is_contiguous())
       throw std::invalid_argument("kodo: a view sent in a message must be contiguous");
-    if constexpr (host_accessible) {
-      w.write(v.data(), v.size() * sizeof(value_type));
-    } else {
-      auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, v);
-      w.write(host.data(), host.size() * sizeof(value_type));
-    }
+    w.attach(Attachment{segment_of(v), std::make_shared<V>(v)});
   }
 
   static V unpack(ByteReader& r) {
@@ -155,22 +177,21 @@ struct Serializer<V, std::enable_if_t<Kokkos::is_view<V>::value>> {
     std::size_t count = 1;
     for (std::size_t d = 0; d < rank; ++d) {
       ext[d] = kodo::unpack<std::uint64_t>(r);
+      if (ext[d] != 0 && count > std::numeric_limits<std::size_t>::max() / sizeof(value_type) / ext[d])
+        throw std::runtime_error("kodo: a view argument has impossible extents");
       count *= ext[d];
     }
-    if (count > r.remaining() / sizeof(value_type))
-      throw std::runtime_error("kodo: message payload is shorter than its view argument");
     owning_type v = allocate(ext, std::make_index_sequence<rank>{});
-    if constexpr (host_accessible) {
-      r.read(v.data(), count * sizeof(value_type));
-    } else {
-      auto host = Kokkos::create_mirror_view(Kokkos::WithoutInitializing, v);
-      r.read(host.data(), count * sizeof(value_type));
-      Kokkos::deep_copy(v, host);
-    }
+    if (count != 0) r.expect_attachment(segment_of(v));
     return v;
   }
 
  private:
+  template <class W>
+  static Segment segment_of(const W& v) {
+    return Segment{const_cast<value_type*>(v.data()), v.size() * sizeof(value_type),
+                   memory_kind<typename V::memory_space>()};
+  }
   template <std::size_t... I>
   static owning_type allocate(const std::array<std::size_t, rank>& ext,
                               std::index_sequence<I...>) {

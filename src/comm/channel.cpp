@@ -1,0 +1,295 @@
+#include "channel.hpp"
+
+#include "ucx_transport.hpp"
+
+#include <deque>
+#include <map>
+#include <sstream>
+#include <tuple>
+#include <unordered_set>
+#include <vector>
+
+namespace kodo {
+
+CommMode parse_comm_mode(std::string_view text) {
+  if (text == "device") return CommMode::device;
+  if (text == "host") return CommMode::host_staged;
+  throw Error("kodo: unknown communication mode '" + std::string(text) +
+              "' (expected device or host)");
+}
+
+const char* to_string(CommMode mode) { return mode == CommMode::device ? "device" : "host"; }
+
+namespace detail {
+namespace {
+
+constexpr int kSequenceBits = 24, kPortBits = 4, kUnitBits = 16, kCollectionBits = 4;
+constexpr std::uint64_t kSequenceMask = (std::uint64_t{1} << kSequenceBits) - 1;
+
+std::uint64_t tag_base(std::uint32_t collection, std::int64_t receiver, std::int64_t sender, int port) {
+  return std::uint64_t{collection} << (64 - kCollectionBits) |
+         static_cast<std::uint64_t>(receiver) << (kSequenceBits + kPortBits + kUnitBits) |
+         static_cast<std::uint64_t>(sender) << (kSequenceBits + kPortBits) |
+         static_cast<std::uint64_t>(port) << kSequenceBits;
+}
+
+// Copies `bytes` from `from` to `to`, ordered on `space`, between any memory kinds.
+void copy_bytes(const ExecutionSpace& space, const Segment& to, const Segment& from, std::size_t bytes) {
+  using Device = ExecutionSpace::memory_space;
+  using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
+  auto host = [](const Segment& s, std::size_t n) {
+    return Kokkos::View<std::byte*, Kokkos::HostSpace, Unmanaged>(static_cast<std::byte*>(s.data), n);
+  };
+  auto device = [](const Segment& s, std::size_t n) {
+    return Kokkos::View<std::byte*, Device, Unmanaged>(static_cast<std::byte*>(s.data), n);
+  };
+  const bool to_host = to.kind == MemoryKind::host, from_host = from.kind == MemoryKind::host;
+  if (to_host && from_host) Kokkos::deep_copy(space, host(to, bytes), host(from, bytes));
+  else if (to_host) Kokkos::deep_copy(space, host(to, bytes), device(from, bytes));
+  else if (from_host) Kokkos::deep_copy(space, device(to, bytes), host(from, bytes));
+  else Kokkos::deep_copy(space, device(to, bytes), device(from, bytes));
+}
+
+using Staging = Kokkos::View<std::byte*, Kokkos::SharedHostPinnedSpace>;
+
+}  // namespace
+
+// One end of a link. Shared with the continuations of its transfers in flight, so a
+// completion that arrives after the Channel object is gone finds valid state.
+struct ChannelEnd : std::enable_shared_from_this<ChannelEnd> {
+  struct Transfer {
+    Segment segment;
+    std::shared_ptr<const void> keep;
+    std::function<void()> done;
+    Stream* stream = nullptr;  // a same-rank send: the sender's stream orders the copy
+  };
+
+  Runtime* runtime;
+  std::uint32_t collection;
+  Extent3 shape;
+  Index3 self, peer;
+  int peer_rank;
+  int port;
+  Stream* stream;
+  CommMode mode;
+  std::uint64_t send_base, recv_base;
+  std::uint64_t sends = 0, receives = 0;
+  bool closed = false;
+  // Same rank: receives posted and sends made, matched in order.
+  std::deque<Transfer> posted, arrived;
+  // Other ranks: UCX receives not completed yet (cancelled when the channel closes).
+  std::unordered_set<void*> in_flight;
+  std::vector<Staging> spare;  // pinned host buffers (host-staged mode)
+
+  bool local() const { return peer_rank == runtime->rank(); }
+
+  std::string link(bool outgoing) const {
+    std::ostringstream os;
+    os << "channel from unit " << (outgoing ? self : peer) << " to unit " << (outgoing ? peer : self)
+       << " (collection " << collection << ", port " << port << ")";
+    return os.str();
+  }
+
+  Staging take_staging(std::size_t bytes) {
+    for (auto it = spare.begin(); it != spare.end(); ++it)
+      if (it->extent(0) >= bytes) {
+        Staging s = *it;
+        spare.erase(it);
+        return s;
+      }
+    return Staging(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kodo::channel_staging"), bytes);
+  }
+  static Segment segment_of(const Staging& s) {
+    return Segment{s.data(), s.extent(0), MemoryKind::host};
+  }
+
+  void send(Transfer t);
+  void recv(Transfer t);
+  void match_local();
+  void close();
+};
+
+namespace {
+
+// Same-rank ends, by (collection, receiving unit, sending unit, port) of what they
+// receive. One Runtime exists at a time, so one table serves.
+std::map<std::tuple<std::uint32_t, std::int64_t, std::int64_t, int>, ChannelEnd*>& local_ends() {
+  static std::map<std::tuple<std::uint32_t, std::int64_t, std::int64_t, int>, ChannelEnd*> ends;
+  return ends;
+}
+
+}  // namespace
+
+void ChannelEnd::send(Transfer t) {
+  runtime->expect_event();             // the receiver's completion
+  if (t.done) runtime->expect_event();  // and ours
+  if (local()) {
+    auto it = local_ends().find({collection, shape.linear(peer), shape.linear(self), port});
+    if (it == local_ends().end())
+      throw Error("kodo: " + link(true) + ": the receiving unit has no end of this channel");
+    t.stream = stream;
+    it->second->arrived.push_back(std::move(t));
+    it->second->match_local();
+    return;
+  }
+  const std::uint64_t tag = send_base | (sends++ & kSequenceMask);
+  auto self_ptr = shared_from_this();
+  Segment from = t.segment;
+  Staging staging;
+  if (mode == CommMode::host_staged && from.bytes != 0) {
+    staging = take_staging(from.bytes);
+    copy_bytes(stream->space(), segment_of(staging), from, from.bytes);
+    from = Segment{staging.data(), t.segment.bytes, MemoryKind::host};
+  }
+  runtime->when_done(*stream, [self_ptr, tag, from, staging, t = std::move(t)]() mutable {
+    self_ptr->runtime->transport().tag_send(
+        self_ptr->peer_rank, tag, from,
+        [self_ptr, staging, t = std::move(t)](ucs_status_t status, std::size_t) mutable {
+          if (status != UCS_OK)
+            fatal(self_ptr->link(true) + ": a send failed: " + ucs_status_string(status));
+          if (staging.data()) self_ptr->spare.push_back(staging);
+          if (t.done) self_ptr->runtime->queue_callback(std::move(t.done));
+        });
+  });
+}
+
+void ChannelEnd::recv(Transfer t) {
+  if (local()) {
+    posted.push_back(std::move(t));
+    match_local();
+    return;
+  }
+  const std::uint64_t tag = recv_base | (receives++ & kSequenceMask);
+  auto self_ptr = shared_from_this();
+  const std::size_t capacity = t.segment.bytes;
+  Segment into = t.segment;
+  Staging staging;
+  if (mode == CommMode::host_staged && into.bytes != 0) {
+    staging = take_staging(into.bytes);
+    into = segment_of(staging);
+    into.bytes = capacity;
+  }
+  auto handle = std::make_shared<void*>(nullptr);
+  *handle = runtime->transport().tag_recv(
+      tag, into,
+      [self_ptr, handle, capacity, staging, t = std::move(t)](ucs_status_t status, std::size_t length) mutable {
+        ChannelEnd& end = *self_ptr;
+        end.in_flight.erase(*handle);
+        if (status == UCS_ERR_CANCELED) return;
+        if (status == UCS_ERR_MESSAGE_TRUNCATED)
+          fatal(end.link(false) + ": a message of " + std::to_string(length) +
+                " bytes does not fit the receiving view of " + std::to_string(capacity) + " bytes");
+        if (status != UCS_OK)
+          fatal(end.link(false) + ": a receive failed: " + ucs_status_string(status));
+        if (!staging.data()) return end.runtime->queue_callback(std::move(t.done));
+        // Host-staged: into the view on this end's stream, then the unit learns of it.
+        end.runtime->queue_callback([self_ptr, staging, length, t = std::move(t)]() mutable {
+          ChannelEnd& e = *self_ptr;
+          copy_bytes(e.stream->space(), t.segment, segment_of(staging), length);
+          e.runtime->when_done(*e.stream, [self_ptr, staging, t = std::move(t)]() mutable {
+            self_ptr->spare.push_back(staging);
+            t.done();
+          });
+        });
+      });
+  in_flight.insert(*handle);
+}
+
+// Pairs this end's posted receives with the sends that arrived for it, in order: each
+// pair is a copy on the sender's stream, and both sides learn of it when it is done.
+void ChannelEnd::match_local() {
+  while (!posted.empty() && !arrived.empty()) {
+    Transfer into = std::move(posted.front());
+    Transfer from = std::move(arrived.front());
+    posted.pop_front();
+    arrived.pop_front();
+    if (from.segment.bytes > into.segment.bytes)
+      fatal(link(false) + ": a message of " + std::to_string(from.segment.bytes) +
+            " bytes does not fit the receiving view of " + std::to_string(into.segment.bytes) +
+            " bytes");
+    Stream& order = *from.stream;
+    if (from.segment.bytes != 0) copy_bytes(order.space(), into.segment, from.segment, from.segment.bytes);
+    Runtime* rt = runtime;
+    rt->when_done(order, [rt, into = std::move(into), from = std::move(from)]() mutable {
+      rt->queue_callback(std::move(into.done));
+      if (from.done) rt->queue_callback(std::move(from.done));
+    });
+  }
+}
+
+void ChannelEnd::close() {
+  if (closed) return;
+  closed = true;
+  if (local()) {
+    local_ends().erase({collection, shape.linear(self), shape.linear(peer), port});
+  } else {
+    for (void* request : std::vector<void*>(in_flight.begin(), in_flight.end()))
+      runtime->transport().cancel(request);
+  }
+}
+
+}  // namespace detail
+
+void Channel::open(Runtime& runtime, std::uint32_t collection, const Extent3& shape,
+                   const Index3& self, const Index3& peer, int peer_rank, Stream& stream,
+                   CommMode mode, int port) {
+  std::ostringstream problem;
+  if (peer == self) problem << "a channel needs two different units, not unit " << self << " twice";
+  else if (collection >= (1u << detail::kCollectionBits))
+    problem << "channels are limited to the first " << (1 << detail::kCollectionBits)
+            << " collections of a program (collection " << collection << ")";
+  else if (shape.size() > (std::int64_t{1} << detail::kUnitBits))
+    problem << "channels are limited to collections of " << (1 << detail::kUnitBits)
+            << " units (this one has " << shape.size() << ")";
+  else if (port < 0 || port >= (1 << detail::kPortBits))
+    problem << "a channel port must be in [0, " << (1 << detail::kPortBits) << "), not " << port;
+  if (!problem.str().empty()) throw Error("kodo: " + problem.str());
+
+  auto end = std::make_shared<detail::ChannelEnd>();
+  end->runtime = &runtime;
+  end->collection = collection;
+  end->shape = shape;
+  end->self = self;
+  end->peer = peer;
+  end->peer_rank = peer_rank;
+  end->port = port;
+  end->stream = &stream;
+  end->mode = mode;
+  end->send_base = detail::tag_base(collection, shape.linear(peer), shape.linear(self), port);
+  end->recv_base = detail::tag_base(collection, shape.linear(self), shape.linear(peer), port);
+  if (end->local()) {
+    auto [it, inserted] = detail::local_ends().try_emplace(
+        {collection, shape.linear(self), shape.linear(peer), port}, end.get());
+    if (!inserted) throw Error("kodo: two channels open on one " + end->link(false));
+  }
+  if (end_) end_->close();
+  end_ = std::move(end);
+}
+
+Channel::Channel(Channel&&) noexcept = default;
+Channel& Channel::operator=(Channel&& other) noexcept {
+  if (this != &other) {
+    if (end_) end_->close();
+    end_ = std::move(other.end_);
+  }
+  return *this;
+}
+Channel::~Channel() {
+  if (end_) end_->close();
+}
+
+bool Channel::is_local() const { return end_ && end_->local(); }
+
+void Channel::send_segment(Segment data, std::shared_ptr<const void> keep, std::function<void()> sent) {
+  if (!end_) throw Error("kodo: send on a channel that is not open");
+  end_->send({data, std::move(keep), std::move(sent), nullptr});
+}
+
+void Channel::recv_segment(Segment into, std::shared_ptr<const void> keep,
+                           std::function<void()> received) {
+  if (!end_) throw Error("kodo: receive on a channel that is not open");
+  if (!received) throw Error("kodo: a channel receive needs a completion callback");
+  end_->recv({into, std::move(keep), std::move(received), nullptr});
+}
+
+}  // namespace kodo

@@ -1,0 +1,107 @@
+#pragma once
+// Channels: persistent links between two work units for repeated transfers of views
+// (halos), with receives posted in advance into the views the data must land in.
+//
+//   Channel c(*this, neighbour_index, comm_stream);      // in both units
+//   c.recv(ghost_buffer, [this] { on_face(); });         // posted now, matched later
+//   pack(comm_stream, ...); c.send(face_buffer);         // sent once the pack is done
+//
+// The k-th send on one end lands in the buffer of the k-th receive posted on the other
+// end, whatever order the messages travel in; several transfers may be in flight in
+// each direction. Completion reaches the unit from the scheduler loop, never from
+// inside UCX, and no call blocks the rank.
+//
+// Transport:
+// - units on different ranks: UCX tagged messages. A receive is posted into the
+//   destination view itself (device memory stays on the device), so no metadata round
+//   trip precedes the data. The memory type of the view's Kokkos memory space is given
+//   to UCX as a hint.
+// - units on the same rank: a device copy on the sending end's stream, no UCX.
+// - CommMode::host_staged (for comparison, or networks without GPU support): the
+//   sender copies the view to pinned host memory on its stream, sends from there, and
+//   the receiver copies from pinned host memory into the view on its stream.
+//
+// Tags (64 bits), unique per ordered pair of units, port and transfer:
+//   bits 63..60 collection id (< 16)      bits 59..44 receiving unit (linear, < 2^16)
+//   bits 43..28 sending unit (linear)      bits 27..24 port (< 16)
+//   bits 23..0  transfer number on that link, modulo 2^24
+// Tagged messages are matched on the full tag. Entry-method messages travel as UCX
+// active messages and never meet these tags.
+
+#include "../tasking/collection.hpp"
+#include "memory_kind.hpp"
+
+#include <functional>
+#include <memory>
+#include <string_view>
+
+namespace kodo {
+
+enum class CommMode { device, host_staged };
+
+// "device" or "host"; throws kodo::Error for anything else.
+CommMode parse_comm_mode(std::string_view text);
+const char* to_string(CommMode mode);
+
+namespace detail {
+struct ChannelEnd;
+}
+
+class Channel {
+ public:
+  Channel() = default;
+  // This unit's end of the link with unit `peer` of the same collection, `port`
+  // telling apart several links between the same two units. Local copies and staging
+  // copies run on `stream`, and a send waits for the work enqueued there before it.
+  template <class U>
+  Channel(const WorkUnit<U>& self, const Index3& peer, Stream& stream,
+          CommMode mode = CommMode::device, int port = 0) {
+    const auto& c = self.collection();
+    if (!c.shape().contains(peer)) {
+      std::ostringstream os;
+      os << "kodo: a channel from unit " << self.index() << " names unit " << peer
+         << ", outside its collection of shape " << c.shape();
+      throw Error(os.str());
+    }
+    open(c.runtime(), c.id(), c.shape(), self.index(), peer, c.owner(peer), stream, mode, port);
+  }
+  Channel(Channel&&) noexcept;
+  Channel& operator=(Channel&&) noexcept;
+  ~Channel();  // receives still posted are cancelled
+
+  // Sends the contents of `data` to the peer once the work enqueued on this end's
+  // stream so far is done. `sent` (optional) runs when `data` may be written again.
+  template <class V>
+  void send(const V& data, std::function<void()> sent = {}) {
+    send_segment(segment(data), std::make_shared<V>(data), std::move(sent));
+  }
+  // Posts the receive of the peer's next send into `into`; `received` runs once the
+  // data is in `into` (for a device view: device work then sees it when ordered after
+  // this end's stream, or launched from `received`).
+  template <class V>
+  void recv(const V& into, std::function<void()> received) {
+    recv_segment(segment(into), std::make_shared<V>(into), std::move(received));
+  }
+
+  bool is_open() const { return end_ != nullptr; }
+  bool is_local() const;  // the peer is on this rank
+
+ private:
+  template <class V>
+  static Segment segment(const V& v) {
+    static_assert(Kokkos::is_view<V>::value, "kodo: channels carry Kokkos views");
+    if (v.size() != 0 && !v.span_is_contiguous())
+      throw Error("kodo: a view sent or received on a channel must be contiguous");
+    return Segment{const_cast<typename V::non_const_value_type*>(v.data()),
+                   v.size() * sizeof(typename V::value_type),
+                   memory_kind<typename V::memory_space>()};
+  }
+  void open(Runtime& runtime, std::uint32_t collection, const Extent3& shape, const Index3& self,
+            const Index3& peer, int peer_rank, Stream& stream, CommMode mode, int port);
+  void send_segment(Segment data, std::shared_ptr<const void> keep, std::function<void()> sent);
+  void recv_segment(Segment into, std::shared_ptr<const void> keep, std::function<void()> received);
+
+  std::shared_ptr<detail::ChannelEnd> end_;
+};
+
+}  // namespace kodo
