@@ -1,5 +1,5 @@
 # Runs COMMAND ('|'-separated) and passes when it exits non-zero, in time, with output
-# matching EXPECT.
+# containing EXPECT (or, when EXPECT_REGEX is given instead, matching that regex).
 string(REPLACE "|" ";" command "${COMMAND}")
 execute_process(COMMAND ${command} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
                 TIMEOUT 60)
@@ -10,7 +10,16 @@ endif()
 if(rc MATCHES "timeout|Process terminated")
   message(FATAL_ERROR "the command hung: ${rc}")
 endif()
-string(FIND "${out}${err}" "${EXPECT}" at)
-if(at EQUAL -1)
-  message(FATAL_ERROR "the output does not contain: ${EXPECT}")
+if(NOT rc MATCHES "^[0-9]+$")
+  message(FATAL_ERROR "the command could not run: ${rc}")
+endif()
+if(DEFINED EXPECT_REGEX)
+  if(NOT "${out}${err}" MATCHES "${EXPECT_REGEX}")
+    message(FATAL_ERROR "the output does not match: ${EXPECT_REGEX}")
+  endif()
+else()
+  string(FIND "${out}${err}" "${EXPECT}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "the output does not contain: ${EXPECT}")
+  endif()
 endif()

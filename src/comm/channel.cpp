@@ -23,7 +23,7 @@ const char* to_string(CommMode mode) { return mode == CommMode::device ? "device
 namespace detail {
 namespace {
 
-constexpr int kSequenceBits = 24, kPortBits = 4, kUnitBits = 16, kCollectionBits = 4;
+constexpr int kSequenceBits = 16, kPortBits = 4, kUnitBits = 16, kCollectionBits = 12;
 constexpr std::uint64_t kSequenceMask = (std::uint64_t{1} << kSequenceBits) - 1;
 
 std::uint64_t tag_base(std::uint32_t collection, std::int64_t receiver, std::int64_t sender, int port) {
@@ -192,7 +192,7 @@ void ChannelEnd::recv(Transfer t) {
           });
         });
       });
-  in_flight.insert(*handle);
+  if (*handle) in_flight.insert(*handle);
 }
 
 // Pairs this end's posted receives with the sends that arrived for it, in order: each

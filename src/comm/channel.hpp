@@ -21,12 +21,14 @@
 //   sender copies the view to pinned host memory on its stream, sends from there, and
 //   the receiver copies from pinned host memory into the view on its stream.
 //
-// Tags (64 bits), unique per ordered pair of units, port and transfer:
-//   bits 63..60 collection id (< 16)      bits 59..44 receiving unit (linear, < 2^16)
-//   bits 43..28 sending unit (linear)      bits 27..24 port (< 16)
-//   bits 23..0  transfer number on that link, modulo 2^24
-// Tagged messages are matched on the full tag. Entry-method messages travel as UCX
-// active messages and never meet these tags.
+// Tags (64 bits), unique per ordered pair of units, port and transfer in flight:
+//   bits 63..52 collection id (< 4096)     bits 51..36 receiving unit (linear, < 2^16)
+//   bits 35..20 sending unit (linear)      bits 19..16 port (< 16)
+//   bits 15..0  transfer number on that link, modulo 2^16
+// Tagged messages are matched on the full tag, so up to 65,536 transfers may be in
+// flight on one link in each direction. Entry-method messages travel as UCX active
+// messages and never meet these tags. Channels outside these limits are refused when
+// they are opened.
 
 #include "../tasking/collection.hpp"
 #include "memory_kind.hpp"

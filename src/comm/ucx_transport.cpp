@@ -57,6 +57,7 @@ struct UcxTransport::InFlight {
 struct UcxTransport::TagOp {
   UcxTransport* transport;
   TagDone done;
+  bool posting = false;  // inside ucp_tag_recv_nbx, which may complete it at once
 };
 
 UcxTransport::UcxTransport(MPI_Comm comm, Deliver deliver, Prepare prepare)
@@ -295,20 +296,26 @@ void UcxTransport::on_tag_send_done(void* request, ucs_status_t status, void* us
 }
 
 void* UcxTransport::tag_recv(std::uint64_t tag, const Segment& into, TagDone done) {
-  auto op = std::make_unique<TagOp>(TagOp{this, std::move(done)});
+  auto op = std::make_unique<TagOp>(TagOp{this, std::move(done), true});
   ucp_request_param_t param{};
-  // Always through the callback, so completion has one path.
+  // Always through the callback, so completion has one path. (A message that is
+  // already here completes the receive, callback included, before the call returns.)
   param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
                        UCP_OP_ATTR_FIELD_MEMORY_TYPE | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
   param.cb.recv = &UcxTransport::on_tag_recv_done;
   param.user_data = op.get();
   param.memory_type = ucs_type(into.kind);
+  TagOp* posted = op.release();  // on_tag_recv_done owns it now
   ucs_status_ptr_t request =
       ucp_tag_recv_nbx(worker_, into.data, into.bytes, tag, ~std::uint64_t{0}, &param);
   if (UCS_PTR_IS_ERR(request))
     fatal(std::string("posting a receive over UCX failed: ") +
           ucs_status_string(UCS_PTR_STATUS(request)));
-  op.release();  // on_tag_recv_done owns it now
+  if (completed_while_posting_) {  // `posted` is gone
+    completed_while_posting_ = false;
+    return nullptr;
+  }
+  posted->posting = false;
   posted_recvs_.insert(request);
   return request;
 }
@@ -316,7 +323,10 @@ void* UcxTransport::tag_recv(std::uint64_t tag, const Segment& into, TagDone don
 void UcxTransport::on_tag_recv_done(void* request, ucs_status_t status,
                                     const ucp_tag_recv_info_t* info, void* user_data) {
   std::unique_ptr<TagOp> op(static_cast<TagOp*>(user_data));
-  op->transport->posted_recvs_.erase(request);
+  if (op->posting)
+    op->transport->completed_while_posting_ = true;
+  else
+    op->transport->posted_recvs_.erase(request);
   ucp_request_free(request);
   op->done(status, status == UCS_OK || status == UCS_ERR_MESSAGE_TRUNCATED ? info->length : 0);
 }
@@ -353,6 +363,7 @@ void UcxTransport::progressing_barrier() {
 
 void UcxTransport::shutdown() {
   while (pending_sends_ > 0) progress();
+
   // Receives posted for messages that never came (a channel's next iteration).
   for (void* request : std::vector<void*>(posted_recvs_.begin(), posted_recvs_.end()))
     ucp_request_cancel(worker_, request);

@@ -47,7 +47,8 @@ class UcxTransport {
   // the send completes in place) when the buffer may be reused.
   void tag_send(int rank, std::uint64_t tag, const Segment& data, TagDone done);
   // Posts a receive of the message with exactly `tag` into `into`; `done` runs from
-  // progress(). Returns a handle for cancel().
+  // progress(), or before this returns when the message is already here. Returns a
+  // handle for cancel(), or nullptr when `done` has run.
   void* tag_recv(std::uint64_t tag, const Segment& into, TagDone done);
   // Cancels a posted receive whose `done` has not run yet (it then runs with
   // UCS_ERR_CANCELED).
@@ -94,6 +95,7 @@ class UcxTransport {
   std::vector<Peer> peers_;  // error-callback argument of each endpoint
   std::size_t pending_sends_ = 0;
   std::unordered_set<void*> posted_recvs_;  // tagged receives not yet completed
+  bool completed_while_posting_ = false;
   bool shutting_down_ = false;
 };
 

@@ -253,11 +253,15 @@ class Collection {
     }
     const std::uint32_t id = runtime.next_collection_id();
     auto store = std::make_unique<detail::CollectionStore<U>>(runtime, id, shape);
-    for (std::int64_t s = 0; s < store->local_count(); ++s) {
-      const UnitInit<U> init{&runtime, id, shape, shape.delinear(store->first_local() + s)};
-      store->units().push_back(std::make_unique<U>(init, args...));
-    }
+    auto& units = store->units();
+    const std::int64_t first = store->first_local(), count = store->local_count();
+    // Registered before the units are built, so constructors can reach the collection
+    // (owners of other units, channels); nothing is dispatched before run().
     runtime.add_collection(std::move(store));
+    for (std::int64_t s = 0; s < count; ++s) {
+      const UnitInit<U> init{&runtime, id, shape, shape.delinear(first + s)};
+      units.push_back(std::make_unique<U>(init, args...));
+    }
     return Collection(&runtime, id, shape);
   }
 

@@ -1,0 +1,209 @@
+// Channels between units on the same and on different ranks (1, 2 and 4 ranks under
+// ctest), in device and host-staged mode, and remote calls carrying several views.
+
+#include "test_runtime.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace {
+
+using kodo::CommMode;
+using kodo::Index3;
+
+constexpr int kMessages = 5;  // per link, all receives posted before any data moves
+
+Kokkos::View<double*> filled(std::int64_t n, double first) {
+  Kokkos::View<double*> v(Kokkos::view_alloc(Kokkos::WithoutInitializing, "payload"), n);
+  Kokkos::parallel_for("fill", Kokkos::RangePolicy<>(0, n), KOKKOS_LAMBDA(std::int64_t i) { v(i) = first + i; });
+  Kokkos::fence();
+  return v;
+}
+
+std::vector<double> on_host(const Kokkos::View<double*>& v) {
+  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, v);
+  return std::vector<double>(h.data(), h.data() + h.size());
+}
+
+// Units in a ring: each sends kMessages views to the next unit and receives as many
+// from the previous one. Message k from unit u holds u * 1000 + k * 100 + i.
+template <class Self>
+class Ring : public kodo::WorkUnit<Self> {
+ public:
+  Ring(const kodo::UnitInit<Self>& init, CommMode mode)
+      : kodo::WorkUnit<Self>(init), stream_(&init.runtime->streams().communication(0)) {
+    const auto& shape = this->collection().shape();
+    const std::int64_t n = shape.size(), me = shape.linear(this->index());
+    to_next_ = kodo::Channel(*this, shape.delinear((me + 1) % n), *stream_, mode);
+    from_previous_ = kodo::Channel(*this, shape.delinear((me + n - 1) % n), *stream_, mode);
+  }
+
+  std::int64_t me() const { return this->collection().shape().linear(this->index()); }
+  static std::int64_t length(int k) { return 3 + 7 * k; }  // sizes differ per message
+
+  // Receives for all messages, each into its own view (larger than needed).
+  void post_receives() {
+    for (int k = 0; k < kMessages; ++k) {
+      inbox_.emplace_back("inbox", length(kMessages));
+      from_previous_.recv(inbox_.back(), [this, k] { arrivals_.push_back(k); });
+    }
+  }
+  void send_all() {
+    for (int k = 0; k < kMessages; ++k) {
+      outbox_.push_back(filled(length(k), me() * 1000.0 + k * 100.0));
+      to_next_.send(outbox_.back(), [this] { ++sent_; });
+    }
+  }
+
+  kodo::Stream* stream_;
+  kodo::Channel to_next_, from_previous_;
+  std::vector<Kokkos::View<double*>> inbox_, outbox_;
+  std::vector<int> arrivals_;
+  int sent_ = 0;
+};
+
+class RingUnit final : public Ring<RingUnit> {
+ public:
+  using Ring::Ring;
+};
+
+// (Rings here have at least three units, so the next and the previous unit differ and
+// one port serves.)
+kodo::Channel& ring_link(RingUnit& u, bool outgoing) { return outgoing ? u.to_next_ : u.from_previous_; }
+
+template <class U>
+void check_ring(const kodo::Collection<U>& units) {
+  const std::int64_t n = units.size();
+  units.for_each_local([&](U& u) {
+    EXPECT_EQ(u.sent_, kMessages) << "unit " << u.me();
+    ASSERT_EQ(u.arrivals_.size(), static_cast<std::size_t>(kMessages)) << "unit " << u.me();
+    for (int k = 0; k < kMessages; ++k) EXPECT_EQ(u.arrivals_[k], k) << "unit " << u.me();
+    const std::int64_t from = (u.me() + n - 1) % n;
+    for (int k = 0; k < kMessages; ++k) {
+      const auto got = on_host(u.inbox_[k]);
+      for (std::int64_t i = 0; i < RingUnit::length(k); ++i)
+        ASSERT_EQ(got[i], from * 1000.0 + k * 100.0 + i) << "unit " << u.me() << " message " << k;
+    }
+  });
+}
+
+class ChannelModes : public testing::TestWithParam<CommMode> {};
+
+TEST_P(ChannelModes, SeveralTransfersInFlightLandInPostingOrder) {
+  auto& rt = test_runtime();
+  auto units = kodo::Collection<RingUnit>::create(rt, {3, 2, 1}, GetParam());
+  units.for_each_local([](RingUnit& u) { u.post_receives(); });
+  units.for_each_local([](RingUnit& u) { u.send_all(); });
+  rt.run();
+  check_ring(units);
+}
+
+// Out of order: each unit sends all its data, then asks the next unit, by an entry
+// method, to post its receives; the data is in flight (or waiting, on the same rank)
+// before the receives exist, and the request may overtake it.
+class SendFirst final : public Ring<SendFirst> {
+ public:
+  using Ring::Ring;
+  void start() {
+    send_all();
+    const auto& shape = collection().shape();
+    collection()[shape.delinear((me() + 1) % shape.size())].send<&SendFirst::post_receives>();
+  }
+};
+
+TEST_P(ChannelModes, SendsBeforeReceivesArePostedStillLand) {
+  auto& rt = test_runtime();
+  auto units = kodo::Collection<SendFirst>::create(rt, {2, 2, 1}, GetParam());
+  units.broadcast_local<&SendFirst::start>();
+  rt.run();
+  check_ring(units);
+}
+
+INSTANTIATE_TEST_SUITE_P(Channel, ChannelModes, testing::Values(CommMode::device, CommMode::host_staged),
+                         [](const auto& info) { return std::string(kodo::to_string(info.param)); });
+
+TEST(Channel, LocalityFollowsTheOwnerOfThePeer) {
+  auto& rt = test_runtime();
+  auto units = kodo::Collection<RingUnit>::create(rt, {4, 1, 1}, CommMode::device);
+  units.for_each_local([&](RingUnit& u) {
+    const Index3 next = units.shape().delinear((u.me() + 1) % units.size());
+    EXPECT_EQ(ring_link(u, true).is_local(), units.owner(next) == rt.rank());
+    EXPECT_TRUE(ring_link(u, false).is_open());
+  });
+}
+
+// A unit that opens channels it should not.
+class Opener : public kodo::WorkUnit<Opener> {
+ public:
+  explicit Opener(const kodo::UnitInit<Opener>& init) : WorkUnit(init) {}
+  kodo::Channel open(const Index3& peer, int port = 0) {
+    return kodo::Channel(*this, peer, collection().runtime().streams().communication(0),
+                         CommMode::device, port);
+  }
+};
+
+TEST(Channel, BadEndsAreErrors) {
+  auto& rt = test_runtime();
+  auto units = kodo::Collection<Opener>::create(rt, {2, 1, 1});
+  units.for_each_local([](Opener& u) {
+    const Index3 other{1 - u.index().x, 0, 0};
+    EXPECT_THROW(u.open({5, 0, 0}), kodo::Error);       // no such unit
+    EXPECT_THROW(u.open(u.index()), kodo::Error);       // itself
+    EXPECT_THROW(u.open(other, 16), kodo::Error);       // port out of range
+    EXPECT_THROW(u.open(other, -1), kodo::Error);
+    kodo::Channel fine = u.open(other, 3);
+    EXPECT_TRUE(fine.is_open());
+  });
+  kodo::Channel closed;
+  EXPECT_THROW(closed.send(Kokkos::View<double*>("x", 1)), kodo::Error);
+  EXPECT_THROW(kodo::parse_comm_mode("carrier-pigeon"), kodo::Error);
+  EXPECT_EQ(kodo::parse_comm_mode("host"), CommMode::host_staged);
+  EXPECT_EQ(kodo::parse_comm_mode("device"), CommMode::device);
+}
+
+// --- remote calls with several views ----------------------------------------------
+
+class Collector : public kodo::WorkUnit<Collector> {
+ public:
+  explicit Collector(const kodo::UnitInit<Collector>& init) : WorkUnit(init) {}
+  void start() {
+    const auto& shape = collection().shape();
+    const std::int64_t me = shape.linear(index());
+    Kokkos::View<int*> labels("labels", 4);
+    Kokkos::deep_copy(labels, static_cast<int>(me));
+    unit(shape.delinear((me + 1) % shape.size()))
+        .send<&Collector::take>(me, filled(100 + me, me * 10.0), labels, Kokkos::View<double*>("none", 0));
+  }
+  void take(std::int64_t from, Kokkos::View<double*> values, Kokkos::View<int*> labels,
+            Kokkos::View<double*> empty) {
+    this->from = from;
+    this->values = on_host(values);
+    auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, labels);
+    this->labels.assign(h.data(), h.data() + h.size());
+    empty_extent = empty.extent(0);
+  }
+  std::int64_t from = -1;
+  std::vector<double> values;
+  std::vector<int> labels;
+  std::size_t empty_extent = 99;
+};
+
+TEST(EntryMethods, CallsCarrySeveralViewsOfDifferentTypes) {
+  auto& rt = test_runtime();
+  auto units = kodo::Collection<Collector>::create(rt, {5, 1, 1});
+  units.broadcast_local<&Collector::start>();
+  rt.run();
+  units.for_each_local([&](Collector& c) {
+    const std::int64_t me = units.shape().linear(c.index());
+    const std::int64_t from = (me + units.size() - 1) % units.size();
+    EXPECT_EQ(c.from, from);
+    ASSERT_EQ(c.values.size(), static_cast<std::size_t>(100 + from));
+    for (std::size_t i = 0; i < c.values.size(); ++i) EXPECT_EQ(c.values[i], from * 10.0 + i);
+    EXPECT_EQ(c.labels, std::vector<int>(4, static_cast<int>(from)));
+    EXPECT_EQ(c.empty_extent, 0u);
+  });
+}
+
+}  // namespace
