@@ -74,16 +74,17 @@ TEST(JacobiKernels, PairAccessesMatchScalarMarch) {
 
 // The overdecomposed solver, run inside this process's runtime, reproduces the serial
 // reference bit for bit for several unit counts, including uneven splits.
-class JacobiDecomposition : public testing::TestWithParam<std::tuple<int, jacobi::Completion>> {};
+class JacobiDecomposition
+    : public testing::TestWithParam<std::tuple<int, jacobi::Completion, kodo::CommMode>> {};
 
 TEST_P(JacobiDecomposition, MatchesSerialReference) {
   auto& rt = test_runtime();
   const jacobi::Grid grid{13, 11, 9};
-  const auto [per_rank, completion] = GetParam();
+  const auto [per_rank, completion, comm] = GetParam();
   const auto units = kodo::split_grid({grid.x, grid.y, grid.z}, per_rank * rt.size());
   jacobi::RankReport report;
   auto blocks = kodo::Collection<jacobi::JacobiBlock>::create(
-      rt, units, jacobi::BlockConfig{grid, completion, &report});
+      rt, units, jacobi::BlockConfig{grid, completion, comm, &report});
   blocks.broadcast_local<&jacobi::JacobiBlock::iterate>(std::int64_t{3});
   rt.run();
   blocks.broadcast_local<&jacobi::JacobiBlock::iterate>(std::int64_t{4});
@@ -96,6 +97,8 @@ TEST_P(JacobiDecomposition, MatchesSerialReference) {
 INSTANTIATE_TEST_SUITE_P(UnitsPerRank, JacobiDecomposition,
                          testing::Combine(testing::Values(1, 2, 3, 5),
                                           testing::Values(jacobi::Completion::engine,
-                                                          jacobi::Completion::sync)));
+                                                          jacobi::Completion::sync),
+                                          testing::Values(kodo::CommMode::device,
+                                                          kodo::CommMode::host_staged)));
 
 }  // namespace

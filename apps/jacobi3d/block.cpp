@@ -26,10 +26,23 @@ JacobiBlock::JacobiBlock(const kodo::UnitInit<JacobiBlock>& init, const BlockCon
     f = Field(Kokkos::view_alloc(Kokkos::WithoutInitializing, "jacobi::field"), shape_.padded_size());
     init_field(f, shape_, config_.grid, origin_);
   }
-  for (auto& parity : send_buffer_)
-    for (int f = 0; f < 6; ++f)
-      if (has_neighbour_[f]) parity[f] = Field("jacobi::face", shape_.face_size(f));
+  for (int f = 0; f < 6; ++f) {
+    if (!has_neighbour_[f]) continue;
+    for (int parity = 0; parity < 2; ++parity) {
+      send_buffer_[parity][f] = Field("jacobi::face", shape_.face_size(f));
+      receive_buffer_[parity][f] = Field("jacobi::ghost", shape_.face_size(f));
+    }
+    kodo::Index3 nb = index();
+    (f / 2 == 0 ? nb.x : f / 2 == 1 ? nb.y : nb.z) += f % 2 == 0 ? -1 : 1;
+    channel_[f] = kodo::Channel(*this, nb, *comm_, config.comm);
+  }
   Kokkos::fence("jacobi::JacobiBlock");
+  // Receives for the first two iterations; each arrival posts the one two later.
+  for (int f = 0; f < 6; ++f)
+    if (has_neighbour_[f]) {
+      post_receive(0, f);
+      post_receive(1, f);
+    }
 }
 
 void JacobiBlock::iterate(std::int64_t count) {
@@ -57,34 +70,25 @@ void JacobiBlock::pack_faces() {
   comm_->wait_for(*compute_);  // the update that produced A[n % 2]
   for (int f = 0; f < 6; ++f)
     if (has_neighbour_[f]) pack_face(comm_->space(), field_[n % 2], shape_, f, send_buffer_[n % 2][f]);
-  if (config_.completion == Completion::sync) {
-    comm_->space().fence("jacobi::pack (sync)");
-    send_faces(n);
-  } else {
-    collection().runtime().when_done(*comm_, [this, n] { send_faces(n); });
-  }
+  if (config_.completion == Completion::sync) comm_->space().fence("jacobi::pack (sync)");
+  // Each send leaves once the packs enqueued on comm_ are done (at once when fenced).
+  for (int f = 0; f < 6; ++f)
+    if (has_neighbour_[f]) channel_[f].send(send_buffer_[n % 2][f]);
 }
 
-void JacobiBlock::send_faces(std::int64_t n) {
-  for (int f = 0; f < 6; ++f) {
-    if (!has_neighbour_[f]) continue;
-    kodo::Index3 nb = index();
-    (f / 2 == 0 ? nb.x : f / 2 == 1 ? nb.y : nb.z) += f % 2 == 0 ? -1 : 1;
-    // Our face f is the neighbour's opposite face.
-    unit(nb).send<&JacobiBlock::receive_face>(n, f ^ 1, send_buffer_[n % 2][f]);
-  }
+void JacobiBlock::post_receive(std::int64_t n, int f) {
+  channel_[f].recv(receive_buffer_[n % 2][f], [this, n, f] { on_face(n, f); });
 }
 
-void JacobiBlock::receive_face(std::int64_t iteration, int face, Field data) {
-  if (iteration != iteration_ && iteration != iteration_ + 1)
-    throw kodo::Error("jacobi3d: a face for iteration " + std::to_string(iteration) +
+void JacobiBlock::on_face(std::int64_t n, int f) {
+  if (n != iteration_ && n != iteration_ + 1)
+    throw kodo::Error("jacobi3d: a face for iteration " + std::to_string(n) +
                       " reached a block at iteration " + std::to_string(iteration_));
-  if (face < 0 || face >= 6 || !has_neighbour_[face] ||
-      static_cast<std::int64_t>(data.extent(0)) != shape_.face_size(face))
-    throw kodo::Error("jacobi3d: a block received a face that does not fit it");
-  unpack_face(comm_->space(), field_[iteration % 2], shape_, face, data);
-  ++received_[iteration % 2];
-  if (iteration == iteration_) advance();
+  // Our face f is filled from the neighbour's opposite face.
+  unpack_face(comm_->space(), field_[n % 2], shape_, f, receive_buffer_[n % 2][f]);
+  ++received_[n % 2];
+  post_receive(n + 2, f);
+  if (n == iteration_) advance();
 }
 
 void JacobiBlock::compute_checksum() {

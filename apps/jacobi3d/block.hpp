@@ -31,34 +31,37 @@ enum class Completion {
 struct BlockConfig {
   Grid grid;
   Completion completion = Completion::engine;
+  kodo::CommMode comm = kodo::CommMode::device;  // for neighbours on other ranks
   RankReport* report = nullptr;
 };
 
 // Device work of a block runs on two streams of the rank's pool: updates on a compute
 // stream, packing and unpacking of faces on a communication stream (greater priority).
-// Each iteration n:
+// Each neighbour is reached through a kodo::Channel. Each iteration n:
 //   pack faces of A[n % 2] (communication stream, after update n-1)
-//   -> when packed, send each face to its neighbour (a view handed over, no copy on
-//      the same rank)
-//   receive_face: unpack into the ghost layer (communication stream)
+//   -> send each face on its channel (sent once the pack is done: UCX for a neighbour
+//      on another rank, GPU-aware or host-staged; a device copy on the same rank)
+//   a face of n lands in a receive buffer posted in advance -> unpack it into the
+//      ghost layer (communication stream) and post the receive for n + 2
 //   -> all faces of n in: update n (compute stream, after the unpacks)
-// Faces are packed into one of two buffers by parity: a neighbour is done reading the
-// buffer of iteration n before we pack n + 2 (it cannot send its faces of n + 1 before
-// its unpacks of n have completed on its communication stream).
+// Send and receive buffers come in two by parity. A neighbour cannot send its faces of
+// n + 2 (or read our send buffer of n again) before it has our faces of n + 1, which
+// we send only after our unpacks of n have completed on our communication stream; so
+// the buffers of n are free again when n + 2 needs them.
 class JacobiBlock : public kodo::WorkUnit<JacobiBlock> {
  public:
   JacobiBlock(const kodo::UnitInit<JacobiBlock>& init, const BlockConfig& config);
 
   // Entry methods.
   void iterate(std::int64_t count);  // run `count` more iterations
-  void receive_face(std::int64_t iteration, int face, Field data);
   void compute_checksum();  // once the iterations asked for so far are done
   void checksum_done(std::uint64_t checksum);
 
  private:
   void advance();
   void pack_faces();
-  void send_faces(std::int64_t iteration);
+  void post_receive(std::int64_t iteration, int face);
+  void on_face(std::int64_t iteration, int face);
   void contribute_checksum();
 
   BlockConfig config_;
@@ -67,7 +70,9 @@ class JacobiBlock : public kodo::WorkUnit<JacobiBlock> {
   kodo::Stream* compute_;
   kodo::Stream* comm_;
   Field field_[2];
-  Field send_buffer_[2][6];  // by parity of the iteration
+  Field send_buffer_[2][6];     // by parity of the iteration
+  Field receive_buffer_[2][6];
+  kodo::Channel channel_[6];    // to the neighbour across each face
   std::array<bool, 6> has_neighbour_{};
   int neighbours_ = 0;
   std::int64_t iteration_ = 0;   // the next update to run

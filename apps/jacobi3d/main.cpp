@@ -24,10 +24,10 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
   if (root) {
     std::printf("jacobi3d: grid %" PRId64 " x %" PRId64 " x %" PRId64 ", %d rank(s), odf %" PRId64
                 ", %" PRId64 " units as %" PRId64 " x %" PRId64 " x %" PRId64
-                ", backend %s, iterations %" PRId64 " (+%" PRId64 " warm-up), completion %s\n",
+                ", backend %s, iterations %" PRId64 " (+%" PRId64 " warm-up), completion %s, comm %s\n",
                 grid.x, grid.y, grid.z, runtime.size(), opt.odf, units.size(), units.x, units.y,
                 units.z, KODO_BACKEND_NAME, opt.iterations, opt.warmup,
-                opt.sync ? "sync (fence)" : "engine");
+                opt.sync ? "sync (fence)" : "engine", opt.comm.c_str());
   }
   // Where each rank runs, gathered to rank 0.
   const std::string where = kodo::describe(runtime.placement(), runtime.rank());
@@ -40,8 +40,9 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
     for (int r = 0; r < runtime.size(); ++r) std::printf("  %s\n", all.data() + r * line.size());
 
   jacobi::RankReport report;
-  const jacobi::BlockConfig config{
-      grid, opt.sync ? jacobi::Completion::sync : jacobi::Completion::engine, &report};
+  const jacobi::BlockConfig config{grid,
+                                   opt.sync ? jacobi::Completion::sync : jacobi::Completion::engine,
+                                   kodo::parse_comm_mode(opt.comm), &report};
   const double t0 = now();
   auto blocks = kodo::Collection<jacobi::JacobiBlock>::create(runtime, units, config);
   runtime.run();

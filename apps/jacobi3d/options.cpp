@@ -35,6 +35,13 @@ Options parse_options(const std::vector<std::string>& args) {
       o.sync = true;
       continue;
     }
+    if (a == "--comm") {
+      if (i + 1 >= args.size()) throw std::invalid_argument(a + " needs a value");
+      o.comm = args[++i];
+      if (o.comm != "device" && o.comm != "host")
+        throw std::invalid_argument("--comm must be device or host, not '" + o.comm + "'");
+      continue;
+    }
     std::int64_t* target = nullptr;
     std::int64_t min = 1;
     if (a == "-x") target = &o.x;
@@ -52,12 +59,14 @@ Options parse_options(const std::vector<std::string>& args) {
 
 std::string usage() {
   return "usage: jacobi3d [-x N] [-y N] [-z N] [-i ITERATIONS] [-w WARMUP] [--odf UNITS_PER_RANK]\n"
-         "                [--verify] [--sync] [--help]\n"
+         "                [--comm device|host] [--verify] [--sync] [--help]\n"
          "  -x, -y, -z   global grid size (default 64 each)\n"
          "  -i           timed iterations (default 100)\n"
          "  -w           warm-up iterations before timing (default 10)\n"
          "  --odf        overdecomposition factor: work units per rank (default 1)\n"
          "  --verify     compare the checksum with a serial reference run on rank 0\n"
+         "  --comm       halo transfers: device (GPU-aware, default) or host (staged through\n"
+         "               pinned host memory); units of one rank always use device copies\n"
          "  --sync       wait for device work by fencing streams (default: completion engine)\n";
 }
 
