@@ -53,7 +53,11 @@ class Ring : public kodo::WorkUnit<Self> {
   void send_all() {
     for (int k = 0; k < kMessages; ++k) {
       outbox_.push_back(filled(length(k), me() * 1000.0 + k * 100.0));
-      to_next_.send(outbox_.back(), [this] { ++sent_; });
+      // Alternately through the stream and as data already complete (filled() fenced).
+      if (k % 2)
+        to_next_.send(outbox_.back(), kodo::data_ready, [this] { ++sent_; });
+      else
+        to_next_.send(outbox_.back(), [this] { ++sent_; });
     }
   }
 

@@ -70,10 +70,15 @@ void JacobiBlock::pack_faces() {
   comm_->wait_for(*compute_);  // the update that produced A[n % 2]
   for (int f = 0; f < 6; ++f)
     if (has_neighbour_[f]) pack_face(comm_->space(), field_[n % 2], shape_, f, send_buffer_[n % 2][f]);
-  if (config_.completion == Completion::sync) comm_->space().fence("jacobi::pack (sync)");
-  // Each send leaves once the packs enqueued on comm_ are done (at once when fenced).
-  for (int f = 0; f < 6; ++f)
-    if (has_neighbour_[f]) channel_[f].send(send_buffer_[n % 2][f]);
+  if (config_.completion == Completion::sync) {
+    comm_->space().fence("jacobi::pack (sync)");
+    for (int f = 0; f < 6; ++f)
+      if (has_neighbour_[f]) channel_[f].send(send_buffer_[n % 2][f], kodo::data_ready);
+  } else {
+    // Each send leaves once the packs enqueued on comm_ are done.
+    for (int f = 0; f < 6; ++f)
+      if (has_neighbour_[f]) channel_[f].send(send_buffer_[n % 2][f]);
+  }
 }
 
 void JacobiBlock::post_receive(std::int64_t n, int f) {

@@ -103,7 +103,7 @@ struct ChannelEnd : std::enable_shared_from_this<ChannelEnd> {
     return Segment{s.data(), s.extent(0), MemoryKind::host};
   }
 
-  void send(Transfer t);
+  void send(Transfer t, bool ready);
   void recv(Transfer t);
   void match_local();
   void close();
@@ -120,7 +120,7 @@ std::map<std::tuple<std::uint32_t, std::int64_t, std::int64_t, int>, ChannelEnd*
 
 }  // namespace
 
-void ChannelEnd::send(Transfer t) {
+void ChannelEnd::send(Transfer t, bool ready) {
   runtime->expect_event();             // the receiver's completion
   if (t.done) runtime->expect_event();  // and ours
   if (local()) {
@@ -141,7 +141,7 @@ void ChannelEnd::send(Transfer t) {
     copy_bytes(stream->space(), segment_of(staging), from, from.bytes);
     from = Segment{staging.data(), t.segment.bytes, MemoryKind::host};
   }
-  runtime->when_done(*stream, [self_ptr, tag, from, staging, t = std::move(t)]() mutable {
+  auto start = [self_ptr, tag, from, staging, t = std::move(t)]() mutable {
     self_ptr->runtime->transport().tag_send(
         self_ptr->peer_rank, tag, from,
         [self_ptr, staging, t = std::move(t)](ucs_status_t status, std::size_t) mutable {
@@ -150,7 +150,11 @@ void ChannelEnd::send(Transfer t) {
           if (staging.data()) self_ptr->spare.push_back(staging);
           if (t.done) self_ptr->runtime->queue_callback(std::move(t.done));
         });
-  });
+  };
+  if (ready && !staging.data())
+    start();
+  else
+    runtime->when_done(*stream, std::move(start));
 }
 
 void ChannelEnd::recv(Transfer t) {
@@ -280,9 +284,10 @@ Channel::~Channel() {
 
 bool Channel::is_local() const { return end_ && end_->local(); }
 
-void Channel::send_segment(Segment data, std::shared_ptr<const void> keep, std::function<void()> sent) {
+void Channel::send_segment(Segment data, std::shared_ptr<const void> keep, std::function<void()> sent,
+                           bool ready) {
   if (!end_) throw Error("kodo: send on a channel that is not open");
-  end_->send({data, std::move(keep), std::move(sent), nullptr});
+  end_->send({data, std::move(keep), std::move(sent), nullptr}, ready);
 }
 
 void Channel::recv_segment(Segment into, std::shared_ptr<const void> keep,

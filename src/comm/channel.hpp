@@ -45,6 +45,10 @@ enum class CommMode { device, host_staged };
 CommMode parse_comm_mode(std::string_view text);
 const char* to_string(CommMode mode);
 
+// Tag for Channel::send: the data is complete now (no device work on it is pending).
+struct DataReady {};
+inline constexpr DataReady data_ready{};
+
 namespace detail {
 struct ChannelEnd;
 }
@@ -75,7 +79,14 @@ class Channel {
   // stream so far is done. `sent` (optional) runs when `data` may be written again.
   template <class V>
   void send(const V& data, std::function<void()> sent = {}) {
-    send_segment(segment(data), std::make_shared<V>(data), std::move(sent));
+    send_segment(segment(data), std::make_shared<V>(data), std::move(sent), false);
+  }
+  // The same for data that is complete already (written by the host, or by device
+  // work the caller has fenced): a GPU-aware send to another rank starts at once,
+  // without a trip through the completion engine.
+  template <class V>
+  void send(const V& data, DataReady, std::function<void()> sent = {}) {
+    send_segment(segment(data), std::make_shared<V>(data), std::move(sent), true);
   }
   // Posts the receive of the peer's next send into `into`; `received` runs once the
   // data is in `into` (for a device view: device work then sees it when ordered after
@@ -100,7 +111,8 @@ class Channel {
   }
   void open(Runtime& runtime, std::uint32_t collection, const Extent3& shape, const Index3& self,
             const Index3& peer, int peer_rank, Stream& stream, CommMode mode, int port);
-  void send_segment(Segment data, std::shared_ptr<const void> keep, std::function<void()> sent);
+  void send_segment(Segment data, std::shared_ptr<const void> keep, std::function<void()> sent,
+                    bool ready);
   void recv_segment(Segment into, std::shared_ptr<const void> keep, std::function<void()> received);
 
   std::shared_ptr<detail::ChannelEnd> end_;

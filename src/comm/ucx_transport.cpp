@@ -2,6 +2,7 @@
 
 #include "../tasking/error.hpp"
 
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -62,6 +63,12 @@ struct UcxTransport::TagOp {
 
 UcxTransport::UcxTransport(MPI_Comm comm, Deliver deliver, Prepare prepare)
     : comm_(comm), deliver_(std::move(deliver)), prepare_(std::move(prepare)) {
+  if (const char* mode = std::getenv("KODO_UCX_ERROR_MODE")) {
+    const std::string m = mode;
+    if (m != "peer" && m != "none")
+      throw Error("kodo: KODO_UCX_ERROR_MODE must be peer or none, not '" + m + "'");
+    peer_errors_ = m == "peer";
+  }
   int size = 0;
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size);
@@ -129,8 +136,9 @@ ucp_ep_h UcxTransport::endpoint(int rank) {
                       UCP_EP_PARAM_FIELD_ERR_HANDLER;
   params.address = reinterpret_cast<const ucp_address_t*>(peer_addresses_[rank].data());
   // Peer error handling turns a dead or unreachable peer into an error callback instead
-  // of a send that never completes.
-  params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  // of a send that never completes; it also rules out UCX transports that cannot
+  // report peer failure (KODO_UCX_ERROR_MODE, see README).
+  params.err_mode = peer_errors_ ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
   params.err_handler.cb = &UcxTransport::on_ep_error;
   params.err_handler.arg = &peers_[rank];
   const ucs_status_t status = ucp_ep_create(worker_, &params, &endpoints_[rank]);

@@ -97,6 +97,7 @@ class UcxTransport {
   std::unordered_set<void*> posted_recvs_;  // tagged receives not yet completed
   bool completed_while_posting_ = false;
   bool shutting_down_ = false;
+  bool peer_errors_ = true;  // UCP_ERR_HANDLING_MODE_PEER on endpoints
 };
 
 }  // namespace kodo::detail

@@ -1,0 +1,150 @@
+// Ping-pong latency and streaming bandwidth between two units on two ranks over a
+// kodo::Channel, GPU-aware and host-staged, with views in the default memory space
+// (device memory on a GPU build: GPU 0 <-> GPU 1 with one rank per GPU).
+//
+//   mpiexec -n 2 pingpong_bench [--sizes 8,...] [--modes device,host] [--window 32]
+//                               [--csv FILE]
+//
+// Latency: unit 0 sends, unit 1 sends back on arrival; half the round trip, averaged.
+// Bandwidth: unit 0 sends `window` messages back to back into receives unit 1 posted
+// in advance (all into one buffer, as ucx_perftest does), unit 1 answers with 8 bytes
+// when all have landed; bytes moved over time. Every send is kodo::data_ready (the
+// buffers are not written between sends), so what is timed is kodo's channel and
+// scheduler path over UCX. perf/pingpong.sh runs ucx_perftest beside it.
+
+#include "report.hpp"
+
+#include <kodo.hpp>
+
+#include <algorithm>
+#include <cinttypes>
+#include <optional>
+#include <sstream>
+
+namespace {
+
+using Buffer = Kokkos::View<std::byte*>;
+
+struct Trial {
+  std::int64_t bytes = 0;
+  int iterations = 0;
+  int window = 1;      // 1: latency (ping-pong); > 1: bandwidth
+  int mode = 0;        // index into the unit's channels
+};
+
+class Endpoint : public kodo::WorkUnit<Endpoint> {
+ public:
+  Endpoint(const kodo::UnitInit<Endpoint>& init, std::int64_t max_bytes)
+      : WorkUnit(init), out_("out", max_bytes), in_("in", max_bytes), ack_("ack", 8), ack_in_("ack_in", 8) {
+    kodo::Stream& s = init.runtime->streams().communication(0);
+    const kodo::Index3 peer{1 - init.index.x, 0, 0};
+    channel_[0] = kodo::Channel(*this, peer, s, kodo::CommMode::device, 0);
+    channel_[1] = kodo::Channel(*this, peer, s, kodo::CommMode::host_staged, 1);
+    Kokkos::deep_copy(out_, std::byte{1});
+    Kokkos::fence();
+  }
+
+  // Both units get the trial; unit 0 times it and leads.
+  void start(Trial t) {
+    trial_ = t;
+    done_ = 0;
+    out_view_ = Kokkos::subview(out_, std::make_pair<std::int64_t>(0, t.bytes));
+    in_view_ = Kokkos::subview(in_, std::make_pair<std::int64_t>(0, t.bytes));
+    if (index().x == 1) return post_round();
+    began_ = perf::seconds();
+    lead_round();
+  }
+
+  double seconds = 0;  // unit 0: the trial's time
+
+ private:
+  kodo::Channel& link() { return channel_[trial_.mode]; }
+
+  // Unit 0: a round is `window` sends, then the answer.
+  void lead_round() {
+    link().recv(trial_.window == 1 ? in_view_ : ack_in_, [this] { on_answer(); });
+    for (int w = 0; w < trial_.window; ++w) link().send(out_view_, kodo::data_ready);
+  }
+  void on_answer() {
+    if (++done_ < trial_.iterations) return lead_round();
+    seconds = perf::seconds() - began_;
+  }
+
+  // Unit 1: receives for a round, then the answer.
+  void post_round() {
+    received_ = 0;
+    for (int w = 0; w < trial_.window; ++w) link().recv(in_view_, [this] { on_message(); });
+  }
+  void on_message() {
+    if (++received_ < trial_.window) return;
+    const bool more = ++done_ < trial_.iterations;
+    if (more) post_round();  // before answering: the next round may follow at once
+    link().send(trial_.window == 1 ? in_view_ : ack_, kodo::data_ready);
+  }
+
+  kodo::Channel channel_[2];
+  Buffer out_, in_, ack_, ack_in_;
+  Buffer out_view_, in_view_;  // the first `bytes` of out_ and in_
+  Trial trial_;
+  int done_ = 0, received_ = 0;
+  double began_ = 0;
+};
+
+std::vector<std::int64_t> parse_list(const std::string& text) {
+  std::vector<std::int64_t> out;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');) out.push_back(std::stoll(item));
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  kodo::Runtime runtime(argc, argv);
+  if (runtime.size() != 2) {
+    if (runtime.rank() == 0) std::fprintf(stderr, "pingpong_bench: run it on exactly 2 ranks\n");
+    return 2;
+  }
+  std::ostringstream default_sizes;  // 8 B to 64 MiB
+  for (std::int64_t s = 8; s <= (64 << 20); s *= 2) default_sizes << (s == 8 ? "" : ",") << s;
+  const auto sizes = parse_list(perf::option(argc, argv, "--sizes", default_sizes.str()));
+  const std::string modes = perf::option(argc, argv, "--modes", "device,host");
+  const int window = std::stoi(perf::option(argc, argv, "--window", "32"));
+  std::int64_t max_bytes = 8;
+  for (auto s : sizes) max_bytes = std::max(max_bytes, s);
+
+  std::optional<perf::Csv> csv;  // rank 0 reports
+  if (runtime.rank() == 0)
+    csv.emplace(perf::csv_path(argc, argv), argc, argv,
+                "mode,test,bytes,iterations,window,latency_us,bandwidth_GBps");
+  auto units = kodo::Collection<Endpoint>::create(runtime, {2, 1, 1}, max_bytes);
+  for (int mode = 0; mode < 2; ++mode) {
+    const char* name = mode == 0 ? "device" : "host";
+    if (modes.find(name) == std::string::npos) continue;
+    for (const std::int64_t bytes : sizes) {
+      for (const int w : {1, window}) {
+        // Enough repetitions for a stable time, few for large messages.
+        const double volume = static_cast<double>(bytes) * w;
+        const int iterations = static_cast<int>(std::clamp(2e9 / std::max(volume, 1.0), 20.0, w == 1 ? 5000.0 : 500.0));
+        Trial t{bytes, iterations, w, mode};
+        // Warm-up (connections, staging buffers, UCX registration caches), then timed.
+        for (const Trial& run : {Trial{bytes, std::min(iterations, 20), w, mode}, t}) {
+          units.broadcast_local<&Endpoint::start>(run);
+          runtime.run();
+        }
+        if (runtime.rank() != 0) continue;
+        double seconds = 0;
+        units.for_each_local([&](Endpoint& e) { seconds = e.seconds; });
+        char line[256];
+        if (w == 1)
+          std::snprintf(line, sizeof line, "%s,latency,%" PRId64 ",%d,1,%.3f,", name, bytes, iterations,
+                        seconds / iterations / 2 * 1e6);
+        else
+          std::snprintf(line, sizeof line, "%s,bandwidth,%" PRId64 ",%d,%d,,%.3f", name, bytes, iterations, w,
+                        volume * iterations / seconds * 1e-9);
+        csv->row(line);
+      }
+    }
+  }
+  return 0;
+}
