@@ -8,8 +8,8 @@
 //
 // The k-th send on one end lands in the buffer of the k-th receive posted on the other
 // end, whatever order the messages travel in; several transfers may be in flight in
-// each direction. Completion reaches the unit from the scheduler loop, never from
-// inside UCX, and no call blocks the rank.
+// each direction, and their completions may run in any order. Completion reaches the
+// unit from the scheduler loop, never from inside UCX, and no call blocks the rank.
 //
 // Transport:
 // - units on different ranks: UCX tagged messages. A receive is posted into the

@@ -97,7 +97,7 @@ class UcxTransport {
   std::unordered_set<void*> posted_recvs_;  // tagged receives not yet completed
   bool completed_while_posting_ = false;
   bool shutting_down_ = false;
-  bool peer_errors_ = true;  // UCP_ERR_HANDLING_MODE_PEER on endpoints
+  bool peer_errors_ = false;  // UCP_ERR_HANDLING_MODE_PEER on endpoints (KODO_UCX_ERROR_MODE)
 };
 
 }  // namespace kodo::detail

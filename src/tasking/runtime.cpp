@@ -148,26 +148,33 @@ void Runtime::run() {
   } reset{running_};
 
   // Termination by waves of a non-blocking allreduce of (sent, processed, pending
-  // reduction rounds): the job is quiet when two consecutive waves agree and every sent
-  // message has been processed (the four-counter method). Ranks keep working while a
-  // wave is in flight; an idle rank only yields the processor.
-  std::array<std::uint64_t, 3> wave_in{}, wave_out{}, previous{};
+  // reduction rounds, ranks with undrained streams): the job is quiet when two
+  // consecutive waves agree, every sent message has been processed and no rank has
+  // streams to drain (the four-counter method). Ranks keep working while a wave is in
+  // flight; an idle rank only yields the processor.
+  std::array<std::uint64_t, 4> wave_in{}, wave_out{}, previous{};
   bool have_previous = false, wave_active = false;
   MPI_Request wave = MPI_REQUEST_NULL;
   // Device work that has not moved for this long is checked for faults.
   constexpr auto kStallCheck = std::chrono::milliseconds(100);
   auto last_completion = std::chrono::steady_clock::now();
-  // Device work nobody awaits still counts: when the rank runs out of work, it marks
+  // Device work nobody awaits still counts: before the job may end, each rank marks
   // every stream of its pool and waits (without blocking) for those marks as well.
   // Anything that may launch device work (a dispatched message, a continuation other
-  // than a drain) calls for a new drain.
-  bool drained = false;
+  // than a drain) makes the rank dirty. The drain waits for a wave that finds the job
+  // otherwise quiet, so it never sits between a message and the next one.
+  bool dirty = true;  // the program may have launched work before run()
+  // A wave is looked at once every few idle turns of the loop: an MPI progress call
+  // costs more than a UCX one, and arrivals should not wait behind it. A rank idle for
+  // long yields the processor between turns (for ranks sharing cores); a short wait
+  // is spent polling, so a message that arrives soon is seen at once.
+  constexpr unsigned kWaveTestInterval = 16, kSpinTurns = 1024;
+  unsigned idle_turns = 0;
   for (;;) {
     const std::size_t drains_before = drains_done_;
     const std::size_t completed = engine_.poll();
-    if (completed > drains_done_ - drains_before) drained = false;
+    if (completed > drains_done_ - drains_before) dirty = true;
     const std::size_t events = transport_->progress() + completed;
-    if (!queue_.empty()) drained = false;
     if (completed || engine_.pending() == 0) {
       last_completion = std::chrono::steady_clock::now();
     } else if (std::chrono::steady_clock::now() - last_completion > kStallCheck) {
@@ -178,46 +185,51 @@ void Runtime::run() {
       }
       last_completion = std::chrono::steady_clock::now();
     }
+    if (!queue_.empty()) dirty = true;
     for (int n = 0; n < kDispatchBatch && !queue_.empty(); ++n) {
       detail::Message m = std::move(queue_.front());
       queue_.pop_front();
       dispatch(m);
       ++processed_;
     }
-    if (!drained && queue_.empty() && engine_.pending() == 0) {
-      try {
-        streams_->for_each([&](Stream& s) { when_done(s, [this] { ++drains_done_; }); });
-      } catch (const std::exception& e) {
-        fatal(e.what());
-      }
-      drained = true;
+    if (events != 0 || !queue_.empty()) {
+      idle_turns = 0;
+      continue;
     }
-    if (!wave_active && queue_.empty()) {
-      wave_in = {sent_, processed_, pending_rounds()};
-      MPI_Iallreduce(wave_in.data(), wave_out.data(), 3, MPI_UINT64_T, MPI_SUM, wave_comm_, &wave);
+    if (++idle_turns >= kSpinTurns) std::this_thread::yield();
+    if (idle_turns % kWaveTestInterval != 0) continue;
+    if (!wave_active) {
+      wave_in = {sent_, processed_, pending_rounds(), dirty ? 1u : 0u};
+      MPI_Iallreduce(wave_in.data(), wave_out.data(), 4, MPI_UINT64_T, MPI_SUM, wave_comm_, &wave);
       wave_active = true;
     }
-    if (wave_active) {
-      int done = 0;
-      MPI_Test(&wave, &done, MPI_STATUS_IGNORE);
-      if (done) {
-        wave_active = false;
-        if (have_previous && wave_out == previous && wave_out[0] == wave_out[1]) {
-          if (wave_out[2] != 0) {
-            const std::string detail = describe_pending_rounds();
-            // Nothing can complete these rounds now; drop them so later runs do not report
-            // them again (the collection's reductions stay out of step: end the program).
-            for (auto& c : collections_) c->rounds().clear();
-            throw Error("kodo: the job went quiet with " + std::to_string(wave_out[2]) +
-                        " reduction round(s) incomplete: some units never contributed" + detail);
-          }
-          return;
+    int done = 0;
+    MPI_Test(&wave, &done, MPI_STATUS_IGNORE);
+    if (done) {
+      wave_active = false;
+      const bool balanced = wave_out[0] == wave_out[1];
+      if (have_previous && wave_out == previous && balanced && wave_out[3] == 0) {
+        if (wave_out[2] != 0) {
+          const std::string detail = describe_pending_rounds();
+          // Nothing can complete these rounds now; drop them so later runs do not report
+          // them again (the collection's reductions stay out of step: end the program).
+          for (auto& c : collections_) c->rounds().clear();
+          throw Error("kodo: the job went quiet with " + std::to_string(wave_out[2]) +
+                      " reduction round(s) incomplete: some units never contributed" + detail);
         }
-        previous = wave_out;
-        have_previous = true;
+        return;
+      }
+      previous = wave_out;
+      have_previous = true;
+      if (balanced && dirty && engine_.pending() == 0) {
+        try {
+          streams_->for_each([&](Stream& s) { when_done(s, [this] { ++drains_done_; }); });
+        } catch (const std::exception& e) {
+          fatal(e.what());
+        }
+        dirty = false;
       }
     }
-    if (events == 0 && queue_.empty()) std::this_thread::yield();
   }
 }
 
