@@ -1,8 +1,9 @@
 // Ping-pong latency and streaming bandwidth between two units on two ranks over a
-// kodo::Channel, GPU-aware and host-staged, with views in the default memory space
-// (device memory on a GPU build: GPU 0 <-> GPU 1 with one rank per GPU).
+// kodo::Channel, GPU-aware (device) and host-staged (host), and as entry-method calls
+// carrying the view (call), with views in the default memory space (device memory on
+// a GPU build: GPU 0 <-> GPU 1 with one rank per GPU).
 //
-//   mpiexec -n 2 pingpong_bench [--sizes 8,...] [--modes device,host] [--window 32]
+//   mpiexec -n 2 pingpong_bench [--sizes 8,...] [--modes device,host,call] [--window 32]
 //                               [--csv FILE]
 //
 // Latency: unit 0 sends, unit 1 sends back on arrival; half the round trip, averaged.
@@ -10,7 +11,8 @@
 // in advance (all into one buffer, as ucx_perftest does), unit 1 answers with 8 bytes
 // when all have landed; bytes moved over time. Every send is kodo::data_ready (the
 // buffers are not written between sends), so what is timed is kodo's channel and
-// scheduler path over UCX. perf/pingpong.sh runs ucx_perftest beside it.
+// scheduler path over UCX. The receiver checks the data of each trial's last message.
+// perf/pingpong.sh runs ucx_perftest beside it.
 
 #include "report.hpp"
 
@@ -29,8 +31,9 @@ struct Trial {
   std::int64_t bytes = 0;
   int iterations = 0;
   int window = 1;      // 1: latency (ping-pong); > 1: bandwidth
-  int mode = 0;        // index into the unit's channels
+  int mode = 0;        // 0, 1: the unit's channels (device, host-staged); 2: calls
 };
+constexpr int kCallMode = 2;
 
 class Endpoint : public kodo::WorkUnit<Endpoint> {
  public:
@@ -50,9 +53,21 @@ class Endpoint : public kodo::WorkUnit<Endpoint> {
     done_ = 0;
     out_view_ = Kokkos::subview(out_, std::make_pair<std::int64_t>(0, t.bytes));
     in_view_ = Kokkos::subview(in_, std::make_pair<std::int64_t>(0, t.bytes));
-    if (index().x == 1) return post_round();
+    received_ = 0;
+    if (index().x == 1) return t.mode == kCallMode ? void() : post_round();
     began_ = perf::seconds();
-    lead_round();
+    t.mode == kCallMode ? call_round() : lead_round();
+  }
+
+  // Calls mode: an entry method carrying the view (the receiving runtime allocates a
+  // view and UCX moves the data into it).
+  void take(Buffer data) {
+    if (index().x == 0) return on_answer();
+    last_ = data;
+    if (++received_ < trial_.window) return;
+    received_ = 0;
+    if (++done_ == trial_.iterations) check(data);
+    unit({0, 0, 0}).send<&Endpoint::take>(trial_.window == 1 ? data : ack_);
   }
 
   double seconds = 0;  // unit 0: the trial's time
@@ -66,8 +81,19 @@ class Endpoint : public kodo::WorkUnit<Endpoint> {
     for (int w = 0; w < trial_.window; ++w) link().send(out_view_, kodo::data_ready);
   }
   void on_answer() {
-    if (++done_ < trial_.iterations) return lead_round();
+    if (++done_ < trial_.iterations) return trial_.mode == kCallMode ? call_round() : lead_round();
     seconds = perf::seconds() - began_;
+  }
+  void call_round() {
+    for (int w = 0; w < trial_.window; ++w) unit({1, 0, 0}).send<&Endpoint::take>(out_view_);
+  }
+
+  // Unit 1, at the end of a trial: the data is what unit 0 sent (every byte 1).
+  static void check(const Buffer& data) {
+    if (data.extent(0) == 0) return;
+    auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, data);
+    for (std::size_t i = 0; i < h.extent(0); ++i)
+      if (h(i) != std::byte{1}) kodo::fatal("pingpong_bench: received data differs from what was sent");
   }
 
   // Unit 1: receives for a round, then the answer.
@@ -79,12 +105,14 @@ class Endpoint : public kodo::WorkUnit<Endpoint> {
     if (++received_ < trial_.window) return;
     const bool more = ++done_ < trial_.iterations;
     if (more) post_round();  // before answering: the next round may follow at once
+    else check(in_view_);
     link().send(trial_.window == 1 ? in_view_ : ack_, kodo::data_ready);
   }
 
   kodo::Channel channel_[2];
   Buffer out_, in_, ack_, ack_in_;
   Buffer out_view_, in_view_;  // the first `bytes` of out_ and in_
+  Buffer last_;                // calls mode: the view received last
   Trial trial_;
   int done_ = 0, received_ = 0;
   double began_ = 0;
@@ -108,7 +136,7 @@ int main(int argc, char** argv) {
   std::ostringstream default_sizes;  // 8 B to 64 MiB
   for (std::int64_t s = 8; s <= (64 << 20); s *= 2) default_sizes << (s == 8 ? "" : ",") << s;
   const auto sizes = parse_list(perf::option(argc, argv, "--sizes", default_sizes.str()));
-  const std::string modes = perf::option(argc, argv, "--modes", "device,host");
+  const std::string modes = perf::option(argc, argv, "--modes", "device,host,call");
   const int window = std::stoi(perf::option(argc, argv, "--window", "32"));
   std::int64_t max_bytes = 8;
   for (auto s : sizes) max_bytes = std::max(max_bytes, s);
@@ -118,8 +146,8 @@ int main(int argc, char** argv) {
     csv.emplace(perf::csv_path(argc, argv), argc, argv,
                 "mode,test,bytes,iterations,window,latency_us,bandwidth_GBps");
   auto units = kodo::Collection<Endpoint>::create(runtime, {2, 1, 1}, max_bytes);
-  for (int mode = 0; mode < 2; ++mode) {
-    const char* name = mode == 0 ? "device" : "host";
+  for (int mode = 0; mode < 3; ++mode) {
+    const char* name = mode == 0 ? "device" : mode == 1 ? "host" : "call";
     if (modes.find(name) == std::string::npos) continue;
     for (const std::int64_t bytes : sizes) {
       for (const int w : {1, window}) {
