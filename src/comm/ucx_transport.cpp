@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 #include <memory>
 #include <string>
 
@@ -28,20 +29,25 @@ ucs_memory_type_t ucs_type(MemoryKind kind) {
   return UCS_MEMORY_TYPE_UNKNOWN;
 }
 
-// Several segments go as one I/O vector; the memory-type hint applies to all of them,
-// so it is given only when they agree (UCX looks the pointers up otherwise).
-void describe(const std::vector<Segment>& segments, std::vector<ucp_dt_iov_t>& iov,
-              ucp_request_param_t& param) {
-  iov.clear();
-  for (const Segment& s : segments) iov.push_back(ucp_dt_iov_t{s.data, s.bytes});
-  param.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
-  param.datatype = ucp_dt_make_iov();
+// The data of a message: one segment as a contiguous buffer, several as an I/O vector
+// (UCX moves I/O vectors of GPU memory through slower protocols: 0.8 GB/s against
+// 320 GB/s for one 8 MiB segment on an H200 pair). The memory-type hint applies to all
+// segments, so it is given only when they agree (UCX looks the pointers up otherwise).
+// Returns the buffer and count for the UCX call.
+std::pair<void*, std::size_t> describe(const std::vector<Segment>& segments,
+                                       std::vector<ucp_dt_iov_t>& iov, ucp_request_param_t& param) {
   bool same = !segments.empty();
   for (const Segment& s : segments) same = same && s.kind == segments.front().kind;
   if (same) {
     param.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
     param.memory_type = ucs_type(segments.front().kind);
   }
+  if (segments.size() == 1) return {segments.front().data, segments.front().bytes};
+  iov.clear();
+  for (const Segment& s : segments) iov.push_back(ucp_dt_iov_t{s.data, s.bytes});
+  param.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
+  param.datatype = ucp_dt_make_iov();
+  return {iov.data(), iov.size()};
 }
 
 }  // namespace
@@ -176,10 +182,10 @@ void UcxTransport::send(int rank, Message&& message) {
             " beside the views (send large data as views)");
     std::vector<Segment> segments;
     for (const Attachment& a : m.attachments) segments.push_back(a.segment);
-    describe(segments, state->iov, param);
+    const auto [buffer, count] = describe(segments, state->iov, param);
     param.flags |= UCP_AM_SEND_FLAG_RNDV;
     request = ucp_am_send_nbx(endpoint(rank), kMessageAmId, state->header.data(),
-                              state->header.size(), state->iov.data(), state->iov.size(), &param);
+                              state->header.size(), buffer, count, &param);
   }
   if (request == nullptr) return;  // completed in place; `state` frees the message
   if (UCS_PTR_IS_ERR(request))
@@ -269,9 +275,8 @@ void UcxTransport::receive_attachments(Message&& message, void* data, std::size_
   rparam.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   rparam.cb.recv_am = &UcxTransport::on_recv_done;
   rparam.user_data = state.get();
-  describe(into, state->iov, rparam);
-  ucs_status_ptr_t request = ucp_am_recv_data_nbx(worker_, data, state->iov.data(),
-                                                  state->iov.size(), &rparam);
+  const auto [buffer, count] = describe(into, state->iov, rparam);
+  ucs_status_ptr_t request = ucp_am_recv_data_nbx(worker_, data, buffer, count, &rparam);
   if (request == nullptr) {
     deliver_(std::move(state->message));
   } else if (UCS_PTR_IS_ERR(request)) {
