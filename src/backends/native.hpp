@@ -25,6 +25,8 @@ int device_count();
 // Makes `device` current for this process; throws kodo::Error on failure.
 void select_device(int device);
 std::string device_name(int device);
+// The device's PCI bus id ("0000:1b:00.0"): the same GPU reads the same in every process.
+std::string device_bus_id(int device);
 
 // A stream of the given priority: communication gets the greatest priority the device
 // offers, compute the least. Throws kodo::Error on failure.

@@ -48,7 +48,6 @@ Placement place_rank(MPI_Comm comm, int device) {
   MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
   MPI_Comm_rank(node, &p.local_rank);
   MPI_Comm_size(node, &p.local_ranks);
-  MPI_Comm_free(&node);
   read_binding(p);
 
   std::string problem;
@@ -65,30 +64,43 @@ Placement place_rank(MPI_Comm comm, int device) {
   } else if (wanted == "host" && device_build) {
     problem = std::string("KODO_DEVICE=host, but this kodo build runs on ") + backend::name() +
               " GPUs (use a build against a host-only Kokkos)";
-  } else if (device_build) {
+  }
+  // The GPUs this rank sees, as a key the node's ranks compare (0: none, or no need).
+  int count = 0;
+  std::uint64_t key = 0;
+  if (problem.empty() && device_build) {
     try {
-      const int count = backend::device_count();
+      count = backend::device_count();
+      std::string ids;
+      for (int d = 0; d < count; ++d) ids += backend::device_bus_id(d) + ";";
+      key = 14695981039346656037ull;  // FNV-1a
+      for (unsigned char c : ids) key = (key ^ c) * 1099511628211ull;
+    } catch (const Error& e) {
+      problem = e.what();
+    }
+  }
+  // Collective on every rank of the node, whatever happened above.
+  std::vector<std::uint64_t> sets(p.local_ranks);
+  MPI_Allgather(&key, 1, MPI_UINT64_T, sets.data(), 1, MPI_UINT64_T, node);
+  if (problem.empty() && device_build) {
+    try {
       const char* share = std::getenv("KODO_SHARE_GPUS");
       const bool sharing = share && std::string(share) == "1";
       if (count == 0) {
         problem = std::string("no GPU is visible to this process, but kodo was built for ") +
                   backend::name();
-      } else if (device >= 0) {
-        p.device = device;
-        backend::select_device(p.device);
-        p.device_name = backend::device_name(p.device);
-      } else if (p.local_ranks > count && !sharing) {
-        problem = std::to_string(p.local_ranks) + " ranks share a node with " + std::to_string(count) +
-                  " GPU(s); kodo runs one rank per GPU (set KODO_SHARE_GPUS=1 to share)";
       } else {
-        p.device = p.local_rank % count;
-        backend::select_device(p.device);
-        p.device_name = backend::device_name(p.device);
+        p.device = device >= 0 ? device : detail::assign_device(sets, p.local_rank, count, sharing, problem);
+        if (p.device >= 0) {
+          backend::select_device(p.device);
+          p.device_name = backend::device_name(p.device);
+        }
       }
     } catch (const Error& e) {
       problem = e.what();
     }
   }
+  MPI_Comm_free(&node);
   // Every rank learns whether any rank failed, so all of them stop together.
   int failed = problem.empty() ? 0 : 1, any = 0;
   MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, comm);
@@ -96,6 +108,26 @@ Placement place_rank(MPI_Comm comm, int device) {
   if (any) throw Error("kodo: another rank could not be placed on a GPU (see its message)");
   return p;
 }
+
+namespace detail {
+
+int assign_device(const std::vector<std::uint64_t>& sets, int me, int count, bool sharing,
+                  std::string& problem) {
+  int position = 0, group = 0;  // among the ranks that see the same GPUs as `me`
+  for (int r = 0; r < static_cast<int>(sets.size()); ++r) {
+    if (sets[r] != sets[me]) continue;
+    if (r < me) ++position;
+    ++group;
+  }
+  if (group > count && !sharing) {
+    problem = std::to_string(group) + " ranks of this node see the same " + std::to_string(count) +
+              " GPU(s); kodo runs one rank per GPU (set KODO_SHARE_GPUS=1 to share)";
+    return -1;
+  }
+  return position % count;
+}
+
+}  // namespace detail
 
 std::string describe(const Placement& p, int rank) {
   std::ostringstream os;

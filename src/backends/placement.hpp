@@ -1,15 +1,19 @@
 #pragma once
 // Where a rank runs: its node-local rank, its GPU, its CPUs and NUMA nodes.
 //
-// Policy: one rank per GPU. Rank r of a node takes GPU r. More ranks on a node than
-// GPUs is an error, because ranks sharing a GPU silently distort every measurement;
-// KODO_SHARE_GPUS=1 allows it (GPU = local rank modulo the GPU count). KODO_DEVICE=gpu
-// (or host) makes a build without (or with) a device backend an error instead of a
-// surprise.
+// Policy: one rank per GPU. The ranks of a node that see the same GPUs share them out
+// in rank order: with no binding by the launcher, rank r of a node takes GPU r; when
+// the launcher gives each rank its own GPU (srun --gpus-per-task=1, jsrun -g 1), each
+// takes the one it sees. More ranks than the GPUs they see is an error, because ranks
+// sharing a GPU silently distort every measurement; KODO_SHARE_GPUS=1 allows it (the
+// GPUs are then dealt out round-robin). KODO_DEVICE=gpu (or host) makes a build without
+// (or with) a device backend an error instead of a surprise.
 
 #include <mpi.h>
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace kodo {
 
@@ -27,5 +31,13 @@ Placement place_rank(MPI_Comm comm, int device = -1);
 
 // One line: "rank R (local L of N): GPU D (name), cpus C, NUMA M".
 std::string describe(const Placement& p, int rank);
+
+namespace detail {
+// The GPU (index among the `count` it sees) for the rank at position `me` of a node
+// whose ranks see the GPU sets `sets` (one key per rank, equal keys: the same GPUs),
+// or -1 with `problem` set.
+int assign_device(const std::vector<std::uint64_t>& sets, int me, int count, bool sharing,
+                  std::string& problem);
+}  // namespace detail
 
 }  // namespace kodo

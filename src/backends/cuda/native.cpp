@@ -47,6 +47,12 @@ std::string device_name(int device) {
   return p.name;
 }
 
+std::string device_bus_id(int device) {
+  char id[32] = {};
+  check(cudaDeviceGetPCIBusId(id, sizeof id, device), "PCI bus id query");
+  return id;
+}
+
 NativeStream create_stream(Priority priority) {
   int least = 0, greatest = 0;
   check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "stream priority query");

@@ -35,6 +35,12 @@ std::string device_name(int device) {
   return p.name;
 }
 
+std::string device_bus_id(int device) {
+  char id[32] = {};
+  check(hipDeviceGetPCIBusId(id, sizeof id, device), "PCI bus id query");
+  return id;
+}
+
 NativeStream create_stream(Priority priority) {
   int least = 0, greatest = 0;
   check(hipDeviceGetStreamPriorityRange(&least, &greatest), "stream priority query");

@@ -17,6 +17,7 @@ void select_device(int device) {
   throw Error("kodo: the host backend has no device " + std::to_string(device));
 }
 std::string device_name(int) { return "host"; }
+std::string device_bus_id(int) { return "host"; }
 
 NativeStream create_stream(Priority priority) {
   // A distinct non-null token per stream keeps handles comparable.
