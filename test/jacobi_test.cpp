@@ -91,7 +91,11 @@ TEST_P(JacobiDecomposition, MatchesSerialReference) {
   blocks.broadcast_local<&jacobi::JacobiBlock::compute_checksum>();
   rt.run();
   ASSERT_TRUE(report.have_checksum);
-  EXPECT_EQ(report.checksum, jacobi::serial_reference_checksum(grid, 7));
+  const jacobi::SerialResult serial = jacobi::serial_reference(grid, 7);
+  EXPECT_EQ(report.checksum, serial.checksum);
+  ASSERT_TRUE(report.have_residual);
+  EXPECT_GT(serial.residual, 0.0);
+  EXPECT_NEAR(report.residual, serial.residual, 1e-12 * serial.residual);
 }
 
 INSTANTIATE_TEST_SUITE_P(UnitsPerRank, JacobiDecomposition,

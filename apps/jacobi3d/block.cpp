@@ -1,5 +1,6 @@
 #include "block.hpp"
 
+#include <cmath>
 #include <string>
 
 namespace jacobi {
@@ -106,6 +107,17 @@ void JacobiBlock::contribute_checksum() {
   const std::uint64_t sum =
       checksum(compute_->space(), field_[iteration_ % 2], shape_, config_.grid, origin_);
   contribute<&JacobiBlock::checksum_done>(sum, kodo::Sum{});
+  // The last update's size: A[n] against A[n - 1] (0 before the first update).
+  const double squares =
+      iteration_ == 0 ? 0.0
+                      : difference_squares(compute_->space(), field_[iteration_ % 2],
+                                           field_[(iteration_ + 1) % 2], shape_);
+  contribute<&JacobiBlock::residual_done>(squares, kodo::Sum{});
+}
+
+void JacobiBlock::residual_done(double squares) {
+  config_.report->residual = std::sqrt(squares);
+  config_.report->have_residual = true;
 }
 
 void JacobiBlock::checksum_done(std::uint64_t checksum) {

@@ -20,6 +20,8 @@ namespace jacobi {
 struct RankReport {
   std::uint64_t checksum = 0;
   bool have_checksum = false;
+  double residual = 0;  // L2 norm of the last update (0 before any)
+  bool have_residual = false;
 };
 
 // How a block learns that its device work is done.
@@ -56,6 +58,7 @@ class JacobiBlock : public kodo::WorkUnit<JacobiBlock> {
   void iterate(std::int64_t count);  // run `count` more iterations
   void compute_checksum();  // once the iterations asked for so far are done
   void checksum_done(std::uint64_t checksum);
+  void residual_done(double squares);
 
  private:
   void advance();

@@ -48,5 +48,12 @@ KOKKOS_INLINE_FUNCTION std::uint64_t point_hash(std::int64_t global_index, doubl
 // The whole problem on one thread, with no runtime: the answer every decomposition must
 // reproduce bit for bit.
 std::uint64_t serial_reference_checksum(const Grid& grid, std::int64_t iterations);
+// The same run's checksum and residual (L2 norm of the last update, summed in its own
+// order: equal to the solver's up to rounding).
+struct SerialResult {
+  std::uint64_t checksum = 0;
+  double residual = 0;
+};
+SerialResult serial_reference(const Grid& grid, std::int64_t iterations);
 
 }  // namespace jacobi

@@ -180,6 +180,22 @@ void update_flat(const Space& space, const Field& a, const Field& b, const Block
       });
 }
 
+double difference_squares(const Space& space, const Field& a, const Field& b, const BlockShape& s) {
+  Kokkos::View<double, Space::memory_space> result("jacobi::difference");
+  Kokkos::parallel_reduce(
+      "jacobi::difference", Policy(space, 0, s.interior_size()),
+      KOKKOS_LAMBDA(std::int64_t i, double& acc) {
+        const std::int64_t z = i % s.n[2], y = (i / s.n[2]) % s.n[1], x = i / (s.n[2] * s.n[1]);
+        const std::int64_t c = s.at(x + 1, y + 1, z + 1);
+        acc += (a(c) - b(c)) * (a(c) - b(c));
+      },
+      result);
+  double sum = 0;
+  Kokkos::deep_copy(space, sum, result);
+  space.fence("jacobi::difference");
+  return sum;
+}
+
 std::uint64_t checksum(const Space& space, const Field& a, const BlockShape& s, const Grid& g,
                        const std::int64_t origin[3]) {
   const std::int64_t ox = origin[0], oy = origin[1], oz = origin[2];

@@ -64,6 +64,9 @@ void update_scalar(const Space& space, const Field& a, const Field& b, const Blo
 // The same update as one flat range over all interior points (the plain Kokkos way,
 // kept for comparison in perf/).
 void update_flat(const Space& space, const Field& a, const Field& b, const BlockShape& s);
+// Sum over the block's interior of (a - b)^2: with a and b two successive iterates,
+// the squared norm of the last update (the residual jacobi3d reports).
+double difference_squares(const Space& space, const Field& a, const Field& b, const BlockShape& s);
 // Sum of point_hash over the block's interior.
 std::uint64_t checksum(const Space& space, const Field& a, const BlockShape& s, const Grid& g,
                        const std::int64_t origin[3]);

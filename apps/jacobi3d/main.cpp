@@ -7,6 +7,7 @@
 #include <kodo.hpp>
 
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <exception>
 #include <memory>
@@ -66,6 +67,12 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
     std::printf("average iteration time: %.3f us\n",
                 opt.iterations > 0 ? total / static_cast<double>(opt.iterations) * 1e6 : 0.0);
     std::printf("checksum: 0x%016" PRIx64 "\n", report.checksum);
+    if (report.have_residual)
+      std::printf("residual: %.6e (L2 norm of the last update)\n", report.residual);
+    if (!std::isfinite(report.residual)) {  // the check that holds at every size
+      std::printf("FAILED: the residual is not a finite number\n");
+      failed = 1;
+    }
     if (opt.verify) {
       const std::uint64_t expected =
           jacobi::serial_reference_checksum(grid, opt.warmup + opt.iterations);
