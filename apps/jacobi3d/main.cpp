@@ -1,6 +1,7 @@
 // jacobi3d: the 7-point Jacobi iteration on an overdecomposed 3D grid (see jacobi.hpp
 // for the problem). Every rank runs this main program; the work happens in the blocks.
 
+#include "baseline.hpp"
 #include "block.hpp"
 #include "options.hpp"
 
@@ -28,7 +29,10 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
                 ", backend %s, iterations %" PRId64 " (+%" PRId64 " warm-up), completion %s, comm %s\n",
                 grid.x, grid.y, grid.z, runtime.size(), opt.odf, units.size(), units.x, units.y,
                 units.z, KODO_BACKEND_NAME, opt.iterations, opt.warmup,
-                opt.sync ? "sync (fence)" : "engine", opt.comm.c_str());
+                opt.baseline ? "none (bulk-synchronous MPI baseline)"
+                : opt.sync   ? "sync (fence)"
+                             : "engine",
+                opt.baseline ? "MPI, host-staged" : opt.comm.c_str());
   }
   // Where each rank runs, gathered to rank 0.
   const std::string where = kodo::describe(runtime.placement(), runtime.rank());
@@ -41,23 +45,32 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
     for (int r = 0; r < runtime.size(); ++r) std::printf("  %s\n", all.data() + r * line.size());
 
   jacobi::RankReport report;
-  const jacobi::BlockConfig config{grid,
-                                   opt.sync ? jacobi::Completion::sync : jacobi::Completion::engine,
-                                   kodo::parse_comm_mode(opt.comm), &report};
-  const double t0 = now();
-  auto blocks = kodo::Collection<jacobi::JacobiBlock>::create(runtime, units, config);
-  runtime.run();
-  const double t1 = now();
-  if (opt.warmup > 0) {
-    blocks.broadcast_local<&jacobi::JacobiBlock::iterate>(opt.warmup);
+  double t0 = 0, t1 = 0, t2 = 0, t3 = 0;
+  if (opt.baseline) {
+    t0 = t1 = now();
+    const auto result = jacobi::run_baseline(runtime.comm(), grid, units, opt.warmup, opt.iterations);
+    t2 = 0;
+    t3 = result.seconds;
+    report = {result.checksum, true, result.residual, opt.warmup + opt.iterations > 0};
+  } else {
+    const jacobi::BlockConfig config{grid,
+                                     opt.sync ? jacobi::Completion::sync : jacobi::Completion::engine,
+                                     kodo::parse_comm_mode(opt.comm), &report};
+    t0 = now();
+    auto blocks = kodo::Collection<jacobi::JacobiBlock>::create(runtime, units, config);
+    runtime.run();
+    t1 = now();
+    if (opt.warmup > 0) {
+      blocks.broadcast_local<&jacobi::JacobiBlock::iterate>(opt.warmup);
+      runtime.run();
+    }
+    t2 = now();
+    blocks.broadcast_local<&jacobi::JacobiBlock::iterate>(opt.iterations);
+    runtime.run();
+    t3 = now();
+    blocks.broadcast_local<&jacobi::JacobiBlock::compute_checksum>();
     runtime.run();
   }
-  const double t2 = now();
-  blocks.broadcast_local<&jacobi::JacobiBlock::iterate>(opt.iterations);
-  runtime.run();
-  const double t3 = now();
-  blocks.broadcast_local<&jacobi::JacobiBlock::compute_checksum>();
-  runtime.run();
 
   int failed = 0;
   if (root) {
@@ -110,6 +123,8 @@ int main(int argc, char** argv) {
   kodo::Extent3 units;
   try {
     opt = jacobi::parse_options(std::vector<std::string>(argv + 1, argv + argc));
+    if (opt.baseline && opt.odf != 1)
+      throw std::invalid_argument("--baseline runs one block per rank: --odf must be 1");
     units = kodo::split_grid({opt.x, opt.y, opt.z}, opt.odf * runtime.size());
   } catch (const std::exception& e) {
     if (root) std::fprintf(stderr, "jacobi3d: error: %s\n%s", e.what(), jacobi::usage().c_str());

@@ -14,6 +14,7 @@ struct Options {
   std::int64_t odf = 1;
   bool verify = false;
   bool sync = false;  // fence streams instead of the completion engine
+  bool baseline = false;  // the bulk-synchronous MPI version instead of kodo
   std::string comm = "device";  // halo transfers: "device" (GPU-aware) or "host" (staged)
   bool help = false;
 };
