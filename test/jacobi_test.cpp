@@ -106,3 +106,21 @@ INSTANTIATE_TEST_SUITE_P(UnitsPerRank, JacobiDecomposition,
                                                           kodo::CommMode::host_staged)));
 
 }  // namespace
+
+namespace {
+
+// One block may exceed 2^31 points: its index arithmetic is 64-bit throughout.
+TEST(JacobiShape, IndicesOfBlocksBeyondTwoToThe31PointsDoNotOverflow) {
+  const jacobi::BlockShape big{{1500, 1400, 1300}};  // 2.73e9 interior points
+  const std::int64_t sy = 1302, sx = 1402 * sy;
+  EXPECT_EQ(big.interior_size(), std::int64_t{1500} * 1400 * 1300);
+  EXPECT_GT(big.interior_size(), std::int64_t{1} << 31);
+  EXPECT_EQ(big.padded_size(), std::int64_t{1502} * 1402 * 1302);
+  EXPECT_EQ(big.at(1500, 1400, 1300), 1500 * sx + 1400 * sy + 1300);
+  // The last point of the +x face (the x = 1500 layer).
+  const std::int64_t last = big.face_size(1) - 1;
+  EXPECT_EQ(big.face_point(1, last, 1500), big.at(1500, 1400, 1300));
+  EXPECT_EQ(big.face_point(5, big.face_size(5) - 1, 1301), big.at(1500, 1400, 1301));
+}
+
+}  // namespace
