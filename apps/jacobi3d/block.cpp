@@ -38,12 +38,9 @@ JacobiBlock::JacobiBlock(const kodo::UnitInit<JacobiBlock>& init, const BlockCon
     channel_[f] = kodo::Channel(*this, nb, *comm_, config.comm);
   }
   Kokkos::fence("jacobi::JacobiBlock");
-  // Receives for the first two iterations; each arrival posts the one two later.
+  // Receives for the first two iterations; later ones follow as faces arrive.
   for (int f = 0; f < 6; ++f)
-    if (has_neighbour_[f]) {
-      post_receive(0, f);
-      post_receive(1, f);
-    }
+    if (has_neighbour_[f]) post_receives(f);
 }
 
 void JacobiBlock::iterate(std::int64_t count) {
@@ -82,8 +79,14 @@ void JacobiBlock::pack_faces() {
   }
 }
 
-void JacobiBlock::post_receive(std::int64_t n, int f) {
-  channel_[f].recv(receive_buffer_[n % 2][f], [this, n, f] { on_face(n, f); });
+// A channel matches receives to sends in the order they are posted, while their
+// completions may run in any order: so receives are posted strictly by iteration, up
+// to two past the oldest face not yet in (each parity's buffer is then free again).
+void JacobiBlock::post_receives(int f) {
+  while (next_post_[f] < first_missing_[f] + 2) {
+    const std::int64_t n = next_post_[f]++;
+    channel_[f].recv(receive_buffer_[n % 2][f], [this, n, f] { on_face(n, f); });
+  }
 }
 
 void JacobiBlock::on_face(std::int64_t n, int f) {
@@ -93,7 +96,9 @@ void JacobiBlock::on_face(std::int64_t n, int f) {
   // Our face f is filled from the neighbour's opposite face.
   unpack_face(comm_->space(), field_[n % 2], shape_, f, receive_buffer_[n % 2][f]);
   ++received_[n % 2];
-  post_receive(n + 2, f);
+  arrived_[f][n % 2] = true;
+  while (arrived_[f][first_missing_[f] % 2]) arrived_[f][first_missing_[f]++ % 2] = false;
+  post_receives(f);
   if (n == iteration_) advance();
 }
 

@@ -63,7 +63,7 @@ class JacobiBlock : public kodo::WorkUnit<JacobiBlock> {
  private:
   void advance();
   void pack_faces();
-  void post_receive(std::int64_t iteration, int face);
+  void post_receives(int face);
   void on_face(std::int64_t iteration, int face);
   void contribute_checksum();
 
@@ -82,6 +82,9 @@ class JacobiBlock : public kodo::WorkUnit<JacobiBlock> {
   std::int64_t target_ = 0;      // run updates while iteration_ < target_
   std::int64_t faces_packed_for_ = -1;
   int received_[2] = {0, 0};     // faces in hand for iterations of each parity
+  std::int64_t next_post_[6] = {};      // per face: the next iteration to post a receive for
+  std::int64_t first_missing_[6] = {};  // per face: the oldest iteration whose face is not in
+  bool arrived_[6][2] = {};             // per face and parity: in, beyond first_missing_
   bool checksum_requested_ = false;
 };
 

@@ -21,6 +21,19 @@
 //   sender copies the view to pinned host memory on its stream, sends from there, and
 //   the receiver copies from pinned host memory into the view on its stream.
 //
+// Rules:
+// - Receives are matched to sends in the order they are posted; completions may run in
+//   any order, so post from a completion only in transfer order (see Jacobi3D's block).
+// - A receive's view must be idle on the device when the receive is posted: data from
+//   another rank, or a same-rank copy on the sender's stream, is not ordered after work
+//   on the receiver's stream.
+// - Both ends of a link are opened (units built) before anything is sent on it; a link
+//   is opened once: to open it again, first close the old Channel (assign Channel{}).
+// - Closing a channel with transfers still to come leaves them unprocessed, and run()
+//   waiting for them.
+// - Copies between two host views (host-staged or same-rank) are made on the calling
+//   thread after the stream's work, not asynchronously.
+//
 // Tags (64 bits), unique per ordered pair of units, port and transfer in flight:
 //   bits 63..52 collection id (< 4096)     bits 51..36 receiving unit (linear, < 2^16)
 //   bits 35..20 sending unit (linear)      bits 19..16 port (< 16)

@@ -377,20 +377,25 @@ void UcxTransport::progressing_barrier() {
   for (int done = 0; !done; MPI_Test(&request, &done, MPI_STATUS_IGNORE)) progress();
 }
 
-void UcxTransport::shutdown() {
-  while (pending_sends_ > 0) progress();
-
+void UcxTransport::shutdown(bool quiet) {
+  // A job that ended with messages unprocessed may hold sends nobody will ever match:
+  // waiting for them would never end.
+  if (quiet)
+    while (pending_sends_ > 0) progress();
+  shutting_down_ = true;  // peers closing first are expected from here on
   // Receives posted for messages that never came (a channel's next iteration).
   for (void* request : std::vector<void*>(posted_recvs_.begin(), posted_recvs_.end()))
     ucp_request_cancel(worker_, request);
   while (!posted_recvs_.empty()) progress();
   // No rank closes endpoints while a peer may still be sending to it.
   progressing_barrier();
-  shutting_down_ = true;
+  if (!quiet) return;  // the worker's destruction takes the endpoints with it
   std::vector<ucs_status_ptr_t> closing;
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-  param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+  // A forced close is defined only for endpoints with peer error handling on both
+  // sides; others are flushed (nothing is outstanding any more) and closed.
+  param.flags = peer_errors_ ? UCP_EP_CLOSE_FLAG_FORCE : 0;
   for (auto& ep : endpoints_) {
     if (!ep) continue;
     ucs_status_ptr_t request = ucp_ep_close_nbx(ep, &param);

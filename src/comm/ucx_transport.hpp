@@ -59,8 +59,9 @@ class UcxTransport {
 
   // Completes outstanding sends, cancels receives nobody will match and closes every
   // endpoint. Collective over the communicator: no rank tears down its worker while a
-  // peer may still flush into it.
-  void shutdown();
+  // peer may still flush into it. `quiet`: every message sent in the job was processed
+  // (otherwise sends are not waited for and endpoints go with the worker).
+  void shutdown(bool quiet);
 
  private:
   struct InFlight;

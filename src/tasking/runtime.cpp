@@ -46,8 +46,12 @@ Runtime::~Runtime() {
     if (rank_ == 0 && total[0] != total[1])
       std::fprintf(stderr, "kodo: warning: %llu message(s) were sent but never run (call run() before the runtime ends)\n",
                    static_cast<unsigned long long>(total[0] - total[1]));
-    transport_->shutdown();
+    transport_->shutdown(total[0] == total[1]);
   }
+  // Work never run (after a failed run(), or sends that were never matched) may hold
+  // views: they go before Kokkos does.
+  queue_.clear();
+  engine_ = CompletionEngine();
   stop();
 }
 
