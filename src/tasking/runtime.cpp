@@ -52,7 +52,19 @@ Runtime::~Runtime() {
   // views: they go before Kokkos does.
   queue_.clear();
   engine_ = CompletionEngine();
+  if (const std::string path = trace_.write(rank_); !path.empty() && rank_ == 0)
+    std::fprintf(stderr, "kodo: trace written to %s (and the other ranks' beside it)\n", path.c_str());
   stop();
+}
+
+std::string Runtime::trace_name(const detail::Message& m) const {
+  switch (m.header.kind) {
+    case detail::MessageKind::invoke: return detail::short_handler_name(m.header.handler);
+    case detail::MessageKind::callback: return "channel completion";
+    case detail::MessageKind::reduction_partial:
+    case detail::MessageKind::reduction_result: return "reduction";
+  }
+  return "message";
 }
 
 void Runtime::start(int& argc, char**& argv) {
@@ -110,12 +122,19 @@ void Runtime::stop() {
 
 void Runtime::when_done(CompletionSource& source, std::function<void()> continuation) {
   ++sent_;  // awaited device work counts as a message in flight until it completes
-  engine_.when_done(source, [this, c = std::move(continuation)] {
+  const int track = trace_.enabled() ? trace_.track_of(&source) : 0;
+  const auto marked = trace_.enabled() ? detail::Trace::Clock::now() : detail::Trace::Clock::time_point{};
+  engine_.when_done(source, [this, track, marked, c = std::move(continuation)] {
     ++processed_;
+    const auto seen = trace_.enabled() ? detail::Trace::Clock::now() : marked;
     try {
       c();
     } catch (const std::exception& e) {
       fatal(std::string("a device-completion continuation threw: ") + e.what());
+    }
+    if (trace_.enabled()) {
+      trace_.span("device work", track, marked, seen);
+      trace_.span("continuation", 0, seen, detail::Trace::Clock::now());
     }
   });
 }
@@ -193,7 +212,13 @@ void Runtime::run() {
     for (int n = 0; n < kDispatchBatch && !queue_.empty(); ++n) {
       detail::Message m = std::move(queue_.front());
       queue_.pop_front();
-      dispatch(m);
+      if (trace_.enabled()) {
+        const auto begin = detail::Trace::Clock::now();
+        dispatch(m);
+        trace_.span(trace_name(m), 0, begin, detail::Trace::Clock::now());
+      } else {
+        dispatch(m);
+      }
       ++processed_;
     }
     if (events != 0 || !queue_.empty()) {

@@ -8,6 +8,7 @@
 #include "completion_engine.hpp"
 #include "error.hpp"
 #include "message.hpp"
+#include "trace.hpp"
 
 #include <mpi.h>
 
@@ -99,6 +100,7 @@ class Runtime {
   void stop();
   void dispatch(detail::Message& message);
   std::vector<Segment> prepare(detail::Message& message);
+  std::string trace_name(const detail::Message& message) const;
   void invoke(detail::Message& message);
   void on_partial(detail::Message& message);
   void on_result(detail::Message& message);
@@ -120,6 +122,7 @@ class Runtime {
   std::deque<detail::Message> queue_;  // arrival order, local and remote alike
   std::uint64_t sent_ = 0, processed_ = 0;
   std::size_t drains_done_ = 0;  // drain marks reached (see run())
+  detail::Trace trace_;          // KODO_TRACE
 };
 
 }  // namespace kodo
