@@ -44,11 +44,20 @@ def main(argv):
             (int(r["gpus"]), float(r["avg_iteration_us"])))
     for (kind, n), lines in sorted(sweeps.items()):
         fig, ax = plt.subplots(figsize=(7, 4.5))
+        # Colour by ODF, line style by mode, so many lines stay apart.
+        odfs = sorted({odf for _, odf in lines})
+        colours = {odf: plt.cm.viridis(i / max(1, len(odfs) - 1)) for i, odf in enumerate(odfs)}
+        styles = {"device": "-", "host": "--", "device-sync": ":", "baseline": "-."}
         for (mode, odf), points in sorted(lines.items()):
             points.sort()
-            ax.plot([p[0] for p in points], [p[1] for p in points], marker="o",
+            baseline = mode == "baseline"
+            ax.plot([p[0] for p in points], [p[1] for p in points], marker="s" if baseline else "o",
+                    linestyle=styles.get(mode, "-"), color="black" if baseline else colours[odf],
                     label=f"{mode}, ODF {odf}")
         gpus = sorted({p[0] for pts in lines.values() for p in pts})
+        times = [p[1] for pts in lines.values() for p in pts]
+        if max(times) > 10 * min(times):
+            ax.set_yscale("log")
         ax.set_xscale("log", base=2)
         ax.set_xticks(gpus, [str(g) for g in gpus])
         ax.set_xlabel("GPUs")
