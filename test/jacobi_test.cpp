@@ -75,16 +75,16 @@ TEST(JacobiKernels, PairAccessesMatchScalarMarch) {
 // The overdecomposed solver, run inside this process's runtime, reproduces the serial
 // reference bit for bit for several unit counts, including uneven splits.
 class JacobiDecomposition
-    : public testing::TestWithParam<std::tuple<int, jacobi::Completion, kodo::CommMode>> {};
+    : public testing::TestWithParam<std::tuple<int, jacobi::Completion, kodo::CommMode, jacobi::Fusion>> {};
 
 TEST_P(JacobiDecomposition, MatchesSerialReference) {
   auto& rt = test_runtime();
   const jacobi::Grid grid{13, 11, 9};
-  const auto [per_rank, completion, comm] = GetParam();
+  const auto [per_rank, completion, comm, fusion] = GetParam();
   const auto units = kodo::split_grid({grid.x, grid.y, grid.z}, per_rank * rt.size());
   jacobi::RankReport report;
   auto blocks = kodo::Collection<jacobi::JacobiBlock>::create(
-      rt, units, jacobi::BlockConfig{grid, completion, comm, &report});
+      rt, units, jacobi::BlockConfig{grid, completion, comm, &report, fusion});
   blocks.broadcast_local<&jacobi::JacobiBlock::iterate>(std::int64_t{3});
   rt.run();
   blocks.broadcast_local<&jacobi::JacobiBlock::iterate>(std::int64_t{4});
@@ -103,7 +103,9 @@ INSTANTIATE_TEST_SUITE_P(UnitsPerRank, JacobiDecomposition,
                                           testing::Values(jacobi::Completion::engine,
                                                           jacobi::Completion::sync),
                                           testing::Values(kodo::CommMode::device,
-                                                          kodo::CommMode::host_staged)));
+                                                          kodo::CommMode::host_staged),
+                                          testing::Values(jacobi::Fusion::none, jacobi::Fusion::A,
+                                                          jacobi::Fusion::B)));
 
 }  // namespace
 

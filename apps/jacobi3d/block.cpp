@@ -54,6 +54,8 @@ void JacobiBlock::advance() {
     auto& got = received_[iteration_ % 2];
     if (got < neighbours_) return;  // wait for the missing faces
     got = 0;
+    if (config_.fusion == Fusion::B)
+      unpack_faces(comm_->space(), field_[iteration_ % 2], shape_, receive_buffer_[iteration_ % 2]);
     compute_->wait_for(*comm_);  // the unpacks of this iteration
     update(compute_->space(), field_[iteration_ % 2], field_[(iteration_ + 1) % 2], shape_);
     ++iteration_;
@@ -66,8 +68,12 @@ void JacobiBlock::pack_faces() {
   faces_packed_for_ = n;
   if (neighbours_ == 0) return;
   comm_->wait_for(*compute_);  // the update that produced A[n % 2]
-  for (int f = 0; f < 6; ++f)
-    if (has_neighbour_[f]) pack_face(comm_->space(), field_[n % 2], shape_, f, send_buffer_[n % 2][f]);
+  if (config_.fusion == Fusion::none) {
+    for (int f = 0; f < 6; ++f)
+      if (has_neighbour_[f]) pack_face(comm_->space(), field_[n % 2], shape_, f, send_buffer_[n % 2][f]);
+  } else {
+    jacobi::pack_faces(comm_->space(), field_[n % 2], shape_, send_buffer_[n % 2]);
+  }
   if (config_.completion == Completion::sync) {
     comm_->space().fence("jacobi::pack (sync)");
     for (int f = 0; f < 6; ++f)
@@ -93,8 +99,10 @@ void JacobiBlock::on_face(std::int64_t n, int f) {
   if (n != iteration_ && n != iteration_ + 1)
     throw kodo::Error("jacobi3d: a face for iteration " + std::to_string(n) +
                       " reached a block at iteration " + std::to_string(iteration_));
-  // Our face f is filled from the neighbour's opposite face.
-  unpack_face(comm_->space(), field_[n % 2], shape_, f, receive_buffer_[n % 2][f]);
+  // Our face f is filled from the neighbour's opposite face (with fusion B, all faces
+  // of the iteration at once in advance()).
+  if (config_.fusion != Fusion::B)
+    unpack_face(comm_->space(), field_[n % 2], shape_, f, receive_buffer_[n % 2][f]);
   ++received_[n % 2];
   arrived_[f][n % 2] = true;
   while (arrived_[f][first_missing_[f] % 2]) arrived_[f][first_missing_[f]++ % 2] = false;

@@ -30,11 +30,19 @@ enum class Completion {
   sync,    // fence the stream (the bulk-synchronous way, for comparison)
 };
 
+// How many kernels a block launches for its faces each iteration.
+enum class Fusion {
+  none,  // a pack kernel per face, an unpack kernel per face as it arrives
+  A,     // all packs in one kernel; unpacks as faces arrive
+  B,     // all packs in one kernel, and all unpacks in one once every face is in
+};
+
 struct BlockConfig {
   Grid grid;
   Completion completion = Completion::engine;
   kodo::CommMode comm = kodo::CommMode::device;  // for neighbours on other ranks
   RankReport* report = nullptr;
+  Fusion fusion = Fusion::none;
 };
 
 // Device work of a block runs on two streams of the rank's pool: updates on a compute

@@ -150,6 +150,50 @@ void unpack_face(const Space& space, const Field& a, const BlockShape& s, int f,
       KOKKOS_LAMBDA(std::int64_t k) { a(s.face_point(f, k, layer)) = data(k); });
 }
 
+namespace {
+
+// The faces of one fused kernel: where each starts in the concatenation of all of them.
+struct FaceSet {
+  double* buffer[6];
+  std::int64_t start[7];  // start[f]: first index of face f; start[6]: the total
+  KOKKOS_INLINE_FUNCTION int face_of(std::int64_t i) const {
+    int f = 0;
+    while (i >= start[f + 1]) ++f;
+    return f;
+  }
+};
+
+FaceSet face_set(const BlockShape& s, const Field (&buffers)[6]) {
+  FaceSet set{};
+  for (int f = 0; f < 6; ++f) {
+    set.buffer[f] = buffers[f].data();
+    set.start[f + 1] = set.start[f] + (buffers[f].data() ? s.face_size(f) : 0);
+  }
+  return set;
+}
+
+}  // namespace
+
+void pack_faces(const Space& space, const Field& a, const BlockShape& s, const Field (&buffers)[6]) {
+  const FaceSet set = face_set(s, buffers);
+  Kokkos::parallel_for(
+      "jacobi::pack_faces", Policy(space, 0, set.start[6]), KOKKOS_LAMBDA(std::int64_t i) {
+        const int f = set.face_of(i);
+        const std::int64_t layer = f % 2 == 0 ? 1 : s.n[f / 2];
+        set.buffer[f][i - set.start[f]] = a(s.face_point(f, i - set.start[f], layer));
+      });
+}
+
+void unpack_faces(const Space& space, const Field& a, const BlockShape& s, const Field (&data)[6]) {
+  const FaceSet set = face_set(s, data);
+  Kokkos::parallel_for(
+      "jacobi::unpack_faces", Policy(space, 0, set.start[6]), KOKKOS_LAMBDA(std::int64_t i) {
+        const int f = set.face_of(i);
+        const std::int64_t layer = f % 2 == 0 ? 0 : s.n[f / 2] + 1;
+        a(s.face_point(f, i - set.start[f], layer)) = set.buffer[f][i - set.start[f]];
+      });
+}
+
 void update(const Space& space, const Field& a, const Field& b, const BlockShape& s,
             std::int64_t chunk) {
 #if defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP)

@@ -47,6 +47,9 @@ void init_field(const Field& a, const BlockShape& s, const Grid& g, const std::i
 void pack_face(const Space& space, const Field& a, const BlockShape& s, int f, const Field& buffer);
 // Copies `data` into the ghost layer of face f.
 void unpack_face(const Space& space, const Field& a, const BlockShape& s, int f, const Field& data);
+// pack_face (unpack_face) for every face whose buffer is allocated, in one kernel.
+void pack_faces(const Space& space, const Field& a, const BlockShape& s, const Field (&buffers)[6]);
+void unpack_faces(const Space& space, const Field& a, const BlockShape& s, const Field (&data)[6]);
 // One Jacobi update: the interior of b from a. Each thread marches along x through
 // `chunk` points of one (y, z) column, keeping the x neighbours in registers; adjacent
 // threads take adjacent z, so loads are coalesced. On GPUs, blocks with an even z

@@ -26,13 +26,14 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
   if (root) {
     std::printf("jacobi3d: grid %" PRId64 " x %" PRId64 " x %" PRId64 ", %d rank(s), odf %" PRId64
                 ", %" PRId64 " units as %" PRId64 " x %" PRId64 " x %" PRId64
-                ", backend %s, iterations %" PRId64 " (+%" PRId64 " warm-up), completion %s, comm %s\n",
+                ", backend %s, iterations %" PRId64 " (+%" PRId64 " warm-up), completion %s, comm %s, fusion %s\n",
                 grid.x, grid.y, grid.z, runtime.size(), opt.odf, units.size(), units.x, units.y,
                 units.z, KODO_BACKEND_NAME, opt.iterations, opt.warmup,
                 opt.baseline ? "none (bulk-synchronous MPI baseline)"
                 : opt.sync   ? "sync (fence)"
                              : "engine",
-                opt.baseline ? "MPI, host-staged" : opt.comm.c_str());
+                opt.baseline ? "MPI, host-staged" : opt.comm.c_str(),
+                opt.baseline ? "none" : opt.fusion.c_str());
   }
   // Where each rank runs, gathered to rank 0.
   const std::string where = kodo::describe(runtime.placement(), runtime.rank());
@@ -55,7 +56,10 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
   } else {
     const jacobi::BlockConfig config{grid,
                                      opt.sync ? jacobi::Completion::sync : jacobi::Completion::engine,
-                                     kodo::parse_comm_mode(opt.comm), &report};
+                                     kodo::parse_comm_mode(opt.comm), &report,
+                                     opt.fusion == "A"   ? jacobi::Fusion::A
+                                     : opt.fusion == "B" ? jacobi::Fusion::B
+                                                         : jacobi::Fusion::none};
     t0 = now();
     auto blocks = kodo::Collection<jacobi::JacobiBlock>::create(runtime, units, config);
     runtime.run();

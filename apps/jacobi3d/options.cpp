@@ -39,6 +39,13 @@ Options parse_options(const std::vector<std::string>& args) {
       o.baseline = true;
       continue;
     }
+    if (a == "--fusion") {
+      if (i + 1 >= args.size()) throw std::invalid_argument(a + " needs a value");
+      o.fusion = args[++i];
+      if (o.fusion != "none" && o.fusion != "A" && o.fusion != "B")
+        throw std::invalid_argument("--fusion must be none, A or B, not '" + o.fusion + "'");
+      continue;
+    }
     if (a == "--comm") {
       if (i + 1 >= args.size()) throw std::invalid_argument(a + " needs a value");
       o.comm = args[++i];
@@ -63,7 +70,8 @@ Options parse_options(const std::vector<std::string>& args) {
 
 std::string usage() {
   return "usage: jacobi3d [-x N] [-y N] [-z N] [-i ITERATIONS] [-w WARMUP] [--odf UNITS_PER_RANK]\n"
-         "                [--comm device|host] [--verify] [--sync] [--baseline] [--help]\n"
+         "                [--comm device|host] [--fusion none|A|B] [--verify] [--sync] [--baseline]\n"
+         "                [--help]\n"
          "  -x, -y, -z   global grid size (default 64 each)\n"
          "  -i           timed iterations (default 100)\n"
          "  -w           warm-up iterations before timing (default 10)\n"
@@ -71,6 +79,9 @@ std::string usage() {
          "  --verify     compare the checksum with a serial reference run on rank 0\n"
          "  --comm       halo transfers: device (GPU-aware, default) or host (staged through\n"
          "               pinned host memory); units of one rank always use device copies\n"
+         "  --fusion     face kernels per unit and iteration: none (a pack and an unpack per\n"
+         "               face), A (all packs in one kernel), B (all packs in one, all unpacks\n"
+         "               in one once every face is in)\n"
          "  --sync       wait for device work by fencing streams (default: completion engine)\n"
          "  --baseline   run the bulk-synchronous MPI version instead (one block per rank,\n"
          "               fence, host-staged MPI exchange, wait; for comparison; --odf 1)\n";
