@@ -11,21 +11,12 @@ BaselineResult run_baseline(MPI_Comm comm, const Grid& grid, const kodo::Extent3
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   const kodo::Index3 me = blocks.delinear(rank);
-  const std::int64_t global[3] = {grid.x, grid.y, grid.z}, parts[3] = {blocks.x, blocks.y, blocks.z},
-                     index[3] = {me.x, me.y, me.z};
-  BlockShape shape{};
-  std::int64_t origin[3];
+  const BlockPlace place = place_block(grid, blocks, me);
+  const BlockShape& shape = place.shape;
+  const std::int64_t* origin = place.origin;
   std::array<int, 6> neighbour;  // rank across each face, or -1
-  for (int d = 0; d < 3; ++d) {
-    const auto r = kodo::block_range(global[d], parts[d], index[d]);
-    origin[d] = r.begin;
-    shape.n[d] = r.size;
-    for (int side = 0; side < 2; ++side) {
-      kodo::Index3 nb = me;
-      (d == 0 ? nb.x : d == 1 ? nb.y : nb.z) += side == 0 ? -1 : 1;
-      neighbour[2 * d + side] = blocks.contains(nb) ? static_cast<int>(blocks.linear(nb)) : -1;
-    }
-  }
+  for (int f = 0; f < 6; ++f)
+    neighbour[f] = place.has_neighbour[f] ? static_cast<int>(blocks.linear(across_face(me, f))) : -1;
   const Space space;
   Field field[2];
   for (auto& f : field) {

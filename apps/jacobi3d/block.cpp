@@ -7,17 +7,13 @@ namespace jacobi {
 
 JacobiBlock::JacobiBlock(const kodo::UnitInit<JacobiBlock>& init, const BlockConfig& config)
     : WorkUnit(init), config_(config) {
-  const std::int64_t global[3] = {config.grid.x, config.grid.y, config.grid.z};
-  const std::int64_t units[3] = {init.shape.x, init.shape.y, init.shape.z};
-  const std::int64_t idx[3] = {init.index.x, init.index.y, init.index.z};
-  for (int d = 0; d < 3; ++d) {
-    const auto r = kodo::block_range(global[d], units[d], idx[d]);
-    origin_[d] = r.begin;
-    shape_.n[d] = r.size;
-    has_neighbour_[2 * d] = idx[d] > 0;
-    has_neighbour_[2 * d + 1] = idx[d] + 1 < units[d];
+  const BlockPlace place = place_block(config.grid, init.shape, init.index);
+  shape_ = place.shape;
+  for (int d = 0; d < 3; ++d) origin_[d] = place.origin[d];
+  for (int f = 0; f < 6; ++f) {
+    has_neighbour_[f] = place.has_neighbour[f];
+    neighbours_ += has_neighbour_[f];
   }
-  for (bool b : has_neighbour_) neighbours_ += b;
   // Units share the rank's stream pool round-robin.
   auto& streams = init.runtime->streams();
   const auto slot = static_cast<std::size_t>(init.shape.linear(init.index));
@@ -33,9 +29,7 @@ JacobiBlock::JacobiBlock(const kodo::UnitInit<JacobiBlock>& init, const BlockCon
       send_buffer_[parity][f] = Field("jacobi::face", shape_.face_size(f));
       receive_buffer_[parity][f] = Field("jacobi::ghost", shape_.face_size(f));
     }
-    kodo::Index3 nb = index();
-    (f / 2 == 0 ? nb.x : f / 2 == 1 ? nb.y : nb.z) += f % 2 == 0 ? -1 : 1;
-    channel_[f] = kodo::Channel(*this, nb, *comm_, config.comm);
+    channel_[f] = kodo::Channel(*this, across_face(index(), f), *comm_, config.comm);
   }
   Kokkos::fence("jacobi::JacobiBlock");
   // Receives for the first two iterations; later ones follow as faces arrive.

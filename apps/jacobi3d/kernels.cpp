@@ -124,6 +124,25 @@ void march_pairs(const Space& space, const Field& a, const Field& b, const Block
 
 }  // namespace
 
+BlockPlace place_block(const Grid& grid, const kodo::Extent3& blocks, const kodo::Index3& index) {
+  const std::int64_t global[3] = {grid.x, grid.y, grid.z}, parts[3] = {blocks.x, blocks.y, blocks.z},
+                     at[3] = {index.x, index.y, index.z};
+  BlockPlace p{};
+  for (int d = 0; d < 3; ++d) {
+    const auto r = kodo::block_range(global[d], parts[d], at[d]);
+    p.origin[d] = r.begin;
+    p.shape.n[d] = r.size;
+    p.has_neighbour[2 * d] = at[d] > 0;
+    p.has_neighbour[2 * d + 1] = at[d] + 1 < parts[d];
+  }
+  return p;
+}
+
+kodo::Index3 across_face(kodo::Index3 index, int f) {
+  (f / 2 == 0 ? index.x : f / 2 == 1 ? index.y : index.z) += f % 2 == 0 ? -1 : 1;
+  return index;
+}
+
 void init_field(const Field& a, const BlockShape& s, const Grid& g, const std::int64_t origin[3]) {
   const std::int64_t ox = origin[0], oy = origin[1], oz = origin[2];
   Kokkos::parallel_for(

@@ -4,6 +4,8 @@
 
 #include "jacobi.hpp"
 
+#include <kodo.hpp>
+
 #include <cstdint>
 
 namespace jacobi {
@@ -39,6 +41,18 @@ struct BlockShape {
     return at(c[0], c[1], c[2]);
   }
 };
+
+// Block `index` of `grid` cut into `blocks` (kodo::block_range along each axis): its
+// shape, the global coordinates of its first interior point, and which faces have a
+// neighbouring block.
+struct BlockPlace {
+  BlockShape shape;
+  std::int64_t origin[3];
+  bool has_neighbour[6];
+};
+BlockPlace place_block(const Grid& grid, const kodo::Extent3& blocks, const kodo::Index3& index);
+// The block across face f of block `index`.
+kodo::Index3 across_face(kodo::Index3 index, int f);
 
 // Interior 0; ghosts on the global boundary hold boundary_value(); ghosts facing a
 // neighbour are left to its faces.

@@ -1,6 +1,7 @@
 #include "options.hpp"
 
 #include <charconv>
+#include <initializer_list>
 #include <stdexcept>
 
 namespace jacobi {
@@ -15,6 +16,23 @@ std::int64_t parse_integer(const std::string& flag, const std::string& text, std
   if (v < min)
     throw std::invalid_argument(flag + " must be at least " + std::to_string(min) + ", not " + text);
   return v;
+}
+
+// The value after `flag`, which must be one of `choices`.
+std::string parse_choice(const std::vector<std::string>& args, std::size_t& i,
+                         std::initializer_list<const char*> choices) {
+  const std::string& flag = args[i];
+  if (i + 1 >= args.size()) throw std::invalid_argument(flag + " needs a value");
+  const std::string& value = args[++i];
+  std::string listed;  // "a, b or c"
+  std::size_t k = 0;
+  for (const char* c : choices) {
+    if (value == c) return value;
+    if (k > 0) listed += k + 1 == choices.size() ? " or " : ", ";
+    listed += c;
+    ++k;
+  }
+  throw std::invalid_argument(flag + " must be " + listed + ", not '" + value + "'");
 }
 
 }  // namespace
@@ -40,17 +58,11 @@ Options parse_options(const std::vector<std::string>& args) {
       continue;
     }
     if (a == "--fusion") {
-      if (i + 1 >= args.size()) throw std::invalid_argument(a + " needs a value");
-      o.fusion = args[++i];
-      if (o.fusion != "none" && o.fusion != "A" && o.fusion != "B")
-        throw std::invalid_argument("--fusion must be none, A or B, not '" + o.fusion + "'");
+      o.fusion = parse_choice(args, i, {"none", "A", "B"});
       continue;
     }
     if (a == "--comm") {
-      if (i + 1 >= args.size()) throw std::invalid_argument(a + " needs a value");
-      o.comm = args[++i];
-      if (o.comm != "device" && o.comm != "host")
-        throw std::invalid_argument("--comm must be device or host, not '" + o.comm + "'");
+      o.comm = parse_choice(args, i, {"device", "host"});
       continue;
     }
     std::int64_t* target = nullptr;

@@ -266,7 +266,6 @@ void Channel::open(Runtime& runtime, std::uint32_t collection, const Extent3& sh
         {collection, shape.linear(self), shape.linear(peer), port}, end.get());
     if (!inserted) throw Error("kodo: two channels open on one " + end->link(false));
   }
-  if (end_) end_->close();
   end_ = std::move(end);
 }
 

@@ -211,56 +211,35 @@ ucs_status_t UcxTransport::on_am(void* arg, const void* header, size_t header_le
     fatal("received a UCX active message with a malformed header");
   Message message;
   std::memcpy(&message.header, header, sizeof(MessageHeader));
-  const bool rendezvous = param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV;
-
+  std::vector<Segment> into;
   if (message.header.flags & kHasAttachments) {
+    // A call with views: its arguments came in the header; the runtime allocates the
+    // views, and the data lands in them.
     const auto* args = static_cast<const std::byte*>(header) + sizeof(MessageHeader);
     message.payload.assign(args, args + (header_length - sizeof(MessageHeader)));
-    self->receive_attachments(std::move(message), data, length, rendezvous);
-    return UCS_OK;
-  }
-  if (header_length != sizeof(MessageHeader))
-    fatal("received a UCX active message with a malformed header");
-  message.payload.resize(length);
-  if (!rendezvous) {
-    std::memcpy(message.payload.data(), data, length);
-    self->deliver_(std::move(message));
-    return UCS_OK;
-  }
-
-  // Rendezvous: pull the payload into our own buffer, deliver when it has landed.
-  auto state = std::make_unique<InFlight>(InFlight{self, std::move(message), {}, {}});
-  ucp_request_param_t rparam{};
-  rparam.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-  rparam.cb.recv_am = &UcxTransport::on_recv_done;
-  rparam.user_data = state.get();
-  ucs_status_ptr_t request = ucp_am_recv_data_nbx(self->worker_, data,
-                                                  state->message.payload.data(), length,
-                                                  &rparam);
-  if (request == nullptr) {
-    self->deliver_(std::move(state->message));
-  } else if (UCS_PTR_IS_ERR(request)) {
-    fatal(std::string("receiving a message over UCX failed: ") +
-          ucs_status_string(UCS_PTR_STATUS(request)));
+    into = self->prepare_(message);
+    std::size_t expected = 0;
+    for (const Segment& s : into) expected += s.bytes;
+    if (expected != length)
+      fatal("a call from rank " + std::to_string(message.header.source_rank) + " carries " +
+            std::to_string(length) + " bytes of view data; its arguments describe " +
+            std::to_string(expected));
   } else {
-    state.release();  // on_recv_done owns it now
+    if (header_length != sizeof(MessageHeader))
+      fatal("received a UCX active message with a malformed header");
+    message.payload.resize(length);  // the arguments land in a buffer of our own
+    if (length != 0) into.push_back(Segment{message.payload.data(), length, MemoryKind::host});
   }
+  self->land(std::move(message), into, data, param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV);
   return UCS_OK;
 }
 
-// A call with views: the runtime allocates them, then the data lands in them.
-void UcxTransport::receive_attachments(Message&& message, void* data, std::size_t length,
-                                       bool rendezvous) {
-  std::vector<Segment> into = prepare_(message);
-  std::size_t expected = 0;
-  for (const Segment& s : into) expected += s.bytes;
-  if (expected != length)
-    fatal("a call from rank " + std::to_string(message.header.source_rank) + " carries " +
-          std::to_string(length) + " bytes of view data; its arguments describe " +
-          std::to_string(expected));
+// Puts a message's data where `into` says and delivers the message once it is there:
+// copied at once when UCX has it here (eager), pulled by rendezvous otherwise.
+void UcxTransport::land(Message&& message, const std::vector<Segment>& into, void* data,
+                        bool rendezvous) {
   if (!rendezvous) {
-    // Senders force rendezvous for views; host memory can still be copied if UCX chose
-    // otherwise.
+    // Senders force rendezvous for views; host memory is copied if UCX chose otherwise.
     auto* from = static_cast<const std::byte*>(data);
     for (const Segment& s : into) {
       if (s.kind != MemoryKind::host)
@@ -268,8 +247,7 @@ void UcxTransport::receive_attachments(Message&& message, void* data, std::size_
       std::memcpy(s.data, from, s.bytes);
       from += s.bytes;
     }
-    deliver_(std::move(message));
-    return;
+    return deliver_(std::move(message));
   }
   auto state = std::make_unique<InFlight>(InFlight{this, std::move(message), {}, {}});
   ucp_request_param_t rparam{};
@@ -281,7 +259,7 @@ void UcxTransport::receive_attachments(Message&& message, void* data, std::size_
   if (request == nullptr) {
     deliver_(std::move(state->message));
   } else if (UCS_PTR_IS_ERR(request)) {
-    fatal(std::string("receiving view data over UCX failed: ") +
+    fatal(std::string("receiving a message over UCX failed: ") +
           ucs_status_string(UCS_PTR_STATUS(request)));
   } else {
     state.release();  // on_recv_done owns it now

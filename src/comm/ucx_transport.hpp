@@ -69,7 +69,7 @@ class UcxTransport {
 
   ucp_ep_h endpoint(int rank);
   void progressing_barrier();
-  void receive_attachments(Message&& message, void* data, std::size_t length, bool rendezvous);
+  void land(Message&& message, const std::vector<Segment>& into, void* data, bool rendezvous);
   static ucs_status_t on_am(void* arg, const void* header, size_t header_length, void* data,
                             size_t length, const ucp_am_recv_param_t* param);
   static void on_send_done(void* request, ucs_status_t status, void* user_data);
