@@ -6,7 +6,8 @@
 #
 # strong: the grid is N^3 whatever the GPU count. weak: N^3 per GPU, the grid growing
 # along x (N*G x N x N). MODES: device, host (--comm), device-sync (--sync), baseline
-# (the bulk-synchronous MPI version; ODF 1 only, other ODFs are skipped). Environment:
+# (the bulk-synchronous MPI version; ODF 1 only, other ODFs are skipped); a kodo mode
+# may carry +A, +B or +C (--fusion) and +graphs (--graphs), e.g. device+C+graphs. Environment:
 # LAUNCH (default "mpiexec -n"; the rank count is appended), WARMUP (default 10),
 # KODO_MACHINE and KODO_COMMIT (recorded in the header).
 set -euo pipefail
@@ -24,13 +25,21 @@ for g in $gpus; do
   [[ $kind == weak ]] && x=$((n * g))
   for mode in $modes; do
     for odf in $odfs; do
-      case $mode in
+      IFS=+ read -r -a parts <<<"$mode"
+      case ${parts[0]} in
         device) flags=(--comm device) ;;
         host) flags=(--comm host) ;;
         device-sync) flags=(--comm device --sync) ;;
         baseline) [[ $odf == 1 ]] || continue; flags=(--baseline) ;;
         *) echo "scaling_sweep: unknown mode '$mode'" >&2; exit 2 ;;
       esac
+      for extra in "${parts[@]:1}"; do
+        case $extra in
+          A | B | C) flags+=(--fusion "$extra") ;;
+          graphs) flags+=(--graphs) ;;
+          *) echo "scaling_sweep: unknown mode '$mode'" >&2; exit 2 ;;
+        esac
+      done
       # shellcheck disable=SC2086
       log=$(${LAUNCH:-mpiexec -n} "$g" "$bin" -x "$x" -y "$n" -z "$n" -i "$iters" -w "${WARMUP:-10}" \
               --odf "$odf" "${flags[@]}")

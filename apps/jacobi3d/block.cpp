@@ -19,6 +19,7 @@ JacobiBlock::JacobiBlock(const kodo::UnitInit<JacobiBlock>& init, const BlockCon
   const auto slot = static_cast<std::size_t>(init.shape.linear(init.index));
   compute_ = &streams.compute(slot);
   comm_ = &streams.communication(slot);
+  pack_stream_ = whole_steps() ? compute_ : comm_;
   for (auto& f : field_) {
     f = Field(Kokkos::view_alloc(Kokkos::WithoutInitializing, "jacobi::field"), shape_.padded_size());
     init_field(f, shape_, config_.grid, origin_);
@@ -29,8 +30,12 @@ JacobiBlock::JacobiBlock(const kodo::UnitInit<JacobiBlock>& init, const BlockCon
       send_buffer_[parity][f] = Field("jacobi::face", shape_.face_size(f));
       receive_buffer_[parity][f] = Field("jacobi::ghost", shape_.face_size(f));
     }
-    channel_[f] = kodo::Channel(*this, across_face(index(), f), *comm_, config.comm);
+    channel_[f] = kodo::Channel(*this, across_face(index(), f), *pack_stream_, config.comm);
   }
+  if (config_.graphs)
+    for (int p = 0; p < 2; ++p)
+      step_graph_[p] = step_graph(config_.fusion, field_[p], field_[1 - p], shape_,
+                                  receive_buffer_[p], send_buffer_[1 - p]);
   Kokkos::fence("jacobi::JacobiBlock");
   // Receives for the first two iterations; later ones follow as faces arrive.
   for (int f = 0; f < 6; ++f)
@@ -44,36 +49,52 @@ void JacobiBlock::iterate(std::int64_t count) {
 
 void JacobiBlock::advance() {
   while (iteration_ < target_) {
-    if (faces_packed_for_ < iteration_) pack_faces();
-    auto& got = received_[iteration_ % 2];
-    if (got < neighbours_) return;  // wait for the missing faces
-    got = 0;
-    if (config_.fusion == Fusion::B)
-      unpack_faces(comm_->space(), field_[iteration_ % 2], shape_, receive_buffer_[iteration_ % 2]);
-    compute_->wait_for(*comm_);  // the unpacks of this iteration
-    update(compute_->space(), field_[iteration_ % 2], field_[(iteration_ + 1) % 2], shape_);
+    if (faces_sent_for_ < iteration_) send_faces();
+    const int p = static_cast<int>(iteration_ % 2);
+    if (received_[p] < neighbours_) return;  // wait for the missing faces
+    received_[p] = 0;
+    if (whole_steps()) {
+      // Update n, and the faces of n + 1 packed on the way.
+      if (config_.graphs)
+        step_graph_[p]->submit(compute_->space());
+      else
+        step(compute_->space(), config_.fusion, field_[p], field_[1 - p], shape_, receive_buffer_[p],
+             send_buffer_[1 - p]);
+      faces_packed_for_ = iteration_ + 1;
+    } else {
+      if (config_.fusion == Fusion::B)
+        unpack_faces(comm_->space(), field_[p], shape_, receive_buffer_[p]);
+      compute_->wait_for(*comm_);  // the unpacks of this iteration
+      update(compute_->space(), field_[p], field_[1 - p], shape_);
+    }
     ++iteration_;
   }
   if (checksum_requested_) contribute_checksum();
 }
 
-void JacobiBlock::pack_faces() {
-  const std::int64_t n = iteration_;
+// Faces of iteration n are packed from A[n % 2], after the update that produced it.
+void JacobiBlock::pack_faces(std::int64_t n) {
   faces_packed_for_ = n;
-  if (neighbours_ == 0) return;
-  comm_->wait_for(*compute_);  // the update that produced A[n % 2]
+  if (pack_stream_ != compute_) pack_stream_->wait_for(*compute_);
   if (config_.fusion == Fusion::none) {
     for (int f = 0; f < 6; ++f)
-      if (has_neighbour_[f]) pack_face(comm_->space(), field_[n % 2], shape_, f, send_buffer_[n % 2][f]);
+      if (has_neighbour_[f]) pack_face(pack_stream_->space(), field_[n % 2], shape_, f, send_buffer_[n % 2][f]);
   } else {
-    jacobi::pack_faces(comm_->space(), field_[n % 2], shape_, send_buffer_[n % 2]);
+    jacobi::pack_faces(pack_stream_->space(), field_[n % 2], shape_, send_buffer_[n % 2]);
   }
+}
+
+void JacobiBlock::send_faces() {
+  const std::int64_t n = iteration_;
+  faces_sent_for_ = n;
+  if (neighbours_ == 0) return;
+  if (faces_packed_for_ < n) pack_faces(n);
   if (config_.completion == Completion::sync) {
-    comm_->space().fence("jacobi::pack (sync)");
+    pack_stream_->space().fence("jacobi::pack (sync)");
     for (int f = 0; f < 6; ++f)
       if (has_neighbour_[f]) channel_[f].send(send_buffer_[n % 2][f], kodo::data_ready);
   } else {
-    // Each send leaves once the packs enqueued on comm_ are done.
+    // Each send leaves once the work enqueued on pack_stream_ (the packs) is done.
     for (int f = 0; f < 6; ++f)
       if (has_neighbour_[f]) channel_[f].send(send_buffer_[n % 2][f]);
   }
@@ -94,8 +115,8 @@ void JacobiBlock::on_face(std::int64_t n, int f) {
     throw kodo::Error("jacobi3d: a face for iteration " + std::to_string(n) +
                       " reached a block at iteration " + std::to_string(iteration_));
   // Our face f is filled from the neighbour's opposite face (with fusion B, all faces
-  // of the iteration at once in advance()).
-  if (config_.fusion != Fusion::B)
+  // of the iteration at once in advance(); in whole steps, by the step).
+  if (config_.fusion != Fusion::B && !whole_steps())
     unpack_face(comm_->space(), field_[n % 2], shape_, f, receive_buffer_[n % 2][f]);
   ++received_[n % 2];
   arrived_[f][n % 2] = true;

@@ -13,6 +13,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 
 namespace jacobi {
 
@@ -30,19 +31,13 @@ enum class Completion {
   sync,    // fence the stream (the bulk-synchronous way, for comparison)
 };
 
-// How many kernels a block launches for its faces each iteration.
-enum class Fusion {
-  none,  // a pack kernel per face, an unpack kernel per face as it arrives
-  A,     // all packs in one kernel; unpacks as faces arrive
-  B,     // all packs in one kernel, and all unpacks in one once every face is in
-};
-
 struct BlockConfig {
   Grid grid;
   Completion completion = Completion::engine;
   kodo::CommMode comm = kodo::CommMode::device;  // for neighbours on other ranks
   RankReport* report = nullptr;
   Fusion fusion = Fusion::none;
+  bool graphs = false;  // each iteration's kernels as one graph, replayed
 };
 
 // Device work of a block runs on two streams of the rank's pool: updates on a compute
@@ -54,9 +49,12 @@ struct BlockConfig {
 //   a face of n lands in a receive buffer posted in advance -> unpack it into the
 //      ghost layer (communication stream) and post the receive for n + 2
 //   -> all faces of n in: update n (compute stream, after the unpacks)
+// With fusion C or graphs a block instead runs each iteration as one whole step, on the
+// compute stream alone, once all its faces are in: unpack, update n, and pack the
+// faces of n + 1 (one fused kernel with C; one graph launch with graphs), then send.
 // Send and receive buffers come in two by parity. A neighbour cannot send its faces of
 // n + 2 (or read our send buffer of n again) before it has our faces of n + 1, which
-// we send only after our unpacks of n have completed on our communication stream; so
+// we send only after our unpacks of n (our step n) have completed on their stream; so
 // the buffers of n are free again when n + 2 needs them.
 class JacobiBlock : public kodo::WorkUnit<JacobiBlock> {
  public:
@@ -70,7 +68,9 @@ class JacobiBlock : public kodo::WorkUnit<JacobiBlock> {
 
  private:
   void advance();
-  void pack_faces();
+  void send_faces();
+  void pack_faces(std::int64_t n);
+  bool whole_steps() const { return config_.fusion == Fusion::C || config_.graphs; }
   void post_receives(int face);
   void on_face(std::int64_t iteration, int face);
   void contribute_checksum();
@@ -80,15 +80,18 @@ class JacobiBlock : public kodo::WorkUnit<JacobiBlock> {
   std::int64_t origin_[3];  // global coordinates of the first interior point
   kodo::Stream* compute_;
   kodo::Stream* comm_;
+  kodo::Stream* pack_stream_;   // where faces are packed and channels send from
   Field field_[2];
   Field send_buffer_[2][6];     // by parity of the iteration
   Field receive_buffer_[2][6];
   kodo::Channel channel_[6];    // to the neighbour across each face
+  std::optional<StepGraph> step_graph_[2];  // with graphs: the step from A[p] to A[1 - p]
   std::array<bool, 6> has_neighbour_{};
   int neighbours_ = 0;
   std::int64_t iteration_ = 0;   // the next update to run
   std::int64_t target_ = 0;      // run updates while iteration_ < target_
-  std::int64_t faces_packed_for_ = -1;
+  std::int64_t faces_packed_for_ = -1;  // the last iteration whose faces are packed
+  std::int64_t faces_sent_for_ = -1;    // ... and sent
   int received_[2] = {0, 0};     // faces in hand for iterations of each parity
   std::int64_t next_post_[6] = {};      // per face: the next iteration to post a receive for
   std::int64_t first_missing_[6] = {};  // per face: the oldest iteration whose face is not in

@@ -1,6 +1,7 @@
 #include "kernels.hpp"
 
 #include <limits>
+#include <string>
 #include <stdexcept>
 
 namespace jacobi {
@@ -10,16 +11,35 @@ using ReadField = Kokkos::View<const double*, Space::memory_space,
                                Kokkos::MemoryTraits<Kokkos::Restrict>>;
 using WriteField = Kokkos::View<double*, Space::memory_space, Kokkos::MemoryTraits<Kokkos::Restrict>>;
 
+// Every kernel below is written once against a launcher, so the same code either runs
+// now on a stream (LaunchOn) or becomes the next node of a graph (LaunchInGraph).
+// Kernels build their policies without an execution-space instance; LaunchOn adds it.
+struct LaunchOn {
+  Space space;
+  template <class P, class F>
+  void operator()(const char* label, const P& policy, const F& functor) const {
+    Kokkos::parallel_for(label, P(space, policy.begin(), policy.end()), functor);
+  }
+};
+
+struct LaunchInGraph {
+  Kokkos::Experimental::GraphNodeRef<Space> node;
+  template <class P, class F>
+  void operator()(const char* label, const P& policy, const F& functor) {
+    node = node.then_parallel_for(std::string(label), policy, functor);
+  }
+};
+
 // Each thread marches along x through `chunk` points of one (y, z) column, keeping the
 // x neighbours in registers and issuing the loads of the next `Ahead` planes before
 // this plane's store; adjacent threads take adjacent z, so loads are coalesced.
-template <int Ahead, class In, class Out>
-void march_ahead(const char* label, const Space& space, const In& a, const Out& b,
+template <int Ahead, class Launch, class In, class Out>
+void march_ahead(Launch&& launch, const char* label, const In& a, const Out& b,
                  const BlockShape& s, std::int64_t chunk) {
   const std::int64_t sx = (s.n[1] + 2) * (s.n[2] + 2), sy = s.n[2] + 2;
   const std::int64_t nx = s.n[0], ny = s.n[1], nz = s.n[2];
   const std::int64_t chunks = (nx + chunk - 1) / chunk;
-  Kokkos::parallel_for(label, Policy(space, 0, chunks * ny * nz), KOKKOS_LAMBDA(std::int64_t i) {
+  launch(label, Policy(0, chunks * ny * nz), KOKKOS_LAMBDA(std::int64_t i) {
     const std::int64_t z = i % nz, y = (i / nz) % ny, c = i / (nz * ny);
     const std::int64_t x0 = c * chunk + 1;
     const std::int64_t x1 = x0 + chunk <= nx + 1 ? x0 + chunk : nx + 1;
@@ -85,8 +105,8 @@ KOKKOS_INLINE_FUNCTION void march_column(const Pair* __restrict__ a, Pair* __res
 // The thread index is split with `Index` arithmetic: 32-bit when the thread count
 // allows (a 64-bit division is a long software sequence on GPUs); offsets into the
 // field stay 64-bit, so a block may exceed 2^31 points.
-template <class Index>
-void march_pairs(const Space& space, const Field& af, const Field& bf, const BlockShape& s,
+template <class Index, class Launch>
+void march_pairs(Launch&& launch, const Field& af, const Field& bf, const BlockShape& s,
                  std::int64_t chunk) {
   constexpr int kRows = 4;
   const Pair* a = reinterpret_cast<const Pair*>(af.data());
@@ -96,8 +116,8 @@ void march_pairs(const Space& space, const Field& af, const Field& bf, const Blo
   const Index chunks = (nx + chunk - 1) / chunk, pair_tiles = (pairs + 31) / 32,
               row_tiles = (ny + kRows - 1) / kRows;
   using Policy = Kokkos::RangePolicy<Space, Kokkos::IndexType<Index>, Kokkos::LaunchBounds<32 * kRows, 1>>;
-  Kokkos::parallel_for(
-      "jacobi::update_pairs", Policy(space, 0, chunks * row_tiles * pair_tiles * 32 * kRows),
+  launch(
+      "jacobi::update_pairs", Policy(0, chunks * row_tiles * pair_tiles * 32 * kRows),
       KOKKOS_LAMBDA(Index i) {
         const Index lane = i % 32, warp = i / 32, row = warp % kRows, tile = warp / kRows;
         const std::int64_t k = static_cast<std::int64_t>(tile % pair_tiles) * 32 + lane;
@@ -111,15 +131,16 @@ void march_pairs(const Space& space, const Field& af, const Field& bf, const Blo
       });
 }
 
-void march_pairs(const Space& space, const Field& a, const Field& b, const BlockShape& s,
+template <class Launch>
+void march_pairs(Launch&& launch, const Field& a, const Field& b, const BlockShape& s,
                  std::int64_t chunk) {
   // Thread count, rounded up to whole tiles of 32 pairs x 4 rows.
   const std::int64_t threads =
       (s.n[0] + chunk - 1) / chunk * ((s.n[1] + 3) / 4 * 4) * (((s.n[2] + 2) / 2 + 31) / 32 * 32);
   if (threads <= std::numeric_limits<std::uint32_t>::max())
-    march_pairs<std::uint32_t>(space, a, b, s, chunk);
+    march_pairs<std::uint32_t>(launch, a, b, s, chunk);
   else
-    march_pairs<std::int64_t>(space, a, b, s, chunk);
+    march_pairs<std::int64_t>(launch, a, b, s, chunk);
 }
 
 }  // namespace
@@ -155,21 +176,21 @@ void init_field(const Field& a, const BlockShape& s, const Grid& g, const std::i
       });
 }
 
-void pack_face(const Space& space, const Field& a, const BlockShape& s, int f, const Field& buffer) {
-  const std::int64_t layer = f % 2 == 0 ? 1 : s.n[f / 2];
-  Kokkos::parallel_for(
-      "jacobi::pack", Policy(space, 0, s.face_size(f)),
-      KOKKOS_LAMBDA(std::int64_t k) { buffer(k) = a(s.face_point(f, k, layer)); });
-}
-
-void unpack_face(const Space& space, const Field& a, const BlockShape& s, int f, const Field& data) {
-  const std::int64_t layer = f % 2 == 0 ? 0 : s.n[f / 2] + 1;
-  Kokkos::parallel_for(
-      "jacobi::unpack", Policy(space, 0, s.face_size(f)),
-      KOKKOS_LAMBDA(std::int64_t k) { a(s.face_point(f, k, layer)) = data(k); });
-}
-
 namespace {
+
+template <class Launch>
+void pack_face_with(Launch&& launch, const Field& a, const BlockShape& s, int f, const Field& buffer) {
+  const std::int64_t layer = f % 2 == 0 ? 1 : s.n[f / 2];
+  launch("jacobi::pack", Policy(0, s.face_size(f)),
+         KOKKOS_LAMBDA(std::int64_t k) { buffer(k) = a(s.face_point(f, k, layer)); });
+}
+
+template <class Launch>
+void unpack_face_with(Launch&& launch, const Field& a, const BlockShape& s, int f, const Field& data) {
+  const std::int64_t layer = f % 2 == 0 ? 0 : s.n[f / 2] + 1;
+  launch("jacobi::unpack", Policy(0, s.face_size(f)),
+         KOKKOS_LAMBDA(std::int64_t k) { a(s.face_point(f, k, layer)) = data(k); });
+}
 
 // The faces of one fused kernel: where each starts in the concatenation of all of them.
 struct FaceSet {
@@ -191,45 +212,178 @@ FaceSet face_set(const BlockShape& s, const Field (&buffers)[6]) {
   return set;
 }
 
+template <class Launch>
+void pack_faces_with(Launch&& launch, const Field& a, const BlockShape& s, const Field (&buffers)[6]) {
+  const FaceSet set = face_set(s, buffers);
+  launch("jacobi::pack_faces", Policy(0, set.start[6]), KOKKOS_LAMBDA(std::int64_t i) {
+    const int f = set.face_of(i);
+    const std::int64_t layer = f % 2 == 0 ? 1 : s.n[f / 2];
+    set.buffer[f][i - set.start[f]] = a(s.face_point(f, i - set.start[f], layer));
+  });
+}
+
+template <class Launch>
+void unpack_faces_with(Launch&& launch, const Field& a, const BlockShape& s, const Field (&data)[6]) {
+  const FaceSet set = face_set(s, data);
+  launch("jacobi::unpack_faces", Policy(0, set.start[6]), KOKKOS_LAMBDA(std::int64_t i) {
+    const int f = set.face_of(i);
+    const std::int64_t layer = f % 2 == 0 ? 0 : s.n[f / 2] + 1;
+    a(s.face_point(f, i - set.start[f], layer)) = set.buffer[f][i - set.start[f]];
+  });
+}
+
+template <class Launch>
+void update_with(Launch&& launch, const Field& a, const Field& b, const BlockShape& s,
+                 std::int64_t chunk) {
+#if defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP)
+  if (s.n[2] % 2 == 0) return march_pairs(launch, a, b, s, chunk);
+#endif
+  march_ahead<1>(launch, "jacobi::update", ReadField(a), WriteField(b), s, chunk);
+}
+
+// Fusion C: unpack, update and pack as one kernel. The update reads a neighbour's face
+// straight from its receive buffer instead of the ghost layer, and writes each new value
+// on a face layer to the send buffer too. Each thread marches along x through `chunk`
+// points of one (y, z) column, as the scalar update does; whether its column touches a
+// y or z face is decided once per thread, the x faces at the ends of the march.
+struct StepFaces {
+  const double* in[6];  // received faces of this iteration, or null: read the ghost layer
+  double* out[6];       // send buffers for the next iteration, or null
+};
+
+template <class Index, class Launch>
+void fused_step(Launch&& launch, const Field& af, const Field& bf, const BlockShape& s,
+                const StepFaces& faces, std::int64_t chunk) {
+  const double* __restrict__ a = af.data();
+  double* __restrict__ b = bf.data();
+  const std::int64_t sx = (s.n[1] + 2) * (s.n[2] + 2), sy = s.n[2] + 2;
+  const std::int64_t nx = s.n[0], ny = s.n[1], nz = s.n[2];
+  const Index inz = static_cast<Index>(nz), iny = static_cast<Index>(ny);
+  const std::int64_t chunks = (nx + chunk - 1) / chunk;
+  using IndexPolicy = Kokkos::RangePolicy<Space, Kokkos::IndexType<Index>>;
+  launch("jacobi::fused_step", IndexPolicy(0, static_cast<Index>(chunks * ny * nz)), KOKKOS_LAMBDA(Index i) {
+    const std::int64_t z = i % inz, y = i / inz % iny, c = i / inz / iny;
+    const std::int64_t x0 = c * chunk + 1;
+    const std::int64_t x1 = x0 + chunk <= nx + 1 ? x0 + chunk : nx + 1;
+    const std::int64_t yz = y * nz + z;  // index on an x face
+    const double* ym_face = y == 0 ? faces.in[2] : nullptr;
+    const double* yp_face = y == ny - 1 ? faces.in[3] : nullptr;
+    const double* zm_face = z == 0 ? faces.in[4] : nullptr;
+    const double* zp_face = z == nz - 1 ? faces.in[5] : nullptr;
+    double* ym_out = y == 0 ? faces.out[2] : nullptr;
+    double* yp_out = y == ny - 1 ? faces.out[3] : nullptr;
+    double* zm_out = z == 0 ? faces.out[4] : nullptr;
+    double* zp_out = z == nz - 1 ? faces.out[5] : nullptr;
+    std::int64_t p = s.at(x0, y + 1, z + 1);
+    double xm = x0 == 1 && faces.in[0] ? faces.in[0][yz] : a[p - sx];
+    double cc = a[p];
+    for (std::int64_t x = x0; x < x1; ++x, p += sx) {
+      const std::int64_t xz = (x - 1) * nz + z, xy = (x - 1) * ny + y;  // on y, z faces
+      const double xp = x == nx && faces.in[1] ? faces.in[1][yz] : a[p + sx];
+      const double ym = ym_face ? ym_face[xz] : a[p - sy];
+      const double yp = yp_face ? yp_face[xz] : a[p + sy];
+      const double zm = zm_face ? zm_face[xy] : a[p - 1];
+      const double zp = zp_face ? zp_face[xy] : a[p + 1];
+      const double v = stencil(cc, xm, xp, ym, yp, zm, zp);
+      b[p] = v;
+      if (x == 1 && faces.out[0]) faces.out[0][yz] = v;
+      if (x == nx && faces.out[1]) faces.out[1][yz] = v;
+      if (ym_out) ym_out[xz] = v;
+      if (yp_out) yp_out[xz] = v;
+      if (zm_out) zm_out[xy] = v;
+      if (zp_out) zp_out[xy] = v;
+      xm = cc;
+      cc = xp;
+    }
+  });
+}
+
+template <class Launch>
+void fused_step(Launch&& launch, const Field& a, const Field& b, const BlockShape& s,
+                const Field (&receive)[6], const Field (&send)[6], std::int64_t chunk) {
+  StepFaces faces{};
+  for (int f = 0; f < 6; ++f) {
+    faces.in[f] = receive[f].data();
+    faces.out[f] = send[f].data();
+  }
+  const std::int64_t threads = (s.n[0] + chunk - 1) / chunk * s.n[1] * s.n[2];
+  if (threads <= std::numeric_limits<std::uint32_t>::max())
+    fused_step<std::uint32_t>(launch, a, b, s, faces, chunk);
+  else
+    fused_step<std::int64_t>(launch, a, b, s, faces, chunk);
+}
+
+// One whole iteration, shaped by `fusion`.
+template <class Launch>
+void step_with(Launch&& launch, Fusion fusion, const Field& a, const Field& b, const BlockShape& s,
+               const Field (&receive)[6], const Field (&send)[6]) {
+  if (fusion == Fusion::C) return fused_step(launch, a, b, s, receive, send, kUpdateChunk);
+  if (fusion == Fusion::B) {
+    unpack_faces_with(launch, a, s, receive);
+  } else {
+    for (int f = 0; f < 6; ++f)
+      if (receive[f].data()) unpack_face_with(launch, a, s, f, receive[f]);
+  }
+  update_with(launch, a, b, s, kUpdateChunk);
+  if (fusion == Fusion::none) {
+    for (int f = 0; f < 6; ++f)
+      if (send[f].data()) pack_face_with(launch, b, s, f, send[f]);
+  } else {
+    pack_faces_with(launch, b, s, send);
+  }
+}
+
 }  // namespace
 
+void pack_face(const Space& space, const Field& a, const BlockShape& s, int f, const Field& buffer) {
+  pack_face_with(LaunchOn{space}, a, s, f, buffer);
+}
+
+void unpack_face(const Space& space, const Field& a, const BlockShape& s, int f, const Field& data) {
+  unpack_face_with(LaunchOn{space}, a, s, f, data);
+}
+
 void pack_faces(const Space& space, const Field& a, const BlockShape& s, const Field (&buffers)[6]) {
-  const FaceSet set = face_set(s, buffers);
-  Kokkos::parallel_for(
-      "jacobi::pack_faces", Policy(space, 0, set.start[6]), KOKKOS_LAMBDA(std::int64_t i) {
-        const int f = set.face_of(i);
-        const std::int64_t layer = f % 2 == 0 ? 1 : s.n[f / 2];
-        set.buffer[f][i - set.start[f]] = a(s.face_point(f, i - set.start[f], layer));
-      });
+  pack_faces_with(LaunchOn{space}, a, s, buffers);
 }
 
 void unpack_faces(const Space& space, const Field& a, const BlockShape& s, const Field (&data)[6]) {
-  const FaceSet set = face_set(s, data);
-  Kokkos::parallel_for(
-      "jacobi::unpack_faces", Policy(space, 0, set.start[6]), KOKKOS_LAMBDA(std::int64_t i) {
-        const int f = set.face_of(i);
-        const std::int64_t layer = f % 2 == 0 ? 0 : s.n[f / 2] + 1;
-        a(s.face_point(f, i - set.start[f], layer)) = set.buffer[f][i - set.start[f]];
-      });
+  unpack_faces_with(LaunchOn{space}, a, s, data);
 }
 
 void update(const Space& space, const Field& a, const Field& b, const BlockShape& s,
             std::int64_t chunk) {
-#if defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP)
-  if (s.n[2] % 2 == 0) return march_pairs(space, a, b, s, chunk);
-#endif
-  march_ahead<1>("jacobi::update", space, ReadField(a), WriteField(b), s, chunk);
+  update_with(LaunchOn{space}, a, b, s, chunk);
 }
 
 void update_pairs(const Space& space, const Field& a, const Field& b, const BlockShape& s,
                   std::int64_t chunk) {
   if (s.n[2] % 2 != 0) throw std::invalid_argument("jacobi: update_pairs needs an even z extent");
-  march_pairs(space, a, b, s, chunk);
+  march_pairs(LaunchOn{space}, a, b, s, chunk);
 }
 
 void update_scalar(const Space& space, const Field& a, const Field& b, const BlockShape& s,
                    std::int64_t chunk) {
-  march_ahead<1>("jacobi::update_scalar", space, ReadField(a), WriteField(b), s, chunk);
+  march_ahead<1>(LaunchOn{space}, "jacobi::update_scalar", ReadField(a), WriteField(b), s, chunk);
+}
+
+void fused_update(const Space& space, const Field& a, const Field& b, const BlockShape& s,
+                  const Field (&receive)[6], const Field (&send)[6], std::int64_t chunk) {
+  fused_step(LaunchOn{space}, a, b, s, receive, send, chunk);
+}
+
+void step(const Space& space, Fusion fusion, const Field& a, const Field& b, const BlockShape& s,
+          const Field (&receive)[6], const Field (&send)[6]) {
+  step_with(LaunchOn{space}, fusion, a, b, s, receive, send);
+}
+
+StepGraph step_graph(Fusion fusion, const Field& a, const Field& b, const BlockShape& s,
+                     const Field (&receive)[6], const Field (&send)[6]) {
+  auto graph = Kokkos::Experimental::create_graph([&](const auto& root) {
+    step_with(LaunchInGraph{root}, fusion, a, b, s, receive, send);
+  });
+  graph.instantiate();
+  return graph;
 }
 
 void update_flat(const Space& space, const Field& a, const Field& b, const BlockShape& s) {

@@ -6,12 +6,23 @@
 
 #include <kodo.hpp>
 
+#include <Kokkos_Graph.hpp>
+
 #include <cstdint>
 
 namespace jacobi {
 
 using Space = Kokkos::DefaultExecutionSpace;
 using Field = Kokkos::View<double*, Space::memory_space>;
+using StepGraph = Kokkos::Experimental::Graph<Space>;
+
+// How the face kernels of a block are shaped, each iteration.
+enum class Fusion {
+  none,  // a pack kernel per face, an unpack kernel per face as it arrives
+  A,     // all packs in one kernel; unpacks as faces arrive
+  B,     // all packs in one kernel, and all unpacks in one once every face is in
+  C,     // unpack, update and pack in one kernel (fused_update), once every face is in
+};
 
 // Faces are numbered 2 * dimension + side: 0 -x, 1 +x, 2 -y, 3 +y, 4 -z, 5 +z.
 struct BlockShape {
@@ -81,6 +92,21 @@ void update_scalar(const Space& space, const Field& a, const Field& b, const Blo
 // The same update as one flat range over all interior points (the plain Kokkos way,
 // kept for comparison in perf/).
 void update_flat(const Space& space, const Field& a, const Field& b, const BlockShape& s);
+// Fusion C's kernel: the update a -> b that reads the ghost values of every face with a
+// buffer in `receive` from that buffer (not from a's ghost layer), and writes b's new
+// values on each face with a buffer in `send` to that buffer too (what pack_face would).
+void fused_update(const Space& space, const Field& a, const Field& b, const BlockShape& s,
+                  const Field (&receive)[6], const Field (&send)[6],
+                  std::int64_t chunk = kUpdateChunk);
+// One whole iteration of a block whose faces are all in: the received faces into a's
+// ghost layer, the update a -> b, and b's faces into the send buffers, with the kernels
+// `fusion` says (C: the one fused_update). Faces without a buffer are skipped.
+void step(const Space& space, Fusion fusion, const Field& a, const Field& b, const BlockShape& s,
+          const Field (&receive)[6], const Field (&send)[6]);
+// The same work as an instantiated graph, to be submitted on a stream for every
+// iteration of the same parity: one launch instead of one per kernel.
+StepGraph step_graph(Fusion fusion, const Field& a, const Field& b, const BlockShape& s,
+                     const Field (&receive)[6], const Field (&send)[6]);
 // Sum over the block's interior of (a - b)^2: with a and b two successive iterates,
 // the squared norm of the last update (the residual jacobi3d reports).
 double difference_squares(const Space& space, const Field& a, const Field& b, const BlockShape& s);

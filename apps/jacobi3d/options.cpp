@@ -57,8 +57,12 @@ Options parse_options(const std::vector<std::string>& args) {
       o.baseline = true;
       continue;
     }
+    if (a == "--graphs") {
+      o.graphs = true;
+      continue;
+    }
     if (a == "--fusion") {
-      o.fusion = parse_choice(args, i, {"none", "A", "B"});
+      o.fusion = parse_choice(args, i, {"none", "A", "B", "C"});
       continue;
     }
     if (a == "--comm") {
@@ -82,8 +86,8 @@ Options parse_options(const std::vector<std::string>& args) {
 
 std::string usage() {
   return "usage: jacobi3d [-x N] [-y N] [-z N] [-i ITERATIONS] [-w WARMUP] [--odf UNITS_PER_RANK]\n"
-         "                [--comm device|host] [--fusion none|A|B] [--verify] [--sync] [--baseline]\n"
-         "                [--help]\n"
+         "                [--comm device|host] [--fusion none|A|B|C] [--graphs] [--verify] [--sync]\n"
+         "                [--baseline] [--help]\n"
          "  -x, -y, -z   global grid size (default 64 each)\n"
          "  -i           timed iterations (default 100)\n"
          "  -w           warm-up iterations before timing (default 10)\n"
@@ -93,7 +97,9 @@ std::string usage() {
          "               pinned host memory); units of one rank always use device copies\n"
          "  --fusion     face kernels per unit and iteration: none (a pack and an unpack per\n"
          "               face), A (all packs in one kernel), B (all packs in one, all unpacks\n"
-         "               in one once every face is in)\n"
+         "               in one once every face is in), C (unpack, update and pack in one kernel)\n"
+         "  --graphs     launch each unit iteration (unpacks, update, packs) as one graph,\n"
+         "               built once per parity and replayed\n"
          "  --sync       wait for device work by fencing streams (default: completion engine)\n"
          "  --baseline   run the bulk-synchronous MPI version instead (one block per rank,\n"
          "               fence, host-staged MPI exchange, wait; for comparison; --odf 1)\n";

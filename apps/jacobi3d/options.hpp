@@ -15,7 +15,9 @@ struct Options {
   bool verify = false;
   bool sync = false;  // fence streams instead of the completion engine
   bool baseline = false;  // the bulk-synchronous MPI version instead of kodo
-  std::string fusion = "none";  // face kernels: none, A (packs fused), B (packs and unpacks)
+  std::string fusion = "none";  // face kernels: none, A (packs fused), B (packs and unpacks),
+                                // C (unpack, update and pack in one kernel)
+  bool graphs = false;  // each unit iteration as one replayed graph
   std::string comm = "device";  // halo transfers: "device" (GPU-aware) or "host" (staged)
   bool help = false;
 };
