@@ -3,12 +3,15 @@
 // over. All variants must produce the same bits; the program fails if they do not.
 //
 //   jacobi_kernel_bench [--sizes 256,512,768,1024] [--reps 20] [--csv FILE]
+//
+// A size is N (an N^3 block) or XxYxZ.
 
 #include "report.hpp"
 
 #include <kernels.hpp>
 #include <kodo.hpp>
 
+#include <array>
 #include <cinttypes>
 #include <functional>
 #include <sstream>
@@ -53,11 +56,25 @@ void copy_pairs(const Space& space, const Field& a, const Field& b, const BlockS
       KOKKOS_LAMBDA(std::int64_t i) { to[i] = from[i]; });
 }
 
-std::vector<std::int64_t> parse_sizes(int argc, char** argv) {
+std::vector<std::array<std::int64_t, 3>> parse_sizes(int argc, char** argv) {
   const bool host = KODO_BACKEND_NAME == std::string("host");
   std::stringstream ss(perf::option(argc, argv, "--sizes", host ? "64,128" : "256,512,768,1024"));
-  std::vector<std::int64_t> sizes;
-  for (std::string item; std::getline(ss, item, ',');) sizes.push_back(std::stoll(item));
+  std::vector<std::array<std::int64_t, 3>> sizes;
+  for (std::string item; std::getline(ss, item, ',');) {
+    std::array<std::int64_t, 3> n{};
+    std::size_t at = 0;
+    for (int d = 0; d < 3; ++d) {
+      std::size_t used = 0;
+      n[d] = std::stoll(item.substr(at), &used);
+      at += used;
+      if (at >= item.size() || item[at] != 'x') {
+        for (int e = d + 1; e < 3; ++e) n[e] = n[d];  // N alone means N^3
+        break;
+      }
+      ++at;
+    }
+    sizes.push_back(n);
+  }
   return sizes;
 }
 
@@ -80,18 +97,23 @@ int main(int argc, char** argv) {
   const int r = std::stoi(perf::option(argc, argv, "--reps", "20"));
   const Space space = runtime.streams().compute(0).space();
   int failures = 0;
-  for (const std::int64_t n : parse_sizes(argc, argv)) {
-    const BlockShape s{{n, n, n}};
-    const jacobi::Grid g{n, n, n};
+  for (const auto& n : parse_sizes(argc, argv)) {
+    const BlockShape s{{n[0], n[1], n[2]}};
+    const jacobi::Grid g{n[0], n[1], n[2]};
+    const std::string size = n[0] == n[1] && n[1] == n[2]
+                                 ? std::to_string(n[0])
+                                 : std::to_string(n[0]) + "x" + std::to_string(n[1]) + "x" + std::to_string(n[2]);
     const std::int64_t origin[3] = {0, 0, 0};
     Field a(Kokkos::view_alloc(Kokkos::WithoutInitializing, "a"), s.padded_size());
     Field b(Kokkos::view_alloc(Kokkos::WithoutInitializing, "b"), s.padded_size());
     std::vector<std::pair<std::string, std::function<void(const Field&, const Field&)>>> variants;
-    for (std::int64_t chunk : {16, 32, 64, 256})
+    variants.emplace_back("update_auto_chunk",
+                          [&](const Field& x, const Field& y) { jacobi::update(space, x, y, s); });
+    for (std::int64_t chunk : {4, 8, 16, 32, 64})
       variants.emplace_back("update_chunk" + std::to_string(chunk),
                             [&, chunk](const Field& x, const Field& y) { jacobi::update(space, x, y, s, chunk); });
-    variants.emplace_back("update_scalar_chunk32",
-                          [&](const Field& x, const Field& y) { jacobi::update_scalar(space, x, y, s, 32); });
+    variants.emplace_back("update_scalar_auto_chunk",
+                          [&](const Field& x, const Field& y) { jacobi::update_scalar(space, x, y, s); });
     variants.emplace_back("flat_range", [&](const Field& x, const Field& y) { jacobi::update_flat(space, x, y, s); });
     variants.emplace_back("mdrange_default_tiles",
                           [&](const Field& x, const Field& y) { update_mdrange(space, x, y, s); });
@@ -103,7 +125,7 @@ int main(int argc, char** argv) {
       send[f] = Field("send", s.face_size(f));
     }
     variants.emplace_back("fused_update_6_faces", [&](const Field& x, const Field& y) {
-      jacobi::fused_update(space, x, y, s, receive, send, 32);
+      jacobi::fused_update(space, x, y, s, receive, send);
     });
     variants.emplace_back("copy_doubles", [&](const Field& x, const Field& y) { copy_doubles(space, x, y, s); });
     variants.emplace_back("copy_pairs", [&](const Field& x, const Field& y) { copy_pairs(space, x, y, s); });
@@ -120,16 +142,16 @@ int main(int argc, char** argv) {
       const std::uint64_t sum = jacobi::checksum(space, a, s, g, origin);
       if (v == 0) reference = sum;
       if (sum != reference && name.rfind("copy", 0) != 0) {
-        std::fprintf(stderr, "variant %s gives different bits at n=%" PRId64 "\n", name.c_str(), n);
+        std::fprintf(stderr, "variant %s gives different bits at n=%s\n", name.c_str(), size.c_str());
         ++failures;
       }
       const double t0 = perf::seconds();
       for (int i = 0; i < r; ++i) run(i % 2 ? b : a, i % 2 ? a : b);
       space.fence();
       const double per = (perf::seconds() - t0) / r;
-      const double points = static_cast<double>(n) * n * n;
+      const double points = static_cast<double>(s.interior_size());
       char line[256];
-      std::snprintf(line, sizeof line, "%" PRId64 ",%s,%.6e,%.2f,%.1f", n, name.c_str(), per,
+      std::snprintf(line, sizeof line, "%s,%s,%.6e,%.2f,%.1f", size.c_str(), name.c_str(), per,
                     points / per * 1e-9, 16 * points / per * 1e-9);
       csv.row(line);
     }

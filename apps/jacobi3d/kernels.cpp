@@ -22,6 +22,18 @@ struct LaunchOn {
   }
 };
 
+// Marching a longer chunk keeps more x neighbours in registers but leaves fewer threads:
+// below some 2^17 threads an H200 is not filled, and a small block runs faster in
+// shorter chunks (perf/results/jacobi_kernel_chunks_h200.csv). CPUs have threads to
+// spare at any size, and keep the longest chunk.
+std::int64_t choose_chunk(std::int64_t chunk, std::int64_t columns, std::int64_t nx) {
+  if (chunk > 0) return chunk;
+  chunk = kUpdateChunk;
+  if (Kokkos::SpaceAccessibility<Kokkos::HostSpace, Space::memory_space>::accessible) return chunk;
+  while (chunk > 4 && (nx + chunk - 1) / chunk * columns < (std::int64_t{1} << 17)) chunk /= 2;
+  return chunk;
+}
+
 struct LaunchInGraph {
   Kokkos::Experimental::GraphNodeRef<Space> node;
   template <class P, class F>
@@ -38,6 +50,7 @@ void march_ahead(Launch&& launch, const char* label, const In& a, const Out& b,
                  const BlockShape& s, std::int64_t chunk) {
   const std::int64_t sx = (s.n[1] + 2) * (s.n[2] + 2), sy = s.n[2] + 2;
   const std::int64_t nx = s.n[0], ny = s.n[1], nz = s.n[2];
+  chunk = choose_chunk(chunk, ny * nz, nx);
   const std::int64_t chunks = (nx + chunk - 1) / chunk;
   launch(label, Policy(0, chunks * ny * nz), KOKKOS_LAMBDA(std::int64_t i) {
     const std::int64_t z = i % nz, y = (i / nz) % ny, c = i / (nz * ny);
@@ -134,6 +147,7 @@ void march_pairs(Launch&& launch, const Field& af, const Field& bf, const BlockS
 template <class Launch>
 void march_pairs(Launch&& launch, const Field& a, const Field& b, const BlockShape& s,
                  std::int64_t chunk) {
+  chunk = choose_chunk(chunk, s.n[1] * ((s.n[2] + 2) / 2), s.n[0]);
   // Thread count, rounded up to whole tiles of 32 pairs x 4 rows.
   const std::int64_t threads =
       (s.n[0] + chunk - 1) / chunk * ((s.n[1] + 3) / 4 * 4) * (((s.n[2] + 2) / 2 + 31) / 32 * 32);
@@ -245,7 +259,8 @@ void update_with(Launch&& launch, const Field& a, const Field& b, const BlockSha
 // straight from its receive buffer instead of the ghost layer, and writes each new value
 // on a face layer to the send buffer too. Each thread marches along x through `chunk`
 // points of one (y, z) column, as the scalar update does; whether its column touches a
-// y or z face is decided once per thread, the x faces at the ends of the march.
+// y or z face is decided once per thread, the x faces at the ends of the march; a
+// column that touches no face marches as the plain update does.
 struct StepFaces {
   const double* in[6];  // received faces of this iteration, or null: read the ghost layer
   double* out[6];       // send buffers for the next iteration, or null
@@ -275,6 +290,20 @@ void fused_step(Launch&& launch, const Field& af, const Field& bf, const BlockSh
     double* zm_out = z == 0 ? faces.out[4] : nullptr;
     double* zp_out = z == nz - 1 ? faces.out[5] : nullptr;
     std::int64_t p = s.at(x0, y + 1, z + 1);
+    // Most columns touch no face: they take the plain march, free of the tests below.
+    const bool x_faces = (x0 == 1 && (faces.in[0] || faces.out[0])) ||
+                         (x1 == nx + 1 && (faces.in[1] || faces.out[1]));
+    if (!x_faces && !ym_face && !yp_face && !zm_face && !zp_face && !ym_out && !yp_out && !zm_out &&
+        !zp_out) {
+      double xm = a[p - sx], cc = a[p];
+      for (std::int64_t x = x0; x < x1; ++x, p += sx) {
+        const double xp = a[p + sx];
+        b[p] = stencil(cc, xm, xp, a[p - sy], a[p + sy], a[p - 1], a[p + 1]);
+        xm = cc;
+        cc = xp;
+      }
+      return;
+    }
     double xm = x0 == 1 && faces.in[0] ? faces.in[0][yz] : a[p - sx];
     double cc = a[p];
     for (std::int64_t x = x0; x < x1; ++x, p += sx) {
@@ -301,6 +330,7 @@ void fused_step(Launch&& launch, const Field& af, const Field& bf, const BlockSh
 template <class Launch>
 void fused_step(Launch&& launch, const Field& a, const Field& b, const BlockShape& s,
                 const Field (&receive)[6], const Field (&send)[6], std::int64_t chunk) {
+  chunk = choose_chunk(chunk, s.n[1] * s.n[2], s.n[0]);
   StepFaces faces{};
   for (int f = 0; f < 6; ++f) {
     faces.in[f] = receive[f].data();
@@ -317,14 +347,14 @@ void fused_step(Launch&& launch, const Field& a, const Field& b, const BlockShap
 template <class Launch>
 void step_with(Launch&& launch, Fusion fusion, const Field& a, const Field& b, const BlockShape& s,
                const Field (&receive)[6], const Field (&send)[6]) {
-  if (fusion == Fusion::C) return fused_step(launch, a, b, s, receive, send, kUpdateChunk);
+  if (fusion == Fusion::C) return fused_step(launch, a, b, s, receive, send, kAutoChunk);
   if (fusion == Fusion::B) {
     unpack_faces_with(launch, a, s, receive);
   } else {
     for (int f = 0; f < 6; ++f)
       if (receive[f].data()) unpack_face_with(launch, a, s, f, receive[f]);
   }
-  update_with(launch, a, b, s, kUpdateChunk);
+  update_with(launch, a, b, s, kAutoChunk);
   if (fusion == Fusion::none) {
     for (int f = 0; f < 6; ++f)
       if (send[f].data()) pack_face_with(launch, b, s, f, send[f]);

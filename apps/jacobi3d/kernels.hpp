@@ -80,15 +80,18 @@ void unpack_faces(const Space& space, const Field& a, const BlockShape& s, const
 // threads take adjacent z, so loads are coalesced. On GPUs, blocks with an even z
 // extent use 16-byte accesses to pairs of z points, and a thread block covers four
 // neighbouring rows. Chosen over the alternatives in perf/results/jacobi_kernel_*_h200.csv.
+// `chunk` kAutoChunk picks kUpdateChunk, on GPUs halved (down to 4) while the block has
+// too few columns to fill the GPU with threads.
 inline constexpr std::int64_t kUpdateChunk = 32;
+inline constexpr std::int64_t kAutoChunk = 0;
 void update(const Space& space, const Field& a, const Field& b, const BlockShape& s,
-            std::int64_t chunk = kUpdateChunk);
+            std::int64_t chunk = kAutoChunk);
 // The march over 16-byte pairs of z points that update uses on GPUs (z extent even).
 void update_pairs(const Space& space, const Field& a, const Field& b, const BlockShape& s,
-                  std::int64_t chunk = kUpdateChunk);
+                  std::int64_t chunk = kAutoChunk);
 // The march with 8-byte accesses only (what update does on the host and for odd z).
 void update_scalar(const Space& space, const Field& a, const Field& b, const BlockShape& s,
-                   std::int64_t chunk = kUpdateChunk);
+                   std::int64_t chunk = kAutoChunk);
 // The same update as one flat range over all interior points (the plain Kokkos way,
 // kept for comparison in perf/).
 void update_flat(const Space& space, const Field& a, const Field& b, const BlockShape& s);
@@ -97,7 +100,7 @@ void update_flat(const Space& space, const Field& a, const Field& b, const Block
 // values on each face with a buffer in `send` to that buffer too (what pack_face would).
 void fused_update(const Space& space, const Field& a, const Field& b, const BlockShape& s,
                   const Field (&receive)[6], const Field (&send)[6],
-                  std::int64_t chunk = kUpdateChunk);
+                  std::int64_t chunk = kAutoChunk);
 // One whole iteration of a block whose faces are all in: the received faces into a's
 // ghost layer, the update a -> b, and b's faces into the send buffers, with the kernels
 // `fusion` says (C: the one fused_update). Faces without a buffer are skipped.
