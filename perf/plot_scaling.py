@@ -18,17 +18,27 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 
 def read_rows(paths):
-    rows, machines = [], set()
+    """All rows of all files, each with the machine its file's header names."""
+    rows = []
     for path in paths:
+        machine = ""
         with open(path) as f:
             lines = []
             for line in f:
                 if line.startswith("# machine:"):
-                    machines.add(line.split(":", 1)[1].strip())
+                    machine = line.split(":", 1)[1].strip()
                 elif not line.startswith("#"):
                     lines.append(line)
-        rows.extend(csv.DictReader(lines))
-    return rows, machines
+        for row in csv.DictReader(lines):
+            row["machine"] = machine
+            rows.append(row)
+    return rows
+
+
+# Line style by the mode's base, marker by its variant (fusion, graphs).
+STYLES = {"device": "-", "host": "--", "device-sync": ":", "baseline": "-."}
+MARKERS = {"": "o", "A": "<", "B": "v", "C": "P", "graphs": "^", "A+graphs": ">",
+           "B+graphs": "x", "C+graphs": "D"}
 
 
 def main(argv):
@@ -37,9 +47,11 @@ def main(argv):
         return 2
     out_dir = Path(argv[1])
     out_dir.mkdir(parents=True, exist_ok=True)
-    rows, machines = read_rows(argv[2:])
+    rows = read_rows(argv[2:])
     sweeps = defaultdict(lambda: defaultdict(list))  # (kind, n) -> (mode, odf) -> points
+    machines = defaultdict(set)  # (kind, n) -> machines
     for r in rows:
+        machines[(r["kind"], int(r["n"]))].add(r["machine"])
         sweeps[(r["kind"], int(r["n"]))][(r["mode"], int(r["odf"]))].append(
             (int(r["gpus"]), float(r["avg_iteration_us"])))
     for (kind, n), lines in sorted(sweeps.items()):
@@ -47,12 +59,13 @@ def main(argv):
         # Colour by ODF, line style by mode, so many lines stay apart.
         odfs = sorted({odf for _, odf in lines})
         colours = {odf: plt.cm.viridis(i / max(1, len(odfs) - 1)) for i, odf in enumerate(odfs)}
-        styles = {"device": "-", "host": "--", "device-sync": ":", "baseline": "-."}
         for (mode, odf), points in sorted(lines.items()):
             points.sort()
-            baseline = mode == "baseline"
-            ax.plot([p[0] for p in points], [p[1] for p in points], marker="s" if baseline else "o",
-                    linestyle=styles.get(mode, "-"), color="black" if baseline else colours[odf],
+            base, _, variant = mode.partition("+")
+            baseline = base == "baseline"
+            ax.plot([p[0] for p in points], [p[1] for p in points],
+                    marker="s" if baseline else MARKERS.get(variant, "o"),
+                    linestyle=STYLES.get(base, "-"), color="black" if baseline else colours[odf],
                     label=f"{mode}, ODF {odf}")
         gpus = sorted({p[0] for pts in lines.values() for p in pts})
         times = [p[1] for pts in lines.values() for p in pts]
@@ -63,7 +76,8 @@ def main(argv):
         ax.set_xlabel("GPUs")
         ax.set_ylabel("time per iteration (us)")
         per = " per GPU" if kind == "weak" else " in total"
-        ax.set_title(f"Jacobi3D {kind} scaling, {n}^3{per}" + (f" ({', '.join(sorted(machines))})" if machines else ""))
+        named = sorted(m for m in machines[(kind, n)] if m)
+        ax.set_title(f"Jacobi3D {kind} scaling, {n}^3{per}" + (f" ({', '.join(named)})" if named else ""))
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize="small", ncol=2)
         path = out_dir / f"{kind}_{n}.png"
