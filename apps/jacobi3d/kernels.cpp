@@ -327,15 +327,130 @@ void fused_step(Launch&& launch, const Field& af, const Field& bf, const BlockSh
   });
 }
 
+// Fusion C on GPUs: the pair march of update_pairs, with the faces. Every thread runs
+// the same loop (no divergent path for the columns at a face): where its column touches
+// a face, a pointer into that face's buffer is set, and the loop reads the ghost value
+// from it, or writes the new value to it, instead of the field. Column index j of a y
+// face advances by nz per x step, of a z face by ny. Pair k holds interior z 2k-1 (lo,
+// inside when k > 0) and 2k (hi, inside when 2k < nz).
+struct PairColumnFaces {
+  const double* x_in[2];  // ghost values before the first / after the last x plane, or null
+  double* x_out[2];       // the x = 1 / x = nx plane's values, or null
+  const double* y_in[2];  // the -y / +y ghost row of this column, at its x = 1 point, or null
+  double* y_out[2];
+  const double* zm_in;    // pair 0: the -z ghost of its hi point, or null
+  double* zm_out;
+  const double* zp_in;    // last pair: the +z ghost of its lo point, or null
+  double* zp_out;
+};
+
+KOKKOS_INLINE_FUNCTION void march_column_faces(const Pair* __restrict__ a, Pair* __restrict__ b,
+                                               std::int64_t q, std::int64_t x0, std::int64_t x1,
+                                               std::int64_t nx, std::int64_t sxq, std::int64_t syq,
+                                               std::int64_t ystep, std::int64_t zstep, bool lo_inside,
+                                               bool hi_inside, const PairColumnFaces& f) {
+  const double* a1 = reinterpret_cast<const double*>(a);
+  double* b1 = reinterpret_cast<double*>(b);
+  const auto face_pair = [&](const double* face, std::int64_t j) {
+    return Pair{lo_inside ? face[j] : 0.0, hi_inside ? face[j + 1] : 0.0};
+  };
+  Pair xm = x0 == 1 && f.x_in[0] ? face_pair(f.x_in[0], 0) : a[q - sxq];
+  Pair cc = a[q];
+  std::int64_t jy = 0, jz = 0;
+  for (std::int64_t x = x0; x < x1; ++x) {
+    const Pair xp = x == nx && f.x_in[1] ? face_pair(f.x_in[1], 0) : a[q + sxq];
+    const Pair ym = f.y_in[0] ? face_pair(f.y_in[0], jy) : a[q - syq];
+    const Pair yp = f.y_in[1] ? face_pair(f.y_in[1], jy) : a[q + syq];
+    const double zl = a1[2 * q - 1], zr = a1[2 * q + 2];
+    const double lo_zp = f.zp_in ? f.zp_in[jz] : cc.hi;
+    const double hi_zm = f.zm_in ? f.zm_in[jz] : cc.lo;
+    Pair out;
+    out.lo = stencil(cc.lo, xm.lo, xp.lo, ym.lo, yp.lo, zl, lo_zp);
+    out.hi = stencil(cc.hi, xm.hi, xp.hi, ym.hi, yp.hi, hi_zm, zr);
+    if (lo_inside && hi_inside) {
+      b[q] = out;
+    } else {
+      if (lo_inside) b1[2 * q] = out.lo;
+      if (hi_inside) b1[2 * q + 1] = out.hi;
+    }
+    const auto store = [&](double* face, std::int64_t j) {
+      if (lo_inside) face[j] = out.lo;
+      if (hi_inside) face[j + 1] = out.hi;
+    };
+    if (x == 1 && f.x_out[0]) store(f.x_out[0], 0);
+    if (x == nx && f.x_out[1]) store(f.x_out[1], 0);
+    if (f.y_out[0]) store(f.y_out[0], jy);
+    if (f.y_out[1]) store(f.y_out[1], jy);
+    if (f.zm_out) f.zm_out[jz] = out.hi;
+    if (f.zp_out) f.zp_out[jz] = out.lo;
+    xm = cc;
+    cc = xp;
+    q += sxq;
+    jy += ystep;
+    jz += zstep;
+  }
+}
+
+template <class Index, class Launch>
+void fused_pairs(Launch&& launch, const Field& af, const Field& bf, const BlockShape& s,
+                 const StepFaces& faces, std::int64_t chunk) {
+  constexpr int kRows = 4;
+  const Pair* a = reinterpret_cast<const Pair*>(af.data());
+  Pair* b = reinterpret_cast<Pair*>(bf.data());
+  const std::int64_t sxq = (s.n[1] + 2) * (s.n[2] + 2) / 2, syq = (s.n[2] + 2) / 2;
+  const std::int64_t nx = s.n[0], ny = s.n[1], nz = s.n[2], pairs = (s.n[2] + 2) / 2;
+  const Index chunks = (nx + chunk - 1) / chunk, pair_tiles = (pairs + 31) / 32,
+              row_tiles = (ny + kRows - 1) / kRows;
+  using Policy = Kokkos::RangePolicy<Space, Kokkos::IndexType<Index>, Kokkos::LaunchBounds<32 * kRows, 1>>;
+  launch(
+      "jacobi::fused_pairs", Policy(0, chunks * row_tiles * pair_tiles * 32 * kRows),
+      KOKKOS_LAMBDA(Index i) {
+        const Index lane = i % 32, warp = i / 32, row = warp % kRows, tile = warp / kRows;
+        const std::int64_t k = static_cast<std::int64_t>(tile % pair_tiles) * 32 + lane;
+        const std::int64_t y = static_cast<std::int64_t>(tile / pair_tiles % row_tiles) * kRows + row;
+        const std::int64_t c = tile / pair_tiles / row_tiles;
+        if (k >= pairs || y >= ny) return;
+        const std::int64_t x0 = c * chunk + 1;
+        const std::int64_t x1 = x0 + chunk <= nx + 1 ? x0 + chunk : nx + 1;
+        // Interior z of this pair's lo point (hi is lo + 1); -1 for pair 0.
+        const std::int64_t z = 2 * k - 1, xz = (x0 - 1) * nz + z, xy = (x0 - 1) * ny + y;
+        PairColumnFaces f{};
+        f.x_in[0] = faces.in[0] ? faces.in[0] + y * nz + z : nullptr;
+        f.x_in[1] = faces.in[1] ? faces.in[1] + y * nz + z : nullptr;
+        f.x_out[0] = faces.out[0] ? faces.out[0] + y * nz + z : nullptr;
+        f.x_out[1] = faces.out[1] ? faces.out[1] + y * nz + z : nullptr;
+        f.y_in[0] = y == 0 && faces.in[2] ? faces.in[2] + xz : nullptr;
+        f.y_in[1] = y == ny - 1 && faces.in[3] ? faces.in[3] + xz : nullptr;
+        f.y_out[0] = y == 0 && faces.out[2] ? faces.out[2] + xz : nullptr;
+        f.y_out[1] = y == ny - 1 && faces.out[3] ? faces.out[3] + xz : nullptr;
+        f.zm_in = k == 0 && faces.in[4] ? faces.in[4] + xy : nullptr;
+        f.zm_out = k == 0 && faces.out[4] ? faces.out[4] + xy : nullptr;
+        f.zp_in = 2 * k == nz && faces.in[5] ? faces.in[5] + xy : nullptr;
+        f.zp_out = 2 * k == nz && faces.out[5] ? faces.out[5] + xy : nullptr;
+        march_column_faces(a, b, x0 * sxq + (y + 1) * syq + k, x0, x1, nx, sxq, syq, nz, ny, k > 0,
+                           2 * k + 1 <= nz, f);
+      });
+}
+
 template <class Launch>
 void fused_step(Launch&& launch, const Field& a, const Field& b, const BlockShape& s,
                 const Field (&receive)[6], const Field (&send)[6], std::int64_t chunk) {
-  chunk = choose_chunk(chunk, s.n[1] * s.n[2], s.n[0]);
   StepFaces faces{};
   for (int f = 0; f < 6; ++f) {
     faces.in[f] = receive[f].data();
     faces.out[f] = send[f].data();
   }
+#if defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP)
+  if (s.n[2] % 2 == 0) {
+    const std::int64_t c = choose_chunk(chunk, s.n[1] * ((s.n[2] + 2) / 2), s.n[0]);
+    const std::int64_t threads =
+        (s.n[0] + c - 1) / c * ((s.n[1] + 3) / 4 * 4) * (((s.n[2] + 2) / 2 + 31) / 32 * 32);
+    if (threads <= std::numeric_limits<std::uint32_t>::max())
+      return fused_pairs<std::uint32_t>(launch, a, b, s, faces, c);
+    return fused_pairs<std::int64_t>(launch, a, b, s, faces, c);
+  }
+#endif
+  chunk = choose_chunk(chunk, s.n[1] * s.n[2], s.n[0]);
   const std::int64_t threads = (s.n[0] + chunk - 1) / chunk * s.n[1] * s.n[2];
   if (threads <= std::numeric_limits<std::uint32_t>::max())
     fused_step<std::uint32_t>(launch, a, b, s, faces, chunk);
