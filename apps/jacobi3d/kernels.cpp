@@ -108,53 +108,73 @@ KOKKOS_INLINE_FUNCTION void march_column(const Pair* __restrict__ a, Pair* __res
   }
 }
 
-// The x-march over pairs of padded z positions (2k, 2k+1): every access to the
-// centre, x and y neighbours is a 16-byte load; the z neighbours outside the pair are
-// two 8-byte loads. Needs padded rows of even length (z extent even), so that pairs
-// are aligned. Ghost positions inside a pair are read, never written.
-// A warp takes 32 consecutive pairs of one row (coalesced), and a 128-thread block
-// the same pairs of 4 neighbouring rows, so the y neighbours of its inner rows come
-// from L1 (+4% over one row per block, perf/results/jacobi_kernel_explore_row_tiles_h200.csv).
+// The thread layout of every march over pairs of padded z positions (2k, 2k+1): a
+// warp takes 32 consecutive pairs of one row (coalesced), and a 128-thread block the
+// same pairs of 4 neighbouring rows, so the y neighbours of its inner rows come from L1
+// (+4% over one row per block, perf/results/jacobi_kernel_explore_row_tiles_h200.csv).
+// Each thread hands its column -- pair k of row y, x planes [x0, x1) -- to `column`.
 // The thread index is split with `Index` arithmetic: 32-bit when the thread count
 // allows (a 64-bit division is a long software sequence on GPUs); offsets into the
 // field stay 64-bit, so a block may exceed 2^31 points.
-template <class Index, class Launch>
-void march_pairs(Launch&& launch, const Field& af, const Field& bf, const BlockShape& s,
-                 std::int64_t chunk) {
-  constexpr int kRows = 4;
-  const Pair* a = reinterpret_cast<const Pair*>(af.data());
-  Pair* b = reinterpret_cast<Pair*>(bf.data());
-  const std::int64_t sxq = (s.n[1] + 2) * (s.n[2] + 2) / 2, syq = (s.n[2] + 2) / 2;
-  const std::int64_t nx = s.n[0], ny = s.n[1], nz = s.n[2], pairs = (s.n[2] + 2) / 2;
-  const Index chunks = (nx + chunk - 1) / chunk, pair_tiles = (pairs + 31) / 32,
-              row_tiles = (ny + kRows - 1) / kRows;
-  using Policy = Kokkos::RangePolicy<Space, Kokkos::IndexType<Index>, Kokkos::LaunchBounds<32 * kRows, 1>>;
-  launch(
-      "jacobi::update_pairs", Policy(0, chunks * row_tiles * pair_tiles * 32 * kRows),
-      KOKKOS_LAMBDA(Index i) {
-        const Index lane = i % 32, warp = i / 32, row = warp % kRows, tile = warp / kRows;
-        const std::int64_t k = static_cast<std::int64_t>(tile % pair_tiles) * 32 + lane;
-        const std::int64_t y = static_cast<std::int64_t>(tile / pair_tiles % row_tiles) * kRows + row;
-        const std::int64_t c = tile / pair_tiles / row_tiles;
-        if (k >= pairs || y >= ny) return;
-        const std::int64_t x0 = c * chunk + 1;
-        const std::int64_t x1 = x0 + chunk <= nx + 1 ? x0 + chunk : nx + 1;
-        const bool lo_inside = k > 0, hi_inside = 2 * k + 1 <= nz;
-        march_column(a, b, x0 * sxq + (y + 1) * syq + k, x1 - x0, sxq, syq, lo_inside, hi_inside);
-      });
+template <class Index, class Column>
+struct PairColumns {
+  static constexpr int kRows = 4;
+  Column column;
+  std::int64_t nx, ny, pairs, chunk;
+  Index pair_tiles, row_tiles;
+
+  KOKKOS_INLINE_FUNCTION void operator()(Index i) const {
+    const Index lane = i % 32, warp = i / 32, row = warp % kRows, tile = warp / kRows;
+    const std::int64_t k = static_cast<std::int64_t>(tile % pair_tiles) * 32 + lane;
+    const std::int64_t y = static_cast<std::int64_t>(tile / pair_tiles % row_tiles) * kRows + row;
+    const std::int64_t c = tile / pair_tiles / row_tiles;
+    if (k >= pairs || y >= ny) return;
+    const std::int64_t x0 = c * chunk + 1;
+    column(k, y, x0, x0 + chunk <= nx + 1 ? x0 + chunk : nx + 1);
+  }
+};
+
+template <class Index, class Launch, class Column>
+void launch_pair_columns(Launch&& launch, const char* label, const BlockShape& s, std::int64_t chunk,
+                         const Column& column) {
+  using Functor = PairColumns<Index, Column>;
+  const std::int64_t pairs = (s.n[2] + 2) / 2;
+  const Index chunks = (s.n[0] + chunk - 1) / chunk, pair_tiles = (pairs + 31) / 32,
+              row_tiles = (s.n[1] + Functor::kRows - 1) / Functor::kRows;
+  using Policy =
+      Kokkos::RangePolicy<Space, Kokkos::IndexType<Index>, Kokkos::LaunchBounds<32 * Functor::kRows, 1>>;
+  launch(label, Policy(0, chunks * row_tiles * pair_tiles * 32 * Functor::kRows),
+         Functor{column, s.n[0], s.n[1], pairs, chunk, pair_tiles, row_tiles});
 }
 
-template <class Launch>
-void march_pairs(Launch&& launch, const Field& a, const Field& b, const BlockShape& s,
-                 std::int64_t chunk) {
+// Needs padded rows of even length (z extent even), so that pairs are aligned.
+template <class Launch, class Column>
+void for_each_pair_column(Launch&& launch, const char* label, const BlockShape& s, std::int64_t chunk,
+                          const Column& column) {
   chunk = choose_chunk(chunk, s.n[1] * ((s.n[2] + 2) / 2), s.n[0]);
   // Thread count, rounded up to whole tiles of 32 pairs x 4 rows.
   const std::int64_t threads =
       (s.n[0] + chunk - 1) / chunk * ((s.n[1] + 3) / 4 * 4) * (((s.n[2] + 2) / 2 + 31) / 32 * 32);
   if (threads <= std::numeric_limits<std::uint32_t>::max())
-    march_pairs<std::uint32_t>(launch, a, b, s, chunk);
+    launch_pair_columns<std::uint32_t>(launch, label, s, chunk, column);
   else
-    march_pairs<std::int64_t>(launch, a, b, s, chunk);
+    launch_pair_columns<std::int64_t>(launch, label, s, chunk, column);
+}
+
+// The update over pairs: every access to the centre, x and y neighbours is a 16-byte
+// load; the z neighbours outside the pair are two 8-byte loads. Ghost positions inside
+// a pair are read, never written.
+template <class Launch>
+void march_pairs(Launch&& launch, const Field& af, const Field& bf, const BlockShape& s,
+                 std::int64_t chunk) {
+  const Pair* a = reinterpret_cast<const Pair*>(af.data());
+  Pair* b = reinterpret_cast<Pair*>(bf.data());
+  const std::int64_t sxq = (s.n[1] + 2) * (s.n[2] + 2) / 2, syq = (s.n[2] + 2) / 2, nz = s.n[2];
+  for_each_pair_column(
+      launch, "jacobi::update_pairs", s, chunk,
+      KOKKOS_LAMBDA(std::int64_t k, std::int64_t y, std::int64_t x0, std::int64_t x1) {
+        march_column(a, b, x0 * sxq + (y + 1) * syq + k, x1 - x0, sxq, syq, k > 0, 2 * k + 1 <= nz);
+      });
 }
 
 }  // namespace
@@ -391,27 +411,16 @@ KOKKOS_INLINE_FUNCTION void march_column_faces(const Pair* __restrict__ a, Pair*
   }
 }
 
-template <class Index, class Launch>
+template <class Launch>
 void fused_pairs(Launch&& launch, const Field& af, const Field& bf, const BlockShape& s,
                  const StepFaces& faces, std::int64_t chunk) {
-  constexpr int kRows = 4;
   const Pair* a = reinterpret_cast<const Pair*>(af.data());
   Pair* b = reinterpret_cast<Pair*>(bf.data());
   const std::int64_t sxq = (s.n[1] + 2) * (s.n[2] + 2) / 2, syq = (s.n[2] + 2) / 2;
-  const std::int64_t nx = s.n[0], ny = s.n[1], nz = s.n[2], pairs = (s.n[2] + 2) / 2;
-  const Index chunks = (nx + chunk - 1) / chunk, pair_tiles = (pairs + 31) / 32,
-              row_tiles = (ny + kRows - 1) / kRows;
-  using Policy = Kokkos::RangePolicy<Space, Kokkos::IndexType<Index>, Kokkos::LaunchBounds<32 * kRows, 1>>;
-  launch(
-      "jacobi::fused_pairs", Policy(0, chunks * row_tiles * pair_tiles * 32 * kRows),
-      KOKKOS_LAMBDA(Index i) {
-        const Index lane = i % 32, warp = i / 32, row = warp % kRows, tile = warp / kRows;
-        const std::int64_t k = static_cast<std::int64_t>(tile % pair_tiles) * 32 + lane;
-        const std::int64_t y = static_cast<std::int64_t>(tile / pair_tiles % row_tiles) * kRows + row;
-        const std::int64_t c = tile / pair_tiles / row_tiles;
-        if (k >= pairs || y >= ny) return;
-        const std::int64_t x0 = c * chunk + 1;
-        const std::int64_t x1 = x0 + chunk <= nx + 1 ? x0 + chunk : nx + 1;
+  const std::int64_t nx = s.n[0], ny = s.n[1], nz = s.n[2];
+  for_each_pair_column(
+      launch, "jacobi::fused_pairs", s, chunk,
+      KOKKOS_LAMBDA(std::int64_t k, std::int64_t y, std::int64_t x0, std::int64_t x1) {
         // Interior z of this pair's lo point (hi is lo + 1); -1 for pair 0.
         const std::int64_t z = 2 * k - 1, xz = (x0 - 1) * nz + z, xy = (x0 - 1) * ny + y;
         PairColumnFaces f{};
@@ -441,14 +450,7 @@ void fused_step(Launch&& launch, const Field& a, const Field& b, const BlockShap
     faces.out[f] = send[f].data();
   }
 #if defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP)
-  if (s.n[2] % 2 == 0) {
-    const std::int64_t c = choose_chunk(chunk, s.n[1] * ((s.n[2] + 2) / 2), s.n[0]);
-    const std::int64_t threads =
-        (s.n[0] + c - 1) / c * ((s.n[1] + 3) / 4 * 4) * (((s.n[2] + 2) / 2 + 31) / 32 * 32);
-    if (threads <= std::numeric_limits<std::uint32_t>::max())
-      return fused_pairs<std::uint32_t>(launch, a, b, s, faces, c);
-    return fused_pairs<std::int64_t>(launch, a, b, s, faces, c);
-  }
+  if (s.n[2] % 2 == 0) return fused_pairs(launch, a, b, s, faces, chunk);
 #endif
   chunk = choose_chunk(chunk, s.n[1] * s.n[2], s.n[0]);
   const std::int64_t threads = (s.n[0] + chunk - 1) / chunk * s.n[1] * s.n[2];

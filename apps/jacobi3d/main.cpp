@@ -33,8 +33,7 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
                 : opt.sync   ? "sync (fence)"
                              : "engine",
                 opt.baseline ? "MPI, host-staged" : opt.comm.c_str(),
-                opt.baseline ? "none" : opt.fusion.c_str(),
-                !opt.baseline && opt.graphs ? ", graphs" : "");
+                opt.fusion.c_str(), opt.graphs ? ", graphs" : "");
   }
   // Where each rank runs, gathered to rank 0.
   const std::string where = kodo::describe(runtime.placement(), runtime.rank());

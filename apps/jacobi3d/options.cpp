@@ -1,6 +1,9 @@
 #include "options.hpp"
 
+#include <algorithm>
 #include <charconv>
+#include <iterator>
+#include <utility>
 #include <initializer_list>
 #include <stdexcept>
 
@@ -41,24 +44,15 @@ Options parse_options(const std::vector<std::string>& args) {
   Options o;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    if (a == "-h" || a == "--help") {
-      o.help = true;
-      continue;
-    }
-    if (a == "--verify") {
-      o.verify = true;
-      continue;
-    }
-    if (a == "--sync") {
-      o.sync = true;
-      continue;
-    }
-    if (a == "--baseline") {
-      o.baseline = true;
-      continue;
-    }
-    if (a == "--graphs") {
-      o.graphs = true;
+    // Flags without a value.
+    static constexpr std::pair<const char*, bool Options::*> switches[] = {
+        {"-h", &Options::help},         {"--help", &Options::help},
+        {"--verify", &Options::verify}, {"--sync", &Options::sync},
+        {"--baseline", &Options::baseline}, {"--graphs", &Options::graphs}};
+    const auto* on = std::find_if(std::begin(switches), std::end(switches),
+                                  [&](const auto& sw) { return a == sw.first; });
+    if (on != std::end(switches)) {
+      o.*(on->second) = true;
       continue;
     }
     if (a == "--fusion") {
