@@ -7,11 +7,12 @@
 # strong: the grid is N^3 whatever the GPU count. weak: N^3 per GPU, the grid growing
 # along x (N*G x N x N). MODES: device, host (--comm), device-sync (--sync), baseline
 # (the bulk-synchronous MPI version; ODF 1 only, other ODFs are skipped); a kodo mode
-# may carry +A, +B or +C (--fusion) and +graphs (--graphs), e.g. device+C+graphs. Environment:
+# may carry +A, +B or +C (--fusion), +graphs (--graphs) or +overlap (--overlap), e.g.
+# device+C+graphs. Environment:
 # LAUNCH (default "mpiexec -n"; the rank count is appended), WARMUP (default 10),
 # KODO_MACHINE and KODO_COMMIT (recorded in the header).
 set -euo pipefail
-[[ $# -ge 7 ]] || { sed -n '2,12p' "$0"; exit 2; }
+[[ $# -ge 7 ]] || { sed -n '2,13p' "$0"; exit 2; }
 bin=$1 out=$2 kind=$3 n=$4 gpus=$5 odfs=$6 modes=$7 iters=${8:-100}
 [[ $kind == strong || $kind == weak ]] || { echo "scaling_sweep: kind must be strong or weak" >&2; exit 2; }
 {
@@ -37,6 +38,7 @@ for g in $gpus; do
         case $extra in
           A | B | C) flags+=(--fusion "$extra") ;;
           graphs) flags+=(--graphs) ;;
+          overlap) flags+=(--overlap) ;;
           *) echo "scaling_sweep: unknown mode '$mode'" >&2; exit 2 ;;
         esac
       done

@@ -5,6 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
 namespace {
 
 TEST(JacobiOptions, ParsesFlags) {
@@ -115,6 +120,56 @@ TEST(JacobiKernels, FusedUpdateMatchesUnpackUpdatePack) {
   EXPECT_NE(g2(s.at(0, 1, 1)), 10.0);
 }
 
+// --overlap's two kernels together give fusion C's bits, for blocks with any set of
+// neighbouring faces, also blocks one or two points thin; the inner box reads no
+// ghost of a face with a buffer (those ghosts hold NaN here, so a read would show).
+TEST(JacobiKernels, InnerAndBoundaryUpdatesMatchFusedUpdate) {
+  using Faces = std::vector<int>;
+  const jacobi::Space space;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (const jacobi::BlockShape s : {jacobi::BlockShape{{7, 6, 5}}, jacobi::BlockShape{{6, 5, 8}},
+                                     jacobi::BlockShape{{1, 6, 4}}, jacobi::BlockShape{{2, 3, 6}},
+                                     jacobi::BlockShape{{5, 1, 2}}, jacobi::BlockShape{{4, 4, 1}}}) {
+    for (const Faces& with : {Faces{}, Faces{0, 1, 2, 3, 4, 5}, Faces{1, 4}, Faces{0, 3, 5}, Faces{2}}) {
+      const jacobi::Grid g{s.n[0], s.n[1], s.n[2]};
+      const std::int64_t origin[3] = {0, 0, 0};
+      jacobi::Field a("a", s.padded_size()), b1("b1", s.padded_size()), b2("b2", s.padded_size());
+      for (const auto& f : {a, b1, b2}) jacobi::init_field(f, s, g, origin);
+      Kokkos::parallel_for("perturb", s.padded_size(), KOKKOS_LAMBDA(std::int64_t i) { a(i) += 0.001 * (i % 97); });
+      jacobi::Field receive[6], send1[6], send2[6];
+      for (const int f : with) {
+        receive[f] = jacobi::Field("in", s.face_size(f));
+        send1[f] = jacobi::Field("out1", s.face_size(f));
+        send2[f] = jacobi::Field("out2", s.face_size(f));
+        const auto in = receive[f];
+        Kokkos::parallel_for("face", s.face_size(f), KOKKOS_LAMBDA(std::int64_t k) { in(k) = 10.0 + f + 0.01 * k; });
+        jacobi::Field ghosts("ghosts", s.face_size(f));
+        Kokkos::deep_copy(ghosts, nan);
+        jacobi::unpack_face(space, a, s, f, ghosts);
+      }
+      Kokkos::fence();
+      jacobi::fused_update(space, a, b1, s, receive, send1);
+      jacobi::update_inner(space, a, b2, s, receive, send2);
+      jacobi::update_boundary(space, a, b2, s, receive, send2);
+      Kokkos::fence();
+      const std::string where = "shape " + std::to_string(s.n[0]) + "x" + std::to_string(s.n[1]) + "x" +
+                                std::to_string(s.n[2]) + ", " + std::to_string(with.size()) + " faces";
+      auto h1 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, b1);
+      auto h2 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, b2);
+      for (std::int64_t i = 0; i < s.padded_size(); ++i) ASSERT_EQ(h1(i), h2(i)) << where << ", padded index " << i;
+      for (std::int64_t x = 1; x <= s.n[0]; ++x)  // and no interior value is a NaN
+        for (std::int64_t y = 1; y <= s.n[1]; ++y)
+          for (std::int64_t z = 1; z <= s.n[2]; ++z) ASSERT_FALSE(std::isnan(h2(s.at(x, y, z)))) << where;
+      for (const int f : with) {
+        auto o1 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, send1[f]);
+        auto o2 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, send2[f]);
+        for (std::int64_t k = 0; k < s.face_size(f); ++k)
+          ASSERT_EQ(o1(k), o2(k)) << where << ", face " << f << " point " << k;
+      }
+    }
+  }
+}
+
 // A step graph replayed gives what the same step gives launched directly.
 TEST(JacobiKernels, StepGraphReplaysTheStep) {
   const jacobi::BlockShape s{{6, 5, 4}};
@@ -159,16 +214,16 @@ TEST(JacobiKernels, StepGraphReplaysTheStep) {
 // reference bit for bit for several unit counts, including uneven splits.
 class JacobiDecomposition
     : public testing::TestWithParam<
-          std::tuple<int, jacobi::Completion, kodo::CommMode, jacobi::Fusion, bool>> {};
+          std::tuple<int, jacobi::Completion, kodo::CommMode, jacobi::Fusion, bool, bool>> {};
 
 TEST_P(JacobiDecomposition, MatchesSerialReference) {
   auto& rt = test_runtime();
   const jacobi::Grid grid{13, 11, 9};
-  const auto [per_rank, completion, comm, fusion, graphs] = GetParam();
+  const auto [per_rank, completion, comm, fusion, graphs, overlap] = GetParam();
   const auto units = kodo::split_grid({grid.x, grid.y, grid.z}, per_rank * rt.size());
   jacobi::RankReport report;
   auto blocks = kodo::Collection<jacobi::JacobiBlock>::create(
-      rt, units, jacobi::BlockConfig{grid, completion, comm, &report, fusion, graphs});
+      rt, units, jacobi::BlockConfig{grid, completion, comm, &report, fusion, graphs, overlap});
   blocks.broadcast_local<&jacobi::JacobiBlock::iterate>(std::int64_t{3});
   rt.run();
   blocks.broadcast_local<&jacobi::JacobiBlock::iterate>(std::int64_t{4});
@@ -190,7 +245,30 @@ INSTANTIATE_TEST_SUITE_P(UnitsPerRank, JacobiDecomposition,
                                                           kodo::CommMode::host_staged),
                                           testing::Values(jacobi::Fusion::none, jacobi::Fusion::A,
                                                           jacobi::Fusion::B, jacobi::Fusion::C),
-                                          testing::Bool()));
+                                          testing::Bool(), testing::Values(false)));
+
+// With overlap (fusion none, no graphs): 1 to 5 units per rank, so blocks with one to
+// six neighbouring faces, and blocks two points thin along a cut axis.
+INSTANTIATE_TEST_SUITE_P(Overlap, JacobiDecomposition,
+                         testing::Combine(testing::Values(1, 2, 3, 5),
+                                          testing::Values(jacobi::Completion::engine,
+                                                          jacobi::Completion::sync),
+                                          testing::Values(kodo::CommMode::device,
+                                                          kodo::CommMode::host_staged),
+                                          testing::Values(jacobi::Fusion::none),
+                                          testing::Values(false), testing::Values(true)));
+
+TEST(JacobiBlockConfig, OverlapRefusesFusionAndGraphs) {
+  auto& rt = test_runtime();
+  jacobi::RankReport report;
+  const jacobi::Grid grid{8, 8, 8};
+  for (const auto& [fusion, graphs] : {std::pair{jacobi::Fusion::C, false}, std::pair{jacobi::Fusion::none, true}})
+    EXPECT_THROW(kodo::Collection<jacobi::JacobiBlock>::create(
+                     rt, kodo::Extent3{rt.size(), 1, 1},  // a unit on every rank
+                     jacobi::BlockConfig{grid, jacobi::Completion::engine, kodo::CommMode::device, &report,
+                                         fusion, graphs, true}),
+                 std::invalid_argument);
+}
 
 }  // namespace
 

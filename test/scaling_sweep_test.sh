@@ -7,9 +7,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 LAUNCH="$2 --oversubscribe -n" WARMUP=1 bash "$root/perf/scaling_sweep.sh" "$1" "$out" strong 24 "1 2" "1 2" \
-  "device host+B device+C+graphs baseline" 5 >/dev/null
+  "device host+B device+C+graphs host+overlap baseline" 5 >/dev/null
 rows=$(grep -vc '^#\|^kind' "$out")
-[[ $rows == 14 ]] || { echo "expected 14 rows, got $rows:"; cat "$out"; exit 1; }
+[[ $rows == 18 ]] || { echo "expected 18 rows, got $rows:"; cat "$out"; exit 1; }
 sums=$(grep -v '^#\|^kind' "$out" | cut -d, -f9 | sort -u | wc -l)
 [[ $sums == 1 ]] || { echo "checksums differ:"; cat "$out"; exit 1; }
 echo "scaling sweep: ok"

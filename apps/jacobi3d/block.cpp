@@ -1,12 +1,15 @@
 #include "block.hpp"
 
 #include <cmath>
+#include <stdexcept>
 #include <string>
 
 namespace jacobi {
 
 JacobiBlock::JacobiBlock(const kodo::UnitInit<JacobiBlock>& init, const BlockConfig& config)
     : WorkUnit(init), config_(config) {
+  if (config.overlap && (config.fusion != Fusion::none || config.graphs))
+    throw std::invalid_argument("jacobi3d: overlap has its own kernels: it takes fusion none and no graphs");
   const BlockPlace place = place_block(config.grid, init.shape, init.index);
   shape_ = place.shape;
   for (int d = 0; d < 3; ++d) origin_[d] = place.origin[d];
@@ -19,7 +22,7 @@ JacobiBlock::JacobiBlock(const kodo::UnitInit<JacobiBlock>& init, const BlockCon
   const auto slot = static_cast<std::size_t>(init.shape.linear(init.index));
   compute_ = &streams.compute(slot);
   comm_ = &streams.communication(slot);
-  pack_stream_ = whole_steps() ? compute_ : comm_;
+  pack_stream_ = faces_read_from_buffers() ? compute_ : comm_;
   for (auto& f : field_) {
     f = Field(Kokkos::view_alloc(Kokkos::WithoutInitializing, "jacobi::field"), shape_.padded_size());
     init_field(f, shape_, config_.grid, origin_);
@@ -51,9 +54,19 @@ void JacobiBlock::advance() {
   while (iteration_ < target_) {
     if (faces_sent_for_ < iteration_) send_faces();
     const int p = static_cast<int>(iteration_ % 2);
+    if (config_.overlap && inner_for_ < iteration_) {
+      // After the sends of the faces of n (they wait for the work queued before them).
+      inner_for_ = iteration_;
+      update_inner(compute_->space(), field_[p], field_[1 - p], shape_, receive_buffer_[p],
+                   send_buffer_[1 - p]);
+    }
     if (received_[p] < neighbours_) return;  // wait for the missing faces
     received_[p] = 0;
-    if (whole_steps()) {
+    if (config_.overlap) {
+      update_boundary(compute_->space(), field_[p], field_[1 - p], shape_, receive_buffer_[p],
+                      send_buffer_[1 - p]);
+      faces_packed_for_ = iteration_ + 1;
+    } else if (whole_steps()) {
       // Update n, and the faces of n + 1 packed on the way.
       if (config_.graphs)
         step_graph_[p]->submit(compute_->space());
@@ -116,7 +129,7 @@ void JacobiBlock::on_face(std::int64_t n, int f) {
                       " reached a block at iteration " + std::to_string(iteration_));
   // Our face f is filled from the neighbour's opposite face (with fusion B, all faces
   // of the iteration at once in advance(); in whole steps, by the step).
-  if (config_.fusion != Fusion::B && !whole_steps())
+  if (config_.fusion != Fusion::B && !faces_read_from_buffers())
     unpack_face(comm_->space(), field_[n % 2], shape_, f, receive_buffer_[n % 2][f]);
   ++received_[n % 2];
   arrived_[f][n % 2] = true;

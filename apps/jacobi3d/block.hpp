@@ -38,6 +38,7 @@ struct BlockConfig {
   RankReport* report = nullptr;
   Fusion fusion = Fusion::none;
   bool graphs = false;  // each iteration's kernels as one graph, replayed
+  bool overlap = false;  // update the inner box while the faces travel (fusion none, no graphs)
 };
 
 // Device work of a block runs on two streams of the rank's pool: updates on a compute
@@ -52,6 +53,12 @@ struct BlockConfig {
 // With fusion C or graphs a block instead runs each iteration as one whole step, on the
 // compute stream alone, once all its faces are in: unpack, update n, and pack the
 // faces of n + 1 (one fused kernel with C; one graph launch with graphs), then send.
+// With overlap a block splits each update n in two, on the compute stream alone: the
+// inner box (update_inner), which needs no face of n and so is launched as soon as
+// update n - 1 is, and the boundary (update_boundary, once the faces of n are in), which
+// reads the faces from the receive buffers and writes the faces of n + 1 into the send
+// buffers; those are sent at once, before the next inner box is launched behind them.
+// The faces then travel while the inner box of n + 1 runs.
 // Send and receive buffers come in two by parity. A neighbour cannot send its faces of
 // n + 2 (or read our send buffer of n again) before it has our faces of n + 1, which
 // we send only after our unpacks of n (our step n) have completed on their stream; so
@@ -71,6 +78,8 @@ class JacobiBlock : public kodo::WorkUnit<JacobiBlock> {
   void send_faces();
   void pack_faces(std::int64_t n);
   bool whole_steps() const { return config_.fusion == Fusion::C || config_.graphs; }
+  // Whether the kernels read received faces from the receive buffers (no unpacks).
+  bool faces_read_from_buffers() const { return whole_steps() || config_.overlap; }
   void post_receives(int face);
   void on_face(std::int64_t iteration, int face);
   void contribute_checksum();
@@ -92,6 +101,7 @@ class JacobiBlock : public kodo::WorkUnit<JacobiBlock> {
   std::int64_t target_ = 0;      // run updates while iteration_ < target_
   std::int64_t faces_packed_for_ = -1;  // the last iteration whose faces are packed
   std::int64_t faces_sent_for_ = -1;    // ... and sent
+  std::int64_t inner_for_ = -1;         // with overlap: the last iteration whose inner box is launched
   int received_[2] = {0, 0};     // faces in hand for iterations of each parity
   std::int64_t next_post_[6] = {};      // per face: the next iteration to post a receive for
   std::int64_t first_missing_[6] = {};  // per face: the oldest iteration whose face is not in

@@ -1,5 +1,6 @@
 #include "kernels.hpp"
 
+#include <algorithm>
 #include <limits>
 #include <string>
 #include <stdexcept>
@@ -34,6 +35,17 @@ std::int64_t choose_chunk(std::int64_t chunk, std::int64_t columns, std::int64_t
   return chunk;
 }
 
+// A box of interior points: [lo[d], hi[d]) along each dimension d, in padded
+// coordinates (a block's whole interior is [1, n[d] + 1)).
+struct Box {
+  std::int64_t lo[3], hi[3];
+  std::int64_t extent(int d) const { return hi[d] - lo[d]; }
+  bool empty() const { return extent(0) <= 0 || extent(1) <= 0 || extent(2) <= 0; }
+  std::int64_t size() const { return empty() ? 0 : extent(0) * extent(1) * extent(2); }
+};
+
+Box interior(const BlockShape& s) { return {{1, 1, 1}, {s.n[0] + 1, s.n[1] + 1, s.n[2] + 1}}; }
+
 struct LaunchInGraph {
   Kokkos::Experimental::GraphNodeRef<Space> node;
   template <class P, class F>
@@ -42,21 +54,23 @@ struct LaunchInGraph {
   }
 };
 
-// Each thread marches along x through `chunk` points of one (y, z) column, keeping the
-// x neighbours in registers and issuing the loads of the next `Ahead` planes before
-// this plane's store; adjacent threads take adjacent z, so loads are coalesced.
+// Each thread marches along x through `chunk` points of one (y, z) column of `box`,
+// keeping the x neighbours in registers and issuing the loads of the next `Ahead` planes
+// before this plane's store; adjacent threads take adjacent z, so loads are coalesced.
 template <int Ahead, class Launch, class In, class Out>
 void march_ahead(Launch&& launch, const char* label, const In& a, const Out& b,
-                 const BlockShape& s, std::int64_t chunk) {
+                 const BlockShape& s, const Box& box, std::int64_t chunk) {
+  if (box.empty()) return;
   const std::int64_t sx = (s.n[1] + 2) * (s.n[2] + 2), sy = s.n[2] + 2;
-  const std::int64_t nx = s.n[0], ny = s.n[1], nz = s.n[2];
+  const std::int64_t nx = box.extent(0), ny = box.extent(1), nz = box.extent(2);
+  const std::int64_t x_begin = box.lo[0], x_end = box.hi[0], y_begin = box.lo[1], z_begin = box.lo[2];
   chunk = choose_chunk(chunk, ny * nz, nx);
   const std::int64_t chunks = (nx + chunk - 1) / chunk;
   launch(label, Policy(0, chunks * ny * nz), KOKKOS_LAMBDA(std::int64_t i) {
-    const std::int64_t z = i % nz, y = (i / nz) % ny, c = i / (nz * ny);
-    const std::int64_t x0 = c * chunk + 1;
-    const std::int64_t x1 = x0 + chunk <= nx + 1 ? x0 + chunk : nx + 1;
-    std::int64_t p = s.at(x0, y + 1, z + 1);
+    const std::int64_t z = i % nz + z_begin, y = (i / nz) % ny + y_begin, c = i / (nz * ny);
+    const std::int64_t x0 = x_begin + c * chunk;
+    const std::int64_t x1 = x0 + chunk <= x_end ? x0 + chunk : x_end;
+    std::int64_t p = s.at(x0, y, z);
     // ring[0] = plane x-1, ring[1] = x, ring[2..] = x+1 .. x+Ahead (when inside)
     double ring[Ahead + 2];
     for (int k = 0; k < Ahead + 2; ++k)
@@ -112,15 +126,15 @@ KOKKOS_INLINE_FUNCTION void march_column(const Pair* __restrict__ a, Pair* __res
 // warp takes 32 consecutive pairs of one row (coalesced), and a 128-thread block the
 // same pairs of 4 neighbouring rows, so the y neighbours of its inner rows come from L1
 // (+4% over one row per block, perf/results/jacobi_kernel_explore_row_tiles_h200.csv).
-// Each thread hands its column -- pair k of row y, x planes [x0, x1) -- to `column`.
-// The thread index is split with `Index` arithmetic: 32-bit when the thread count
-// allows (a 64-bit division is a long software sequence on GPUs); offsets into the
-// field stay 64-bit, so a block may exceed 2^31 points.
+// Each thread hands its column -- pair k of interior row y (0-based), x planes
+// [x0, x1) -- to `column`. The thread index is split with `Index` arithmetic: 32-bit
+// when the thread count allows (a 64-bit division is a long software sequence on GPUs);
+// offsets into the field stay 64-bit, so a block may exceed 2^31 points.
 template <class Index, class Column>
 struct PairColumns {
   static constexpr int kRows = 4;
   Column column;
-  std::int64_t nx, ny, pairs, chunk;
+  std::int64_t x_begin, x_end, y_begin, rows, k_begin, pairs, chunk;
   Index pair_tiles, row_tiles;
 
   KOKKOS_INLINE_FUNCTION void operator()(Index i) const {
@@ -128,52 +142,57 @@ struct PairColumns {
     const std::int64_t k = static_cast<std::int64_t>(tile % pair_tiles) * 32 + lane;
     const std::int64_t y = static_cast<std::int64_t>(tile / pair_tiles % row_tiles) * kRows + row;
     const std::int64_t c = tile / pair_tiles / row_tiles;
-    if (k >= pairs || y >= ny) return;
-    const std::int64_t x0 = c * chunk + 1;
-    column(k, y, x0, x0 + chunk <= nx + 1 ? x0 + chunk : nx + 1);
+    if (k >= pairs || y >= rows) return;
+    const std::int64_t x0 = x_begin + c * chunk;
+    column(k_begin + k, y_begin + y, x0, x0 + chunk <= x_end ? x0 + chunk : x_end);
   }
 };
 
-template <class Index, class Launch, class Column>
-void launch_pair_columns(Launch&& launch, const char* label, const BlockShape& s, std::int64_t chunk,
-                         const Column& column) {
-  using Functor = PairColumns<Index, Column>;
-  const std::int64_t pairs = (s.n[2] + 2) / 2;
-  const Index chunks = (s.n[0] + chunk - 1) / chunk, pair_tiles = (pairs + 31) / 32,
-              row_tiles = (s.n[1] + Functor::kRows - 1) / Functor::kRows;
-  using Policy =
-      Kokkos::RangePolicy<Space, Kokkos::IndexType<Index>, Kokkos::LaunchBounds<32 * Functor::kRows, 1>>;
-  launch(label, Policy(0, chunks * row_tiles * pair_tiles * 32 * Functor::kRows),
-         Functor{column, s.n[0], s.n[1], pairs, chunk, pair_tiles, row_tiles});
-}
-
+// The columns of the pairs that hold the points of `box`: pairs k_begin .. k_end - 1
+// (the first and last may hold a point outside the box, which `column` must skip).
 // Needs padded rows of even length (z extent even), so that pairs are aligned.
 template <class Launch, class Column>
-void for_each_pair_column(Launch&& launch, const char* label, const BlockShape& s, std::int64_t chunk,
-                          const Column& column) {
-  chunk = choose_chunk(chunk, s.n[1] * ((s.n[2] + 2) / 2), s.n[0]);
+void for_each_pair_column(Launch&& launch, const char* label, const BlockShape& s, const Box& box,
+                          std::int64_t chunk, const Column& column) {
+  if (box.empty()) return;
+  const std::int64_t nx = box.extent(0), rows = box.extent(1);
+  const std::int64_t k_begin = box.lo[2] / 2, pairs = (box.hi[2] + 1) / 2 - k_begin;
+  chunk = choose_chunk(chunk, rows * pairs, nx);
+  const std::int64_t chunks = (nx + chunk - 1) / chunk;
+  const auto run = [&](auto index) {
+    using Index = decltype(index);
+    using Functor = PairColumns<Index, Column>;
+    const Index pair_tiles = (pairs + 31) / 32, row_tiles = (rows + Functor::kRows - 1) / Functor::kRows;
+    using Policy =
+        Kokkos::RangePolicy<Space, Kokkos::IndexType<Index>, Kokkos::LaunchBounds<32 * Functor::kRows, 1>>;
+    launch(label, Policy(0, static_cast<Index>(chunks) * row_tiles * pair_tiles * 32 * Functor::kRows),
+           Functor{column, box.lo[0], box.hi[0], box.lo[1] - 1, rows, k_begin, pairs, chunk, pair_tiles,
+                   row_tiles});
+  };
   // Thread count, rounded up to whole tiles of 32 pairs x 4 rows.
-  const std::int64_t threads =
-      (s.n[0] + chunk - 1) / chunk * ((s.n[1] + 3) / 4 * 4) * (((s.n[2] + 2) / 2 + 31) / 32 * 32);
+  const std::int64_t threads = chunks * ((rows + 3) / 4 * 4) * ((pairs + 31) / 32 * 32);
   if (threads <= std::numeric_limits<std::uint32_t>::max())
-    launch_pair_columns<std::uint32_t>(launch, label, s, chunk, column);
+    run(std::uint32_t{});
   else
-    launch_pair_columns<std::int64_t>(launch, label, s, chunk, column);
+    run(std::int64_t{});
 }
 
-// The update over pairs: every access to the centre, x and y neighbours is a 16-byte
-// load; the z neighbours outside the pair are two 8-byte loads. Ghost positions inside
-// a pair are read, never written.
+// The update of `box` over pairs: every access to the centre, x and y neighbours is a
+// 16-byte load; the z neighbours outside the pair are two 8-byte loads. Positions of a
+// pair outside the box (ghosts, or points left to another kernel) are read, never
+// written.
 template <class Launch>
-void march_pairs(Launch&& launch, const Field& af, const Field& bf, const BlockShape& s,
+void march_pairs(Launch&& launch, const Field& af, const Field& bf, const BlockShape& s, const Box& box,
                  std::int64_t chunk) {
   const Pair* a = reinterpret_cast<const Pair*>(af.data());
   Pair* b = reinterpret_cast<Pair*>(bf.data());
-  const std::int64_t sxq = (s.n[1] + 2) * (s.n[2] + 2) / 2, syq = (s.n[2] + 2) / 2, nz = s.n[2];
+  const std::int64_t sxq = (s.n[1] + 2) * (s.n[2] + 2) / 2, syq = (s.n[2] + 2) / 2;
+  const std::int64_t z_begin = box.lo[2], z_end = box.hi[2];
   for_each_pair_column(
-      launch, "jacobi::update_pairs", s, chunk,
+      launch, "jacobi::update_pairs", s, box, chunk,
       KOKKOS_LAMBDA(std::int64_t k, std::int64_t y, std::int64_t x0, std::int64_t x1) {
-        march_column(a, b, x0 * sxq + (y + 1) * syq + k, x1 - x0, sxq, syq, k > 0, 2 * k + 1 <= nz);
+        march_column(a, b, x0 * sxq + (y + 1) * syq + k, x1 - x0, sxq, syq, 2 * k >= z_begin,
+                     2 * k + 1 < z_end);
       });
 }
 
@@ -267,12 +286,12 @@ void unpack_faces_with(Launch&& launch, const Field& a, const BlockShape& s, con
 }
 
 template <class Launch>
-void update_with(Launch&& launch, const Field& a, const Field& b, const BlockShape& s,
+void update_with(Launch&& launch, const Field& a, const Field& b, const BlockShape& s, const Box& box,
                  std::int64_t chunk) {
 #if defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP)
-  if (s.n[2] % 2 == 0) return march_pairs(launch, a, b, s, chunk);
+  if (s.n[2] % 2 == 0) return march_pairs(launch, a, b, s, box, chunk);
 #endif
-  march_ahead<1>(launch, "jacobi::update", ReadField(a), WriteField(b), s, chunk);
+  march_ahead<1>(launch, "jacobi::update", ReadField(a), WriteField(b), s, box, chunk);
 }
 
 // Fusion C: unpack, update and pack as one kernel. The update reads a neighbour's face
@@ -285,6 +304,15 @@ struct StepFaces {
   const double* in[6];  // received faces of this iteration, or null: read the ghost layer
   double* out[6];       // send buffers for the next iteration, or null
 };
+
+StepFaces step_faces(const Field (&receive)[6], const Field (&send)[6]) {
+  StepFaces faces{};
+  for (int f = 0; f < 6; ++f) {
+    faces.in[f] = receive[f].data();
+    faces.out[f] = send[f].data();
+  }
+  return faces;
+}
 
 template <class Index, class Launch>
 void fused_step(Launch&& launch, const Field& af, const Field& bf, const BlockShape& s,
@@ -419,7 +447,7 @@ void fused_pairs(Launch&& launch, const Field& af, const Field& bf, const BlockS
   const std::int64_t sxq = (s.n[1] + 2) * (s.n[2] + 2) / 2, syq = (s.n[2] + 2) / 2;
   const std::int64_t nx = s.n[0], ny = s.n[1], nz = s.n[2];
   for_each_pair_column(
-      launch, "jacobi::fused_pairs", s, chunk,
+      launch, "jacobi::fused_pairs", s, interior(s), chunk,
       KOKKOS_LAMBDA(std::int64_t k, std::int64_t y, std::int64_t x0, std::int64_t x1) {
         // Interior z of this pair's lo point (hi is lo + 1); -1 for pair 0.
         const std::int64_t z = 2 * k - 1, xz = (x0 - 1) * nz + z, xy = (x0 - 1) * ny + y;
@@ -444,11 +472,7 @@ void fused_pairs(Launch&& launch, const Field& af, const Field& bf, const BlockS
 template <class Launch>
 void fused_step(Launch&& launch, const Field& a, const Field& b, const BlockShape& s,
                 const Field (&receive)[6], const Field (&send)[6], std::int64_t chunk) {
-  StepFaces faces{};
-  for (int f = 0; f < 6; ++f) {
-    faces.in[f] = receive[f].data();
-    faces.out[f] = send[f].data();
-  }
+  const StepFaces faces = step_faces(receive, send);
 #if defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP)
   if (s.n[2] % 2 == 0) return fused_pairs(launch, a, b, s, faces, chunk);
 #endif
@@ -458,6 +482,87 @@ void fused_step(Launch&& launch, const Field& a, const Field& b, const BlockShap
     fused_step<std::uint32_t>(launch, a, b, s, faces, chunk);
   else
     fused_step<std::int64_t>(launch, a, b, s, faces, chunk);
+}
+
+// --overlap splits a block's update in two. The points next to a face with a buffer
+// (a neighbour's face comes in, or ours goes out) are the boundary; the rest is the
+// inner box, whose update reads no received ghost and writes no face, so it can run
+// while the faces of its iteration travel.
+Box inner_box(const BlockShape& s, const StepFaces& faces) {
+  Box box = interior(s);
+  for (int d = 0; d < 3; ++d) {
+    if (faces.in[2 * d] || faces.out[2 * d]) box.lo[d] = std::min(box.lo[d] + 1, box.hi[d]);
+    if (faces.in[2 * d + 1] || faces.out[2 * d + 1]) box.hi[d] = std::max(box.hi[d] - 1, box.lo[d]);
+  }
+  return box;
+}
+
+// The boundary as six disjoint slabs: slab 2d + side lies below (side 0) or above the
+// inner box along dimension d, within the inner box's range along the dimensions
+// before d and across the whole interior along those after. A point outside the inner
+// box falls in the slab of the first dimension along which it is outside.
+struct BoundarySlabs {
+  Box box[6];
+  std::int64_t start[7];  // start[j]: index of slab j's first point; start[6]: the total
+};
+
+BoundarySlabs boundary_slabs(const BlockShape& s, const Box& inner) {
+  BoundarySlabs slabs{};
+  for (int j = 0; j < 6; ++j) {
+    const int d = j / 2;
+    Box box = interior(s);
+    for (int e = 0; e < d; ++e) {
+      box.lo[e] = inner.lo[e];
+      box.hi[e] = inner.hi[e];
+    }
+    (j % 2 == 0 ? box.hi[d] : box.lo[d]) = j % 2 == 0 ? inner.lo[d] : inner.hi[d];
+    slabs.box[j] = box;
+    slabs.start[j + 1] = slabs.start[j] + box.size();
+  }
+  return slabs;
+}
+
+// Fusion C's update of one point (padded coordinates x, y, z): the ghost across a face
+// with a receive buffer is read from that buffer, and the new value of a point on a face
+// with a send buffer is written to that buffer too.
+KOKKOS_INLINE_FUNCTION void update_point_with_faces(const double* a, double* b, const BlockShape& s,
+                                                    const StepFaces& f, std::int64_t x, std::int64_t y,
+                                                    std::int64_t z) {
+  const std::int64_t sx = (s.n[1] + 2) * (s.n[2] + 2), sy = s.n[2] + 2, p = s.at(x, y, z);
+  const std::int64_t nx = s.n[0], ny = s.n[1], nz = s.n[2];
+  // Indices of the point on an x, y and z face.
+  const std::int64_t yz = (y - 1) * nz + (z - 1), xz = (x - 1) * nz + (z - 1), xy = (x - 1) * ny + (y - 1);
+  const double v = stencil(a[p], x == 1 && f.in[0] ? f.in[0][yz] : a[p - sx],
+                           x == nx && f.in[1] ? f.in[1][yz] : a[p + sx],
+                           y == 1 && f.in[2] ? f.in[2][xz] : a[p - sy],
+                           y == ny && f.in[3] ? f.in[3][xz] : a[p + sy],
+                           z == 1 && f.in[4] ? f.in[4][xy] : a[p - 1],
+                           z == nz && f.in[5] ? f.in[5][xy] : a[p + 1]);
+  b[p] = v;
+  if (x == 1 && f.out[0]) f.out[0][yz] = v;
+  if (x == nx && f.out[1]) f.out[1][yz] = v;
+  if (y == 1 && f.out[2]) f.out[2][xz] = v;
+  if (y == ny && f.out[3]) f.out[3][xz] = v;
+  if (z == 1 && f.out[4]) f.out[4][xy] = v;
+  if (z == nz && f.out[5]) f.out[5][xy] = v;
+}
+
+// The boundary is a few face layers: one thread per point is enough.
+template <class Launch>
+void update_boundary_with(Launch&& launch, const Field& af, const Field& bf, const BlockShape& s,
+                          const StepFaces& faces) {
+  const BoundarySlabs slabs = boundary_slabs(s, inner_box(s, faces));
+  if (slabs.start[6] == 0) return;
+  const double* a = af.data();
+  double* b = bf.data();
+  launch("jacobi::update_boundary", Policy(0, slabs.start[6]), KOKKOS_LAMBDA(std::int64_t i) {
+    int j = 0;
+    while (i >= slabs.start[j + 1]) ++j;
+    const Box& box = slabs.box[j];
+    const std::int64_t nz = box.hi[2] - box.lo[2], ny = box.hi[1] - box.lo[1], k = i - slabs.start[j];
+    update_point_with_faces(a, b, s, faces, box.lo[0] + k / nz / ny, box.lo[1] + k / nz % ny,
+                            box.lo[2] + k % nz);
+  });
 }
 
 // One whole iteration, shaped by `fusion`.
@@ -471,7 +576,7 @@ void step_with(Launch&& launch, Fusion fusion, const Field& a, const Field& b, c
     for (int f = 0; f < 6; ++f)
       if (receive[f].data()) unpack_face_with(launch, a, s, f, receive[f]);
   }
-  update_with(launch, a, b, s, kAutoChunk);
+  update_with(launch, a, b, s, interior(s), kAutoChunk);
   if (fusion == Fusion::none) {
     for (int f = 0; f < 6; ++f)
       if (send[f].data()) pack_face_with(launch, b, s, f, send[f]);
@@ -500,23 +605,34 @@ void unpack_faces(const Space& space, const Field& a, const BlockShape& s, const
 
 void update(const Space& space, const Field& a, const Field& b, const BlockShape& s,
             std::int64_t chunk) {
-  update_with(LaunchOn{space}, a, b, s, chunk);
+  update_with(LaunchOn{space}, a, b, s, interior(s), chunk);
 }
 
 void update_pairs(const Space& space, const Field& a, const Field& b, const BlockShape& s,
                   std::int64_t chunk) {
   if (s.n[2] % 2 != 0) throw std::invalid_argument("jacobi: update_pairs needs an even z extent");
-  march_pairs(LaunchOn{space}, a, b, s, chunk);
+  march_pairs(LaunchOn{space}, a, b, s, interior(s), chunk);
 }
 
 void update_scalar(const Space& space, const Field& a, const Field& b, const BlockShape& s,
                    std::int64_t chunk) {
-  march_ahead<1>(LaunchOn{space}, "jacobi::update_scalar", ReadField(a), WriteField(b), s, chunk);
+  march_ahead<1>(LaunchOn{space}, "jacobi::update_scalar", ReadField(a), WriteField(b), s, interior(s),
+                 chunk);
 }
 
 void fused_update(const Space& space, const Field& a, const Field& b, const BlockShape& s,
                   const Field (&receive)[6], const Field (&send)[6], std::int64_t chunk) {
   fused_step(LaunchOn{space}, a, b, s, receive, send, chunk);
+}
+
+void update_inner(const Space& space, const Field& a, const Field& b, const BlockShape& s,
+                  const Field (&receive)[6], const Field (&send)[6], std::int64_t chunk) {
+  update_with(LaunchOn{space}, a, b, s, inner_box(s, step_faces(receive, send)), chunk);
+}
+
+void update_boundary(const Space& space, const Field& a, const Field& b, const BlockShape& s,
+                     const Field (&receive)[6], const Field (&send)[6]) {
+  update_boundary_with(LaunchOn{space}, a, b, s, step_faces(receive, send));
 }
 
 void step(const Space& space, Fusion fusion, const Field& a, const Field& b, const BlockShape& s,

@@ -101,6 +101,14 @@ void update_flat(const Space& space, const Field& a, const Field& b, const Block
 void fused_update(const Space& space, const Field& a, const Field& b, const BlockShape& s,
                   const Field (&receive)[6], const Field (&send)[6],
                   std::int64_t chunk = kAutoChunk);
+// fused_update split in two, for --overlap: update_inner updates the inner box, every
+// point not next to a face with a buffer (in `receive` or `send`), reading no ghost of
+// those faces: it may run before they arrive. update_boundary updates the other points,
+// as fused_update does. Run both (in either order) and they equal fused_update.
+void update_inner(const Space& space, const Field& a, const Field& b, const BlockShape& s,
+                  const Field (&receive)[6], const Field (&send)[6], std::int64_t chunk = kAutoChunk);
+void update_boundary(const Space& space, const Field& a, const Field& b, const BlockShape& s,
+                     const Field (&receive)[6], const Field (&send)[6]);
 // One whole iteration of a block whose faces are all in: the received faces into a's
 // ghost layer, the update a -> b, and b's faces into the send buffers, with the kernels
 // `fusion` says (C: the one fused_update). Faces without a buffer are skipped.

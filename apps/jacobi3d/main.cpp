@@ -26,14 +26,14 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
   if (root) {
     std::printf("jacobi3d: grid %" PRId64 " x %" PRId64 " x %" PRId64 ", %d rank(s), odf %" PRId64
                 ", %" PRId64 " units as %" PRId64 " x %" PRId64 " x %" PRId64
-                ", backend %s, iterations %" PRId64 " (+%" PRId64 " warm-up), completion %s, comm %s, fusion %s%s\n",
+                ", backend %s, iterations %" PRId64 " (+%" PRId64 " warm-up), completion %s, comm %s, fusion %s%s%s\n",
                 grid.x, grid.y, grid.z, runtime.size(), opt.odf, units.size(), units.x, units.y,
                 units.z, KODO_BACKEND_NAME, opt.iterations, opt.warmup,
                 opt.baseline ? "none (bulk-synchronous MPI baseline)"
                 : opt.sync   ? "sync (fence)"
                              : "engine",
                 opt.baseline ? "MPI, host-staged" : opt.comm.c_str(),
-                opt.fusion.c_str(), opt.graphs ? ", graphs" : "");
+                opt.fusion.c_str(), opt.graphs ? ", graphs" : "", opt.overlap ? ", overlap" : "");
   }
   // Where each rank runs, gathered to rank 0.
   const std::string where = kodo::describe(runtime.placement(), runtime.rank());
@@ -61,7 +61,7 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
                                      : opt.fusion == "B" ? jacobi::Fusion::B
                                      : opt.fusion == "C" ? jacobi::Fusion::C
                                                          : jacobi::Fusion::none,
-                                     opt.graphs};
+                                     opt.graphs, opt.overlap};
     t0 = now();
     auto blocks = kodo::Collection<jacobi::JacobiBlock>::create(runtime, units, config);
     runtime.run();
@@ -131,9 +131,12 @@ int main(int argc, char** argv) {
     opt = jacobi::parse_options(std::vector<std::string>(argv + 1, argv + argc));
     if (opt.baseline && opt.odf != 1)
       throw std::invalid_argument("--baseline runs one block per rank: --odf must be 1");
-    if (opt.baseline && (opt.graphs || opt.fusion != "none" || opt.sync || opt.comm != "device"))
+    if (opt.baseline &&
+        (opt.graphs || opt.overlap || opt.fusion != "none" || opt.sync || opt.comm != "device"))
       throw std::invalid_argument(
-          "--baseline is its own method: it takes no --graphs, --fusion, --sync or --comm");
+          "--baseline is its own method: it takes no --graphs, --overlap, --fusion, --sync or --comm");
+    if (opt.overlap && (opt.graphs || opt.fusion != "none"))
+      throw std::invalid_argument("--overlap has its own kernels: it takes no --fusion or --graphs");
     units = kodo::split_grid({opt.x, opt.y, opt.z}, opt.odf * runtime.size());
   } catch (const std::exception& e) {
     if (root) std::fprintf(stderr, "jacobi3d: error: %s\n%s", e.what(), jacobi::usage().c_str());

@@ -48,7 +48,8 @@ Options parse_options(const std::vector<std::string>& args) {
     static constexpr std::pair<const char*, bool Options::*> switches[] = {
         {"-h", &Options::help},         {"--help", &Options::help},
         {"--verify", &Options::verify}, {"--sync", &Options::sync},
-        {"--baseline", &Options::baseline}, {"--graphs", &Options::graphs}};
+        {"--baseline", &Options::baseline}, {"--graphs", &Options::graphs},
+        {"--overlap", &Options::overlap}};
     const auto* on = std::find_if(std::begin(switches), std::end(switches),
                                   [&](const auto& sw) { return a == sw.first; });
     if (on != std::end(switches)) {
@@ -80,8 +81,8 @@ Options parse_options(const std::vector<std::string>& args) {
 
 std::string usage() {
   return "usage: jacobi3d [-x N] [-y N] [-z N] [-i ITERATIONS] [-w WARMUP] [--odf UNITS_PER_RANK]\n"
-         "                [--comm device|host] [--fusion none|A|B|C] [--graphs] [--verify] [--sync]\n"
-         "                [--baseline] [--help]\n"
+         "                [--comm device|host] [--fusion none|A|B|C] [--graphs] [--overlap]\n"
+         "                [--verify] [--sync] [--baseline] [--help]\n"
          "  -x, -y, -z   global grid size (default 64 each)\n"
          "  -i           timed iterations (default 100)\n"
          "  -w           warm-up iterations before timing (default 10)\n"
@@ -94,6 +95,10 @@ std::string usage() {
          "               in one once every face is in), C (unpack, update and pack in one kernel)\n"
          "  --graphs     launch each unit iteration (unpacks, update, packs) as one graph,\n"
          "               built once per parity and replayed\n"
+         "  --overlap    split each unit's update: the points next to a neighbour's face\n"
+         "               after its faces arrive (reading them from the receive buffers,\n"
+         "               writing the next faces to the send buffers), the rest while they\n"
+         "               travel; takes neither --fusion nor --graphs\n"
          "  --sync       wait for device work by fencing streams (default: completion engine)\n"
          "  --baseline   run the bulk-synchronous MPI version instead (one block per rank,\n"
          "               fence, host-staged MPI exchange, wait; for comparison; --odf 1)\n";

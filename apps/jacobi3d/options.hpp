@@ -18,6 +18,7 @@ struct Options {
   std::string fusion = "none";  // face kernels: none, A (packs fused), B (packs and unpacks),
                                 // C (unpack, update and pack in one kernel)
   bool graphs = false;  // each unit iteration as one replayed graph
+  bool overlap = false;  // update each unit's inner box while its faces travel
   std::string comm = "device";  // halo transfers: "device" (GPU-aware) or "host" (staged)
   bool help = false;
 };
