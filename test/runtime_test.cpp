@@ -5,6 +5,15 @@
 
 #include <gtest/gtest.h>
 
+#include <tasking/trace.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
 #include <algorithm>
 #include <numeric>
 #include <string>
@@ -242,6 +251,38 @@ TEST(Reductions, MissingContributionsAreReportedNotAwaited) {
     EXPECT_NE(std::string(e.what()).find("never contributed"), std::string::npos) << e.what();
   }
   units.for_each_local([](Reducing& u) { EXPECT_TRUE(u.sums.empty()); });
+}
+
+}  // namespace
+
+namespace {
+
+// Spans seconds into a run keep sub-microsecond timestamps in the written trace.
+TEST(Trace, TimestampsLateInARunKeepSubMicrosecondPrecision) {
+  const std::string prefix = testing::TempDir() + "kodo_trace_precision_" + std::to_string(getpid());
+  setenv("KODO_TRACE", prefix.c_str(), 1);
+  kodo::detail::Trace trace;
+  unsetenv("KODO_TRACE");
+  const auto late = kodo::detail::Trace::Clock::now() + std::chrono::seconds(3);
+  trace.span("first", 0, late, late + std::chrono::nanoseconds(1500));
+  trace.span("second", 0, late + std::chrono::nanoseconds(250), late + std::chrono::microseconds(2));
+  const std::string path = trace.write(0);
+  ASSERT_FALSE(path.empty());
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::remove(path.c_str());
+  // The value after `"key":` in the event named `name`.
+  const auto field = [&](const std::string& name, const std::string& key) {
+    const std::string all = text.str();
+    const auto at = all.find("\"name\":\"" + name + "\"");
+    EXPECT_NE(at, std::string::npos) << name;
+    const auto value = all.find("\"" + key + "\":", at) + key.size() + 3;
+    return std::strtod(all.c_str() + value, nullptr);
+  };
+  EXPECT_GT(field("first", "ts"), 2.9e6);
+  EXPECT_NEAR(field("second", "ts") - field("first", "ts"), 0.25, 0.002);
+  EXPECT_NEAR(field("first", "dur"), 1.5, 0.002);
 }
 
 }  // namespace

@@ -151,7 +151,9 @@ struct PairColumns {
 // The columns of the pairs that hold the points of `box`: pairs k_begin .. k_end - 1
 // (the first and last may hold a point outside the box, which `column` must skip).
 // Needs padded rows of even length (z extent even), so that pairs are aligned.
-template <class Launch, class Column>
+// `MinBlocks` thread blocks per SM caps the registers a thread may use: more resident
+// warps hide more memory latency, until values spill (see the callers).
+template <int MinBlocks, class Launch, class Column>
 void for_each_pair_column(Launch&& launch, const char* label, const BlockShape& s, const Box& box,
                           std::int64_t chunk, const Column& column) {
   if (box.empty()) return;
@@ -164,7 +166,7 @@ void for_each_pair_column(Launch&& launch, const char* label, const BlockShape& 
     using Functor = PairColumns<Index, Column>;
     const Index pair_tiles = (pairs + 31) / 32, row_tiles = (rows + Functor::kRows - 1) / Functor::kRows;
     using Policy =
-        Kokkos::RangePolicy<Space, Kokkos::IndexType<Index>, Kokkos::LaunchBounds<32 * Functor::kRows, 1>>;
+        Kokkos::RangePolicy<Space, Kokkos::IndexType<Index>, Kokkos::LaunchBounds<32 * Functor::kRows, MinBlocks>>;
     launch(label, Policy(0, static_cast<Index>(chunks) * row_tiles * pair_tiles * 32 * Functor::kRows),
            Functor{column, box.lo[0], box.hi[0], box.lo[1] - 1, rows, k_begin, pairs, chunk, pair_tiles,
                    row_tiles});
@@ -188,7 +190,10 @@ void march_pairs(Launch&& launch, const Field& af, const Field& bf, const BlockS
   Pair* b = reinterpret_cast<Pair*>(bf.data());
   const std::int64_t sxq = (s.n[1] + 2) * (s.n[2] + 2) / 2, syq = (s.n[2] + 2) / 2;
   const std::int64_t z_begin = box.lo[2], z_end = box.hi[2];
-  for_each_pair_column(
+  // 9 blocks of 128 threads per SM leave 56 registers a thread, no spill: 36 resident
+  // warps instead of the 32 that the 60 registers chosen freely allow, 9% faster at
+  // 192^3 (perf/results/jacobi_kernel_min_blocks_h200x2.csv).
+  for_each_pair_column<9>(
       launch, "jacobi::update_pairs", s, box, chunk,
       KOKKOS_LAMBDA(std::int64_t k, std::int64_t y, std::int64_t x0, std::int64_t x1) {
         march_column(a, b, x0 * sxq + (y + 1) * syq + k, x1 - x0, sxq, syq, 2 * k >= z_begin,
@@ -446,7 +451,9 @@ void fused_pairs(Launch&& launch, const Field& af, const Field& bf, const BlockS
   Pair* b = reinterpret_cast<Pair*>(bf.data());
   const std::int64_t sxq = (s.n[1] + 2) * (s.n[2] + 2) / 2, syq = (s.n[2] + 2) / 2;
   const std::int64_t nx = s.n[0], ny = s.n[1], nz = s.n[2];
-  for_each_pair_column(
+  // Fusion C's kernel needs 80 registers; capping it below spills and slows it
+  // (perf/results/jacobi_kernel_min_blocks_h200x2.csv).
+  for_each_pair_column<1>(
       launch, "jacobi::fused_pairs", s, interior(s), chunk,
       KOKKOS_LAMBDA(std::int64_t k, std::int64_t y, std::int64_t x0, std::int64_t x1) {
         // Interior z of this pair's lo point (hi is lo + 1); -1 for pair 0.

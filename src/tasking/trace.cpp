@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iomanip>
 
 namespace kodo::detail {
 
@@ -47,6 +48,9 @@ std::string Trace::write(int rank) const {
     std::fprintf(stderr, "kodo: warning: cannot write the trace %s\n", path.c_str());
     return "";
   }
+  // Microseconds with three decimals: the default six significant digits would round
+  // every timestamp to 10 us once a run is a second old.
+  f << std::fixed << std::setprecision(3);
   f << "{\"traceEvents\":[\n";
   f << "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" << rank << ",\"args\":{\"name\":\"rank " << rank
     << "\"}},\n";
