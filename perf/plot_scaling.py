@@ -35,10 +35,10 @@ def read_rows(paths):
     return rows
 
 
-# Line style by the mode's base, marker by its variant (fusion, graphs).
+# Line style by the mode's base, marker by its variant (fusion, graphs, overlap).
 STYLES = {"device": "-", "host": "--", "device-sync": ":", "baseline": "-."}
 MARKERS = {"": "o", "A": "<", "B": "v", "C": "P", "graphs": "^", "A+graphs": ">",
-           "B+graphs": "x", "C+graphs": "D"}
+           "B+graphs": "x", "C+graphs": "D", "overlap": "*"}
 
 
 def main(argv):
