@@ -154,8 +154,8 @@ struct PairColumns {
 // `MinBlocks` thread blocks per SM caps the registers a thread may use: more resident
 // warps hide more memory latency, until values spill (see the callers).
 template <int MinBlocks, class Launch, class Column>
-void for_each_pair_column(Launch&& launch, const char* label, const BlockShape& s, const Box& box,
-                          std::int64_t chunk, const Column& column) {
+void for_each_pair_column(Launch&& launch, const char* label, const Box& box, std::int64_t chunk,
+                          const Column& column) {
   if (box.empty()) return;
   const std::int64_t nx = box.extent(0), rows = box.extent(1);
   const std::int64_t k_begin = box.lo[2] / 2, pairs = (box.hi[2] + 1) / 2 - k_begin;
@@ -194,7 +194,7 @@ void march_pairs(Launch&& launch, const Field& af, const Field& bf, const BlockS
   // warps instead of the 32 that the 60 registers chosen freely allow, 9% faster at
   // 192^3 (perf/results/jacobi_kernel_min_blocks_h200x2.csv).
   for_each_pair_column<9>(
-      launch, "jacobi::update_pairs", s, box, chunk,
+      launch, "jacobi::update_pairs", box, chunk,
       KOKKOS_LAMBDA(std::int64_t k, std::int64_t y, std::int64_t x0, std::int64_t x1) {
         march_column(a, b, x0 * sxq + (y + 1) * syq + k, x1 - x0, sxq, syq, 2 * k >= z_begin,
                      2 * k + 1 < z_end);
@@ -454,7 +454,7 @@ void fused_pairs(Launch&& launch, const Field& af, const Field& bf, const BlockS
   // Fusion C's kernel needs 80 registers; capping it below spills and slows it
   // (perf/results/jacobi_kernel_min_blocks_h200x2.csv).
   for_each_pair_column<1>(
-      launch, "jacobi::fused_pairs", s, interior(s), chunk,
+      launch, "jacobi::fused_pairs", interior(s), chunk,
       KOKKOS_LAMBDA(std::int64_t k, std::int64_t y, std::int64_t x0, std::int64_t x1) {
         // Interior z of this pair's lo point (hi is lo + 1); -1 for pair 0.
         const std::int64_t z = 2 * k - 1, xz = (x0 - 1) * nz + z, xy = (x0 - 1) * ny + y;
