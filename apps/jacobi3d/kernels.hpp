@@ -120,7 +120,12 @@ StepGraph step_graph(Fusion fusion, const Field& a, const Field& b, const BlockS
                      const Field (&receive)[6], const Field (&send)[6]);
 // Sum over the block's interior of (a - b)^2: with a and b two successive iterates,
 // the squared norm of the last update (the residual jacobi3d reports).
-double difference_squares(const Space& space, const Field& a, const Field& b, const BlockShape& s);
+// Through Kokkos Kernels' BLAS dot when the build has Kokkos Kernels (the interior
+// difference copied to a scratch vector, at most `scratch_points` at a time), a Kokkos
+// reduction otherwise; residual_method() names which.
+double difference_squares(const Space& space, const Field& a, const Field& b, const BlockShape& s,
+                          std::int64_t scratch_points = std::int64_t{1} << 24);
+const char* residual_method();
 // Sum of point_hash over the block's interior.
 std::uint64_t checksum(const Space& space, const Field& a, const BlockShape& s, const Grid& g,
                        const std::int64_t origin[3]);

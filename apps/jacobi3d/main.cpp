@@ -87,7 +87,8 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
                 opt.iterations > 0 ? total / static_cast<double>(opt.iterations) * 1e6 : 0.0);
     std::printf("checksum: 0x%016" PRIx64 "\n", report.checksum);
     if (report.have_residual)
-      std::printf("residual: %.6e (L2 norm of the last update)\n", report.residual);
+      std::printf("residual: %.6e (L2 norm of the last update, by %s)\n", report.residual,
+                  jacobi::residual_method());
     if (!std::isfinite(report.residual)) {  // the check that holds at every size
       std::printf("FAILED: the residual is not a finite number\n");
       failed = 1;
