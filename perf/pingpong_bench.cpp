@@ -123,13 +123,6 @@ class Endpoint : public kodo::WorkUnit<Endpoint> {
   double began_ = 0;
 };
 
-std::vector<std::int64_t> parse_list(const std::string& text) {
-  std::vector<std::int64_t> out;
-  std::stringstream ss(text);
-  for (std::string item; std::getline(ss, item, ',');) out.push_back(std::stoll(item));
-  return out;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -140,7 +133,9 @@ int main(int argc, char** argv) {
   }
   std::ostringstream default_sizes;  // 8 B to 64 MiB
   for (std::int64_t s = 8; s <= (64 << 20); s *= 2) default_sizes << (s == 8 ? "" : ",") << s;
-  const auto sizes = parse_list(perf::option(argc, argv, "--sizes", default_sizes.str()));
+  std::vector<std::int64_t> sizes;
+  for (const auto& item : perf::items(perf::option(argc, argv, "--sizes", default_sizes.str())))
+    sizes.push_back(std::stoll(item));
   const std::string modes = perf::option(argc, argv, "--modes", "device,host,call");
   const int window = std::stoi(perf::option(argc, argv, "--window", "32"));
   std::int64_t max_bytes = 8;

@@ -15,6 +15,26 @@ set -euo pipefail
 [[ $# -ge 7 ]] || { sed -n '2,13p' "$0"; exit 2; }
 bin=$1 out=$2 kind=$3 n=$4 gpus=$5 odfs=$6 modes=$7 iters=${8:-100}
 [[ $kind == strong || $kind == weak ]] || { echo "scaling_sweep: kind must be strong or weak" >&2; exit 2; }
+# Every mode's flags, worked out (and a misspelt mode refused) before any run.
+declare -A mode_flags
+for mode in $modes; do
+  IFS=+ read -r -a parts <<<"$mode"
+  case ${parts[0]} in
+    device) words="--comm device" ;;
+    host) words="--comm host" ;;
+    device-sync) words="--comm device --sync" ;;
+    baseline) words="--baseline" ;;
+    *) echo "scaling_sweep: unknown mode '$mode'" >&2; exit 2 ;;
+  esac
+  for extra in "${parts[@]:1}"; do
+    case $extra in
+      A | B | C) words+=" --fusion $extra" ;;
+      graphs | overlap) words+=" --$extra" ;;
+      *) echo "scaling_sweep: unknown mode '$mode'" >&2; exit 2 ;;
+    esac
+  done
+  mode_flags[$mode]=$words
+done
 {
   echo "# command: $0 $*"
   echo "# machine: ${KODO_MACHINE:-unspecified}"
@@ -26,22 +46,8 @@ for g in $gpus; do
   [[ $kind == weak ]] && x=$((n * g))
   for mode in $modes; do
     for odf in $odfs; do
-      IFS=+ read -r -a parts <<<"$mode"
-      case ${parts[0]} in
-        device) flags=(--comm device) ;;
-        host) flags=(--comm host) ;;
-        device-sync) flags=(--comm device --sync) ;;
-        baseline) [[ $odf == 1 ]] || continue; flags=(--baseline) ;;
-        *) echo "scaling_sweep: unknown mode '$mode'" >&2; exit 2 ;;
-      esac
-      for extra in "${parts[@]:1}"; do
-        case $extra in
-          A | B | C) flags+=(--fusion "$extra") ;;
-          graphs) flags+=(--graphs) ;;
-          overlap) flags+=(--overlap) ;;
-          *) echo "scaling_sweep: unknown mode '$mode'" >&2; exit 2 ;;
-        esac
-      done
+      [[ ${mode%%+*} == baseline && $odf != 1 ]] && continue  # the baseline runs one block per rank
+      read -r -a flags <<<"${mode_flags[$mode]}"
       # shellcheck disable=SC2086
       log=$(${LAUNCH:-mpiexec -n} "$g" "$bin" -x "$x" -y "$n" -z "$n" -i "$iters" -w "${WARMUP:-10}" \
               --odf "$odf" "${flags[@]}")

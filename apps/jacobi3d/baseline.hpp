@@ -4,7 +4,7 @@
 // them with MPI_Isend/MPI_Irecv and MPI_Waitall, copy them back, unpack, update, fence.
 // The same kernels as the kodo version; no kodo units, channels or completion engine.
 
-#include "kernels.hpp"
+#include "block.hpp"
 
 #include <kodo.hpp>
 #include <mpi.h>
@@ -14,9 +14,8 @@
 namespace jacobi {
 
 struct BaselineResult {
-  double seconds = 0;          // the timed iterations
-  std::uint64_t checksum = 0;  // rank 0
-  double residual = 0;         // rank 0
+  double seconds = 0;  // the timed iterations
+  RankReport report;   // checksum and residual, on rank 0
 };
 
 // Collective over `comm`, whose size must equal blocks.size().

@@ -52,23 +52,23 @@ void JacobiBlock::iterate(std::int64_t count) {
 
 void JacobiBlock::advance() {
   while (iteration_ < target_) {
-    if (faces_sent_for_ < iteration_) send_faces();
     const int p = static_cast<int>(iteration_ % 2);
-    if (config_.overlap && inner_for_ < iteration_) {
-      // After the sends of the faces of n (they wait for the work queued before them).
-      inner_for_ = iteration_;
-      update_inner(compute_->space(), field_[p], field_[1 - p], shape_, receive_buffer_[p],
-                   send_buffer_[1 - p]);
+    if (faces_sent_for_ < iteration_) {
+      send_faces();
+      // With overlap the inner box of n needs no face of n: it runs while they travel,
+      // queued after the sends (which wait only for the work queued before them).
+      if (config_.overlap)
+        update_inner(compute_->space(), field_[p], field_[1 - p], shape_, receive_buffer_[p],
+                     send_buffer_[1 - p]);
     }
     if (received_[p] < neighbours_) return;  // wait for the missing faces
     received_[p] = 0;
-    if (config_.overlap) {
-      update_boundary(compute_->space(), field_[p], field_[1 - p], shape_, receive_buffer_[p],
-                      send_buffer_[1 - p]);
-      faces_packed_for_ = iteration_ + 1;
-    } else if (whole_steps()) {
-      // Update n, and the faces of n + 1 packed on the way.
-      if (config_.graphs)
+    if (faces_read_from_buffers()) {
+      // Update n (with overlap, its boundary), and the faces of n + 1 packed on the way.
+      if (config_.overlap)
+        update_boundary(compute_->space(), field_[p], field_[1 - p], shape_, receive_buffer_[p],
+                        send_buffer_[1 - p]);
+      else if (config_.graphs)
         step_graph_[p]->submit(compute_->space());
       else
         step(compute_->space(), config_.fusion, field_[p], field_[1 - p], shape_, receive_buffer_[p],

@@ -101,7 +101,6 @@ class JacobiBlock : public kodo::WorkUnit<JacobiBlock> {
   std::int64_t target_ = 0;      // run updates while iteration_ < target_
   std::int64_t faces_packed_for_ = -1;  // the last iteration whose faces are packed
   std::int64_t faces_sent_for_ = -1;    // ... and sent
-  std::int64_t inner_for_ = -1;         // with overlap: the last iteration whose inner box is launched
   int received_[2] = {0, 0};     // faces in hand for iterations of each parity
   std::int64_t next_post_[6] = {};      // per face: the next iteration to post a receive for
   std::int64_t first_missing_[6] = {};  // per face: the oldest iteration whose face is not in

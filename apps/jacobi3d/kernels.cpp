@@ -89,10 +89,6 @@ void march_ahead(Launch&& launch, const char* label, const In& a, const Out& b,
   });
 }
 
-}
-
-namespace {
-
 // Two neighbouring z points, loaded and stored as one 16-byte access.
 struct alignas(16) Pair {
   double lo, hi;
@@ -207,6 +203,17 @@ void march_pairs(Launch&& launch, const Field& af, const Field& bf, const BlockS
 
 }  // namespace
 
+const char* fusion_name(Fusion fusion) {
+  static constexpr const char* names[] = {"none", "A", "B", "C"};
+  return names[static_cast<int>(fusion)];
+}
+
+Fusion parse_fusion(const std::string& name) {
+  for (const Fusion f : {Fusion::none, Fusion::A, Fusion::B, Fusion::C})
+    if (name == fusion_name(f)) return f;
+  throw std::invalid_argument("unknown fusion '" + name + "'");
+}
+
 BlockPlace place_block(const Grid& grid, const kodo::Extent3& blocks, const kodo::Index3& index) {
   const std::int64_t global[3] = {grid.x, grid.y, grid.z}, parts[3] = {blocks.x, blocks.y, blocks.z},
                      at[3] = {index.x, index.y, index.z};
@@ -255,14 +262,17 @@ void unpack_face_with(Launch&& launch, const Field& a, const BlockShape& s, int 
 }
 
 // The faces of one fused kernel: where each starts in the concatenation of all of them.
+// Which of six consecutive ranges holds index i: start[j] is range j's first index,
+// start[6] the total.
+KOKKOS_INLINE_FUNCTION int range_of(const std::int64_t (&start)[7], std::int64_t i) {
+  int j = 0;
+  while (i >= start[j + 1]) ++j;
+  return j;
+}
+
 struct FaceSet {
   double* buffer[6];
   std::int64_t start[7];  // start[f]: first index of face f; start[6]: the total
-  KOKKOS_INLINE_FUNCTION int face_of(std::int64_t i) const {
-    int f = 0;
-    while (i >= start[f + 1]) ++f;
-    return f;
-  }
 };
 
 FaceSet face_set(const BlockShape& s, const Field (&buffers)[6]) {
@@ -278,7 +288,7 @@ template <class Launch>
 void pack_faces_with(Launch&& launch, const Field& a, const BlockShape& s, const Field (&buffers)[6]) {
   const FaceSet set = face_set(s, buffers);
   launch("jacobi::pack_faces", Policy(0, set.start[6]), KOKKOS_LAMBDA(std::int64_t i) {
-    const int f = set.face_of(i);
+    const int f = range_of(set.start, i);
     const std::int64_t layer = f % 2 == 0 ? 1 : s.n[f / 2];
     set.buffer[f][i - set.start[f]] = a(s.face_point(f, i - set.start[f], layer));
   });
@@ -288,7 +298,7 @@ template <class Launch>
 void unpack_faces_with(Launch&& launch, const Field& a, const BlockShape& s, const Field (&data)[6]) {
   const FaceSet set = face_set(s, data);
   launch("jacobi::unpack_faces", Policy(0, set.start[6]), KOKKOS_LAMBDA(std::int64_t i) {
-    const int f = set.face_of(i);
+    const int f = range_of(set.start, i);
     const std::int64_t layer = f % 2 == 0 ? 0 : s.n[f / 2] + 1;
     a(s.face_point(f, i - set.start[f], layer)) = set.buffer[f][i - set.start[f]];
   });
@@ -306,9 +316,8 @@ void update_with(Launch&& launch, const Field& a, const Field& b, const BlockSha
 // Fusion C: unpack, update and pack as one kernel. The update reads a neighbour's face
 // straight from its receive buffer instead of the ghost layer, and writes each new value
 // on a face layer to the send buffer too. Each thread marches along x through `chunk`
-// points of one (y, z) column, as the scalar update does; whether its column touches a
-// y or z face is decided once per thread, the x faces at the ends of the march; a
-// column that touches no face marches as the plain update does.
+// points of one (y, z) column, as the scalar update does; a column that touches a face
+// takes update_point_with_faces point by point, the others the plain march.
 struct StepFaces {
   const double* in[6];  // received faces of this iteration, or null: read the ghost layer
   double* out[6];       // send buffers for the next iteration, or null
@@ -321,6 +330,31 @@ StepFaces step_faces(const Field (&receive)[6], const Field (&send)[6]) {
     faces.out[f] = send[f].data();
   }
   return faces;
+}
+
+// Fusion C's update of one point (padded coordinates x, y, z): the ghost across a face
+// with a receive buffer is read from that buffer, and the new value of a point on a face
+// with a send buffer is written to that buffer too.
+KOKKOS_INLINE_FUNCTION void update_point_with_faces(const double* a, double* b, const BlockShape& s,
+                                                    const StepFaces& f, std::int64_t x, std::int64_t y,
+                                                    std::int64_t z) {
+  const std::int64_t sx = (s.n[1] + 2) * (s.n[2] + 2), sy = s.n[2] + 2, p = s.at(x, y, z);
+  const std::int64_t nx = s.n[0], ny = s.n[1], nz = s.n[2];
+  // Indices of the point on an x, y and z face.
+  const std::int64_t yz = (y - 1) * nz + (z - 1), xz = (x - 1) * nz + (z - 1), xy = (x - 1) * ny + (y - 1);
+  const double v = stencil(a[p], x == 1 && f.in[0] ? f.in[0][yz] : a[p - sx],
+                           x == nx && f.in[1] ? f.in[1][yz] : a[p + sx],
+                           y == 1 && f.in[2] ? f.in[2][xz] : a[p - sy],
+                           y == ny && f.in[3] ? f.in[3][xz] : a[p + sy],
+                           z == 1 && f.in[4] ? f.in[4][xy] : a[p - 1],
+                           z == nz && f.in[5] ? f.in[5][xy] : a[p + 1]);
+  b[p] = v;
+  if (x == 1 && f.out[0]) f.out[0][yz] = v;
+  if (x == nx && f.out[1]) f.out[1][yz] = v;
+  if (y == 1 && f.out[2]) f.out[2][xz] = v;
+  if (y == ny && f.out[3]) f.out[3][xz] = v;
+  if (z == 1 && f.out[4]) f.out[4][xy] = v;
+  if (z == nz && f.out[5]) f.out[5][xy] = v;
 }
 
 template <class Index, class Launch>
@@ -337,47 +371,22 @@ void fused_step(Launch&& launch, const Field& af, const Field& bf, const BlockSh
     const std::int64_t z = i % inz, y = i / inz % iny, c = i / inz / iny;
     const std::int64_t x0 = c * chunk + 1;
     const std::int64_t x1 = x0 + chunk <= nx + 1 ? x0 + chunk : nx + 1;
-    const std::int64_t yz = y * nz + z;  // index on an x face
-    const double* ym_face = y == 0 ? faces.in[2] : nullptr;
-    const double* yp_face = y == ny - 1 ? faces.in[3] : nullptr;
-    const double* zm_face = z == 0 ? faces.in[4] : nullptr;
-    const double* zp_face = z == nz - 1 ? faces.in[5] : nullptr;
-    double* ym_out = y == 0 ? faces.out[2] : nullptr;
-    double* yp_out = y == ny - 1 ? faces.out[3] : nullptr;
-    double* zm_out = z == 0 ? faces.out[4] : nullptr;
-    double* zp_out = z == nz - 1 ? faces.out[5] : nullptr;
-    std::int64_t p = s.at(x0, y + 1, z + 1);
     // Most columns touch no face: they take the plain march, free of the tests below.
-    const bool x_faces = (x0 == 1 && (faces.in[0] || faces.out[0])) ||
-                         (x1 == nx + 1 && (faces.in[1] || faces.out[1]));
-    if (!x_faces && !ym_face && !yp_face && !zm_face && !zp_face && !ym_out && !yp_out && !zm_out &&
-        !zp_out) {
-      double xm = a[p - sx], cc = a[p];
-      for (std::int64_t x = x0; x < x1; ++x, p += sx) {
-        const double xp = a[p + sx];
-        b[p] = stencil(cc, xm, xp, a[p - sy], a[p + sy], a[p - 1], a[p + 1]);
-        xm = cc;
-        cc = xp;
-      }
+    const bool touches_face = (x0 == 1 && (faces.in[0] || faces.out[0])) ||
+                              (x1 == nx + 1 && (faces.in[1] || faces.out[1])) ||
+                              (y == 0 && (faces.in[2] || faces.out[2])) ||
+                              (y == ny - 1 && (faces.in[3] || faces.out[3])) ||
+                              (z == 0 && (faces.in[4] || faces.out[4])) ||
+                              (z == nz - 1 && (faces.in[5] || faces.out[5]));
+    if (touches_face) {
+      for (std::int64_t x = x0; x < x1; ++x) update_point_with_faces(a, b, s, faces, x, y + 1, z + 1);
       return;
     }
-    double xm = x0 == 1 && faces.in[0] ? faces.in[0][yz] : a[p - sx];
-    double cc = a[p];
+    std::int64_t p = s.at(x0, y + 1, z + 1);
+    double xm = a[p - sx], cc = a[p];
     for (std::int64_t x = x0; x < x1; ++x, p += sx) {
-      const std::int64_t xz = (x - 1) * nz + z, xy = (x - 1) * ny + y;  // on y, z faces
-      const double xp = x == nx && faces.in[1] ? faces.in[1][yz] : a[p + sx];
-      const double ym = ym_face ? ym_face[xz] : a[p - sy];
-      const double yp = yp_face ? yp_face[xz] : a[p + sy];
-      const double zm = zm_face ? zm_face[xy] : a[p - 1];
-      const double zp = zp_face ? zp_face[xy] : a[p + 1];
-      const double v = stencil(cc, xm, xp, ym, yp, zm, zp);
-      b[p] = v;
-      if (x == 1 && faces.out[0]) faces.out[0][yz] = v;
-      if (x == nx && faces.out[1]) faces.out[1][yz] = v;
-      if (ym_out) ym_out[xz] = v;
-      if (yp_out) yp_out[xz] = v;
-      if (zm_out) zm_out[xy] = v;
-      if (zp_out) zp_out[xy] = v;
+      const double xp = a[p + sx];
+      b[p] = stencil(cc, xm, xp, a[p - sy], a[p + sy], a[p - 1], a[p + 1]);
       xm = cc;
       cc = xp;
     }
@@ -533,31 +542,6 @@ BoundarySlabs boundary_slabs(const BlockShape& s, const Box& inner) {
   return slabs;
 }
 
-// Fusion C's update of one point (padded coordinates x, y, z): the ghost across a face
-// with a receive buffer is read from that buffer, and the new value of a point on a face
-// with a send buffer is written to that buffer too.
-KOKKOS_INLINE_FUNCTION void update_point_with_faces(const double* a, double* b, const BlockShape& s,
-                                                    const StepFaces& f, std::int64_t x, std::int64_t y,
-                                                    std::int64_t z) {
-  const std::int64_t sx = (s.n[1] + 2) * (s.n[2] + 2), sy = s.n[2] + 2, p = s.at(x, y, z);
-  const std::int64_t nx = s.n[0], ny = s.n[1], nz = s.n[2];
-  // Indices of the point on an x, y and z face.
-  const std::int64_t yz = (y - 1) * nz + (z - 1), xz = (x - 1) * nz + (z - 1), xy = (x - 1) * ny + (y - 1);
-  const double v = stencil(a[p], x == 1 && f.in[0] ? f.in[0][yz] : a[p - sx],
-                           x == nx && f.in[1] ? f.in[1][yz] : a[p + sx],
-                           y == 1 && f.in[2] ? f.in[2][xz] : a[p - sy],
-                           y == ny && f.in[3] ? f.in[3][xz] : a[p + sy],
-                           z == 1 && f.in[4] ? f.in[4][xy] : a[p - 1],
-                           z == nz && f.in[5] ? f.in[5][xy] : a[p + 1]);
-  b[p] = v;
-  if (x == 1 && f.out[0]) f.out[0][yz] = v;
-  if (x == nx && f.out[1]) f.out[1][yz] = v;
-  if (y == 1 && f.out[2]) f.out[2][xz] = v;
-  if (y == ny && f.out[3]) f.out[3][xz] = v;
-  if (z == 1 && f.out[4]) f.out[4][xy] = v;
-  if (z == nz && f.out[5]) f.out[5][xy] = v;
-}
-
 // The boundary is a few face layers: one thread per point is enough.
 template <class Launch>
 void update_boundary_with(Launch&& launch, const Field& af, const Field& bf, const BlockShape& s,
@@ -567,8 +551,7 @@ void update_boundary_with(Launch&& launch, const Field& af, const Field& bf, con
   const double* a = af.data();
   double* b = bf.data();
   launch("jacobi::update_boundary", Policy(0, slabs.start[6]), KOKKOS_LAMBDA(std::int64_t i) {
-    int j = 0;
-    while (i >= slabs.start[j + 1]) ++j;
+    const int j = range_of(slabs.start, i);
     const Box& box = slabs.box[j];
     const std::int64_t nz = box.hi[2] - box.lo[2], ny = box.hi[1] - box.lo[1], k = i - slabs.start[j];
     update_point_with_faces(a, b, s, faces, box.lo[0] + k / nz / ny, box.lo[1] + k / nz % ny,

@@ -9,6 +9,7 @@
 #include <Kokkos_Graph.hpp>
 
 #include <cstdint>
+#include <string>
 
 namespace jacobi {
 
@@ -23,6 +24,9 @@ enum class Fusion {
   B,     // all packs in one kernel, and all unpacks in one once every face is in
   C,     // unpack, update and pack in one kernel (fused_update), once every face is in
 };
+// "none", "A", "B" or "C", and back (std::invalid_argument for any other name).
+const char* fusion_name(Fusion fusion);
+Fusion parse_fusion(const std::string& name);
 
 // Faces are numbered 2 * dimension + side: 0 -x, 1 +x, 2 -y, 3 +y, 4 -z, 5 +z.
 struct BlockShape {

@@ -33,7 +33,7 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
                 : opt.sync   ? "sync (fence)"
                              : "engine",
                 opt.baseline ? "MPI, host-staged" : opt.comm.c_str(),
-                opt.fusion.c_str(), opt.graphs ? ", graphs" : "", opt.overlap ? ", overlap" : "");
+                jacobi::fusion_name(opt.fusion), opt.graphs ? ", graphs" : "", opt.overlap ? ", overlap" : "");
   }
   // Where each rank runs, gathered to rank 0.
   const std::string where = kodo::describe(runtime.placement(), runtime.rank());
@@ -46,45 +46,38 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
     for (int r = 0; r < runtime.size(); ++r) std::printf("  %s\n", all.data() + r * line.size());
 
   jacobi::RankReport report;
-  double t0 = 0, t1 = 0, t2 = 0, t3 = 0;
+  double init_seconds = 0, total_seconds = 0;
   if (opt.baseline) {
-    t0 = t1 = now();
     const auto result = jacobi::run_baseline(runtime.comm(), grid, units, opt.warmup, opt.iterations);
-    t2 = 0;
-    t3 = result.seconds;
-    report = {result.checksum, true, result.residual, opt.warmup + opt.iterations > 0};
+    total_seconds = result.seconds;
+    report = result.report;
   } else {
     const jacobi::BlockConfig config{grid,
                                      opt.sync ? jacobi::Completion::sync : jacobi::Completion::engine,
-                                     kodo::parse_comm_mode(opt.comm), &report,
-                                     opt.fusion == "A"   ? jacobi::Fusion::A
-                                     : opt.fusion == "B" ? jacobi::Fusion::B
-                                     : opt.fusion == "C" ? jacobi::Fusion::C
-                                                         : jacobi::Fusion::none,
+                                     kodo::parse_comm_mode(opt.comm), &report, opt.fusion,
                                      opt.graphs, opt.overlap};
-    t0 = now();
+    const double t0 = now();
     auto blocks = kodo::Collection<jacobi::JacobiBlock>::create(runtime, units, config);
     runtime.run();
-    t1 = now();
+    init_seconds = now() - t0;
     if (opt.warmup > 0) {
       blocks.broadcast_local<&jacobi::JacobiBlock::iterate>(opt.warmup);
       runtime.run();
     }
-    t2 = now();
+    const double t1 = now();
     blocks.broadcast_local<&jacobi::JacobiBlock::iterate>(opt.iterations);
     runtime.run();
-    t3 = now();
+    total_seconds = now() - t1;
     blocks.broadcast_local<&jacobi::JacobiBlock::compute_checksum>();
     runtime.run();
   }
 
   int failed = 0;
   if (root) {
-    const double total = t3 - t2;
-    std::printf("init time: %.6f s\n", t1 - t0);
-    std::printf("total time: %.6f s\n", total);
+    std::printf("init time: %.6f s\n", init_seconds);
+    std::printf("total time: %.6f s\n", total_seconds);
     std::printf("average iteration time: %.3f us\n",
-                opt.iterations > 0 ? total / static_cast<double>(opt.iterations) * 1e6 : 0.0);
+                opt.iterations > 0 ? total_seconds / static_cast<double>(opt.iterations) * 1e6 : 0.0);
     std::printf("checksum: 0x%016" PRIx64 "\n", report.checksum);
     if (report.have_residual)
       std::printf("residual: %.6e (L2 norm of the last update, by %s)\n", report.residual,
@@ -133,10 +126,10 @@ int main(int argc, char** argv) {
     if (opt.baseline && opt.odf != 1)
       throw std::invalid_argument("--baseline runs one block per rank: --odf must be 1");
     if (opt.baseline &&
-        (opt.graphs || opt.overlap || opt.fusion != "none" || opt.sync || opt.comm != "device"))
+        (opt.graphs || opt.overlap || opt.fusion != jacobi::Fusion::none || opt.sync || opt.comm != "device"))
       throw std::invalid_argument(
           "--baseline is its own method: it takes no --graphs, --overlap, --fusion, --sync or --comm");
-    if (opt.overlap && (opt.graphs || opt.fusion != "none"))
+    if (opt.overlap && (opt.graphs || opt.fusion != jacobi::Fusion::none))
       throw std::invalid_argument("--overlap has its own kernels: it takes no --fusion or --graphs");
     units = kodo::split_grid({opt.x, opt.y, opt.z}, opt.odf * runtime.size());
   } catch (const std::exception& e) {

@@ -57,7 +57,7 @@ Options parse_options(const std::vector<std::string>& args) {
       continue;
     }
     if (a == "--fusion") {
-      o.fusion = parse_choice(args, i, {"none", "A", "B", "C"});
+      o.fusion = parse_fusion(parse_choice(args, i, {"none", "A", "B", "C"}));
       continue;
     }
     if (a == "--comm") {

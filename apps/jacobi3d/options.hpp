@@ -1,6 +1,8 @@
 #pragma once
 // Command line of jacobi3d.
 
+#include "kernels.hpp"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -15,8 +17,7 @@ struct Options {
   bool verify = false;
   bool sync = false;  // fence streams instead of the completion engine
   bool baseline = false;  // the bulk-synchronous MPI version instead of kodo
-  std::string fusion = "none";  // face kernels: none, A (packs fused), B (packs and unpacks),
-                                // C (unpack, update and pack in one kernel)
+  Fusion fusion = Fusion::none;  // face kernels (kernels.hpp)
   bool graphs = false;  // each unit iteration as one replayed graph
   bool overlap = false;  // update each unit's inner box while its faces travel
   std::string comm = "device";  // halo transfers: "device" (GPU-aware) or "host" (staged)

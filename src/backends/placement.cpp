@@ -2,7 +2,9 @@
 
 #include "native.hpp"
 
+#include "../tasking/agree.hpp"
 #include "../tasking/error.hpp"
+#include "../tasking/registry.hpp"
 
 #include <cstdlib>
 #include <sstream>
@@ -73,8 +75,7 @@ Placement place_rank(MPI_Comm comm, int device) {
       count = backend::device_count();
       std::string ids;
       for (int d = 0; d < count; ++d) ids += backend::device_bus_id(d) + ";";
-      key = 14695981039346656037ull;  // FNV-1a
-      for (unsigned char c : ids) key = (key ^ c) * 1099511628211ull;
+      key = detail::hash_name(ids);
     } catch (const Error& e) {
       problem = e.what();
     }
@@ -101,11 +102,7 @@ Placement place_rank(MPI_Comm comm, int device) {
     }
   }
   MPI_Comm_free(&node);
-  // Every rank learns whether any rank failed, so all of them stop together.
-  int failed = problem.empty() ? 0 : 1, any = 0;
-  MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, comm);
-  if (failed) throw Error(problem.rfind("kodo: ", 0) == 0 ? problem : "kodo: " + problem);
-  if (any) throw Error("kodo: another rank could not be placed on a GPU (see its message)");
+  agree_on_failure(comm, problem, "could not be placed on a GPU");
   return p;
 }
 

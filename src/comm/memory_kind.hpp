@@ -12,8 +12,6 @@ namespace kodo {
 
 enum class MemoryKind : std::uint8_t { host, cuda, cuda_managed, rocm, rocm_managed };
 
-const char* to_string(MemoryKind kind);
-
 // The kind of memory a Kokkos memory space allocates. Host memory, pinned host memory
 // (which UCX treats as host memory) and any other space the host can read count as host.
 template <class MemorySpace>

@@ -228,7 +228,13 @@ ucs_status_t UcxTransport::on_am(void* arg, const void* header, size_t header_le
     if (header_length != sizeof(MessageHeader))
       fatal("received a UCX active message with a malformed header");
     message.payload.resize(length);  // the arguments land in a buffer of our own
-    if (length != 0) into.push_back(Segment{message.payload.data(), length, MemoryKind::host});
+    if (!(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
+      // Eager, the common case: the arguments are here already.
+      if (length != 0) std::memcpy(message.payload.data(), data, length);
+      self->deliver_(std::move(message));
+      return UCS_OK;
+    }
+    into.push_back(Segment{message.payload.data(), length, MemoryKind::host});
   }
   self->land(std::move(message), into, data, param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV);
   return UCS_OK;

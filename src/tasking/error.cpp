@@ -1,11 +1,20 @@
 #include "error.hpp"
 
+#include "agree.hpp"
+
 #include <mpi.h>
 
 #include <cstdio>
 #include <cstdlib>
 
 namespace kodo {
+
+void agree_on_failure(MPI_Comm comm, const std::string& problem, const std::string& what_failed) {
+  int failed = problem.empty() ? 0 : 1, any = 0;
+  MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, comm);
+  if (failed) throw Error(problem.rfind("kodo: ", 0) == 0 ? problem : "kodo: " + problem);
+  if (any) throw Error("kodo: another rank " + what_failed + " (see its message)");
+}
 
 void fatal(const std::string& what) {
   int initialized = 0, finalized = 0, rank = -1;

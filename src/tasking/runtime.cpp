@@ -1,6 +1,7 @@
 #include "runtime.hpp"
 
 #include "../comm/ucx_transport.hpp"
+#include "agree.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -100,10 +101,7 @@ void Runtime::start(int& argc, char**& argv) {
   } catch (const Error& e) {
     problem = e.what();
   }
-  int failed = problem.empty() ? 0 : 1, any = 0;
-  MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, comm_);
-  if (failed) throw Error(problem);
-  if (any) throw Error("kodo: another rank could not create its streams (see its message)");
+  agree_on_failure(comm_, problem, "could not create its streams");
   transport_ = std::make_unique<detail::UcxTransport>(
       comm_, [this](detail::Message&& m) { queue_.push_back(std::move(m)); },
       [this](detail::Message& m) { return prepare(m); });
@@ -180,7 +178,9 @@ void Runtime::run() {
   MPI_Request wave = MPI_REQUEST_NULL;
   // Device work that has not moved for this long is checked for faults.
   constexpr auto kStallCheck = std::chrono::milliseconds(100);
-  auto last_completion = std::chrono::steady_clock::now();
+  // Since when device work has been pending with none completing; unset (no clock
+  // read at all) while work completes or none is pending.
+  std::chrono::steady_clock::time_point waiting_since{};
   // Device work nobody awaits still counts: before the job may end, each rank marks
   // every stream of its pool and waits (without blocking) for those marks as well.
   // Anything that may launch device work (a dispatched message, a continuation other
@@ -199,14 +199,16 @@ void Runtime::run() {
     if (completed > drains_done_ - drains_before) dirty = true;
     const std::size_t events = transport_->progress() + completed;
     if (completed || engine_.pending() == 0) {
-      last_completion = std::chrono::steady_clock::now();
-    } else if (std::chrono::steady_clock::now() - last_completion > kStallCheck) {
+      waiting_since = {};
+    } else if (const auto now = std::chrono::steady_clock::now(); waiting_since == decltype(now){}) {
+      waiting_since = now;
+    } else if (now - waiting_since > kStallCheck) {
       try {
         engine_.check_health();
       } catch (const std::exception& e) {
         fatal(e.what());
       }
-      last_completion = std::chrono::steady_clock::now();
+      waiting_since = now;
     }
     if (!queue_.empty()) dirty = true;
     for (int n = 0; n < kDispatchBatch && !queue_.empty(); ++n) {
@@ -276,16 +278,22 @@ void Runtime::queue_callback(std::function<void()> callback) {
   queue_.push_back(std::move(m));
 }
 
+namespace {
+const detail::EntryHandler& entry_handler(std::uint64_t id) {
+  const auto* entry = static_cast<const detail::EntryHandler*>(detail::find_handler(id));
+  if (!entry) fatal("a message names an entry method this program does not have");
+  return *entry;
+}
+}  // namespace
+
 std::vector<Segment> Runtime::prepare(detail::Message& message) {
   std::vector<Segment> destinations;
   try {
     const auto& h = message.header;
     if (h.kind != detail::MessageKind::invoke)
       fatal("a message with view data is not an entry-method call");
-    const auto* entry = static_cast<const detail::EntryHandler*>(detail::find_handler(h.handler));
-    if (!entry) fatal("a message names an entry method this program does not have");
     ByteReader reader(message.payload, &destinations);
-    message.local = entry->receive(reader);
+    message.local = entry_handler(h.handler).receive(reader);
     message.payload.clear();
   } catch (const std::exception& e) {
     fatal(std::string("while receiving a call from rank ") +
@@ -321,10 +329,8 @@ void Runtime::invoke(detail::Message& message) {
     fatal(os.str());
   }
   if (message.local) return message.local->invoke(c.unit_at(slot));
-  const auto* entry = static_cast<const detail::EntryHandler*>(detail::find_handler(h.handler));
-  if (!entry) fatal("a message names an entry method this program does not have");
   ByteReader reader(message.payload);  // no view data: views come through prepare()
-  entry->receive(reader)->invoke(c.unit_at(slot));
+  entry_handler(h.handler).receive(reader)->invoke(c.unit_at(slot));
 }
 
 // Reduction tree over the ranks that hold units: rank r's parent is (r-1)/2.

@@ -37,9 +37,8 @@ class ByteWriter {
  public:
   void write(const void* data, std::size_t n) {
     if (n == 0) return;
-    const std::size_t at = bytes_.size();
-    bytes_.resize(at + n);
-    std::memcpy(bytes_.data() + at, data, n);
+    const auto* p = static_cast<const std::byte*>(data);
+    bytes_.insert(bytes_.end(), p, p + n);
   }
   void attach(Attachment a) { attachments_.push_back(std::move(a)); }
   Bytes take() { return std::move(bytes_); }

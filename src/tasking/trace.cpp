@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iomanip>
+#include <unordered_map>
 
 namespace kodo::detail {
 
@@ -67,13 +68,17 @@ std::string Trace::write(int rank) const {
 }
 
 std::string short_handler_name(std::uint64_t id) {
+  // Worked out once per handler: traced runs name every dispatched message.
+  thread_local std::unordered_map<std::uint64_t, std::string> known;
+  if (const auto it = known.find(id); it != known.end()) return it->second;
   // Registered names spell the instantiation, e.g. "... EntryTag<Unit, &Unit::method>]":
   // keep the member.
   const std::string name = handler_name(id);
   const auto amp = name.rfind('&');
-  if (amp == std::string::npos) return "entry method";
-  const auto end = name.find_first_of(">;]", amp);
-  return name.substr(amp + 1, end == std::string::npos ? std::string::npos : end - amp - 1);
+  const auto end = amp == std::string::npos ? amp : name.find_first_of(">;]", amp);
+  return known[id] = amp == std::string::npos
+                         ? "entry method"
+                         : name.substr(amp + 1, end == std::string::npos ? std::string::npos : end - amp - 1);
 }
 
 }  // namespace kodo::detail

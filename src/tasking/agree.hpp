@@ -1,0 +1,16 @@
+#pragma once
+// A failure some ranks may hit where all must stop together (apart from error.hpp, which
+// the backends include without MPI).
+
+#include <mpi.h>
+
+#include <string>
+
+namespace kodo {
+
+// Collective over `comm`: every rank learns whether any has a `problem` (empty: none).
+// One that has throws it as an Error (prefixed "kodo: "), the others
+// "kodo: another rank <what_failed> (see its message)".
+void agree_on_failure(MPI_Comm comm, const std::string& problem, const std::string& what_failed);
+
+}  // namespace kodo
