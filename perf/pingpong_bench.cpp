@@ -39,10 +39,10 @@ class Endpoint : public kodo::WorkUnit<Endpoint> {
  public:
   Endpoint(const kodo::UnitInit<Endpoint>& init, std::int64_t max_bytes)
       : WorkUnit(init), out_("out", max_bytes), in_("in", max_bytes), ack_("ack", 8), ack_in_("ack_in", 8) {
-    kodo::Stream& s = init.runtime->streams().communication(0);
+    kodo::Stream& s = streams().communication(0);
     const kodo::Index3 peer{1 - init.index.x, 0, 0};
-    channel_[0] = kodo::Channel(*this, peer, s, kodo::CommMode::device, 0);
-    channel_[1] = kodo::Channel(*this, peer, s, kodo::CommMode::host_staged, 1);
+    channel_[0] = open_channel(peer, s, kodo::CommMode::device, 0);
+    channel_[1] = open_channel(peer, s, kodo::CommMode::host_staged, 1);
     Kokkos::deep_copy(out_, std::byte{1});
     Kokkos::fence();
   }

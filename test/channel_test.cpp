@@ -34,11 +34,11 @@ template <class Self>
 class Ring : public kodo::WorkUnit<Self> {
  public:
   Ring(const kodo::UnitInit<Self>& init, CommMode mode)
-      : kodo::WorkUnit<Self>(init), stream_(&init.runtime->streams().communication(0)) {
+      : kodo::WorkUnit<Self>(init), stream_(&this->streams().communication(0)) {
     const auto& shape = this->collection().shape();
     const std::int64_t n = shape.size(), me = shape.linear(this->index());
-    to_next_ = kodo::Channel(*this, shape.delinear((me + 1) % n), *stream_, mode);
-    from_previous_ = kodo::Channel(*this, shape.delinear((me + n - 1) % n), *stream_, mode);
+    to_next_ = this->open_channel(shape.delinear((me + 1) % n), *stream_, mode);
+    from_previous_ = this->open_channel(shape.delinear((me + n - 1) % n), *stream_, mode);
   }
 
   std::int64_t me() const { return this->collection().shape().linear(this->index()); }
@@ -48,7 +48,10 @@ class Ring : public kodo::WorkUnit<Self> {
   void post_receives() {
     for (int k = 0; k < kMessages; ++k) {
       inbox_.emplace_back("inbox", length(kMessages));
-      from_previous_.recv(inbox_.back(), [this, k] { arrivals_.push_back(k); });
+      from_previous_.recv(inbox_.back(), [this, k](std::size_t count) {
+        arrivals_.push_back(k);
+        counts_.push_back(count);
+      });
     }
   }
   void send_all() {
@@ -66,6 +69,7 @@ class Ring : public kodo::WorkUnit<Self> {
   kodo::Channel to_next_, from_previous_;
   std::vector<Kokkos::View<double*>> inbox_, outbox_;
   std::vector<int> arrivals_;
+  std::vector<std::size_t> counts_;  // elements that arrived, in completion order
   int sent_ = 0;
 };
 
@@ -89,6 +93,9 @@ void check_ring(const kodo::Collection<U>& units) {
     auto arrivals = u.arrivals_;
     std::sort(arrivals.begin(), arrivals.end());
     for (int k = 0; k < kMessages; ++k) EXPECT_EQ(arrivals[k], k) << "unit " << u.me();
+    // Each completion is told how much of its (larger) view the transfer filled.
+    for (std::size_t j = 0; j < u.arrivals_.size(); ++j)
+      EXPECT_EQ(u.counts_[j], static_cast<std::size_t>(U::length(u.arrivals_[j]))) << "unit " << u.me();
     const std::int64_t from = (u.me() + n - 1) % n;
     for (int k = 0; k < kMessages; ++k) {
       const auto got = on_host(u.inbox_[k]);
@@ -148,8 +155,7 @@ class Opener : public kodo::WorkUnit<Opener> {
  public:
   explicit Opener(const kodo::UnitInit<Opener>& init) : WorkUnit(init) {}
   kodo::Channel open(const Index3& peer, int port = 0) {
-    return kodo::Channel(*this, peer, collection().runtime().streams().communication(0),
-                         CommMode::device, port);
+    return open_channel(peer, streams().communication(0), CommMode::device, port);
   }
 };
 

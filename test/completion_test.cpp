@@ -105,8 +105,8 @@ TEST(Streams, HostStreamsCompleteTheirMarks) {
   auto& pool = test_runtime().streams();
   kodo::Stream& compute = pool.compute(0);
   kodo::Stream& comm = pool.communication(0);
-  EXPECT_EQ(compute.priority(), kodo::backend::Priority::compute);
-  EXPECT_EQ(comm.priority(), kodo::backend::Priority::communication);
+  EXPECT_FALSE(compute.is_communication());
+  EXPECT_TRUE(comm.is_communication());
   EXPECT_NE(&pool.compute(0), &pool.compute(1));
   EXPECT_EQ(&pool.compute(0), &pool.compute(pool.per_priority()));  // indices wrap
 

@@ -17,7 +17,7 @@ class Peer : public kodo::WorkUnit<Peer> {
  public:
   explicit Peer(const kodo::UnitInit<Peer>& init)
       : WorkUnit(init),
-        link_(*this, {1 - init.index.x, 0, 0}, init.runtime->streams().communication(0)) {}
+        link_(open_channel({1 - init.index.x, 0, 0}, streams().communication(0))) {}
 
   void truncate() {
     if (index().x == 0) {

@@ -114,8 +114,8 @@ TEST(EntryMethods, BroadcastFromOneRankReachesEveryUnitOnce) {
 TEST(EntryMethods, SendOutsideTheCollectionIsAnError) {
   auto& rt = test_runtime();
   auto units = kodo::Collection<Greeter>::create(rt, {2, 2, 2});
-  EXPECT_THROW(units[(Index3{2, 0, 0})], std::out_of_range);
-  EXPECT_THROW(units[(Index3{0, -1, 0})], std::out_of_range);
+  EXPECT_THROW(units[(Index3{2, 0, 0})], kodo::Error);
+  EXPECT_THROW(units[(Index3{0, -1, 0})], kodo::Error);
   EXPECT_THROW(kodo::Collection<Greeter>::create(rt, {0, 2, 2}), kodo::Error);
   rt.run();
 }

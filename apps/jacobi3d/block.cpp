@@ -18,7 +18,7 @@ JacobiBlock::JacobiBlock(const kodo::UnitInit<JacobiBlock>& init, const BlockCon
     neighbours_ += has_neighbour_[f];
   }
   // Units share the rank's stream pool round-robin.
-  auto& streams = init.runtime->streams();
+  auto& streams = this->streams();
   const auto slot = static_cast<std::size_t>(init.shape.linear(init.index));
   compute_ = &streams.compute(slot);
   comm_ = &streams.communication(slot);
@@ -33,7 +33,7 @@ JacobiBlock::JacobiBlock(const kodo::UnitInit<JacobiBlock>& init, const BlockCon
       send_buffer_[parity][f] = Field("jacobi::face", shape_.face_size(f));
       receive_buffer_[parity][f] = Field("jacobi::ghost", shape_.face_size(f));
     }
-    channel_[f] = kodo::Channel(*this, across_face(index(), f), *pack_stream_, config.comm);
+    channel_[f] = open_channel(across_face(index(), f), *pack_stream_, config.comm);
   }
   if (config_.graphs)
     for (int p = 0; p < 2; ++p)

@@ -2,9 +2,9 @@
 
 #include "native.hpp"
 
-#include "../tasking/agree.hpp"
-#include "../tasking/error.hpp"
-#include "../tasking/registry.hpp"
+#include "../core/agree.hpp"
+#include "../core/error.hpp"
+#include "../core/numeric.hpp"
 
 #include <cstdlib>
 #include <sstream>

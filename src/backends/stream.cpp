@@ -1,6 +1,7 @@
 #include "stream.hpp"
 
-#include "../tasking/error.hpp"
+#include "../core/error.hpp"
+#include "native.hpp"
 
 namespace kodo {
 namespace {
@@ -17,9 +18,10 @@ ExecutionSpace make_instance([[maybe_unused]] backend::NativeStream native) {
 
 }  // namespace
 
-Stream::Stream(backend::Priority priority, std::uint64_t* host_counter, std::uint64_t* device_counter)
-    : priority_(priority),
-      native_(backend::create_stream(priority)),
+Stream::Stream(bool communication, std::uint64_t* host_counter, std::uint64_t* device_counter)
+    : communication_(communication),
+      native_(backend::create_stream(communication ? backend::Priority::communication
+                                                   : backend::Priority::compute)),
       event_(nullptr),
       host_counter_(host_counter),
       device_counter_(device_counter) {
@@ -48,6 +50,8 @@ std::uint64_t Stream::mark() {
   return issued_;
 }
 
+void Stream::check_health() const { backend::check_stream(native_); }
+
 void Stream::wait_for(const Stream& other) {
   if (&other != this) backend::order_after(native_, other.native_, other.event_);
 }
@@ -56,10 +60,10 @@ StreamPool::StreamPool(int per_priority) : per_priority_(per_priority) {
   if (per_priority < 1) throw Error("kodo: a stream pool needs at least one stream per priority");
   host_counters_ = backend::allocate_counters(2 * per_priority, &device_counters_);
   for (int i = 0; i < per_priority; ++i) {
-    compute_.push_back(std::make_unique<Stream>(backend::Priority::compute, host_counters_ + 2 * i,
+    compute_.push_back(std::make_unique<Stream>(false, host_counters_ + 2 * i,
                                                 device_counters_ + 2 * i));
     communication_.push_back(std::make_unique<Stream>(
-        backend::Priority::communication, host_counters_ + 2 * i + 1, device_counters_ + 2 * i + 1));
+        true, host_counters_ + 2 * i + 1, device_counters_ + 2 * i + 1));
   }
 }
 

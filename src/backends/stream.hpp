@@ -3,8 +3,6 @@
 // stream writes itself, in order, into host memory: the host learns what finished by
 // reading memory, not by querying the device.
 
-#include "native.hpp"
-
 #include <Kokkos_Core.hpp>
 
 #include <atomic>
@@ -32,29 +30,32 @@ class CompletionSource {
 class Stream final : public CompletionSource {
  public:
   // `host_counter`/`device_counter` address one counter in memory both sides can use.
-  Stream(backend::Priority priority, std::uint64_t* host_counter, std::uint64_t* device_counter);
+  Stream(bool communication, std::uint64_t* host_counter, std::uint64_t* device_counter);
   ~Stream() override;
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
 
   // The Kokkos instance to launch work on.
   const ExecutionSpace& space() const { return space_; }
-  backend::Priority priority() const { return priority_; }
-  backend::NativeStream native() const { return native_; }
+  // A communication stream (the device's greatest priority) or a compute stream (least).
+  bool is_communication() const { return communication_; }
+  // The backend's own stream (cudaStream_t, hipStream_t; a token on the host backend),
+  // for handing to native libraries.
+  void* native_handle() const { return native_; }
 
   std::uint64_t mark() override;
   std::uint64_t reached() const override {
     return std::atomic_ref<std::uint64_t>(*host_counter_).load(std::memory_order_acquire);
   }
-  void check_health() const override { backend::check_stream(native_); }
+  void check_health() const override;
   // Work enqueued on this stream from now on waits (on the device) for the work
   // enqueued on `other` so far. The host does not wait.
   void wait_for(const Stream& other);
 
  private:
-  backend::Priority priority_;
-  backend::NativeStream native_;
-  backend::NativeEvent event_;  // carries dependencies of other streams on this one
+  bool communication_;
+  void* native_;
+  void* event_;  // carries dependencies of other streams on this one
   ExecutionSpace space_;
   std::uint64_t* host_counter_;
   std::uint64_t* device_counter_;

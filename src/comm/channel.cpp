@@ -14,8 +14,7 @@ namespace kodo {
 CommMode parse_comm_mode(std::string_view text) {
   if (text == "device") return CommMode::device;
   if (text == "host") return CommMode::host_staged;
-  throw Error("kodo: unknown communication mode '" + std::string(text) +
-              "' (expected device or host)");
+  throw Error("unknown communication mode '" + std::string(text) + "' (expected device or host)");
 }
 
 const char* to_string(CommMode mode) { return mode == CommMode::device ? "device" : "host"; }
@@ -57,14 +56,21 @@ using Staging = Kokkos::View<std::byte*, Kokkos::SharedHostPinnedSpace>;
 // One end of a link. Shared with the continuations of its transfers in flight, so a
 // completion that arrives after the Channel object is gone finds valid state.
 struct ChannelEnd : std::enable_shared_from_this<ChannelEnd> {
-  struct Transfer {
+  struct Send {
     Segment segment;
     std::shared_ptr<const void> keep;
-    std::function<void()> done;
-    Stream* stream = nullptr;  // a same-rank send: the sender's stream orders the copy
+    std::function<void()> done;  // optional: the data may be written again
+    Stream* stream = nullptr;    // a same-rank send: the sender's stream orders the copy
+  };
+  struct Receive {
+    Segment segment;
+    std::shared_ptr<const void> keep;
+    std::size_t element;  // bytes per element of the receiving view
+    bool exact;           // the transfer must fill the view
+    std::function<void(std::size_t)> done;  // told the bytes that arrived
   };
 
-  Runtime* runtime;
+  ChannelHost* host;
   std::uint32_t collection;
   Extent3 shape;
   Index3 self, peer;
@@ -76,12 +82,13 @@ struct ChannelEnd : std::enable_shared_from_this<ChannelEnd> {
   std::uint64_t sends = 0, receives = 0;
   bool closed = false;
   // Same rank: receives posted and sends made, matched in order.
-  std::deque<Transfer> posted, arrived;
+  std::deque<Receive> posted;
+  std::deque<Send> arrived;
   // Other ranks: UCX receives not completed yet (cancelled when the channel closes).
   std::unordered_set<void*> in_flight;
   std::vector<Staging> spare;  // pinned host buffers (host-staged mode)
 
-  bool local() const { return peer_rank == runtime->rank(); }
+  bool local() const { return peer_rank == host->rank(); }
 
   std::string link(bool outgoing) const {
     std::ostringstream os;
@@ -103,30 +110,32 @@ struct ChannelEnd : std::enable_shared_from_this<ChannelEnd> {
     return Segment{s.data(), s.extent(0), MemoryKind::host};
   }
 
-  void send(Transfer t, bool ready);
-  void recv(Transfer t);
+  // Checks a transfer of `bytes` against the receive it landed in; ends the job if it
+  // does not fit (a transfer nobody can take is no error its sender could handle).
+  void check_arrival(const Receive& r, std::size_t bytes) const {
+    const char* problem = bytes > r.segment.bytes           ? "does not fit"
+                          : bytes % r.element != 0          ? "is not a whole number of elements of"
+                          : r.exact && bytes != r.segment.bytes ? "does not fill (receive with a completion taking a count to accept fewer)"
+                                                                : nullptr;
+    if (problem)
+      fatal(cat(link(false), ": a message of ", bytes, " bytes ", problem, " the receiving view of ",
+                r.segment.bytes, " bytes"));
+  }
+
+  void send(Send t, bool ready);
+  void recv(Receive r);
   void match_local();
   void close();
 };
 
-namespace {
-
-// Same-rank ends, by (collection, receiving unit, sending unit, port) of what they
-// receive. One Runtime exists at a time, so one table serves.
-std::map<std::tuple<std::uint32_t, std::int64_t, std::int64_t, int>, ChannelEnd*>& local_ends() {
-  static std::map<std::tuple<std::uint32_t, std::int64_t, std::int64_t, int>, ChannelEnd*> ends;
-  return ends;
-}
-
-}  // namespace
-
-void ChannelEnd::send(Transfer t, bool ready) {
-  runtime->expect_event();             // the receiver's completion
-  if (t.done) runtime->expect_event();  // and ours
+void ChannelEnd::send(Send t, bool ready) {
+  host->expect_event();             // the receiver's completion
+  if (t.done) host->expect_event();  // and ours
   if (local()) {
-    auto it = local_ends().find({collection, shape.linear(peer), shape.linear(self), port});
-    if (it == local_ends().end())
-      throw Error("kodo: " + link(true) + ": the receiving unit has no end of this channel");
+    auto& table = host->channel_table();
+    auto it = table.find({collection, shape.linear(peer), shape.linear(self), port});
+    if (it == table.end())
+      throw Error(link(true) + ": the receiving unit has no end of this channel");
     t.stream = stream;
     it->second->arrived.push_back(std::move(t));
     it->second->match_local();
@@ -142,22 +151,22 @@ void ChannelEnd::send(Transfer t, bool ready) {
     from = Segment{staging.data(), t.segment.bytes, MemoryKind::host};
   }
   auto start = [self_ptr, tag, from, staging, t = std::move(t)]() mutable {
-    self_ptr->runtime->transport().tag_send(
+    self_ptr->host->transport().tag_send(
         self_ptr->peer_rank, tag, from,
         [self_ptr, staging, t = std::move(t)](ucs_status_t status, std::size_t) mutable {
           if (status != UCS_OK)
             fatal(self_ptr->link(true) + ": a send failed: " + ucs_status_string(status));
           if (staging.data()) self_ptr->spare.push_back(staging);
-          if (t.done) self_ptr->runtime->queue_callback(std::move(t.done));
+          if (t.done) self_ptr->host->queue_callback(std::move(t.done));
         });
   };
   if (ready && !staging.data())
     start();
   else
-    runtime->when_done(*stream, std::move(start));
+    host->when_done(*stream, std::move(start));
 }
 
-void ChannelEnd::recv(Transfer t) {
+void ChannelEnd::recv(Receive t) {
   if (local()) {
     posted.push_back(std::move(t));
     match_local();
@@ -174,25 +183,26 @@ void ChannelEnd::recv(Transfer t) {
     into.bytes = capacity;
   }
   auto handle = std::make_shared<void*>(nullptr);
-  *handle = runtime->transport().tag_recv(
+  *handle = host->transport().tag_recv(
       tag, into,
       [self_ptr, handle, capacity, staging, t = std::move(t)](ucs_status_t status, std::size_t length) mutable {
         ChannelEnd& end = *self_ptr;
         end.in_flight.erase(*handle);
         if (status == UCS_ERR_CANCELED) return;
         if (status == UCS_ERR_MESSAGE_TRUNCATED)
-          fatal(end.link(false) + ": a message of " + std::to_string(length) +
-                " bytes does not fit the receiving view of " + std::to_string(capacity) + " bytes");
-        if (status != UCS_OK)
-          fatal(end.link(false) + ": a receive failed: " + ucs_status_string(status));
-        if (!staging.data()) return end.runtime->queue_callback(std::move(t.done));
+          fatal(cat(end.link(false), ": a message of ", length, " bytes does not fit the receiving view of ",
+                    capacity, " bytes"));
+        if (status != UCS_OK) fatal(end.link(false) + ": a receive failed: " + ucs_status_string(status));
+        end.check_arrival(t, length);
+        if (!staging.data())
+          return end.host->queue_callback([length, done = std::move(t.done)]() mutable { done(length); });
         // Host-staged: into the view on this end's stream, then the unit learns of it.
-        end.runtime->queue_callback([self_ptr, staging, length, t = std::move(t)]() mutable {
+        end.host->queue_callback([self_ptr, staging, length, t = std::move(t)]() mutable {
           ChannelEnd& e = *self_ptr;
           copy_bytes(e.stream->space(), t.segment, segment_of(staging), length);
-          e.runtime->when_done(*e.stream, [self_ptr, staging, t = std::move(t)]() mutable {
+          e.host->when_done(*e.stream, [self_ptr, staging, length, t = std::move(t)]() mutable {
             self_ptr->spare.push_back(staging);
-            t.done();
+            t.done(length);
           });
         });
       });
@@ -203,20 +213,18 @@ void ChannelEnd::recv(Transfer t) {
 // pair is a copy on the sender's stream, and both sides learn of it when it is done.
 void ChannelEnd::match_local() {
   while (!posted.empty() && !arrived.empty()) {
-    Transfer into = std::move(posted.front());
-    Transfer from = std::move(arrived.front());
+    Receive into = std::move(posted.front());
+    Send from = std::move(arrived.front());
     posted.pop_front();
     arrived.pop_front();
-    if (from.segment.bytes > into.segment.bytes)
-      fatal(link(false) + ": a message of " + std::to_string(from.segment.bytes) +
-            " bytes does not fit the receiving view of " + std::to_string(into.segment.bytes) +
-            " bytes");
+    const std::size_t bytes = from.segment.bytes;
+    check_arrival(into, bytes);
     Stream& order = *from.stream;
-    if (from.segment.bytes != 0) copy_bytes(order.space(), into.segment, from.segment, from.segment.bytes);
-    Runtime* rt = runtime;
-    rt->when_done(order, [rt, into = std::move(into), from = std::move(from)]() mutable {
-      rt->queue_callback(std::move(into.done));
-      if (from.done) rt->queue_callback(std::move(from.done));
+    if (bytes != 0) copy_bytes(order.space(), into.segment, from.segment, bytes);
+    ChannelHost* h = host;
+    h->when_done(order, [h, bytes, into = std::move(into), from = std::move(from)]() mutable {
+      h->queue_callback([bytes, done = std::move(into.done)]() mutable { done(bytes); });
+      if (from.done) h->queue_callback(std::move(from.done));
     });
   }
 }
@@ -225,46 +233,48 @@ void ChannelEnd::close() {
   if (closed) return;
   closed = true;
   if (local()) {
-    local_ends().erase({collection, shape.linear(self), shape.linear(peer), port});
+    host->channel_table().erase({collection, shape.linear(self), shape.linear(peer), port});
   } else {
     for (void* request : std::vector<void*>(in_flight.begin(), in_flight.end()))
-      runtime->transport().cancel(request);
+      host->transport().cancel(request);
   }
 }
 
 }  // namespace detail
 
-void Channel::open(Runtime& runtime, std::uint32_t collection, const Extent3& shape,
-                   const Index3& self, const Index3& peer, int peer_rank, Stream& stream,
-                   CommMode mode, int port) {
+Channel::Channel(detail::ChannelHost& host, const detail::LinkSpec& l) {
+  const std::int64_t self = l.shape.linear(l.self), peer = l.shape.linear(l.peer);
   std::ostringstream problem;
-  if (peer == self) problem << "a channel needs two different units, not unit " << self << " twice";
-  else if (collection >= (1u << detail::kCollectionBits))
+  if (!l.shape.contains(l.peer))
+    problem << "a channel from unit " << l.self << " names unit " << l.peer
+            << ", outside its collection of shape " << l.shape;
+  else if (l.peer == l.self)
+    problem << "a channel needs two different units, not unit " << l.self << " twice";
+  else if (l.collection >= (1u << detail::kCollectionBits))
     problem << "channels are limited to the first " << (1 << detail::kCollectionBits)
-            << " collections of a program (collection " << collection << ")";
-  else if (shape.size() > (std::int64_t{1} << detail::kUnitBits))
+            << " collections of a program (collection " << l.collection << ")";
+  else if (l.shape.size() > (std::int64_t{1} << detail::kUnitBits))
     problem << "channels are limited to collections of " << (1 << detail::kUnitBits)
-            << " units (this one has " << shape.size() << ")";
-  else if (port < 0 || port >= (1 << detail::kPortBits))
-    problem << "a channel port must be in [0, " << (1 << detail::kPortBits) << "), not " << port;
-  if (!problem.str().empty()) throw Error("kodo: " + problem.str());
+            << " units (this one has " << l.shape.size() << ")";
+  else if (l.port < 0 || l.port >= (1 << detail::kPortBits))
+    problem << "a channel port must be in [0, " << (1 << detail::kPortBits) << "), not " << l.port;
+  if (!problem.str().empty()) throw Error(problem.str());
 
   auto end = std::make_shared<detail::ChannelEnd>();
-  end->runtime = &runtime;
-  end->collection = collection;
-  end->shape = shape;
-  end->self = self;
-  end->peer = peer;
-  end->peer_rank = peer_rank;
-  end->port = port;
-  end->stream = &stream;
-  end->mode = mode;
-  end->send_base = detail::tag_base(collection, shape.linear(peer), shape.linear(self), port);
-  end->recv_base = detail::tag_base(collection, shape.linear(self), shape.linear(peer), port);
+  end->host = &host;
+  end->collection = l.collection;
+  end->shape = l.shape;
+  end->self = l.self;
+  end->peer = l.peer;
+  end->peer_rank = l.peer_rank;
+  end->port = l.port;
+  end->stream = l.stream;
+  end->mode = l.mode;
+  end->send_base = detail::tag_base(l.collection, peer, self, l.port);
+  end->recv_base = detail::tag_base(l.collection, self, peer, l.port);
   if (end->local()) {
-    auto [it, inserted] = detail::local_ends().try_emplace(
-        {collection, shape.linear(self), shape.linear(peer), port}, end.get());
-    if (!inserted) throw Error("kodo: two channels open on one " + end->link(false));
+    auto [it, inserted] = host.channel_table().try_emplace({l.collection, self, peer, l.port}, end.get());
+    if (!inserted) throw Error("two channels open on one " + end->link(false));
   }
   end_ = std::move(end);
 }
@@ -285,15 +295,14 @@ bool Channel::is_local() const { return end_ && end_->local(); }
 
 void Channel::send_segment(Segment data, std::shared_ptr<const void> keep, std::function<void()> sent,
                            bool ready) {
-  if (!end_) throw Error("kodo: send on a channel that is not open");
+  if (!end_) throw Error("send on a channel that is not open");
   end_->send({data, std::move(keep), std::move(sent), nullptr}, ready);
 }
 
-void Channel::recv_segment(Segment into, std::shared_ptr<const void> keep,
-                           std::function<void()> received) {
-  if (!end_) throw Error("kodo: receive on a channel that is not open");
-  if (!received) throw Error("kodo: a channel receive needs a completion callback");
-  end_->recv({into, std::move(keep), std::move(received), nullptr});
+void Channel::recv_segment(Segment into, std::shared_ptr<const void> keep, std::size_t element, bool exact,
+                           std::function<void(std::size_t)> received) {
+  if (!end_) throw Error("receive on a channel that is not open");
+  end_->recv({into, std::move(keep), element, exact, std::move(received)});
 }
 
 }  // namespace kodo

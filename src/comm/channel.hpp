@@ -2,14 +2,20 @@
 // Channels: persistent links between two work units for repeated transfers of views
 // (halos), with receives posted in advance into the views the data must land in.
 //
-//   Channel c(*this, neighbour_index, comm_stream);      // in both units
-//   c.recv(ghost_buffer, [this] { on_face(); });         // posted now, matched later
-//   pack(comm_stream, ...); c.send(face_buffer);         // sent once the pack is done
+//   kodo::Channel c = open_channel(neighbour_index, comm_stream);   // in both units
+//   c.recv(ghost_buffer, [this] { on_face(); });     // posted now, matched later
+//   pack(comm_stream, ...); c.send(face_buffer);     // sent once the pack is done
 //
 // The k-th send on one end lands in the buffer of the k-th receive posted on the other
 // end, whatever order the messages travel in; several transfers may be in flight in
 // each direction, and their completions may run in any order. Completion reaches the
 // unit from the scheduler loop, never from inside UCX, and no call blocks the rank.
+//
+// The receiver always knows how much arrived: a completion taking no argument accepts
+// only a transfer that fills its view exactly; one taking a std::size_t is told the
+// number of elements that arrived (up to the view's size). Anything else (more than
+// the view holds, a partial element, a short transfer to a completion that takes no
+// count) ends the job with an error naming the link and both sizes.
 //
 // Transport:
 // - units on different ranks: UCX tagged messages. A receive is posted into the
@@ -43,12 +49,18 @@
 // messages and never meet these tags. Channels outside these limits are refused when
 // they are opened.
 
-#include "../tasking/collection.hpp"
-#include "memory_kind.hpp"
+#include "../backends/memory.hpp"
+#include "../backends/stream.hpp"
+#include "../core/error.hpp"
+#include "../core/index.hpp"
 
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string_view>
+#include <tuple>
+#include <type_traits>
 
 namespace kodo {
 
@@ -62,28 +74,55 @@ const char* to_string(CommMode mode);
 struct DataReady {};
 inline constexpr DataReady data_ready{};
 
+template <class D>
+class WorkUnit;
+
 namespace detail {
+
+class UcxTransport;
 struct ChannelEnd;
-}
+
+// The same-rank ends of one runtime's channels, by (collection, receiving unit, sending
+// unit, port) of what they receive.
+using ChannelTable = std::map<std::tuple<std::uint32_t, std::int64_t, std::int64_t, int>, ChannelEnd*>;
+
+// What channels need of the scheduler above them (implemented by the runtime).
+class ChannelHost {
+ public:
+  virtual int rank() const = 0;
+  // Announces an event that some rank will run later through queue_callback(): it
+  // counts as a message in flight for termination until it has run.
+  virtual void expect_event() = 0;
+  // Runs `callback` from the scheduler loop, in arrival order with messages; completes
+  // an event announced by expect_event() (here or on another rank).
+  virtual void queue_callback(std::function<void()> callback) = 0;
+  // Runs `continuation` from the scheduler loop once the work enqueued on `stream` so
+  // far is done.
+  virtual void when_done(Stream& stream, std::function<void()> continuation) = 0;
+  virtual UcxTransport& transport() = 0;
+  virtual ChannelTable& channel_table() = 0;
+
+ protected:
+  ~ChannelHost() = default;
+};
+
+// Where a link goes: both units (linear indices into the collection's `shape`), the
+// peer's rank, the port, the stream its copies and sends are ordered on.
+struct LinkSpec {
+  std::uint32_t collection;
+  Extent3 shape;
+  Index3 self, peer;
+  int peer_rank;
+  int port;
+  Stream* stream;
+  CommMode mode;
+};
+
+}  // namespace detail
 
 class Channel {
  public:
   Channel() = default;
-  // This unit's end of the link with unit `peer` of the same collection, `port`
-  // telling apart several links between the same two units. Local copies and staging
-  // copies run on `stream`, and a send waits for the work enqueued there before it.
-  template <class U>
-  Channel(const WorkUnit<U>& self, const Index3& peer, Stream& stream,
-          CommMode mode = CommMode::device, int port = 0) {
-    const auto& c = self.collection();
-    if (!c.shape().contains(peer)) {
-      std::ostringstream os;
-      os << "kodo: a channel from unit " << self.index() << " names unit " << peer
-         << ", outside its collection of shape " << c.shape();
-      throw Error(os.str());
-    }
-    open(c.runtime(), c.id(), c.shape(), self.index(), peer, c.owner(peer), stream, mode, port);
-  }
   Channel(Channel&&) noexcept;
   Channel& operator=(Channel&&) noexcept;
   ~Channel();  // receives still posted are cancelled
@@ -103,30 +142,40 @@ class Channel {
   }
   // Posts the receive of the peer's next send into `into`; `received` runs once the
   // data is in `into` (for a device view: device work then sees it when ordered after
-  // this end's stream, or launched from `received`).
-  template <class V>
-  void recv(const V& into, std::function<void()> received) {
-    recv_segment(segment(into), std::make_shared<V>(into), std::move(received));
+  // this end's stream, or launched from `received`). `received` takes no argument (the
+  // transfer must fill `into`) or a std::size_t (the elements that arrived).
+  template <class V, class F>
+  void recv(const V& into, F&& received) {
+    using Value = typename V::value_type;
+    if constexpr (std::is_invocable_v<F, std::size_t>) {
+      recv_segment(segment(into), std::make_shared<V>(into), sizeof(Value), false,
+                   [f = std::forward<F>(received)](std::size_t bytes) mutable { f(bytes / sizeof(Value)); });
+    } else {
+      static_assert(std::is_invocable_v<F>, "kodo: a receive's completion takes nothing or a std::size_t count");
+      recv_segment(segment(into), std::make_shared<V>(into), sizeof(Value), true,
+                   [f = std::forward<F>(received)](std::size_t) mutable { f(); });
+    }
   }
 
   bool is_open() const { return end_ != nullptr; }
   bool is_local() const;  // the peer is on this rank
 
  private:
+  template <class D>
+  friend class WorkUnit;
+  Channel(detail::ChannelHost& host, const detail::LinkSpec& link);
+
   template <class V>
   static Segment segment(const V& v) {
     static_assert(Kokkos::is_view<V>::value, "kodo: channels carry Kokkos views");
     if (v.size() != 0 && !v.span_is_contiguous())
-      throw Error("kodo: a view sent or received on a channel must be contiguous");
+      throw Error("a view sent or received on a channel must be contiguous");
     return Segment{const_cast<typename V::non_const_value_type*>(v.data()),
-                   v.size() * sizeof(typename V::value_type),
-                   memory_kind<typename V::memory_space>()};
+                   v.size() * sizeof(typename V::value_type), memory_kind<typename V::memory_space>()};
   }
-  void open(Runtime& runtime, std::uint32_t collection, const Extent3& shape, const Index3& self,
-            const Index3& peer, int peer_rank, Stream& stream, CommMode mode, int port);
-  void send_segment(Segment data, std::shared_ptr<const void> keep, std::function<void()> sent,
-                    bool ready);
-  void recv_segment(Segment into, std::shared_ptr<const void> keep, std::function<void()> received);
+  void send_segment(Segment data, std::shared_ptr<const void> keep, std::function<void()> sent, bool ready);
+  void recv_segment(Segment into, std::shared_ptr<const void> keep, std::size_t element, bool exact,
+                    std::function<void(std::size_t)> received);
 
   std::shared_ptr<detail::ChannelEnd> end_;
 };

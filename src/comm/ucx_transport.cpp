@@ -1,6 +1,6 @@
 #include "ucx_transport.hpp"
 
-#include "../tasking/error.hpp"
+#include "../core/error.hpp"
 
 #include <cstdlib>
 #include <cstring>
@@ -13,10 +13,12 @@ namespace {
 
 constexpr unsigned kMessageAmId = 0;
 
-void check(ucs_status_t status, const char* what) {
-  if (status != UCS_OK)
-    fatal(std::string("UCX ") + what + " failed: " + ucs_status_string(status));
-}
+// A failed UCX call ends the job, naming the call and where it was made.
+#define KODO_UCX(call)                                                                          \
+  do {                                                                                          \
+    if (const ucs_status_t kodo_status = (call); kodo_status != UCS_OK)                         \
+      fatal(call_failed("UCX", #call, __FILE__, __LINE__, ucs_status_string(kodo_status)));    \
+  } while (false)
 
 ucs_memory_type_t ucs_type(MemoryKind kind) {
   switch (kind) {
@@ -76,27 +78,27 @@ UcxTransport::UcxTransport(MPI_Comm comm, Deliver deliver, Prepare prepare)
       throw Error("kodo: KODO_UCX_ERROR_MODE must be peer or none, not '" + m + "'");
     peer_errors_ = m == "peer";
   }
-  int size = 0;
   MPI_Comm_rank(comm_, &rank_);
-  MPI_Comm_size(comm_, &size);
+  MPI_Comm_size(comm_, &size_);
+  const int size = size_;
 
   ucp_config_t* config = nullptr;
-  check(ucp_config_read(nullptr, nullptr, &config), "configuration");
+  KODO_UCX(ucp_config_read(nullptr, nullptr, &config));
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME;
   params.features = UCP_FEATURE_AM | UCP_FEATURE_TAG;
   params.name = "kodo";
-  const ucs_status_t status = ucp_init(&params, config, &context_);
+  const ucs_status_t status = ucp_init(&params, config, &context_);  // KODO_UCX below
   ucp_config_release(config);
-  check(status, "context initialisation");
+  KODO_UCX(status);
 
   ucp_worker_params_t wparams{};
   wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
   wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
-  check(ucp_worker_create(context_, &wparams, &worker_), "worker creation");
+  KODO_UCX(ucp_worker_create(context_, &wparams, &worker_));
   ucp_worker_attr_t wattr{};
   wattr.field_mask = UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER;
-  check(ucp_worker_query(worker_, &wattr), "worker query");
+  KODO_UCX(ucp_worker_query(worker_, &wattr));
   max_am_header_ = wattr.max_am_header;
 
   ucp_am_handler_param_t am{};
@@ -106,12 +108,12 @@ UcxTransport::UcxTransport(MPI_Comm comm, Deliver deliver, Prepare prepare)
   am.cb = &UcxTransport::on_am;
   am.arg = this;
   am.flags = UCP_AM_FLAG_WHOLE_MSG;
-  check(ucp_worker_set_am_recv_handler(worker_, &am), "active-message handler setup");
+  KODO_UCX(ucp_worker_set_am_recv_handler(worker_, &am));
 
   // Bootstrap: every rank learns every worker address through MPI.
   ucp_address_t* address = nullptr;
   size_t address_length = 0;
-  check(ucp_worker_get_address(worker_, &address, &address_length), "worker address query");
+  KODO_UCX(ucp_worker_get_address(worker_, &address, &address_length));
   int my_length = static_cast<int>(address_length);
   std::vector<int> lengths(size), offsets(size);
   MPI_Allgather(&my_length, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm_);
@@ -178,9 +180,9 @@ void UcxTransport::send(int rank, Message&& message) {
     std::memcpy(state->header.data(), &m.header, sizeof(MessageHeader));
     std::memcpy(state->header.data() + sizeof(MessageHeader), m.payload.data(), m.payload.size());
     if (state->header.size() > max_am_header_)
-      fatal("the arguments of a call with views take " + std::to_string(state->header.size()) +
-            " bytes; UCX carries at most " + std::to_string(max_am_header_) +
-            " beside the views (send large data as views)");
+      throw Error(cat("the arguments of a call with views take ", state->header.size(),
+                      " bytes; UCX carries at most ", max_am_header_,
+                      " beside the views (send large data as views)"));
     std::vector<Segment> segments;
     for (const Attachment& a : m.attachments) segments.push_back(a.segment);
     const auto [buffer, count] = describe(segments, state->iov, param);
@@ -207,37 +209,56 @@ void UcxTransport::on_send_done(void* request, ucs_status_t status, void* user_d
 ucs_status_t UcxTransport::on_am(void* arg, const void* header, size_t header_length,
                                  void* data, size_t length, const ucp_am_recv_param_t* param) {
   auto* self = static_cast<UcxTransport*>(arg);
+  // Nothing may unwind into UCX: whatever goes wrong with a message ends the job here,
+  // naming the rank it claims to come from.
+  try {
+    self->receive(header, header_length, data, length, param);
+  } catch (const std::exception& e) {
+    int source = -1;
+    if (header_length >= sizeof(MessageHeader))
+      std::memcpy(&source, static_cast<const std::byte*>(header) + offsetof(MessageHeader, source_rank),
+                  sizeof source);
+    fatal(cat("a malformed message arrived (from rank ", source, " by its header): ", e.what()));
+  }
+  return UCS_OK;
+}
+
+void UcxTransport::receive(const void* header, size_t header_length, void* data, size_t length,
+                           const ucp_am_recv_param_t* param) {
   if (header_length < sizeof(MessageHeader))
-    fatal("received a UCX active message with a malformed header");
+    throw Error(cat("its header has ", header_length, " bytes, fewer than the ",
+                    sizeof(MessageHeader), " of a message header"));
   Message message;
+  message.from_wire = true;
   std::memcpy(&message.header, header, sizeof(MessageHeader));
+  if (const std::string problem = check_received_header(message.header, rank_, size_); !problem.empty())
+    throw Error(problem);
+  const bool rendezvous = param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV;
   std::vector<Segment> into;
   if (message.header.flags & kHasAttachments) {
-    // A call with views: its arguments came in the header; the runtime allocates the
-    // views, and the data lands in them.
+    // A call with views: its arguments came in the header; the runtime checks them and
+    // allocates the views, and the data lands in them.
     const auto* args = static_cast<const std::byte*>(header) + sizeof(MessageHeader);
     message.payload.assign(args, args + (header_length - sizeof(MessageHeader)));
-    into = self->prepare_(message);
-    std::size_t expected = 0;
-    for (const Segment& s : into) expected += s.bytes;
-    if (expected != length)
-      fatal("a call from rank " + std::to_string(message.header.source_rank) + " carries " +
-            std::to_string(length) + " bytes of view data; its arguments describe " +
-            std::to_string(expected));
+    if (length > kMaxViewDataBytes)
+      throw Error(cat("it carries ", length, " bytes of view data, more than kodo's bound of ",
+                      kMaxViewDataBytes));
+    into = prepare_(message, length);
   } else {
     if (header_length != sizeof(MessageHeader))
-      fatal("received a UCX active message with a malformed header");
+      throw Error(cat("its header has ", header_length, " bytes but field flags says no views are attached"));
+    if (length > kMaxArgumentBytes)
+      throw Error(cat("its arguments take ", length, " bytes, more than kodo's bound of ", kMaxArgumentBytes));
     message.payload.resize(length);  // the arguments land in a buffer of our own
-    if (!(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
+    if (!rendezvous) {
       // Eager, the common case: the arguments are here already.
       if (length != 0) std::memcpy(message.payload.data(), data, length);
-      self->deliver_(std::move(message));
-      return UCS_OK;
+      deliver_(std::move(message));
+      return;
     }
     into.push_back(Segment{message.payload.data(), length, MemoryKind::host});
   }
-  self->land(std::move(message), into, data, param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV);
-  return UCS_OK;
+  land(std::move(message), into, data, rendezvous);
 }
 
 // Puts a message's data where `into` says and delivers the message once it is there:
@@ -249,7 +270,7 @@ void UcxTransport::land(Message&& message, const std::vector<Segment>& into, voi
     auto* from = static_cast<const std::byte*>(data);
     for (const Segment& s : into) {
       if (s.kind != MemoryKind::host)
-        fatal("UCX delivered device view data eagerly, which kodo does not expect");
+        throw Error("UCX delivered device view data eagerly, which kodo does not expect");
       std::memcpy(s.data, from, s.bytes);
       from += s.bytes;
     }
@@ -265,8 +286,8 @@ void UcxTransport::land(Message&& message, const std::vector<Segment>& into, voi
   if (request == nullptr) {
     deliver_(std::move(state->message));
   } else if (UCS_PTR_IS_ERR(request)) {
-    fatal(std::string("receiving a message over UCX failed: ") +
-          ucs_status_string(UCS_PTR_STATUS(request)));
+    throw Error(call_failed("UCX", "ucp_am_recv_data_nbx", __FILE__, __LINE__,
+                            ucs_status_string(UCS_PTR_STATUS(request))));
   } else {
     state.release();  // on_recv_done owns it now
   }

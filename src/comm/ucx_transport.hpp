@@ -13,8 +13,13 @@
 // Worker addresses are exchanged over MPI at start-up; endpoints are created on first
 // use. Completions are reported from inside progress(): callbacks only queue work,
 // nothing is dispatched from within UCX.
+//
+// What arrives is checked before it is used (wire.hpp's header checks, lengths against
+// kMaxArgumentBytes and against what the arguments describe); any exception inside a
+// UCX callback becomes a job-ending error naming the peer and the problem, never an
+// exception through UCX.
 
-#include "../tasking/message.hpp"
+#include "wire.hpp"
 
 #include <mpi.h>
 #include <ucp/api/ucp.h>
@@ -30,8 +35,9 @@ class UcxTransport {
  public:
   using Deliver = std::function<void(Message&&)>;
   // Rebuilds a message with views from its header and arguments: sets message.local
-  // and returns the memory its views' data must land in, in order.
-  using Prepare = std::function<std::vector<Segment>(Message&)>;
+  // and returns the memory its views' data (`view_data` bytes in all) must land in, in
+  // order. Throws kodo::Error naming what does not fit.
+  using Prepare = std::function<std::vector<Segment>(Message&, std::uint64_t view_data)>;
   // Completion of a tagged transfer: status and received length.
   using TagDone = std::function<void(ucs_status_t, std::size_t)>;
 
@@ -69,6 +75,8 @@ class UcxTransport {
 
   ucp_ep_h endpoint(int rank);
   void progressing_barrier();
+  void receive(const void* header, size_t header_length, void* data, size_t length,
+               const ucp_am_recv_param_t* param);
   void land(Message&& message, const std::vector<Segment>& into, void* data, bool rendezvous);
   static ucs_status_t on_am(void* arg, const void* header, size_t header_length, void* data,
                             size_t length, const ucp_am_recv_param_t* param);
@@ -81,7 +89,7 @@ class UcxTransport {
   static void on_ep_error(void* arg, ucp_ep_h ep, ucs_status_t status);
 
   MPI_Comm comm_;
-  int rank_ = 0;
+  int rank_ = 0, size_ = 1;
   Deliver deliver_;
   Prepare prepare_;
   ucp_context_h context_ = nullptr;

@@ -1,5 +1,6 @@
 #pragma once
-// Collections of work units and asynchronous entry-method invocation.
+// Collections of work units, asynchronous entry-method invocation, and what a unit can
+// ask of the runtime (streams, device completions, channels, reductions).
 //
 //   struct Block : kodo::WorkUnit<Block> {
 //     Block(const kodo::UnitInit<Block>& init, double scale) : WorkUnit(init) { ... }
@@ -17,109 +18,24 @@
 // sender's view (device to device where the memory is on a GPU), by rendezvous, and
 // the entry method runs once it has landed. Either way the sender must not write a
 // view it has sent until its protocol knows the receiver has it, and device work that
-// fills a view must be complete before the view is sent (Runtime::when_done). For
-// repeated transfers between the same units into memory the receiver chose in
-// advance, use a Channel (channel.hpp).
+// fills a view must be complete before the view is sent (when_done). For repeated
+// transfers between the same units into memory the receiver chose in advance, use a
+// Channel (open_channel).
 
-#include "registry.hpp"
+#include "../comm/channel.hpp"
+#include "../core/numeric.hpp"
+#include "collection_base.hpp"
+#include "entry.hpp"
 #include "runtime.hpp"
-#include "serialize.hpp"
+#include "scheduler.hpp"
 
-#include <cstring>
-#include <tuple>
 #include <memory>
 #include <sstream>
-#include <stdexcept>
 #include <tuple>
-#include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace kodo {
-
-template <class U>
-class Collection;
-
-namespace detail {
-
-template <class F>
-struct MemberTraits;
-template <class U, class R, class... A>
-struct MemberTraits<R (U::*)(A...)> {
-  using unit_type = U;
-  using arguments = std::tuple<std::decay_t<A>...>;
-};
-template <class U, class R, class... A>
-struct MemberTraits<R (U::*)(A...) noexcept> : MemberTraits<R (U::*)(A...)> {};
-
-template <class U, auto M>
-struct EntryTag {};
-
-// Entry method M of unit type U (M may be declared in a base of U), registered at
-// start-up, in every process, under a stable id.
-template <class U, auto M>
-struct Entry {
-  using Traits = MemberTraits<decltype(M)>;
-  using Unit = U;
-  using Arguments = typename Traits::arguments;
-  static_assert(std::is_base_of_v<typename Traits::unit_type, U>,
-                "kodo: the entry method is not a member of this unit type");
-
-  // The unit as the class that declares M (adjusting the address for a base class).
-  static typename Traits::unit_type* as_declaring(Unit* unit) { return unit; }
-
-  // A same-rank invocation: the arguments converted to the parameter types and kept.
-  class Call final : public LocalCall {
-   public:
-    template <class... A>
-    explicit Call(A&&... args) : args_(std::forward<A>(args)...) {}
-    explicit Call(Arguments&& args) : args_(std::move(args)) {}
-    void invoke(void* unit) override {
-      std::apply([unit](auto&... a) { (as_declaring(static_cast<Unit*>(unit))->*M)(std::move(a)...); },
-                 args_);
-    }
-
-   private:
-    Arguments args_;
-  };
-
-  // A call from another rank: its arguments unpacked, the memory of its views
-  // allocated and listed in `destinations` for the transport to fill.
-  static std::unique_ptr<LocalCall> receive(ByteReader& reader) {
-    return receive_as(reader, std::make_index_sequence<std::tuple_size_v<Arguments>>{});
-  }
-  template <std::size_t... I>
-  static std::unique_ptr<LocalCall> receive_as(ByteReader& reader, std::index_sequence<I...>) {
-    // Braced initialisation unpacks the arguments left to right.
-    Arguments args{unpack<std::tuple_element_t<I, Arguments>>(reader)...};
-    if (reader.remaining() != 0)
-      throw std::runtime_error("kodo: message payload is longer than the arguments of " +
-                               handler_name(id));
-    return std::make_unique<Call>(std::move(args));
-  }
-
-  // Fills `m` with the serialized arguments and their views' memory.
-  template <class... A>
-  static void serialize(Message& m, A&&... args) {
-    static_assert(sizeof...(A) == std::tuple_size_v<Arguments>,
-                  "kodo: wrong number of arguments for this entry method");
-    serialize_as(m, std::make_index_sequence<sizeof...(A)>{}, std::forward<A>(args)...);
-  }
-  template <std::size_t... I, class... A>
-  static void serialize_as(Message& m, std::index_sequence<I...>, A&&... args) {
-    ByteWriter w;
-    (pack<std::tuple_element_t<I, Arguments>>(
-         w, std::tuple_element_t<I, Arguments>(std::forward<A>(args))),
-     ...);
-    m.payload = w.take();
-    m.attachments = w.take_attachments();
-  }
-
-  static constexpr EntryHandler handler{&receive};
-  static inline const HandlerId id =
-      register_handler(instantiation_name<EntryTag<U, M>>(), &handler);
-};
-
-}  // namespace detail
 
 // Reduction operations. Any default-constructible functor T(T, T) works as well.
 struct Sum {
@@ -136,61 +52,32 @@ struct Max {
 };
 
 namespace detail {
-
-template <class U, class T, class Op, auto Target>
-struct ReducerTag {};
-
-// Combines values of type T with Op and delivers the result to entry method Target of
-// every unit. Combination order is fixed (a rank's units by index, then its children
-// in the tree), so a given decomposition always produces the same bits.
-template <class U, class T, class Op, auto Target>
-struct Reducer {
-  static_assert(std::is_trivially_copyable_v<T>, "kodo: reduction values must be trivially copyable");
-  static_assert(std::is_base_of_v<typename MemberTraits<decltype(Target)>::unit_type, U>,
-                "kodo: the reduction target is not a member of this unit type");
-  using Unit = U;
-
-  static T load(const Bytes& b) {
-    if (b.size() != sizeof(T))
-      throw std::runtime_error("kodo: a reduction value has the wrong size for its type");
-    T v;
-    std::memcpy(&v, b.data(), sizeof(T));
-    return v;
-  }
-  static void combine(Bytes& accumulator, const Bytes& value) {
-    const T r = Op{}(load(accumulator), load(value));
-    std::memcpy(accumulator.data(), &r, sizeof(T));
-  }
-  static void deliver(CollectionBase& collection, const Bytes& result) {
-    const T value = load(result);
-    for (std::int64_t s = 0; s < collection.local_count(); ++s)
-      (static_cast<Unit*>(collection.unit_at(s))->*Target)(value);
-  }
-  static constexpr ReducerHandler handler{&combine, &deliver};
-  static inline const HandlerId id =
-      register_handler(instantiation_name<ReducerTag<U, T, Op, Target>>(), &handler);
-};
-
 template <class U>
 class CollectionStore final : public CollectionBase {
  public:
-  using CollectionBase::CollectionBase;
-  void* unit_at(std::int64_t slot) override { return units_[slot].get(); }
+  CollectionStore(std::uint32_t id, Extent3 shape, int rank, int ranks)
+      : CollectionBase(id, shape, rank, ranks, typeid(U)) {}
+  void* unit_at(std::int64_t slot) override { return units_[static_cast<std::size_t>(slot)].get(); }
   std::vector<std::unique_ptr<U>>& units() { return units_; }
 
  private:
   std::vector<std::unique_ptr<U>> units_;
 };
-
 }  // namespace detail
 
 // What the runtime hands a unit's constructor: the unit's place in its collection.
 template <class U>
 struct UnitInit {
-  Runtime* runtime;
-  std::uint32_t collection;
   Extent3 shape;
   Index3 index;
+
+ private:
+  friend class Collection<U>;
+  friend class WorkUnit<U>;
+  UnitInit(Runtime* runtime, std::uint32_t collection, Extent3 shape, Index3 index)
+      : shape(shape), index(index), runtime_(runtime), collection_(collection) {}
+  Runtime* runtime_;
+  std::uint32_t collection_;
 };
 
 // A reference to one unit, local or remote, for invoking its entry methods.
@@ -199,11 +86,8 @@ class UnitRef {
  public:
   UnitRef(Runtime* runtime, std::uint32_t collection, Extent3 shape, Index3 index)
       : runtime_(runtime), collection_(collection), shape_(shape), index_(index) {
-    if (!shape_.contains(index_)) {
-      std::ostringstream os;
-      os << "kodo: unit " << index_ << " is outside its collection of shape " << shape_;
-      throw std::out_of_range(os.str());
-    }
+    if (!shape_.contains(index_))
+      throw Error(detail::cat("unit ", index_, " is outside its collection of shape ", shape_));
   }
 
   // Invokes entry method M on the unit with `args` (copied now, run later).
@@ -212,15 +96,16 @@ class UnitRef {
     using E = detail::Entry<U, M>;
     static_assert(sizeof...(A) == std::tuple_size_v<typename E::Arguments>,
                   "kodo: wrong number of arguments for this entry method");
+    auto& scheduler = runtime_->scheduler();
     const std::int64_t linear = shape_.linear(index_);
-    const int owner = runtime_->collection(collection_).map().owner(linear);
+    const int owner = scheduler.collection(collection_).map().owner(linear);
     detail::Message m;
-    m.header = {detail::MessageKind::invoke, collection_, E::id, linear, runtime_->rank()};
-    if (owner == runtime_->rank())
-      m.local = std::make_unique<typename E::Call>(std::forward<A>(args)...);
+    m.header = {detail::MessageKind::invoke, collection_, E::id, linear, scheduler.rank()};
+    if (owner == scheduler.rank())
+      m.local = std::make_unique<typename E::Kept>(std::forward<A>(args)...);
     else
       E::serialize(m, std::forward<A>(args)...);
-    runtime_->post(owner, std::move(m));
+    scheduler.post(owner, std::move(m));
   }
 
   Index3 index() const { return index_; }
@@ -238,28 +123,27 @@ template <class U>
 class Collection {
  public:
   Collection() = default;
-  Collection(Runtime* runtime, std::uint32_t id, Extent3 shape)
-      : runtime_(runtime), id_(id), shape_(shape) {}
 
   // Collective: every rank calls it, in the same order relative to other collections.
   // Builds this rank's units as U(UnitInit<U>, args...); `args` are passed by
   // reference to each local constructor (they are not sent anywhere).
   template <class... Args>
   static Collection create(Runtime& runtime, Extent3 shape, Args&&... args) {
-    if (shape.x < 1 || shape.y < 1 || shape.z < 1) {
-      std::ostringstream os;
-      os << "kodo: a collection needs at least one unit in each dimension, not " << shape;
-      throw Error(os.str());
-    }
-    const std::uint32_t id = runtime.next_collection_id();
-    auto store = std::make_unique<detail::CollectionStore<U>>(runtime, id, shape);
+    const auto xy = detail::checked_mul(static_cast<std::uint64_t>(shape.x), static_cast<std::uint64_t>(shape.y));
+    const auto xyz = xy ? detail::checked_mul(*xy, static_cast<std::uint64_t>(shape.z)) : xy;
+    if (shape.x < 1 || shape.y < 1 || shape.z < 1 || !xyz || *xyz > std::uint64_t{1} << 62)
+      throw Error(detail::cat("a collection needs at least one unit in each dimension and at most 2^62 in all, not ",
+                              shape));
+    auto& scheduler = runtime.scheduler();
+    const std::uint32_t id = scheduler.collection_count();
+    auto store = std::make_unique<detail::CollectionStore<U>>(id, shape, runtime.rank(), runtime.size());
     auto& units = store->units();
     const std::int64_t first = store->first_local(), count = store->local_count();
     // Registered before the units are built, so constructors can reach the collection
     // (owners of other units, channels); nothing is dispatched before run().
     runtime.add_collection(std::move(store));
     for (std::int64_t s = 0; s < count; ++s) {
-      const UnitInit<U> init{&runtime, id, shape, shape.delinear(first + s)};
+      const UnitInit<U> init(&runtime, id, shape, shape.delinear(first + s));
       units.push_back(std::make_unique<U>(init, args...));
     }
     return Collection(&runtime, id, shape);
@@ -271,8 +155,7 @@ class Collection {
   // one unit); every unit then runs M once.
   template <auto M, class... A>
   void broadcast(const A&... args) const {
-    for (std::int64_t l = 0; l < shape_.size(); ++l)
-      (*this)[shape_.delinear(l)].template send<M>(args...);
+    for (std::int64_t l = 0; l < shape_.size(); ++l) (*this)[shape_.delinear(l)].template send<M>(args...);
   }
 
   // Invokes entry method M on the units this rank holds. Called by every rank (the
@@ -285,7 +168,6 @@ class Collection {
   }
 
   const Extent3& shape() const { return shape_; }
-  std::uint32_t id() const { return id_; }
   std::int64_t size() const { return shape_.size(); }
   Runtime& runtime() const { return *runtime_; }
   // The rank that holds the unit at `index`.
@@ -294,13 +176,14 @@ class Collection {
   // Calls f(U&) for each unit held by this rank, in index order.
   template <class F>
   void for_each_local(F&& f) const {
-    auto& s = store();
-    for (auto& u : s.units()) f(*u);
+    for (auto& u : store().units()) f(*u);
   }
 
  private:
+  friend class WorkUnit<U>;
+  Collection(Runtime* runtime, std::uint32_t id, Extent3 shape) : runtime_(runtime), id_(id), shape_(shape) {}
   detail::CollectionStore<U>& store() const {
-    return static_cast<detail::CollectionStore<U>&>(runtime_->collection(id_));
+    return static_cast<detail::CollectionStore<U>&>(runtime_->scheduler().collection(id_));
   }
 
   Runtime* runtime_ = nullptr;
@@ -308,17 +191,35 @@ class Collection {
   Extent3 shape_;
 };
 
-// Base class of work units; gives a unit its index, its collection and reductions.
+// Base class of work units: a unit's index, its collection, and what it may ask of the
+// runtime it runs on.
 template <class Derived>
 class WorkUnit {
  public:
   explicit WorkUnit(const UnitInit<Derived>& init)
-      : collection_(init.runtime, init.collection, init.shape), index_(init.index) {}
+      : collection_(init.runtime_, init.collection_, init.shape), index_(init.index) {}
 
   const Index3& index() const { return index_; }
   const Collection<Derived>& collection() const { return collection_; }
   // Another unit of this collection, for invoking its entry methods.
   UnitRef<Derived> unit(const Index3& index) const { return collection_[index]; }
+
+  // The rank's streams (compute and communication; units share them round-robin).
+  StreamPool& streams() const { return runtime().streams(); }
+  // Runs `continuation` from the scheduler loop once the work enqueued on `source` so
+  // far is done; the rank never waits for it.
+  void when_done(CompletionSource& source, std::function<void()> continuation) const {
+    runtime().when_done(source, std::move(continuation));
+  }
+
+  // This unit's end of a channel with unit `peer` of the same collection (channel.hpp);
+  // `port` tells apart several links between the same two units. Local copies and
+  // staging copies run on `stream`, and a send waits for the work enqueued there.
+  Channel open_channel(const Index3& peer, Stream& stream, CommMode mode = CommMode::device, int port = 0) const {
+    const int peer_rank = collection_.shape().contains(peer) ? collection_.owner(peer) : -1;
+    return Channel(runtime().scheduler(),
+                   detail::LinkSpec{collection_.id_, collection_.shape(), index_, peer, peer_rank, port, &stream, mode});
+  }
 
   // Contributes `value` to this unit's next reduction round. When every unit of the
   // collection has contributed to the round, the values combined with Op are delivered
@@ -327,17 +228,19 @@ class WorkUnit {
   template <auto Target, class T, class Op = Sum>
   void contribute(const T& value, Op = {}) {
     using R = detail::Reducer<Derived, T, Op, Target>;
-    auto& base = collection_.runtime().collection(collection_.id());
-    ByteWriter w;
-    pack(w, value);
-    base.runtime().contribute(base, base.slot_of(base.shape().linear(index_)), next_round_++,
-                              R::id, w.take());
+    auto& store = collection_.store();
+    Bytes bytes(sizeof(T));
+    std::memcpy(bytes.data(), &value, sizeof(T));
+    runtime().scheduler().contribute(store, store.slot_of(store.shape().linear(index_)), next_round_++, R::id,
+                                     std::move(bytes));
   }
 
  protected:
   ~WorkUnit() = default;
 
  private:
+  Runtime& runtime() const { return collection_.runtime(); }
+
   Collection<Derived> collection_;
   Index3 index_;
   std::uint64_t next_round_ = 0;

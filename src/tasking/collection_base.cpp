@@ -1,7 +1,5 @@
 #include "collection_base.hpp"
 
-#include "runtime.hpp"
-
 namespace kodo::detail {
 
 BlockMap::BlockMap(std::int64_t units, int ranks)
@@ -13,18 +11,17 @@ int BlockMap::owner(std::int64_t linear) const {
   return static_cast<int>(extra_ + (linear - big) / base_);
 }
 
-std::int64_t BlockMap::first(int rank) const {
-  return rank * base_ + (rank < extra_ ? rank : extra_);
-}
+std::int64_t BlockMap::first(int rank) const { return rank * base_ + (rank < extra_ ? rank : extra_); }
 
 std::int64_t BlockMap::count(int rank) const { return base_ + (rank < extra_ ? 1 : 0); }
 
-CollectionBase::CollectionBase(Runtime& runtime, std::uint32_t id, Extent3 shape)
-    : runtime_(runtime),
-      id_(id),
+CollectionBase::CollectionBase(std::uint32_t id, Extent3 shape, int rank, int ranks,
+                               std::type_index unit_type)
+    : id_(id),
       shape_(shape),
-      map_(shape.size(), runtime.size()),
-      first_local_(map_.first(runtime.rank())),
-      local_count_(map_.count(runtime.rank())) {}
+      unit_type_(unit_type),
+      map_(shape.size(), ranks),
+      first_local_(map_.first(rank)),
+      local_count_(map_.count(rank)) {}
 
 }  // namespace kodo::detail

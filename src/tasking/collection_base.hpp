@@ -1,21 +1,11 @@
 #pragma once
-// The type-independent part of a collection: its shape, its mapping onto ranks and the
-// state of its reductions. The runtime keeps these; Collection<U> adds the unit type.
+// The type-independent part of a collection: its id, shape, unit type and mapping onto
+// ranks. The scheduler keeps these; Collection<U> adds the units themselves.
 
-#include "index.hpp"
-#include "registry.hpp"
-#include "serialize.hpp"
+#include "../core/index.hpp"
 
-#include <array>
 #include <cstdint>
-#include <map>
-#include <optional>
-#include <utility>
-#include <vector>
-
-namespace kodo {
-class Runtime;
-}
+#include <typeindex>
 
 namespace kodo::detail {
 
@@ -36,19 +26,9 @@ class BlockMap {
   std::int64_t base_, extra_;
 };
 
-// One reduction round as seen by one rank: contributions of its own units, and the
-// partial results of its children in the reduction tree over ranks.
-struct ReductionRound {
-  HandlerId reducer = 0;
-  std::vector<std::optional<Bytes>> local;
-  std::int64_t local_received = 0;
-  std::array<std::optional<Bytes>, 2> children;
-  int children_received = 0;
-};
-
 class CollectionBase {
  public:
-  CollectionBase(Runtime& runtime, std::uint32_t id, Extent3 shape);
+  CollectionBase(std::uint32_t id, Extent3 shape, int rank, int ranks, std::type_index unit_type);
   virtual ~CollectionBase() = default;
   CollectionBase(const CollectionBase&) = delete;
   CollectionBase& operator=(const CollectionBase&) = delete;
@@ -56,33 +36,25 @@ class CollectionBase {
   // The local unit at slot 0 .. local_count()-1, type-erased.
   virtual void* unit_at(std::int64_t slot) = 0;
 
-  Runtime& runtime() const { return runtime_; }
   std::uint32_t id() const { return id_; }
   const Extent3& shape() const { return shape_; }
   const BlockMap& map() const { return map_; }
+  std::type_index unit_type() const { return unit_type_; }
   std::int64_t first_local() const { return first_local_; }
   std::int64_t local_count() const { return local_count_; }
-  // The local slot of a unit, or -1 when another rank holds it.
+  // The local slot of the unit with linear index `linear`, or -1 when it is not held
+  // here (any value, including ones outside the collection, is safe to ask about).
   std::int64_t slot_of(std::int64_t linear) const {
-    const std::int64_t s = linear - first_local_;
-    return s >= 0 && s < local_count_ ? s : -1;
+    if (linear < first_local_ || linear - first_local_ >= local_count_) return -1;
+    return linear - first_local_;
   }
 
-  // Reduction rounds this rank has heard of and not yet passed on.
-  std::map<std::uint64_t, ReductionRound>& rounds() { return rounds_; }
-  const std::map<std::uint64_t, ReductionRound>& rounds() const { return rounds_; }
-
-  // Results are delivered to the units in round order, whatever order they arrive in.
-  std::uint64_t next_result_round = 0;
-  std::map<std::uint64_t, std::pair<HandlerId, Bytes>> early_results;
-
  private:
-  Runtime& runtime_;
   std::uint32_t id_;
   Extent3 shape_;
+  std::type_index unit_type_;
   BlockMap map_;
   std::int64_t first_local_, local_count_;
-  std::map<std::uint64_t, ReductionRound> rounds_;
 };
 
 }  // namespace kodo::detail

@@ -1,6 +1,6 @@
 #include "decomposition.hpp"
 
-#include "error.hpp"
+#include "../core/error.hpp"
 
 #include <limits>
 #include <sstream>

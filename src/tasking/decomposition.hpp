@@ -1,7 +1,7 @@
 #pragma once
 // Cutting a 3D grid into cuboid work units.
 
-#include "index.hpp"
+#include "../core/index.hpp"
 
 #include <cstdint>
 

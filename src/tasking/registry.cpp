@@ -1,21 +1,28 @@
 #include "registry.hpp"
 
+#include "../core/error.hpp"
+#include "../core/numeric.hpp"
+
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <mutex>
-#include <unordered_map>
 
 namespace kodo::detail {
 namespace {
 
 struct Entry {
   std::string name;
+  HandlerKind kind;
+  std::type_index unit;
   const void* handler;
 };
 
 // Function-local so that registration from static initialisers in any order is safe.
-std::unordered_map<HandlerId, Entry>& table() {
-  static std::unordered_map<HandlerId, Entry> t;
+// Ordered, so the fingerprint does not depend on registration order.
+std::map<HandlerId, Entry>& table() {
+  static std::map<HandlerId, Entry> t;
   return t;
 }
 std::mutex& table_mutex() {
@@ -23,21 +30,15 @@ std::mutex& table_mutex() {
   return m;
 }
 
+const char* to_string(HandlerKind kind) { return kind == HandlerKind::entry ? "entry method" : "reducer"; }
+
 }  // namespace
 
-std::uint64_t hash_name(std::string_view name) {
-  std::uint64_t h = 14695981039346656037ull;  // FNV-1a
-  for (unsigned char c : name) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
-HandlerId register_handler(std::string_view name, const void* handler) {
+HandlerId register_handler(std::string_view name, HandlerKind kind, std::type_index unit,
+                           const void* handler) {
   const HandlerId id = hash_name(name);
   std::lock_guard lock(table_mutex());
-  auto [it, inserted] = table().try_emplace(id, Entry{std::string(name), handler});
+  auto [it, inserted] = table().try_emplace(id, Entry{std::string(name), kind, unit, handler});
   if (!inserted && (it->second.name != name || it->second.handler != handler)) {
     // Different handlers under one id: a hash collision, or two types that print alike
     // (e.g. unit classes of the same name in anonymous namespaces of two files).
@@ -50,16 +51,51 @@ HandlerId register_handler(std::string_view name, const void* handler) {
   return id;
 }
 
-const void* find_handler(HandlerId id) {
+const void* find_handler(HandlerId id, HandlerKind kind, std::type_index unit, std::string& problem) {
   std::lock_guard lock(table_mutex());
-  auto it = table().find(id);
-  return it == table().end() ? nullptr : it->second.handler;
+  const auto it = table().find(id);
+  if (it == table().end()) {
+    problem = cat("field handler is ", id, ", which names no ", to_string(kind), " of this program");
+    return nullptr;
+  }
+  const Entry& e = it->second;
+  if (e.kind != kind) {
+    problem = cat("field handler names ", to_string(e.kind), " ", e.name, " where a ", to_string(kind),
+                  " belongs");
+    return nullptr;
+  }
+  if (e.unit != unit) {
+    problem = cat("field handler names ", to_string(e.kind), " ", e.name,
+                  ", which belongs to another unit type than the collection's");
+    return nullptr;
+  }
+  return e.handler;
 }
 
 std::string handler_name(HandlerId id) {
   std::lock_guard lock(table_mutex());
-  auto it = table().find(id);
+  const auto it = table().find(id);
   return it == table().end() ? std::string("<unknown>") : it->second.name;
+}
+
+std::uint64_t handler_fingerprint() {
+  std::lock_guard lock(table_mutex());
+  std::uint64_t h = hash_name("kodo handlers");
+  for (const auto& [id, e] : table()) {
+    const unsigned char bytes[9] = {
+        static_cast<unsigned char>(id), static_cast<unsigned char>(id >> 8),
+        static_cast<unsigned char>(id >> 16), static_cast<unsigned char>(id >> 24),
+        static_cast<unsigned char>(id >> 32), static_cast<unsigned char>(id >> 40),
+        static_cast<unsigned char>(id >> 48), static_cast<unsigned char>(id >> 56),
+        static_cast<unsigned char>(e.kind)};
+    h = hash_name(std::string_view(reinterpret_cast<const char*>(bytes), sizeof bytes), h);
+  }
+  return h;
+}
+
+std::size_t handler_count() {
+  std::lock_guard lock(table_mutex());
+  return table().size();
 }
 
 }  // namespace kodo::detail

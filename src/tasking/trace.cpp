@@ -67,7 +67,7 @@ std::string Trace::write(int rank) const {
   return path;
 }
 
-std::string short_handler_name(std::uint64_t id) {
+const std::string& short_handler_name(std::uint64_t id) {
   // Worked out once per handler: traced runs name every dispatched message.
   thread_local std::unordered_map<std::uint64_t, std::string> known;
   if (const auto it = known.find(id); it != known.end()) return it->second;

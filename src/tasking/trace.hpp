@@ -40,6 +40,6 @@ class Trace {
 };
 
 // A short name for a registered handler (its entry method), for traces.
-std::string short_handler_name(std::uint64_t id);
+const std::string& short_handler_name(std::uint64_t id);
 
 }  // namespace kodo::detail

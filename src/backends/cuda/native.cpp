@@ -4,24 +4,29 @@
 
 #include "../native.hpp"
 
-#include "../../tasking/error.hpp"
+#include "../../core/error.hpp"
 
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <source_location>
 #include <string>
 
 namespace kodo::backend {
 namespace {
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw Error(std::string("kodo: CUDA ") + what + " failed: " + cudaGetErrorString(e));
+// A failed call becomes an Error naming the call and where it was made.
+void check(cudaError_t e, const char* call, std::source_location at = std::source_location::current()) {
+  if (e != cudaSuccess)
+    throw Error(detail::call_failed("CUDA", call, at.file_name(), static_cast<int>(at.line()),
+                                    cudaGetErrorString(e)));
 }
-void check(CUresult r, const char* what) {
+void check(CUresult r, const char* call, std::source_location at = std::source_location::current()) {
   if (r != CUDA_SUCCESS) {
     const char* s = nullptr;
     cuGetErrorString(r, &s);
-    throw Error(std::string("kodo: CUDA ") + what + " failed: " + (s ? s : "unknown error"));
+    throw Error(detail::call_failed("CUDA", call, at.file_name(), static_cast<int>(at.line()),
+                                    s ? s : "unknown error"));
   }
 }
 
@@ -33,40 +38,39 @@ int device_count() {
   int n = 0;
   const cudaError_t e = cudaGetDeviceCount(&n);
   if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver) return 0;
-  check(e, "device query");
+  check(e, "cudaGetDeviceCount");
   return n;
 }
 
 void select_device(int device) {
-  check(cudaSetDevice(device), "device selection");
+  check(cudaSetDevice(device), "cudaSetDevice");
 }
 
 std::string device_name(int device) {
   cudaDeviceProp p{};
-  check(cudaGetDeviceProperties(&p, device), "device properties");
+  check(cudaGetDeviceProperties(&p, device), "cudaGetDeviceProperties");
   return p.name;
 }
 
 std::string device_bus_id(int device) {
   char id[32] = {};
-  check(cudaDeviceGetPCIBusId(id, sizeof id, device), "PCI bus id query");
+  check(cudaDeviceGetPCIBusId(id, sizeof id, device), "cudaDeviceGetPCIBusId");
   return id;
 }
 
 NativeStream create_stream(Priority priority) {
   int least = 0, greatest = 0;
-  check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "stream priority query");
+  check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "cudaDeviceGetStreamPriorityRange");
   cudaStream_t s = nullptr;
   check(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking,
-                                     priority == Priority::communication ? greatest : least),
-        "stream creation");
+                                     priority == Priority::communication ? greatest : least), "cudaStreamCreateWithPriority");
   return s;
 }
 void destroy_stream(NativeStream stream) { cudaStreamDestroy(static_cast<cudaStream_t>(stream)); }
 
 NativeEvent create_event() {
   cudaEvent_t e = nullptr;
-  check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "event creation");
+  check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags");
   return e;
 }
 void destroy_event(NativeEvent event) { cudaEventDestroy(static_cast<cudaEvent_t>(event)); }
@@ -74,36 +78,32 @@ void destroy_event(NativeEvent event) { cudaEventDestroy(static_cast<cudaEvent_t
 void order_after(NativeStream waiter, NativeStream source, NativeEvent event) {
   // A wait captures the event's latest record when it is enqueued, so the event can be
   // recorded again right away.
-  check(cudaEventRecord(static_cast<cudaEvent_t>(event), static_cast<cudaStream_t>(source)),
-        "event record");
-  check(cudaStreamWaitEvent(static_cast<cudaStream_t>(waiter), static_cast<cudaEvent_t>(event), 0),
-        "stream wait");
+  check(cudaEventRecord(static_cast<cudaEvent_t>(event), static_cast<cudaStream_t>(source)), "cudaEventRecord");
+  check(cudaStreamWaitEvent(static_cast<cudaStream_t>(waiter), static_cast<cudaEvent_t>(event), 0), "cudaStreamWaitEvent");
 }
 
 void check_stream(NativeStream stream) {
   const cudaError_t e = cudaStreamQuery(static_cast<cudaStream_t>(stream));
-  if (e != cudaSuccess && e != cudaErrorNotReady) check(e, "device work (stream failed)");
+  if (e != cudaSuccess && e != cudaErrorNotReady) check(e, "cudaStreamQuery (the stream failed)");
 }
 
 void record_event(NativeEvent event, NativeStream stream) {
-  check(cudaEventRecord(static_cast<cudaEvent_t>(event), static_cast<cudaStream_t>(stream)),
-        "event record");
+  check(cudaEventRecord(static_cast<cudaEvent_t>(event), static_cast<cudaStream_t>(stream)), "cudaEventRecord");
 }
 bool event_reached(NativeEvent event) {
   const cudaError_t e = cudaEventQuery(static_cast<cudaEvent_t>(event));
   if (e == cudaErrorNotReady) return false;
-  check(e, "event query");
+  check(e, "cudaEventQuery");
   return true;
 }
 
 std::uint64_t* allocate_counters(std::size_t count, std::uint64_t** device_address) {
   void* host = nullptr;
-  check(cudaHostAlloc(&host, count * sizeof(std::uint64_t), cudaHostAllocMapped | cudaHostAllocPortable),
-        "pinned counter allocation");
+  check(cudaHostAlloc(&host, count * sizeof(std::uint64_t), cudaHostAllocMapped | cudaHostAllocPortable), "cudaHostAlloc");
   auto* p = static_cast<std::uint64_t*>(host);
   for (std::size_t i = 0; i < count; ++i) p[i] = 0;
   void* dev = nullptr;
-  check(cudaHostGetDevicePointer(&dev, host, 0), "mapped pointer query");
+  check(cudaHostGetDevicePointer(&dev, host, 0), "cudaHostGetDevicePointer");
   *device_address = static_cast<std::uint64_t*>(dev);
   return p;
 }
@@ -112,8 +112,7 @@ void free_counters(std::uint64_t* host_address) { cudaFreeHost(host_address); }
 void enqueue_counter_write(NativeStream stream, std::uint64_t* device_address, std::uint64_t value) {
   check(cuStreamWriteValue64(static_cast<CUstream>(stream),
                              reinterpret_cast<CUdeviceptr>(device_address), value,
-                             CU_STREAM_WRITE_VALUE_DEFAULT),
-        "stream counter write");
+                             CU_STREAM_WRITE_VALUE_DEFAULT), "cuStreamWriteValue64");
 }
 
 }  // namespace kodo::backend

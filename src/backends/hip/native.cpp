@@ -2,17 +2,21 @@
 
 #include "../native.hpp"
 
-#include "../../tasking/error.hpp"
+#include "../../core/error.hpp"
 
 #include <hip/hip_runtime.h>
 
+#include <source_location>
 #include <string>
 
 namespace kodo::backend {
 namespace {
 
-void check(hipError_t e, const char* what) {
-  if (e != hipSuccess) throw Error(std::string("kodo: HIP ") + what + " failed: " + hipGetErrorString(e));
+// A failed call becomes an Error naming the call and where it was made.
+void check(hipError_t e, const char* call, std::source_location at = std::source_location::current()) {
+  if (e != hipSuccess)
+    throw Error(detail::call_failed("HIP", call, at.file_name(), static_cast<int>(at.line()),
+                                    hipGetErrorString(e)));
 }
 
 }  // namespace
@@ -23,81 +27,76 @@ int device_count() {
   int n = 0;
   const hipError_t e = hipGetDeviceCount(&n);
   if (e == hipErrorNoDevice || e == hipErrorInsufficientDriver) return 0;
-  check(e, "device query");
+  check(e, "hipGetDeviceCount");
   return n;
 }
 
-void select_device(int device) { check(hipSetDevice(device), "device selection"); }
+void select_device(int device) { check(hipSetDevice(device), "hipSetDevice"); }
 
 std::string device_name(int device) {
   hipDeviceProp_t p{};
-  check(hipGetDeviceProperties(&p, device), "device properties");
+  check(hipGetDeviceProperties(&p, device), "hipGetDeviceProperties");
   return p.name;
 }
 
 std::string device_bus_id(int device) {
   char id[32] = {};
-  check(hipDeviceGetPCIBusId(id, sizeof id, device), "PCI bus id query");
+  check(hipDeviceGetPCIBusId(id, sizeof id, device), "hipDeviceGetPCIBusId");
   return id;
 }
 
 NativeStream create_stream(Priority priority) {
   int least = 0, greatest = 0;
-  check(hipDeviceGetStreamPriorityRange(&least, &greatest), "stream priority query");
+  check(hipDeviceGetStreamPriorityRange(&least, &greatest), "hipDeviceGetStreamPriorityRange");
   hipStream_t s = nullptr;
   check(hipStreamCreateWithPriority(&s, hipStreamNonBlocking,
-                                    priority == Priority::communication ? greatest : least),
-        "stream creation");
+                                    priority == Priority::communication ? greatest : least), "hipStreamCreateWithPriority");
   return s;
 }
 void destroy_stream(NativeStream stream) { (void)hipStreamDestroy(static_cast<hipStream_t>(stream)); }
 
 NativeEvent create_event() {
   hipEvent_t e = nullptr;
-  check(hipEventCreateWithFlags(&e, hipEventDisableTiming), "event creation");
+  check(hipEventCreateWithFlags(&e, hipEventDisableTiming), "hipEventCreateWithFlags");
   return e;
 }
 void destroy_event(NativeEvent event) { (void)hipEventDestroy(static_cast<hipEvent_t>(event)); }
 
 void order_after(NativeStream waiter, NativeStream source, NativeEvent event) {
-  check(hipEventRecord(static_cast<hipEvent_t>(event), static_cast<hipStream_t>(source)), "event record");
-  check(hipStreamWaitEvent(static_cast<hipStream_t>(waiter), static_cast<hipEvent_t>(event), 0),
-        "stream wait");
+  check(hipEventRecord(static_cast<hipEvent_t>(event), static_cast<hipStream_t>(source)), "hipEventRecord");
+  check(hipStreamWaitEvent(static_cast<hipStream_t>(waiter), static_cast<hipEvent_t>(event), 0), "hipStreamWaitEvent");
 }
 
 void check_stream(NativeStream stream) {
   const hipError_t e = hipStreamQuery(static_cast<hipStream_t>(stream));
-  if (e != hipSuccess && e != hipErrorNotReady) check(e, "device work (stream failed)");
+  if (e != hipSuccess && e != hipErrorNotReady) check(e, "hipStreamQuery (the stream failed)");
 }
 
 void record_event(NativeEvent event, NativeStream stream) {
-  check(hipEventRecord(static_cast<hipEvent_t>(event), static_cast<hipStream_t>(stream)),
-        "event record");
+  check(hipEventRecord(static_cast<hipEvent_t>(event), static_cast<hipStream_t>(stream)), "hipEventRecord");
 }
 bool event_reached(NativeEvent event) {
   const hipError_t e = hipEventQuery(static_cast<hipEvent_t>(event));
   if (e == hipErrorNotReady) return false;
-  check(e, "event query");
+  check(e, "hipEventQuery");
   return true;
 }
 
 // Coherent: the host spins on values the device writes, which must not sit in a cache.
 std::uint64_t* allocate_counters(std::size_t count, std::uint64_t** device_address) {
   void* host = nullptr;
-  check(hipHostMalloc(&host, count * sizeof(std::uint64_t), hipHostMallocMapped | hipHostMallocPortable | hipHostMallocCoherent),
-        "pinned counter allocation");
+  check(hipHostMalloc(&host, count * sizeof(std::uint64_t), hipHostMallocMapped | hipHostMallocPortable | hipHostMallocCoherent), "hipHostMalloc");
   auto* p = static_cast<std::uint64_t*>(host);
   for (std::size_t i = 0; i < count; ++i) p[i] = 0;
   void* dev = nullptr;
-  check(hipHostGetDevicePointer(&dev, host, 0), "mapped pointer query");
+  check(hipHostGetDevicePointer(&dev, host, 0), "hipHostGetDevicePointer");
   *device_address = static_cast<std::uint64_t*>(dev);
   return p;
 }
 void free_counters(std::uint64_t* host_address) { (void)hipHostFree(host_address); }
 
 void enqueue_counter_write(NativeStream stream, std::uint64_t* device_address, std::uint64_t value) {
-  check(hipStreamWriteValue64(static_cast<hipStream_t>(stream), device_address, value, 0),
-        "stream counter write");
+  check(hipStreamWriteValue64(static_cast<hipStream_t>(stream), device_address, value, 0), "hipStreamWriteValue64");
 }
 
 }  // namespace kodo::backend

@@ -3,7 +3,7 @@
 
 #include "../native.hpp"
 
-#include "../../tasking/error.hpp"
+#include "../../core/error.hpp"
 
 #include <atomic>
 #include <cstdlib>
@@ -14,7 +14,7 @@ namespace kodo::backend {
 const char* name() { return "host"; }
 int device_count() { return 0; }
 void select_device(int device) {
-  throw Error("kodo: the host backend has no device " + std::to_string(device));
+  throw Error("the host backend has no device " + std::to_string(device));
 }
 std::string device_name(int) { return "host"; }
 std::string device_bus_id(int) { return "host"; }

@@ -1,6 +1,5 @@
 #pragma once
-// A failure some ranks may hit where all must stop together (apart from error.hpp, which
-// the backends include without MPI).
+// Start-up failures that some ranks may hit where all must stop together.
 
 #include <mpi.h>
 
@@ -9,8 +8,8 @@
 namespace kodo {
 
 // Collective over `comm`: every rank learns whether any has a `problem` (empty: none).
-// One that has throws it as an Error (prefixed "kodo: "), the others
-// "kodo: another rank <what_failed> (see its message)".
+// One that has throws it as an Error, the others "kodo: another rank <what_failed>
+// (see its message)".
 void agree_on_failure(MPI_Comm comm, const std::string& problem, const std::string& what_failed);
 
 }  // namespace kodo

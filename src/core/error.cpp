@@ -1,0 +1,48 @@
+#include "error.hpp"
+
+#include "agree.hpp"
+
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace kodo {
+namespace {
+
+std::string prefixed(const std::string& what) {
+  return what.rfind("kodo: ", 0) == 0 ? what : "kodo: " + what;
+}
+
+}  // namespace
+
+Error::Error(const std::string& what) : std::runtime_error(prefixed(what)) {}
+
+void fatal(const std::string& what) {
+  int initialized = 0, finalized = 0, rank = -1;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const std::string text = what.rfind("kodo: ", 0) == 0 ? what.substr(6) : what;
+  std::fprintf(stderr, "kodo: fatal error on rank %d: %s\n", rank, text.c_str());
+  std::fflush(stderr);
+  if (initialized && !finalized) MPI_Abort(MPI_COMM_WORLD, 1);
+  std::abort();
+}
+
+void agree_on_failure(MPI_Comm comm, const std::string& problem, const std::string& what_failed) {
+  int failed = problem.empty() ? 0 : 1, any = 0;
+  MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, comm);
+  if (failed) throw Error(problem);
+  if (any) throw Error("another rank " + what_failed + " (see its message)");
+}
+
+namespace detail {
+
+std::string call_failed(const char* library, const char* call, const char* file, int line,
+                        const std::string& reason) {
+  return cat(library, " call ", call, " failed at ", file, ":", line, ": ", reason);
+}
+
+}  // namespace detail
+}  // namespace kodo

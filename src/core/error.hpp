@@ -1,0 +1,42 @@
+#pragma once
+// kodo's one error type, and how a failure that only one rank sees ends the whole job.
+//
+// A kodo::Error is thrown where every rank reaches the same verdict (bad arguments,
+// collective checks) so that the program can unwind and exit non-zero. An error only
+// one rank can see (a malformed message, a lost peer, an exception escaping an entry
+// method) is fatal: it is reported and every rank of the job is aborted, because the
+// others would otherwise wait forever. (No MPI here: the backends include this header
+// with their own toolchains.)
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+namespace kodo {
+
+class Error : public std::runtime_error {
+ public:
+  // `what` is prefixed with "kodo: " unless it starts with it.
+  explicit Error(const std::string& what);
+};
+
+// Prints "kodo: fatal error on rank R: what" and aborts every rank of the job.
+[[noreturn]] void fatal(const std::string& what);
+
+namespace detail {
+
+// Concatenates the arguments as an ostream would print them.
+template <class... A>
+std::string cat(const A&... parts) {
+  std::ostringstream os;
+  (os << ... << parts);
+  return os.str();
+}
+
+// The message for a failed call into a library: "<library> call <call> failed at
+// file:line: reason".
+std::string call_failed(const char* library, const char* call, const char* file, int line,
+                        const std::string& reason);
+
+}  // namespace detail
+}  // namespace kodo

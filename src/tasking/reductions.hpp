@@ -1,0 +1,83 @@
+#pragma once
+// The reduction tree: owns every reduction round this rank takes part in, from its
+// units' contributions to the result handed back to them.
+//
+// Ranks that hold units of a collection form a binary tree (rank r's parent is
+// (r-1)/2). A rank combines its units' values and its children's partial results in a
+// fixed order (units by index, then children), passes the partial up, and rank 0 sends
+// the result down; each rank delivers results to its units in round order. Partials
+// and results from other ranks are checked against the tree before they are used: a
+// partial must come from a child, once per round, for a round still open here; a
+// result must come from the parent, once, for a round this rank has passed up; the
+// reducer must be one of the collection's unit type and the value of its size.
+
+#include "../comm/wire.hpp"
+#include "collection_base.hpp"
+#include "registry.hpp"
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace kodo::detail {
+
+// How a reducer's values are combined and handed to the units; registered per
+// (unit type, value type, operation, target entry method).
+struct ReducerHandler {
+  std::size_t value_size;
+  void (*combine)(Bytes& accumulator, const Bytes& value);
+  void (*deliver)(CollectionBase& collection, const Bytes& result);
+};
+
+class ReductionTree {
+ public:
+  // `post(rank, message)` sends a partial or result on (to this rank too, for rank 0).
+  using Post = std::function<void(int, Message&&)>;
+  ReductionTree(int rank, Post post);
+
+  // A local unit's value for `round`.
+  void contribute(CollectionBase& c, std::int64_t slot, std::uint64_t round, HandlerId reducer, Bytes value);
+  // A child's partial and the parent's result (or this rank's own, at the root); a
+  // message from another rank that does not fit the tree throws kodo::Error naming the
+  // field.
+  void on_partial(CollectionBase& c, const MessageHeader& h, Bytes value);
+  void on_result(CollectionBase& c, const MessageHeader& h, Bytes value, bool from_wire);
+
+  // Rounds heard of and not yet passed on, over all collections.
+  std::uint64_t pending_rounds() const;
+  // One line per pending round: who has not contributed.
+  std::string describe_pending(int rank) const;
+  // Forgets pending rounds (nothing can complete them any more).
+  void drop_pending();
+
+ private:
+  struct Round {
+    HandlerId reducer = 0;
+    std::vector<std::optional<Bytes>> local;
+    std::int64_t local_received = 0;
+    std::array<std::optional<Bytes>, 2> children;
+    int children_received = 0;
+  };
+  struct State {
+    std::map<std::uint64_t, Round> open;  // heard of, not yet passed on
+    std::set<std::uint64_t> passed_up;    // passed on, result not yet delivered
+    std::uint64_t next_result = 0;        // results are delivered in round order
+    std::map<std::uint64_t, std::pair<HandlerId, Bytes>> early;  // results ahead of it
+  };
+
+  const ReducerHandler& reducer_of(const CollectionBase& c, HandlerId id) const;
+  Round& open_round(CollectionBase& c, State& s, std::uint64_t round, HandlerId reducer);
+  void try_complete(CollectionBase& c, State& s, std::uint64_t round);
+  void deliver(CollectionBase& c, HandlerId reducer, const Bytes& value);
+
+  int rank_;
+  Post post_;
+  std::map<std::uint32_t, State> states_;  // by collection id
+};
+
+}  // namespace kodo::detail

@@ -1,0 +1,278 @@
+#include "scheduler.hpp"
+
+#include "../comm/ucx_transport.hpp"
+#include "entry.hpp"
+
+#include <array>
+#include <cstdio>
+#include <exception>
+#include <thread>
+
+namespace kodo::detail {
+namespace {
+
+// Messages dispatched between two looks at UCX: enough to amortise the progress call,
+// few enough that arrivals are not left waiting behind a long local queue.
+constexpr int kDispatchBatch = 64;
+// A wave is looked at once every few idle turns of the loop: an MPI progress call costs
+// more than a UCX one, and arrivals should not wait behind it. A rank idle for long
+// yields the processor between turns (for ranks sharing cores); a short wait is spent
+// polling, so a message that arrives soon is seen at once.
+constexpr unsigned kWaveTestInterval = 16, kSpinTurns = 1024;
+
+int rank_in(MPI_Comm comm) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  return rank;
+}
+int size_of(MPI_Comm comm) {
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  return size;
+}
+
+}  // namespace
+
+Scheduler::Scheduler(MPI_Comm comm, MPI_Comm wave_comm, StreamPool& streams)
+    : comm_(comm),
+      rank_(rank_in(comm)),
+      size_(size_of(comm)),
+      streams_(streams),
+      termination_(wave_comm),
+      reductions_(rank_, [this](int rank, Message&& m) { post(rank, std::move(m)); }) {
+  transport_ = std::make_unique<UcxTransport>(
+      comm, [this](Message&& m) { queue_.push_back(std::move(m)); },
+      [this](Message& m, std::uint64_t view_data) { return prepare(m, view_data); });
+}
+
+Scheduler::~Scheduler() = default;
+
+void Scheduler::shutdown() {
+  collections_.clear();  // units own Kokkos views and channels: they go first
+  if (transport_) {
+    std::array<std::uint64_t, 2> local{termination_.sent(), termination_.processed()}, total{};
+    MPI_Allreduce(local.data(), total.data(), 2, MPI_UINT64_T, MPI_SUM, comm_);
+    if (rank_ == 0 && total[0] > total[1])
+      std::fprintf(stderr, "kodo: warning: %llu message(s) were sent but never run (call run() before the runtime ends)\n",
+                   static_cast<unsigned long long>(total[0] - total[1]));
+    transport_->shutdown(total[0] == total[1]);
+  }
+  // Work never run (after a failed run(), or sends that were never matched) may hold
+  // views: they go before Kokkos does.
+  queue_.clear();
+  engine_ = CompletionEngine();
+  if (const std::string path = trace_.write(rank_); !path.empty() && rank_ == 0)
+    std::fprintf(stderr, "kodo: trace written to %s (and the other ranks' beside it)\n", path.c_str());
+  transport_.reset();
+}
+
+void Scheduler::add_collection(std::unique_ptr<CollectionBase> collection) {
+  if (running_) throw Error("collections are created by the main program of every rank, not inside run()");
+  if (collection->id() != collections_.size())
+    throw Error("collections must be created one at a time, in the same order on every rank");
+  collections_.push_back(std::move(collection));
+}
+
+void Scheduler::post(int rank, Message&& message) {
+  termination_.count_sent();
+  if (rank == rank_)
+    queue_.push_back(std::move(message));
+  else
+    transport_->send(rank, std::move(message));
+}
+
+void Scheduler::contribute(CollectionBase& c, std::int64_t slot, std::uint64_t round, HandlerId reducer,
+                           Bytes value) {
+  reductions_.contribute(c, slot, round, reducer, std::move(value));
+}
+
+void Scheduler::when_done(CompletionSource& source, std::function<void()> continuation) {
+  termination_.count_sent();  // awaited device work counts as a message in flight
+  const int track = trace_.enabled() ? trace_.track_of(&source) : 0;
+  const auto marked = trace_.enabled() ? Trace::Clock::now() : Trace::Clock::time_point{};
+  engine_.when_done(source, [this, track, marked, c = std::move(continuation)] {
+    termination_.count_processed();
+    const auto seen = trace_.enabled() ? Trace::Clock::now() : marked;
+    try {
+      c();
+    } catch (const std::exception& e) {
+      fatal(std::string("a device-completion continuation threw: ") + e.what());
+    }
+    if (trace_.enabled()) {
+      trace_.span("device work", track, marked, seen);
+      trace_.span("continuation", 0, seen, Trace::Clock::now());
+    }
+  });
+}
+
+void Scheduler::queue_callback(std::function<void()> callback) {
+  struct Callback final : Call {
+    explicit Callback(std::function<void()> f) : f(std::move(f)) {}
+    void invoke(void*) override { f(); }
+    std::function<void()> f;
+  };
+  Message m;
+  m.header = {MessageKind::callback, 0, 0, 0, rank_};
+  m.local = std::make_unique<Callback>(std::move(callback));
+  queue_.push_back(std::move(m));
+}
+
+void Scheduler::run() {
+  if (running_) throw Error("Runtime::run() is not reentrant (called from an entry method?)");
+  running_ = true;
+  struct Reset {
+    bool& flag;
+    ~Reset() { flag = false; }
+  } reset{running_};
+  termination_.reset();
+  drain_.mark_dirty();  // the program may have launched work before run()
+  for (unsigned idle_turns = 0;;) {
+    if (turn()) {
+      idle_turns = 0;
+      continue;
+    }
+    if (++idle_turns >= kSpinTurns) std::this_thread::yield();
+    if (idle_turns % kWaveTestInterval == 0 && job_is_quiet()) return;
+  }
+}
+
+bool Scheduler::turn() {
+  std::size_t events = 0;
+  try {
+    const std::size_t completed = drain_.poll(engine_);
+    stalls_.observe(completed, engine_);
+    events = completed + transport_->progress();
+  } catch (const std::exception& e) {
+    fatal(e.what());
+  }
+  if (queue_.empty()) return events != 0;
+  drain_.mark_dirty();
+  for (int n = 0; n < kDispatchBatch && !queue_.empty(); ++n) {
+    Message m = std::move(queue_.front());
+    queue_.pop_front();
+    if (trace_.enabled()) {
+      const auto begin = Trace::Clock::now();
+      dispatch(m);
+      trace_.span(trace_name(m), 0, begin, Trace::Clock::now());
+    } else {
+      dispatch(m);
+    }
+    termination_.count_processed();
+  }
+  return true;
+}
+
+bool Scheduler::job_is_quiet() {
+  const auto wave = termination_.test(reductions_.pending_rounds(), drain_.dirty());
+  if (!wave) return false;
+  if (wave->quiet()) {
+    if (wave->pending_rounds == 0) return true;
+    const std::string detail = reductions_.describe_pending(rank_);
+    // Nothing can complete these rounds now; drop them so later runs do not report
+    // them again (the collection's reductions stay out of step: end the program).
+    reductions_.drop_pending();
+    throw Error(cat("the job went quiet with ", wave->pending_rounds,
+                    " reduction round(s) incomplete: some units never contributed", detail));
+  }
+  if (wave->overprocessed())
+    throw Error(cat("the job processed ", wave->processed - wave->sent,
+                    " message(s) more than its ranks sent: a message arrived that no rank sent "
+                    "(corrupted or duplicated)"));
+  if (wave->balanced() && drain_.dirty() && engine_.pending() == 0) {
+    try {
+      drain_.start(streams_, [this](Stream& s, std::function<void()> f) { when_done(s, std::move(f)); });
+    } catch (const std::exception& e) {
+      fatal(e.what());
+    }
+  }
+  return false;
+}
+
+const std::string& Scheduler::trace_name(const Message& m) {
+  static const std::string channel = "channel completion", reduction = "reduction";
+  switch (m.header.kind) {
+    case MessageKind::invoke: return short_handler_name(m.header.handler);
+    case MessageKind::callback: return channel;
+    default: return reduction;
+  }
+}
+
+CollectionBase& Scheduler::checked_collection(const MessageHeader& h) {
+  if (h.collection >= collections_.size())
+    throw Error(cat("field collection is ", h.collection, "; rank ", rank_, " has ", collections_.size(),
+                    " collection(s)"));
+  return *collections_[h.collection];
+}
+
+CollectionBase& Scheduler::checked_target(const MessageHeader& h, std::int64_t& slot) {
+  CollectionBase& c = checked_collection(h);
+  if (h.target >= c.shape().size())
+    throw Error(cat("field target is ", h.target, ", outside collection ", c.id(), " of ", c.shape().size(),
+                    " units"));
+  slot = c.slot_of(h.target);
+  if (slot < 0)
+    throw Error(cat("field target names unit ", c.shape().delinear(h.target), " of collection ", c.id(),
+                    ", which rank ", rank_, " does not hold"));
+  return c;
+}
+
+namespace {
+const EntryHandler& entry_handler(const CollectionBase& c, HandlerId id) {
+  std::string problem;
+  const auto* entry = static_cast<const EntryHandler*>(find_handler(id, HandlerKind::entry, c.unit_type(), problem));
+  if (!entry) throw Error(problem);
+  return *entry;
+}
+}  // namespace
+
+// Called by the transport, inside UCX, for a call whose views are about to land: the
+// header and arguments are checked, then the views allocated. Errors propagate to the
+// transport, which ends the job naming the sender.
+std::vector<Segment> Scheduler::prepare(Message& message, std::uint64_t view_data) {
+  std::int64_t slot = 0;
+  const CollectionBase& c = checked_target(message.header, slot);
+  const EntryHandler& entry = entry_handler(c, message.header.handler);
+  std::vector<Segment> destinations;
+  ByteReader reader(message.payload);
+  WireAccess::expect_views(reader, destinations, view_data);
+  message.local = entry.receive(reader);
+  if (const auto left = WireAccess::view_data_left(reader); left != 0)
+    throw Error(cat("a call carries ", view_data, " bytes of view data; its arguments describe ",
+                    view_data - left));
+  message.payload.clear();
+  return destinations;
+}
+
+void Scheduler::dispatch(Message& message) {
+  try {
+    switch (message.header.kind) {
+      case MessageKind::callback: return message.local->invoke(nullptr);
+      case MessageKind::invoke: return invoke(message);
+      case MessageKind::reduction_partial:
+        return reductions_.on_partial(checked_collection(message.header), message.header,
+                                      std::move(message.payload));
+      case MessageKind::reduction_result:
+        return reductions_.on_result(checked_collection(message.header), message.header,
+                                     std::move(message.payload), message.from_wire);
+    }
+    throw Error(cat("field kind is ", to_string(message.header.kind)));
+  } catch (const std::exception& e) {
+    fatal(cat("while running a message from rank ", message.header.source_rank, ": ", e.what()));
+  }
+}
+
+void Scheduler::invoke(Message& message) {
+  const MessageHeader& h = message.header;
+  if (message.local && !message.from_wire) {
+    // Built on this rank by Collection: its target is known to be held here.
+    CollectionBase& c = *collections_[h.collection];
+    return message.local->invoke(c.unit_at(c.slot_of(h.target)));
+  }
+  std::int64_t slot = 0;
+  CollectionBase& c = checked_target(h, slot);
+  if (message.local) return message.local->invoke(c.unit_at(slot));  // views landed (prepare)
+  ByteReader reader(message.payload);
+  entry_handler(c, h.handler).receive(reader)->invoke(c.unit_at(slot));
+}
+
+}  // namespace kodo::detail

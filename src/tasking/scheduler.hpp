@@ -1,0 +1,99 @@
+#pragma once
+// The scheduler: owns a rank's message queue and its collections, and runs the loop
+// that moves messages, channel completions and device completions to work units.
+// It composes the components that do the rest: the transport (UCX), the completion
+// engine, the termination detector, the reduction tree, stream draining and fault
+// checks. Messages from other ranks are checked here against what only this layer
+// knows (collection, unit, handler) before anything is allocated or called.
+
+#include "../backends/stream.hpp"
+#include "../comm/channel.hpp"
+#include "../comm/wire.hpp"
+#include "collection_base.hpp"
+#include "completion_engine.hpp"
+#include "reductions.hpp"
+#include "stall_watch.hpp"
+#include "stream_drain.hpp"
+#include "termination.hpp"
+#include "trace.hpp"
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <vector>
+
+namespace kodo::detail {
+
+class UcxTransport;
+
+class Scheduler final : public ChannelHost {
+ public:
+  // `comm` carries the transport's bootstrap, `wave_comm` the termination waves only.
+  Scheduler(MPI_Comm comm, MPI_Comm wave_comm, StreamPool& streams);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  int rank() const override { return rank_; }
+  int size() const { return size_; }
+
+  // --- collections (created collectively, in the same order on every rank) --------
+  std::uint32_t collection_count() const { return static_cast<std::uint32_t>(collections_.size()); }
+  void add_collection(std::unique_ptr<CollectionBase> collection);
+  CollectionBase& collection(std::uint32_t id) { return *collections_.at(id); }
+
+  // --- work --------------------------------------------------------------------
+  // Queues `message` for `rank` (this rank's own queue, or the transport).
+  void post(int rank, Message&& message);
+  // A local unit's contribution to a reduction round.
+  void contribute(CollectionBase& c, std::int64_t slot, std::uint64_t round, HandlerId reducer, Bytes value);
+  void when_done(CompletionSource& source, std::function<void()> continuation);
+  // Runs until the whole job is quiet (see termination.hpp); throws kodo::Error on
+  // every rank when the job went quiet with reductions incomplete, or with more
+  // messages processed than sent.
+  void run();
+  // Collective: completes what can be completed of the transport and drops what was
+  // never run. Before Kokkos finalizes: queued work may hold views.
+  void shutdown();
+
+  // --- ChannelHost ---------------------------------------------------------------
+  void expect_event() override { termination_.count_sent(); }
+  void queue_callback(std::function<void()> callback) override;
+  void when_done(Stream& stream, std::function<void()> continuation) override {
+    when_done(static_cast<CompletionSource&>(stream), std::move(continuation));
+  }
+  UcxTransport& transport() override { return *transport_; }
+  ChannelTable& channel_table() override { return channels_; }
+
+ private:
+  bool turn();                  // one pass of the loop; whether anything happened
+  bool job_is_quiet();          // looks at the termination wave
+  void dispatch(Message& message);
+  void invoke(Message& message);
+  // For a call from another rank: its collection and unit, checked; throws kodo::Error
+  // naming the bad field.
+  CollectionBase& checked_target(const MessageHeader& h, std::int64_t& slot);
+  CollectionBase& checked_collection(const MessageHeader& h);
+  std::vector<Segment> prepare(Message& message, std::uint64_t view_data);
+  const std::string& trace_name(const Message& message);
+
+  MPI_Comm comm_;
+  int rank_ = 0, size_ = 1;
+  StreamPool& streams_;
+  bool running_ = false;
+  std::vector<std::unique_ptr<CollectionBase>> collections_;
+  std::deque<Message> queue_;  // arrival order, local and remote alike
+  CompletionEngine engine_;
+  TerminationDetector termination_;
+  ReductionTree reductions_;
+  StreamDrain drain_;
+  StallWatch stalls_;
+  ChannelTable channels_;
+  Trace trace_;  // KODO_TRACE
+  std::unique_ptr<UcxTransport> transport_;
+};
+
+}  // namespace kodo::detail

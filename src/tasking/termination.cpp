@@ -1,0 +1,26 @@
+#include "termination.hpp"
+
+namespace kodo::detail {
+
+TerminationDetector::~TerminationDetector() {
+  // A wave left in flight by a run() that threw on every rank completes on every rank.
+  if (wave_ != MPI_REQUEST_NULL) MPI_Wait(&wave_, MPI_STATUS_IGNORE);
+}
+
+std::optional<TerminationDetector::Wave> TerminationDetector::test(std::uint64_t pending_rounds, bool dirty) {
+  if (wave_ == MPI_REQUEST_NULL) {
+    in_ = {sent_, processed_, pending_rounds, dirty ? 1u : 0u};
+    MPI_Iallreduce(in_.data(), out_.data(), 4, MPI_UINT64_T, MPI_SUM, comm_, &wave_);
+  }
+  int done = 0;
+  MPI_Test(&wave_, &done, MPI_STATUS_IGNORE);
+  if (!done) return std::nullopt;
+  const bool stable = have_previous_ && out_ == previous_;
+  previous_ = out_;
+  have_previous_ = true;
+  return Wave{out_[0], out_[1], out_[2], out_[3], stable};
+}
+
+void TerminationDetector::reset() { have_previous_ = false; }
+
+}  // namespace kodo::detail
