@@ -1,10 +1,14 @@
 // Faults that must end the whole job with an error naming the cause, never a hang:
-//   fault_program truncate   a channel message larger than the receiving view
-//   fault_program peer-exit  a rank dies while others are sending to it
+//   fault_program truncate           a channel message larger than the receiving view
+//   fault_program short              a channel message that does not fill a receive
+//                                    whose completion takes no count
+//   fault_program peer-exit          a rank dies while others are sending to it
+//   fault_program different-program  rank 1 has an entry method the others lack
 // Units are laid out so that, on two ranks, unit 0 is on rank 0 and unit 1 on rank 1;
 // on one rank both are local (the same-rank path).
 
 #include <kodo.hpp>
+#include <tasking/registry.hpp>
 
 #include <cstdio>
 #include <cstdlib>
@@ -28,6 +32,15 @@ class Peer : public kodo::WorkUnit<Peer> {
     }
   }
 
+  void short_message() {
+    if (index().x == 0) {
+      link_.send(Kokkos::View<double*>("short", 6));
+    } else {
+      small_ = Kokkos::View<double*>("small", 10);
+      link_.recv(small_, [] { std::puts("unexpected: the short message was accepted"); });
+    }
+  }
+
   // Unit 0 keeps calling unit 1; the rank holding unit 1 dies on the first call.
   void ping(int n) {
     if (index().x == 1) {
@@ -43,18 +56,43 @@ class Peer : public kodo::WorkUnit<Peer> {
   Kokkos::View<double*> small_;
 };
 
+
+// A handler only one rank has: the ranks run different programs.
+int extra_handler = 0;
+int run_different_programs(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank == 1)
+    kodo::detail::register_handler("an entry method only rank 1 has", kodo::detail::HandlerKind::entry,
+                                   typeid(int), &extra_handler);
+  try {
+    kodo::Runtime runtime(argc, argv);
+    std::puts("unexpected: the runtime started");
+  } catch (const kodo::Error& e) {
+    std::fprintf(stderr, "rank %d: %s\n", rank, e.what());
+    MPI_Finalize();
+    return 1;
+  }
+  MPI_Finalize();
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  kodo::Runtime runtime(argc, argv);
   const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "different-program") return run_different_programs(argc, argv);
+  kodo::Runtime runtime(argc, argv);
   auto units = kodo::Collection<Peer>::create(runtime, {2, 1, 1});
   if (mode == "truncate") {
     units.broadcast_local<&Peer::truncate>();
+  } else if (mode == "short") {
+    units.broadcast_local<&Peer::short_message>();
   } else if (mode == "peer-exit") {
     if (runtime.rank() == 0) units[{0, 0, 0}].send<&Peer::ping>(0);
   } else {
-    std::fprintf(stderr, "usage: fault_program truncate|peer-exit\n");
+    std::fprintf(stderr, "usage: fault_program truncate|short|peer-exit|different-program\n");
     return 2;
   }
   runtime.run();

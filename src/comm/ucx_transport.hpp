@@ -31,6 +31,8 @@
 
 namespace kodo::detail {
 
+struct TestAccess;  // defined by kodo's own tests only
+
 class UcxTransport {
  public:
   using Deliver = std::function<void(Message&&)>;
@@ -73,6 +75,7 @@ class UcxTransport {
   struct InFlight;
   struct TagOp;
 
+  friend struct TestAccess;
   ucp_ep_h endpoint(int rank);
   void progressing_barrier();
   void receive(const void* header, size_t header_length, void* data, size_t length,

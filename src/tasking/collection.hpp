@@ -169,6 +169,8 @@ class Collection {
 
   const Extent3& shape() const { return shape_; }
   std::int64_t size() const { return shape_.size(); }
+  // The collection's number: the n-th created by the program has id n on every rank.
+  std::uint32_t id() const { return id_; }
   Runtime& runtime() const { return *runtime_; }
   // The rank that holds the unit at `index`.
   int owner(const Index3& index) const { return store().map().owner(shape_.linear(index)); }
@@ -218,7 +220,7 @@ class WorkUnit {
   Channel open_channel(const Index3& peer, Stream& stream, CommMode mode = CommMode::device, int port = 0) const {
     const int peer_rank = collection_.shape().contains(peer) ? collection_.owner(peer) : -1;
     return Channel(runtime().scheduler(),
-                   detail::LinkSpec{collection_.id_, collection_.shape(), index_, peer, peer_rank, port, &stream, mode});
+                   detail::LinkSpec{collection_.id(), collection_.shape(), index_, peer, peer_rank, port, &stream, mode});
   }
 
   // Contributes `value` to this unit's next reduction round. When every unit of the

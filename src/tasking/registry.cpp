@@ -30,6 +30,15 @@ std::mutex& table_mutex() {
   return m;
 }
 
+// "Unit::method" out of a registered name, which spells the whole instantiation
+// ("... EntryTag<Unit, &Unit::method>] ...").
+std::string brief(const std::string& name) {
+  const auto amp = name.rfind('&');
+  if (amp == std::string::npos) return name;
+  const auto end = name.find_first_of(">;]", amp);
+  return name.substr(amp + 1, end == std::string::npos ? std::string::npos : end - amp - 1);
+}
+
 const char* to_string(HandlerKind kind) { return kind == HandlerKind::entry ? "entry method" : "reducer"; }
 
 }  // namespace
@@ -60,12 +69,12 @@ const void* find_handler(HandlerId id, HandlerKind kind, std::type_index unit, s
   }
   const Entry& e = it->second;
   if (e.kind != kind) {
-    problem = cat("field handler names ", to_string(e.kind), " ", e.name, " where a ", to_string(kind),
+    problem = cat("field handler names ", to_string(e.kind), " ", brief(e.name), " where a ", to_string(kind),
                   " belongs");
     return nullptr;
   }
   if (e.unit != unit) {
-    problem = cat("field handler names ", to_string(e.kind), " ", e.name,
+    problem = cat("field handler names ", to_string(e.kind), " ", brief(e.name),
                   ", which belongs to another unit type than the collection's");
     return nullptr;
   }
@@ -75,7 +84,7 @@ const void* find_handler(HandlerId id, HandlerKind kind, std::type_index unit, s
 std::string handler_name(HandlerId id) {
   std::lock_guard lock(table_mutex());
   const auto it = table().find(id);
-  return it == table().end() ? std::string("<unknown>") : it->second.name;
+  return it == table().end() ? std::string("<unknown>") : brief(it->second.name);
 }
 
 std::uint64_t handler_fingerprint() {

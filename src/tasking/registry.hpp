@@ -31,7 +31,7 @@ HandlerId register_handler(std::string_view name, HandlerKind kind, std::type_in
 // to a sentence naming the mismatch when there is none.
 const void* find_handler(HandlerId id, HandlerKind kind, std::type_index unit, std::string& problem);
 
-// The registered name of `id` (for messages and traces), or "<unknown>".
+// The member a handler serves, "Unit::method" (for messages and traces), or "<unknown>".
 std::string handler_name(HandlerId id);
 
 // A hash of every registered handler's id: the same in every process of one program.

@@ -17,6 +17,7 @@ namespace kodo {
 namespace detail {
 class Scheduler;
 class CollectionBase;
+struct TestAccess;  // defined by kodo's own tests only
 }  // namespace detail
 
 template <class U>
@@ -69,6 +70,7 @@ class Runtime {
   friend class UnitRef;
   template <class D>
   friend class WorkUnit;
+  friend struct detail::TestAccess;
   detail::Scheduler& scheduler() { return *scheduler_; }
   // Takes a newly built collection; returns once every rank has built it, so no
   // message can reach a rank before the collection it addresses exists there.

@@ -243,19 +243,25 @@ std::vector<Segment> Scheduler::prepare(Message& message, std::uint64_t view_dat
   return destinations;
 }
 
+void Scheduler::dispatch_checked(Message& message) {
+  switch (message.header.kind) {
+    case MessageKind::callback:
+      if (message.from_wire) break;
+      return message.local->invoke(nullptr);
+    case MessageKind::invoke: return invoke(message);
+    case MessageKind::reduction_partial:
+      return reductions_.on_partial(checked_collection(message.header), message.header,
+                                    std::move(message.payload));
+    case MessageKind::reduction_result:
+      return reductions_.on_result(checked_collection(message.header), message.header,
+                                   std::move(message.payload), message.from_wire);
+  }
+  throw Error(cat("field kind is ", to_string(message.header.kind), ", which no rank sends"));
+}
+
 void Scheduler::dispatch(Message& message) {
   try {
-    switch (message.header.kind) {
-      case MessageKind::callback: return message.local->invoke(nullptr);
-      case MessageKind::invoke: return invoke(message);
-      case MessageKind::reduction_partial:
-        return reductions_.on_partial(checked_collection(message.header), message.header,
-                                      std::move(message.payload));
-      case MessageKind::reduction_result:
-        return reductions_.on_result(checked_collection(message.header), message.header,
-                                     std::move(message.payload), message.from_wire);
-    }
-    throw Error(cat("field kind is ", to_string(message.header.kind)));
+    dispatch_checked(message);
   } catch (const std::exception& e) {
     fatal(cat("while running a message from rank ", message.header.source_rank, ": ", e.what()));
   }

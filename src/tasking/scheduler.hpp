@@ -28,6 +28,7 @@
 namespace kodo::detail {
 
 class UcxTransport;
+struct TestAccess;  // defined by kodo's own tests only
 
 class Scheduler final : public ChannelHost {
  public:
@@ -69,9 +70,11 @@ class Scheduler final : public ChannelHost {
   ChannelTable& channel_table() override { return channels_; }
 
  private:
+  friend struct TestAccess;
   bool turn();                  // one pass of the loop; whether anything happened
   bool job_is_quiet();          // looks at the termination wave
-  void dispatch(Message& message);
+  void dispatch(Message& message);  // ends the job on any error
+  void dispatch_checked(Message& message);  // throws kodo::Error naming what is wrong
   void invoke(Message& message);
   // For a call from another rank: its collection and unit, checked; throws kodo::Error
   // naming the bad field.

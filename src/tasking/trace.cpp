@@ -71,14 +71,7 @@ const std::string& short_handler_name(std::uint64_t id) {
   // Worked out once per handler: traced runs name every dispatched message.
   thread_local std::unordered_map<std::uint64_t, std::string> known;
   if (const auto it = known.find(id); it != known.end()) return it->second;
-  // Registered names spell the instantiation, e.g. "... EntryTag<Unit, &Unit::method>]":
-  // keep the member.
-  const std::string name = handler_name(id);
-  const auto amp = name.rfind('&');
-  const auto end = amp == std::string::npos ? amp : name.find_first_of(">;]", amp);
-  return known[id] = amp == std::string::npos
-                         ? "entry method"
-                         : name.substr(amp + 1, end == std::string::npos ? std::string::npos : end - amp - 1);
+  return known[id] = handler_name(id);
 }
 
 }  // namespace kodo::detail

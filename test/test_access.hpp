@@ -1,0 +1,53 @@
+#pragma once
+// What kodo's own tests reach inside the runtime: the receive path of a running rank,
+// exactly as UCX enters it for an eager active message, with errors thrown instead of
+// ending the job, so that many malformed messages can be tried in one process.
+
+#include <comm/ucx_transport.hpp>
+#include <kodo.hpp>
+#include <tasking/scheduler.hpp>
+
+#include <cstddef>
+#include <functional>
+#include <vector>
+
+namespace kodo::detail {
+
+struct TestAccess {
+  static Scheduler& scheduler(Runtime& runtime) { return runtime.scheduler(); }
+
+  // Hands `header` and `data` to the transport as an eager active message, then
+  // dispatches what it delivers. Throws kodo::Error for a message that is refused.
+  // Returns the number of messages dispatched (0 or 1).
+  static int receive(Runtime& runtime, const std::vector<std::byte>& header, const std::vector<std::byte>& data) {
+    Scheduler& s = runtime.scheduler();
+    ucp_am_recv_param_t param{};
+    param.recv_attr = 0;  // eager: the data is here
+    const std::size_t before = s.queue_.size();
+    s.transport_->receive(header.data(), header.size(), const_cast<std::byte*>(data.data()), data.size(), &param);
+    int dispatched = 0;
+    while (s.queue_.size() > before) {
+      Message m = std::move(s.queue_.back());
+      s.queue_.pop_back();
+      s.dispatch_checked(m);
+      ++dispatched;
+    }
+    return dispatched;
+  }
+
+  // Queues `f` as if a message had arrived that no rank counted as sent.
+  static void inject_uncounted(Runtime& runtime, std::function<void()> f) {
+    Scheduler& s = runtime.scheduler();
+    s.queue_callback(std::move(f));
+  }
+  static void count_sent(Runtime& runtime) { runtime.scheduler().termination_.count_sent(); }
+
+  // Runs an already built message through the checked dispatch, as if it had come
+  // from another rank.
+  static void dispatch_from_wire(Runtime& runtime, Message&& m) {
+    m.from_wire = true;
+    runtime.scheduler().dispatch_checked(m);
+  }
+};
+
+}  // namespace kodo::detail
