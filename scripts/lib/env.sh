@@ -64,7 +64,7 @@ kodo_build_dir() {
 }
 
 # Changing any of this (and only this) re-runs the apt step of provisioning.
-KODO_PACKAGES=(g++ cmake ninja-build make binutils pkg-config git
+KODO_PACKAGES=(g++ cmake ninja-build make binutils pkg-config git clang-format
   libopenmpi-dev openmpi-bin libucx-dev libhwloc-dev libgtest-dev hipcc
   libkokkos-dev/unstable)
 KODO_PIN='Package: *
@@ -295,7 +295,7 @@ kodo_exec() {
   [[ -n ${CI+x} ]] && vars+=("CI=$CI")
   for name in $(compgen -e); do
     case $name in
-      KODO_* | CTEST_* | UCX_* | KOKKOS_* | OMPI_MCA_* | PRTE_MCA_*) vars+=("$name=${!name}") ;;
+      KODO_* | CTEST_* | UCX_* | KOKKOS_* | OMPI_MCA_* | PRTE_MCA_* | ASAN_* | UBSAN_* | LSAN_*) vars+=("$name=${!name}") ;;
     esac
   done
   _kodo_in_root "$root" "$repo" "$cwd" /usr/bin/env -i "${vars[@]}" "$@"

@@ -113,13 +113,14 @@ struct ChannelEnd : std::enable_shared_from_this<ChannelEnd> {
   // Checks a transfer of `bytes` against the receive it landed in; ends the job if it
   // does not fit (a transfer nobody can take is no error its sender could handle).
   void check_arrival(const Receive& r, std::size_t bytes) const {
-    const char* problem = bytes > r.segment.bytes           ? "does not fit"
-                          : bytes % r.element != 0          ? "is not a whole number of elements of"
-                          : r.exact && bytes != r.segment.bytes ? "does not fill (receive with a completion taking a count to accept fewer)"
+    const char* problem = bytes > r.segment.bytes               ? "does not fit"
+                          : bytes % r.element != 0              ? "is not a whole number of elements of"
+                          : r.exact && bytes != r.segment.bytes ? "does not fill"
                                                                 : nullptr;
     if (problem)
       fatal(cat(link(false), ": a message of ", bytes, " bytes ", problem, " the receiving view of ",
-                r.segment.bytes, " bytes"));
+                r.segment.bytes, " bytes", r.exact && bytes < r.segment.bytes
+                    ? " (a receive whose completion takes a count accepts fewer)" : ""));
   }
 
   void send(Send t, bool ready);
