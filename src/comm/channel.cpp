@@ -196,7 +196,7 @@ void ChannelEnd::recv(Receive t) {
         if (status != UCS_OK) fatal(end.link(false) + ": a receive failed: " + ucs_status_string(status));
         end.check_arrival(t, length);
         if (!staging.data())
-          return end.host->queue_callback([length, done = std::move(t.done)]() mutable { done(length); });
+          return end.host->queue_callback(std::move(t.done), length);
         // Host-staged: into the view on this end's stream, then the unit learns of it.
         end.host->queue_callback([self_ptr, staging, length, t = std::move(t)]() mutable {
           ChannelEnd& e = *self_ptr;
@@ -224,7 +224,7 @@ void ChannelEnd::match_local() {
     if (bytes != 0) copy_bytes(order.space(), into.segment, from.segment, bytes);
     ChannelHost* h = host;
     h->when_done(order, [h, bytes, into = std::move(into), from = std::move(from)]() mutable {
-      h->queue_callback([bytes, done = std::move(into.done)]() mutable { done(bytes); });
+      h->queue_callback(std::move(into.done), bytes);
       if (from.done) h->queue_callback(std::move(from.done));
     });
   }

@@ -96,6 +96,9 @@ class ChannelHost {
   // Runs `callback` from the scheduler loop, in arrival order with messages; completes
   // an event announced by expect_event() (here or on another rank).
   virtual void queue_callback(std::function<void()> callback) = 0;
+  // The same for a completion told a size (a receive told the bytes that arrived),
+  // without wrapping it in another function.
+  virtual void queue_callback(std::function<void(std::size_t)> callback, std::size_t value) = 0;
   // Runs `continuation` from the scheduler loop once the work enqueued on `stream` so
   // far is done.
   virtual void when_done(Stream& stream, std::function<void()> continuation) = 0;

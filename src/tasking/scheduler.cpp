@@ -105,15 +105,31 @@ void Scheduler::when_done(CompletionSource& source, std::function<void()> contin
   });
 }
 
+namespace {
+struct Callback final : Call {
+  explicit Callback(std::function<void()> f) : f(std::move(f)) {}
+  void invoke(void*) override { f(); }
+  std::function<void()> f;
+};
+struct SizedCallback final : Call {
+  SizedCallback(std::function<void(std::size_t)> f, std::size_t value) : f(std::move(f)), value(value) {}
+  void invoke(void*) override { f(value); }
+  std::function<void(std::size_t)> f;
+  std::size_t value;
+};
+}  // namespace
+
 void Scheduler::queue_callback(std::function<void()> callback) {
-  struct Callback final : Call {
-    explicit Callback(std::function<void()> f) : f(std::move(f)) {}
-    void invoke(void*) override { f(); }
-    std::function<void()> f;
-  };
   Message m;
   m.header = {MessageKind::callback, 0, 0, 0, rank_};
   m.local = std::make_unique<Callback>(std::move(callback));
+  queue_.push_back(std::move(m));
+}
+
+void Scheduler::queue_callback(std::function<void(std::size_t)> callback, std::size_t value) {
+  Message m;
+  m.header = {MessageKind::callback, 0, 0, 0, rank_};
+  m.local = std::make_unique<SizedCallback>(std::move(callback), value);
   queue_.push_back(std::move(m));
 }
 
