@@ -51,10 +51,13 @@ void launch_gate(const Space& space, Flags f, std::uint64_t ticket) {
 int main(int argc, char** argv) {
   kodo::Runtime runtime(argc, argv);
   if (std::string(kodo::backend::name()) == "host") {
-    std::fprintf(stderr, "completion_bench: needs a device backend (host work completes in the launching call)\n");
+    std::fprintf(
+        stderr,
+        "completion_bench: needs a device backend (host work completes in the launching call)\n");
     return 2;
   }
-  perf::Csv csv(perf::csv_path(argc, argv), argc, argv, "measure,method,pending,median_us,p90_us,samples");
+  perf::Csv csv(perf::csv_path(argc, argv), argc, argv,
+                "measure,method,pending,median_us,p90_us,samples");
   Kokkos::View<std::uint64_t*, Pinned> storage("flags", 3);
   Kokkos::deep_copy(storage, 0);
   Flags f{storage.data(), storage.data() + 1, storage.data() + 2};
@@ -91,7 +94,11 @@ int main(int argc, char** argv) {
       bool fired = false;
       double learned = 0;
       const std::string m = method;
-      if (m == "completion_engine") engine.when_done(stream, [&] { learned = perf::seconds(); fired = true; });
+      if (m == "completion_engine")
+        engine.when_done(stream, [&] {
+          learned = perf::seconds();
+          fired = true;
+        });
       if (m == "event_query") kodo::backend::record_event(event, stream.native_handle());
       while (*f.started < k) {
       }

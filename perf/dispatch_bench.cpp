@@ -32,7 +32,9 @@ int main(int argc, char** argv) {
   kodo::Runtime runtime(argc, argv);
   const bool root = runtime.rank() == 0;
   std::unique_ptr<perf::Csv> csv;
-  if (root) csv = std::make_unique<perf::Csv>(perf::csv_path(argc, argv), argc, argv, "pattern,messages,ns_per_message");
+  if (root)
+    csv = std::make_unique<perf::Csv>(perf::csv_path(argc, argv), argc, argv,
+                                      "pattern,messages,ns_per_message");
   const std::int64_t n = std::stoll(perf::option(argc, argv, "--messages", "1000000"));
   auto units = kodo::Collection<Pinger>::create(runtime, {runtime.size(), 1, 1});
   for (const char* pattern : {"chain", "burst"}) {

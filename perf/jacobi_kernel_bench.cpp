@@ -26,10 +26,12 @@ void update_mdrange(const Space& space, const Field& a, const Field& b, const Bl
   const std::int64_t sx = (s.n[1] + 2) * (s.n[2] + 2), sy = s.n[2] + 2;
   Kokkos::parallel_for(
       "jacobi::update_mdrange",
-      Kokkos::MDRangePolicy<Space, Kokkos::Rank<3>>(space, {1, 1, 1}, {s.n[0] + 1, s.n[1] + 1, s.n[2] + 1}),
+      Kokkos::MDRangePolicy<Space, Kokkos::Rank<3>>(space, {1, 1, 1},
+                                                    {s.n[0] + 1, s.n[1] + 1, s.n[2] + 1}),
       KOKKOS_LAMBDA(std::int64_t x, std::int64_t y, std::int64_t z) {
         const std::int64_t c = s.at(x, y, z);
-        b(c) = jacobi::stencil(a(c), a(c - sx), a(c + sx), a(c - sy), a(c + sy), a(c - 1), a(c + 1));
+        b(c) =
+            jacobi::stencil(a(c), a(c - sx), a(c + sx), a(c - sy), a(c + sy), a(c - 1), a(c + 1));
       });
 }
 
@@ -39,7 +41,8 @@ void update_mdrange(const Space& space, const Field& a, const Field& b, const Bl
 // differ by design and are not checked.
 void copy_doubles(const Space& space, const Field& a, const Field& b, const BlockShape& s) {
   Kokkos::parallel_for(
-      "bench::copy_doubles", Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>(space, 0, s.padded_size()),
+      "bench::copy_doubles",
+      Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>(space, 0, s.padded_size()),
       KOKKOS_LAMBDA(std::int64_t i) { b(i) = a(i); });
 }
 
@@ -51,14 +54,16 @@ void copy_pairs(const Space& space, const Field& a, const Field& b, const BlockS
   const Pair* from = reinterpret_cast<const Pair*>(a.data());
   Pair* to = reinterpret_cast<Pair*>(b.data());
   Kokkos::parallel_for(
-      "bench::copy_pairs", Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>(space, 0, s.padded_size() / 2),
+      "bench::copy_pairs",
+      Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>(space, 0, s.padded_size() / 2),
       KOKKOS_LAMBDA(std::int64_t i) { to[i] = from[i]; });
 }
 
 std::vector<std::array<std::int64_t, 3>> parse_sizes(int argc, char** argv) {
   const bool host = KODO_BACKEND_NAME == std::string("host");
   std::vector<std::array<std::int64_t, 3>> sizes;
-  for (const auto& item : perf::items(perf::option(argc, argv, "--sizes", host ? "64,128" : "256,512,768,1024"))) {
+  for (const auto& item :
+       perf::items(perf::option(argc, argv, "--sizes", host ? "64,128" : "256,512,768,1024"))) {
     std::array<std::int64_t, 3> n{};
     std::size_t at = 0;
     for (int d = 0; d < 3; ++d) {
@@ -81,8 +86,9 @@ void copy_ghost_layers(const Field& a, const BlockShape& s, const Field (&buffer
   for (int f = 0; f < 6; ++f) {
     const Field buffer = buffers[f];
     const std::int64_t layer = f % 2 == 0 ? 0 : s.n[f / 2] + 1;
-    Kokkos::parallel_for("bench::ghosts", s.face_size(f),
-                         KOKKOS_LAMBDA(std::int64_t k) { buffer(k) = a(s.face_point(f, k, layer)); });
+    Kokkos::parallel_for(
+        "bench::ghosts", s.face_size(f),
+        KOKKOS_LAMBDA(std::int64_t k) { buffer(k) = a(s.face_point(f, k, layer)); });
   }
   Kokkos::fence("bench::ghosts");
 }
@@ -91,7 +97,8 @@ void copy_ghost_layers(const Field& a, const BlockShape& s, const Field (&buffer
 
 int main(int argc, char** argv) {
   kodo::Runtime runtime(argc, argv);
-  perf::Csv csv(perf::csv_path(argc, argv), argc, argv, "n,variant,seconds_per_update,glups,effective_gbs");
+  perf::Csv csv(perf::csv_path(argc, argv), argc, argv,
+                "n,variant,seconds_per_update,glups,effective_gbs");
   const int r = std::stoi(perf::option(argc, argv, "--reps", "20"));
   const Space space = runtime.streams().compute(0).space();
   int failures = 0;
@@ -100,7 +107,8 @@ int main(int argc, char** argv) {
     const jacobi::Grid g{n[0], n[1], n[2]};
     const std::string size = n[0] == n[1] && n[1] == n[2]
                                  ? std::to_string(n[0])
-                                 : std::to_string(n[0]) + "x" + std::to_string(n[1]) + "x" + std::to_string(n[2]);
+                                 : std::to_string(n[0]) + "x" + std::to_string(n[1]) + "x" +
+                                       std::to_string(n[2]);
     const std::int64_t origin[3] = {0, 0, 0};
     Field a(Kokkos::view_alloc(Kokkos::WithoutInitializing, "a"), s.padded_size());
     Field b(Kokkos::view_alloc(Kokkos::WithoutInitializing, "b"), s.padded_size());
@@ -112,15 +120,20 @@ int main(int argc, char** argv) {
     };
     std::vector<Variant> variants;
     variants.push_back({"update_auto_chunk",
-                          [&](const Field& x, const Field& y) { jacobi::update(space, x, y, s); }});
+                        [&](const Field& x, const Field& y) { jacobi::update(space, x, y, s); }});
     for (std::int64_t chunk : {4, 8, 16, 32, 64})
       variants.push_back({"update_chunk" + std::to_string(chunk),
-                            [&, chunk](const Field& x, const Field& y) { jacobi::update(space, x, y, s, chunk); }});
-    variants.push_back({"update_scalar_auto_chunk",
-                          [&](const Field& x, const Field& y) { jacobi::update_scalar(space, x, y, s); }});
-    variants.push_back({"flat_range", [&](const Field& x, const Field& y) { jacobi::update_flat(space, x, y, s); }});
+                          [&, chunk](const Field& x, const Field& y) {
+                            jacobi::update(space, x, y, s, chunk);
+                          }});
+    variants.push_back({"update_scalar_auto_chunk", [&](const Field& x, const Field& y) {
+                          jacobi::update_scalar(space, x, y, s);
+                        }});
+    variants.push_back({"flat_range", [&](const Field& x, const Field& y) {
+                          jacobi::update_flat(space, x, y, s);
+                        }});
     variants.push_back({"mdrange_default_tiles",
-                          [&](const Field& x, const Field& y) { update_mdrange(space, x, y, s); }});
+                        [&](const Field& x, const Field& y) { update_mdrange(space, x, y, s); }});
     // Fusion C's kernel with all six faces: ghosts read from receive buffers that hold
     // the ghost layers' values (fixed here), every face layer also written to a send buffer.
     Field receive[6], send[6];
@@ -131,27 +144,32 @@ int main(int argc, char** argv) {
     jacobi::init_field(a, s, g, origin);
     copy_ghost_layers(a, s, receive);
     variants.push_back({"fused_update_6_faces", [&](const Field& x, const Field& y) {
-      jacobi::fused_update(space, x, y, s, receive, send);
-    }});
+                          jacobi::fused_update(space, x, y, s, receive, send);
+                        }});
     variants.push_back({"overlap_inner_then_boundary_6_faces", [&](const Field& x, const Field& y) {
-      jacobi::update_inner(space, x, y, s, receive, send);
-      jacobi::update_boundary(space, x, y, s, receive, send);
-    }});
-    variants.push_back({"copy_doubles", [&](const Field& x, const Field& y) { copy_doubles(space, x, y, s); }, false});
-    variants.push_back({"copy_pairs", [&](const Field& x, const Field& y) { copy_pairs(space, x, y, s); }, false});
+                          jacobi::update_inner(space, x, y, s, receive, send);
+                          jacobi::update_boundary(space, x, y, s, receive, send);
+                        }});
+    variants.push_back({"copy_doubles",
+                        [&](const Field& x, const Field& y) { copy_doubles(space, x, y, s); },
+                        false});
+    variants.push_back({"copy_pairs",
+                        [&](const Field& x, const Field& y) { copy_pairs(space, x, y, s); },
+                        false});
     std::uint64_t reference = 0;
     for (std::size_t v = 0; v < variants.size(); ++v) {
       auto& [name, run, updates] = variants[v];
       jacobi::init_field(a, s, g, origin);
       jacobi::init_field(b, s, g, origin);
       Kokkos::fence("bench::init");  // init ran on the default instance, updates on `space`
-      run(a, b);  // warm-up, and the first update for the bit check
+      run(a, b);                     // warm-up, and the first update for the bit check
       run(b, a);
       space.fence();
       const std::uint64_t sum = jacobi::checksum(space, a, s, g, origin);
       if (v == 0) reference = sum;
       if (sum != reference && updates) {
-        std::fprintf(stderr, "variant %s gives different bits at n=%s\n", name.c_str(), size.c_str());
+        std::fprintf(stderr, "variant %s gives different bits at n=%s\n", name.c_str(),
+                     size.c_str());
         ++failures;
       }
       const double t0 = perf::seconds();

@@ -30,15 +30,19 @@ using Buffer = Kokkos::View<std::byte*>;
 struct Trial {
   std::int64_t bytes = 0;
   int iterations = 0;
-  int window = 1;      // 1: latency (ping-pong); > 1: bandwidth
-  int mode = 0;        // 0, 1: the unit's channels (device, host-staged); 2: calls
+  int window = 1;  // 1: latency (ping-pong); > 1: bandwidth
+  int mode = 0;    // 0, 1: the unit's channels (device, host-staged); 2: calls
 };
 constexpr int kCallMode = 2;
 
 class Endpoint : public kodo::WorkUnit<Endpoint> {
  public:
   Endpoint(const kodo::UnitInit<Endpoint>& init, std::int64_t max_bytes)
-      : WorkUnit(init), out_("out", max_bytes), in_("in", max_bytes), ack_("ack", 8), ack_in_("ack_in", 8) {
+      : WorkUnit(init),
+        out_("out", max_bytes),
+        in_("in", max_bytes),
+        ack_("ack", 8),
+        ack_in_("ack_in", 8) {
     kodo::Stream& s = streams().communication(0);
     const kodo::Index3 peer{1 - init.index.x, 0, 0};
     channel_[0] = open_channel(peer, s, kodo::CommMode::device, 0);
@@ -98,7 +102,8 @@ class Endpoint : public kodo::WorkUnit<Endpoint> {
     if (data.extent(0) == 0) return;
     auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, data);
     for (std::size_t i = 0; i < h.extent(0); ++i)
-      if (h(i) != std::byte{1}) kodo::fatal("pingpong_bench: received data differs from what was sent");
+      if (h(i) != std::byte{1})
+        kodo::fatal("pingpong_bench: received data differs from what was sent");
   }
 
   // Unit 1: receives for a round, then the answer.
@@ -153,7 +158,8 @@ int main(int argc, char** argv) {
       for (const int w : {1, window}) {
         // Enough repetitions for a stable time, few for large messages.
         const double volume = static_cast<double>(bytes) * w;
-        const int iterations = static_cast<int>(std::clamp(2e9 / std::max(volume, 1.0), 20.0, w == 1 ? 5000.0 : 500.0));
+        const int iterations = static_cast<int>(std::clamp(2e9 / std::max(volume, 1.0), 20.0,
+                                                           w == 1 ? 5000.0 : 500.0));
         Trial t{bytes, iterations, w, mode};
         // Warm-up (connections, staging buffers, UCX registration caches), then timed.
         for (const Trial& run : {Trial{bytes, std::min(iterations, 20), w, mode}, t}) {
@@ -167,11 +173,11 @@ int main(int argc, char** argv) {
         units.for_each_local([&](Endpoint& e) { seconds = e.seconds; });
         char line[256];
         if (w == 1)
-          std::snprintf(line, sizeof line, "%s,latency,%" PRId64 ",%d,1,%.3f,", name, bytes, iterations,
-                        seconds / iterations / 2 * 1e6);
+          std::snprintf(line, sizeof line, "%s,latency,%" PRId64 ",%d,1,%.3f,", name, bytes,
+                        iterations, seconds / iterations / 2 * 1e6);
         else
-          std::snprintf(line, sizeof line, "%s,bandwidth,%" PRId64 ",%d,%d,,%.3f", name, bytes, iterations, w,
-                        volume * iterations / seconds * 1e-9);
+          std::snprintf(line, sizeof line, "%s,bandwidth,%" PRId64 ",%d,%d,,%.3f", name, bytes,
+                        iterations, w, volume * iterations / seconds * 1e-9);
         csv->row(line);
       }
     }

@@ -42,8 +42,9 @@ class Csv {
     for (int i = 0; i < argc; ++i) h << ' ' << argv[i];
     const char* machine = std::getenv("KODO_MACHINE");
     const char* commit = std::getenv("KODO_COMMIT");
-    h << "\n# machine: " << (machine ? machine : "unspecified") << "\n# commit: "
-      << (commit ? commit : "unspecified") << '\n' << columns << '\n';
+    h << "\n# machine: " << (machine ? machine : "unspecified")
+      << "\n# commit: " << (commit ? commit : "unspecified") << '\n'
+      << columns << '\n';
     header_ = h.str();
     if (!path.empty()) {
       file_.open(path);
@@ -64,7 +65,8 @@ class Csv {
 };
 
 // The value after `flag` on the command line, or `fallback`.
-inline std::string option(int argc, char** argv, const std::string& flag, const std::string& fallback) {
+inline std::string option(int argc, char** argv, const std::string& flag,
+                          const std::string& fallback) {
   for (int i = 1; i + 1 < argc; ++i)
     if (flag == argv[i]) return argv[i + 1];
   return fallback;

@@ -18,7 +18,8 @@ constexpr int kMessages = 5;  // per link, all receives posted before any data m
 
 Kokkos::View<double*> filled(std::int64_t n, double first) {
   Kokkos::View<double*> v(Kokkos::view_alloc(Kokkos::WithoutInitializing, "payload"), n);
-  Kokkos::parallel_for("fill", Kokkos::RangePolicy<>(0, n), KOKKOS_LAMBDA(std::int64_t i) { v(i) = first + i; });
+  Kokkos::parallel_for(
+      "fill", Kokkos::RangePolicy<>(0, n), KOKKOS_LAMBDA(std::int64_t i) { v(i) = first + i; });
   Kokkos::fence();
   return v;
 }
@@ -80,7 +81,9 @@ class RingUnit final : public Ring<RingUnit> {
 
 // (Rings here have at least three units, so the next and the previous unit differ and
 // one port serves.)
-kodo::Channel& ring_link(RingUnit& u, bool outgoing) { return outgoing ? u.to_next_ : u.from_previous_; }
+kodo::Channel& ring_link(RingUnit& u, bool outgoing) {
+  return outgoing ? u.to_next_ : u.from_previous_;
+}
 
 template <class U>
 void check_ring(const kodo::Collection<U>& units) {
@@ -95,7 +98,8 @@ void check_ring(const kodo::Collection<U>& units) {
     for (int k = 0; k < kMessages; ++k) EXPECT_EQ(arrivals[k], k) << "unit " << u.me();
     // Each completion is told how much of its (larger) view the transfer filled.
     for (std::size_t j = 0; j < u.arrivals_.size(); ++j)
-      EXPECT_EQ(u.counts_[j], static_cast<std::size_t>(U::length(u.arrivals_[j]))) << "unit " << u.me();
+      EXPECT_EQ(u.counts_[j], static_cast<std::size_t>(U::length(u.arrivals_[j])))
+          << "unit " << u.me();
     const std::int64_t from = (u.me() + n - 1) % n;
     for (int k = 0; k < kMessages; ++k) {
       const auto got = on_host(u.inbox_[k]);
@@ -137,7 +141,8 @@ TEST_P(ChannelModes, SendsBeforeReceivesArePostedStillLand) {
   check_ring(units);
 }
 
-INSTANTIATE_TEST_SUITE_P(Channel, ChannelModes, testing::Values(CommMode::device, CommMode::host_staged),
+INSTANTIATE_TEST_SUITE_P(Channel, ChannelModes,
+                         testing::Values(CommMode::device, CommMode::host_staged),
                          [](const auto& info) { return std::string(kodo::to_string(info.param)); });
 
 TEST(Channel, LocalityFollowsTheOwnerOfThePeer) {
@@ -164,9 +169,9 @@ TEST(Channel, BadEndsAreErrors) {
   auto units = kodo::Collection<Opener>::create(rt, {2, 1, 1});
   units.for_each_local([](Opener& u) {
     const Index3 other{1 - u.index().x, 0, 0};
-    EXPECT_THROW(u.open({5, 0, 0}), kodo::Error);       // no such unit
-    EXPECT_THROW(u.open(u.index()), kodo::Error);       // itself
-    EXPECT_THROW(u.open(other, 16), kodo::Error);       // port out of range
+    EXPECT_THROW(u.open({5, 0, 0}), kodo::Error);  // no such unit
+    EXPECT_THROW(u.open(u.index()), kodo::Error);  // itself
+    EXPECT_THROW(u.open(other, 16), kodo::Error);  // port out of range
     EXPECT_THROW(u.open(other, -1), kodo::Error);
     kodo::Channel fine = u.open(other, 3);
     EXPECT_TRUE(fine.is_open());
@@ -189,7 +194,8 @@ class Collector : public kodo::WorkUnit<Collector> {
     Kokkos::View<int*> labels("labels", 4);
     Kokkos::deep_copy(labels, static_cast<int>(me));
     unit(shape.delinear((me + 1) % shape.size()))
-        .send<&Collector::take>(me, filled(100 + me, me * 10.0), labels, Kokkos::View<double*>("none", 0));
+        .send<&Collector::take>(me, filled(100 + me, me * 10.0), labels,
+                                Kokkos::View<double*>("none", 0));
   }
   void take(std::int64_t from, Kokkos::View<double*> values, Kokkos::View<int*> labels,
             Kokkos::View<double*> empty) {

@@ -23,7 +23,6 @@ class ManualSource : public kodo::CompletionSource {
   std::uint64_t issued = 0;
   mutable std::uint64_t done = 0;
   mutable int reads = 0;
-
 };
 
 TEST(CompletionEngine, CompletesOutOfOrderAcrossSourcesInOrderWithin) {
@@ -161,7 +160,8 @@ TEST(CompletionEngine, RunWaitsForPendingDeviceWork) {
       return done;
     }
   } gate;
-  auto units = kodo::Collection<Offloader>::create(rt, {3, 1, 1}, static_cast<ManualSource*>(&gate));
+  auto units =
+      kodo::Collection<Offloader>::create(rt, {3, 1, 1}, static_cast<ManualSource*>(&gate));
   units.broadcast_local<&Offloader::start>();
   rt.run();
   units.for_each_local([](Offloader& u) { EXPECT_EQ(u.stage, 2); });

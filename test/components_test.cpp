@@ -6,14 +6,14 @@
 #include "test_access.hpp"
 #include "test_runtime.hpp"
 
-#include <gtest/gtest.h>
-
 #include <comm/wire.hpp>
 #include <tasking/reductions.hpp>
 #include <tasking/registry.hpp>
 #include <tasking/stall_watch.hpp>
 #include <tasking/stream_drain.hpp>
 #include <tasking/termination.hpp>
+
+#include <gtest/gtest.h>
 
 #include <cstring>
 #include <string>
@@ -33,13 +33,15 @@ std::string error_of(F&& f) {
   }
   return "";
 }
-#define EXPECT_ERROR(statement, text) \
-  { EXPECT_NE(error_of([&] { statement; }).find(text), std::string::npos) << text; }
+#define EXPECT_ERROR(statement, text)                                              \
+  {                                                                                \
+    EXPECT_NE(error_of([&] { statement; }).find(text), std::string::npos) << text; \
+  }
 
 // --- termination detector ------------------------------------------------------------
 
-kodo::detail::TerminationDetector::Wave wave_of(kodo::detail::TerminationDetector& d, std::uint64_t rounds,
-                                                bool dirty) {
+kodo::detail::TerminationDetector::Wave wave_of(kodo::detail::TerminationDetector& d,
+                                                std::uint64_t rounds, bool dirty) {
   for (;;)
     if (auto w = d.test(rounds, dirty)) return *w;
 }
@@ -79,7 +81,8 @@ TEST(StreamDrain, CleanOnlyWhileNothingButItsOwnMarksComplete) {
   kodo::CompletionEngine engine;
   kodo::detail::StreamDrain drain;
   EXPECT_TRUE(drain.dirty());  // work may have been launched before
-  drain.start(pool, [&](kodo::Stream& s, std::function<void()> f) { engine.when_done(s, std::move(f)); });
+  drain.start(pool,
+              [&](kodo::Stream& s, std::function<void()> f) { engine.when_done(s, std::move(f)); });
   EXPECT_FALSE(drain.dirty());
   EXPECT_EQ(engine.pending(), static_cast<std::size_t>(2 * pool.per_priority()));
   while (engine.pending() != 0) drain.poll(engine);
@@ -142,8 +145,9 @@ MessageHeader header(MessageKind kind, std::uint64_t handler, std::int64_t round
 // Rank `rank` of a job of 7 ranks, holding one unit of a collection of 7.
 struct TreeAt {
   explicit TreeAt(int rank)
-      : store(0, {7, 1, 1}, rank, 7),
-        tree(rank, [this](int to, kodo::detail::Message&& m) { posted.emplace_back(to, std::move(m)); }) {}
+      : store(0, {7, 1, 1}, rank, 7), tree(rank, [this](int to, kodo::detail::Message&& m) {
+          posted.emplace_back(to, std::move(m));
+        }) {}
   kodo::detail::CollectionStore<Tallied> store;
   std::vector<std::pair<int, kodo::detail::Message>> posted;
   kodo::detail::ReductionTree tree;
@@ -152,12 +156,14 @@ struct TreeAt {
 TEST(ReductionTree, PartialsMustComeFromChildrenOncePerOpenRound) {
   TreeAt at(1);  // children 3 and 4, parent 0
   auto partial = [&](int source, std::uint64_t handler, std::int64_t round, kodo::Bytes v) {
-    at.tree.on_partial(at.store, header(MessageKind::reduction_partial, handler, round, source), std::move(v));
+    at.tree.on_partial(at.store, header(MessageKind::reduction_partial, handler, round, source),
+                       std::move(v));
   };
   EXPECT_ERROR(partial(2, TallySum::id, 0, value(1)), "field source_rank");
   EXPECT_ERROR(partial(0, TallySum::id, 0, value(1)), "field source_rank");
   EXPECT_ERROR(partial(3, UnrelatedSum::id, 0, value(1)), "another unit type");
-  EXPECT_ERROR(partial(3, kodo::detail::Entry<Tallied, &Tallied::total>::id, 0, value(1)), "where a reducer belongs");
+  EXPECT_ERROR(partial(3, kodo::detail::Entry<Tallied, &Tallied::total>::id, 0, value(1)),
+               "where a reducer belongs");
   EXPECT_ERROR(partial(3, TallySum::id, 0, kodo::Bytes(3)), "carries 3 bytes");
   partial(3, TallySum::id, 0, value(10));
   EXPECT_ERROR(partial(3, TallySum::id, 0, value(10)), "second partial");
@@ -177,11 +183,14 @@ TEST(ReductionTree, PartialsMustComeFromChildrenOncePerOpenRound) {
 TEST(ReductionTree, ResultsMustComeFromTheParentForRoundsPassedUp) {
   TreeAt at(1);
   auto result = [&](int source, std::int64_t round) {
-    at.tree.on_result(at.store, header(MessageKind::reduction_result, TallySum::id, round, source), value(99), true);
+    at.tree.on_result(at.store, header(MessageKind::reduction_result, TallySum::id, round, source),
+                      value(99), true);
   };
   EXPECT_ERROR(result(0, 0), "does not await");  // nothing passed up yet
-  at.tree.on_partial(at.store, header(MessageKind::reduction_partial, TallySum::id, 0, 3), value(1));
-  at.tree.on_partial(at.store, header(MessageKind::reduction_partial, TallySum::id, 0, 4), value(1));
+  at.tree.on_partial(at.store, header(MessageKind::reduction_partial, TallySum::id, 0, 3),
+                     value(1));
+  at.tree.on_partial(at.store, header(MessageKind::reduction_partial, TallySum::id, 0, 4),
+                     value(1));
   at.tree.contribute(at.store, 0, 0, TallySum::id, value(1));
   EXPECT_ERROR(result(2, 0), "not the parent");
   EXPECT_ERROR(result(0, 1), "does not await");
@@ -192,11 +201,19 @@ TEST(ReductionTree, ResultsMustComeFromTheParentForRoundsPassedUp) {
 TEST(Registry, HandlersServeOnlyTheirKindAndUnitType) {
   std::string problem;
   const auto entry = kodo::detail::Entry<Tallied, &Tallied::other>::id;
-  EXPECT_NE(kodo::detail::find_handler(entry, kodo::detail::HandlerKind::entry, typeid(Tallied), problem), nullptr);
-  EXPECT_EQ(kodo::detail::find_handler(entry, kodo::detail::HandlerKind::entry, typeid(Unrelated), problem), nullptr);
+  EXPECT_NE(kodo::detail::find_handler(entry, kodo::detail::HandlerKind::entry, typeid(Tallied),
+                                       problem),
+            nullptr);
+  EXPECT_EQ(kodo::detail::find_handler(entry, kodo::detail::HandlerKind::entry, typeid(Unrelated),
+                                       problem),
+            nullptr);
   EXPECT_NE(problem.find("another unit type"), std::string::npos) << problem;
-  EXPECT_EQ(kodo::detail::find_handler(entry, kodo::detail::HandlerKind::reducer, typeid(Tallied), problem), nullptr);
-  EXPECT_EQ(kodo::detail::find_handler(12345, kodo::detail::HandlerKind::entry, typeid(Tallied), problem), nullptr);
+  EXPECT_EQ(kodo::detail::find_handler(entry, kodo::detail::HandlerKind::reducer, typeid(Tallied),
+                                       problem),
+            nullptr);
+  EXPECT_EQ(kodo::detail::find_handler(12345, kodo::detail::HandlerKind::entry, typeid(Tallied),
+                                       problem),
+            nullptr);
   EXPECT_NE(problem.find("names no entry method"), std::string::npos) << problem;
   EXPECT_EQ(kodo::detail::handler_fingerprint(), kodo::detail::handler_fingerprint());
 }
@@ -210,8 +227,10 @@ TEST(WireHeader, EveryFieldIsCheckedAgainstItsRange) {
     change(h);
     return check(h);
   };
-  EXPECT_NE(with([](auto& h) { h.kind = MessageKind::callback; }).find("local to a rank"), std::string::npos);
-  EXPECT_NE(with([](auto& h) { h.kind = static_cast<MessageKind>(77); }).find("field kind"), std::string::npos);
+  EXPECT_NE(with([](auto& h) { h.kind = MessageKind::callback; }).find("local to a rank"),
+            std::string::npos);
+  EXPECT_NE(with([](auto& h) { h.kind = static_cast<MessageKind>(77); }).find("field kind"),
+            std::string::npos);
   EXPECT_NE(with([](auto& h) { h.source_rank = 0; }).find("field source_rank"), std::string::npos);
   EXPECT_NE(with([](auto& h) { h.source_rank = 4; }).find("field source_rank"), std::string::npos);
   EXPECT_NE(with([](auto& h) { h.source_rank = -1; }).find("field source_rank"), std::string::npos);

@@ -91,14 +91,16 @@ namespace {
 TEST(Placement, RanksThatSeeTheSameGpusShareThemOutInOrder) {
   std::string problem;
   const std::vector<std::uint64_t> unbound{7, 7, 7, 7};
-  for (int r = 0; r < 4; ++r) EXPECT_EQ(kodo::detail::assign_device(unbound, r, 4, false, problem), r);
+  for (int r = 0; r < 4; ++r)
+    EXPECT_EQ(kodo::detail::assign_device(unbound, r, 4, false, problem), r);
   EXPECT_TRUE(problem.empty());
 }
 
 TEST(Placement, RanksBoundToTheirOwnGpuTakeIt) {
   std::string problem;
   const std::vector<std::uint64_t> bound{11, 12, 13, 14};  // srun --gpus-per-task=1
-  for (int r = 0; r < 4; ++r) EXPECT_EQ(kodo::detail::assign_device(bound, r, 1, false, problem), 0);
+  for (int r = 0; r < 4; ++r)
+    EXPECT_EQ(kodo::detail::assign_device(bound, r, 1, false, problem), 0);
   EXPECT_TRUE(problem.empty());
   const std::vector<std::uint64_t> pairs{5, 5, 6, 6};  // two GPUs per pair of ranks
   EXPECT_EQ(kodo::detail::assign_device(pairs, 2, 2, false, problem), 0);
@@ -110,7 +112,8 @@ TEST(Placement, MoreRanksThanTheGpusTheySeeIsAnErrorUnlessShared) {
   std::string problem;
   const std::vector<std::uint64_t> crowded{3, 3, 3};
   EXPECT_EQ(kodo::detail::assign_device(crowded, 2, 2, false, problem), -1);
-  EXPECT_NE(problem.find("3 ranks of this node see the same 2 GPU(s)"), std::string::npos) << problem;
+  EXPECT_NE(problem.find("3 ranks of this node see the same 2 GPU(s)"), std::string::npos)
+      << problem;
   problem.clear();
   EXPECT_EQ(kodo::detail::assign_device(crowded, 2, 2, true, problem), 0);
   EXPECT_TRUE(problem.empty());

@@ -20,8 +20,7 @@ namespace {
 class Peer : public kodo::WorkUnit<Peer> {
  public:
   explicit Peer(const kodo::UnitInit<Peer>& init)
-      : WorkUnit(init),
-        link_(open_channel({1 - init.index.x, 0, 0}, streams().communication(0))) {}
+      : WorkUnit(init), link_(open_channel({1 - init.index.x, 0, 0}, streams().communication(0))) {}
 
   void truncate() {
     if (index().x == 0) {
@@ -56,7 +55,6 @@ class Peer : public kodo::WorkUnit<Peer> {
   Kokkos::View<double*> small_;
 };
 
-
 // A handler only one rank has: the ranks run different programs.
 int extra_handler = 0;
 int run_different_programs(int argc, char** argv) {
@@ -64,8 +62,8 @@ int run_different_programs(int argc, char** argv) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   if (rank == 1)
-    kodo::detail::register_handler("an entry method only rank 1 has", kodo::detail::HandlerKind::entry,
-                                   typeid(int), &extra_handler);
+    kodo::detail::register_handler("an entry method only rank 1 has",
+                                   kodo::detail::HandlerKind::entry, typeid(int), &extra_handler);
   try {
     kodo::Runtime runtime(argc, argv);
     std::puts("unexpected: the runtime started");

@@ -64,9 +64,16 @@ class Generator {
  public:
   Generator(std::uint64_t seed, int self, int peer, std::int64_t first_local)
       : rng_(seed), self_(self), peer_(peer), first_(first_local) {
-    ids_ = {Entry<Fuzzed, &Fuzzed::values>::id, Entry<Fuzzed, &Fuzzed::text>::id,
-            Entry<Fuzzed, &Fuzzed::nested>::id, Entry<Fuzzed, &Fuzzed::views>::id,
-            Entry<Other, &Other::poke>::id, SumReducer::id, OtherSum::id, 0, 1, ~std::uint64_t{0}};
+    ids_ = {Entry<Fuzzed, &Fuzzed::values>::id,
+            Entry<Fuzzed, &Fuzzed::text>::id,
+            Entry<Fuzzed, &Fuzzed::nested>::id,
+            Entry<Fuzzed, &Fuzzed::views>::id,
+            Entry<Other, &Other::poke>::id,
+            SumReducer::id,
+            OtherSum::id,
+            0,
+            1,
+            ~std::uint64_t{0}};
   }
 
   Input next() {
@@ -106,14 +113,19 @@ class Generator {
   Input base() {
     switch (pick(0, 5)) {
       case 0: return call<&Fuzzed::values>(pick(-5, 5), 0.5 * pick(0, 9), pick(0, 1) == 1);
-      case 1: return call<&Fuzzed::text>(std::string(static_cast<std::size_t>(pick(0, 40)), 'k'),
-                                         std::vector<int>(static_cast<std::size_t>(pick(0, 9)), 3));
-      case 2: return call<&Fuzzed::nested>(std::vector<std::vector<double>>(
-          static_cast<std::size_t>(pick(0, 4)), std::vector<double>(static_cast<std::size_t>(pick(0, 4)), 1.0)));
-      case 3: return call<&Fuzzed::views>(Kokkos::View<double*>("v", pick(0, 16)), Kokkos::View<int**>("w", pick(0, 4), pick(0, 4)));
+      case 1:
+        return call<&Fuzzed::text>(std::string(static_cast<std::size_t>(pick(0, 40)), 'k'),
+                                   std::vector<int>(static_cast<std::size_t>(pick(0, 9)), 3));
+      case 2:
+        return call<&Fuzzed::nested>(std::vector<std::vector<double>>(
+            static_cast<std::size_t>(pick(0, 4)),
+            std::vector<double>(static_cast<std::size_t>(pick(0, 4)), 1.0)));
+      case 3:
+        return call<&Fuzzed::views>(Kokkos::View<double*>("v", pick(0, 16)),
+                                    Kokkos::View<int**>("w", pick(0, 4), pick(0, 4)));
       default: {  // a reduction partial or result
-        MessageHeader h{pick(0, 1) ? MessageKind::reduction_partial : MessageKind::reduction_result, 0,
-                        SumReducer::id, pick(0, 6), peer_};
+        MessageHeader h{pick(0, 1) ? MessageKind::reduction_partial : MessageKind::reduction_result,
+                        0, SumReducer::id, pick(0, 6), peer_};
         Input in;
         in.header.resize(sizeof h);
         std::memcpy(in.header.data(), &h, sizeof h);
@@ -126,7 +138,15 @@ class Generator {
   }
 
   std::int64_t edge() {
-    static constexpr std::int64_t values[] = {0, 1, -1, 2, 3, 4, 255, 65536, std::numeric_limits<std::int32_t>::max(),
+    static constexpr std::int64_t values[] = {0,
+                                              1,
+                                              -1,
+                                              2,
+                                              3,
+                                              4,
+                                              255,
+                                              65536,
+                                              std::numeric_limits<std::int32_t>::max(),
                                               std::numeric_limits<std::int64_t>::max(),
                                               std::numeric_limits<std::int64_t>::min()};
     return pick(0, 1) ? values[pick(0, 10)] : static_cast<std::int64_t>(word());
@@ -135,20 +155,39 @@ class Generator {
   void mutate(Input& in) {
     auto& b = pick(0, 2) ? in.header : in.data;
     switch (pick(0, 9)) {
-      case 0: put(in.header, offsetof(MessageHeader, kind), static_cast<std::uint32_t>(edge())); break;
-      case 1: put(in.header, offsetof(MessageHeader, collection), static_cast<std::uint32_t>(pick(0, 3))); break;
-      case 2: put(in.header, offsetof(MessageHeader, handler), ids_[static_cast<std::size_t>(pick(0, 9))]); break;
+      case 0:
+        put(in.header, offsetof(MessageHeader, kind), static_cast<std::uint32_t>(edge()));
+        break;
+      case 1:
+        put(in.header, offsetof(MessageHeader, collection), static_cast<std::uint32_t>(pick(0, 3)));
+        break;
+      case 2:
+        put(in.header, offsetof(MessageHeader, handler),
+            ids_[static_cast<std::size_t>(pick(0, 9))]);
+        break;
       case 3: put(in.header, offsetof(MessageHeader, target), edge()); break;
-      case 4: put(in.header, offsetof(MessageHeader, source_rank), static_cast<std::int32_t>(pick(0, 1) ? self_ : edge())); break;
-      case 5: put(in.header, offsetof(MessageHeader, flags), static_cast<std::uint32_t>(pick(0, 3))); break;
+      case 4:
+        put(in.header, offsetof(MessageHeader, source_rank),
+            static_cast<std::int32_t>(pick(0, 1) ? self_ : edge()));
+        break;
+      case 5:
+        put(in.header, offsetof(MessageHeader, flags), static_cast<std::uint32_t>(pick(0, 3)));
+        break;
       case 6:  // a count or extent in the arguments set to an edge value
-        if (b.size() >= 8) put(b, static_cast<std::size_t>(pick(0, static_cast<int>(b.size()) - 8)), edge());
+        if (b.size() >= 8)
+          put(b, static_cast<std::size_t>(pick(0, static_cast<int>(b.size()) - 8)), edge());
         break;
       case 7:
-        if (!b.empty()) b[static_cast<std::size_t>(pick(0, static_cast<int>(b.size()) - 1))] ^= std::byte(1 << pick(0, 7));
+        if (!b.empty())
+          b[static_cast<std::size_t>(pick(0, static_cast<int>(b.size()) - 1))] ^=
+              std::byte(1 << pick(0, 7));
         break;
-      case 8: b.resize(b.empty() ? 0 : static_cast<std::size_t>(pick(0, static_cast<int>(b.size()) - 1))); break;
-      default: b.resize(b.size() + static_cast<std::size_t>(pick(1, 24)), std::byte(pick(0, 255))); break;
+      case 8:
+        b.resize(b.empty() ? 0 : static_cast<std::size_t>(pick(0, static_cast<int>(b.size()) - 1)));
+        break;
+      default:
+        b.resize(b.size() + static_cast<std::size_t>(pick(1, 24)), std::byte(pick(0, 255)));
+        break;
     }
   }
 
@@ -167,9 +206,12 @@ int main(int argc, char** argv) {
   long max_inputs = 200000;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
-    if (flag == "--seed") seed = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (flag == "--seconds") seconds = std::strtod(argv[i + 1], nullptr);
-    else if (flag == "--inputs") max_inputs = std::strtol(argv[i + 1], nullptr, 10);
+    if (flag == "--seed")
+      seed = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (flag == "--seconds")
+      seconds = std::strtod(argv[i + 1], nullptr);
+    else if (flag == "--inputs")
+      max_inputs = std::strtol(argv[i + 1], nullptr, 10);
   }
   if (runtime.size() != 2) {
     if (runtime.rank() == 0) std::fprintf(stderr, "fuzz_receive: run it on 2 ranks\n");
@@ -191,15 +233,19 @@ int main(int argc, char** argv) {
     } catch (const kodo::Error& e) {
       ++refused;
       if (!std::regex_search(e.what(), names_field) && failures++ < 10)
-        std::fprintf(stderr, "fuzz_receive: rank %d: a refusal names no field: %s\n", self, e.what());
+        std::fprintf(stderr, "fuzz_receive: rank %d: a refusal names no field: %s\n", self,
+                     e.what());
     } catch (const std::exception& e) {
-      if (failures++ < 10) std::fprintf(stderr, "fuzz_receive: rank %d: not a kodo::Error: %s\n", self, e.what());
+      if (failures++ < 10)
+        std::fprintf(stderr, "fuzz_receive: rank %d: not a kodo::Error: %s\n", self, e.what());
     }
   }
   std::size_t calls = 0;
   fuzzed.for_each_local([&](Fuzzed& f) { calls += f.calls; });
-  std::printf("fuzz: rank %d, seed %llu: %ld inputs, %ld accepted (%zu entry-method effects), %ld refused, %ld failures\n",
-              self, static_cast<unsigned long long>(seed), inputs, accepted, calls, refused, failures);
+  std::printf(
+      "fuzz: rank %d, seed %llu: %ld inputs, %ld accepted (%zu entry-method effects), %ld refused, "
+      "%ld failures\n",
+      self, static_cast<unsigned long long>(seed), inputs, accepted, calls, refused, failures);
   std::fflush(stdout);
   int bad = failures != 0 || accepted == 0 || refused == 0;
   MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, runtime.comm());

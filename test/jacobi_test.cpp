@@ -29,9 +29,9 @@ TEST(JacobiOptions, ParsesFlags) {
 
 TEST(JacobiOptions, RejectsBadInput) {
   using V = std::vector<std::string>;
-  for (const V& bad : {V{"--odf", "0"}, V{"-x", "0"}, V{"-x", "-4"}, V{"-y", "ten"}, V{"-z", "4x"},
-                       V{"-z", ""}, V{"-i", "-1"}, V{"-w", "-1"}, V{"--bogus"}, V{"-x"},
-                       V{"-x", "99999999999999999999999"}})
+  for (const V& bad :
+       {V{"--odf", "0"}, V{"-x", "0"}, V{"-x", "-4"}, V{"-y", "ten"}, V{"-z", "4x"}, V{"-z", ""},
+        V{"-i", "-1"}, V{"-w", "-1"}, V{"--bogus"}, V{"-x"}, V{"-x", "99999999999999999999999"}})
     EXPECT_THROW(jacobi::parse_options(bad), std::invalid_argument) << bad[0];
 }
 
@@ -60,7 +60,8 @@ TEST(JacobiKernels, PairAccessesMatchScalarMarch) {
     jacobi::Field a("a", s.padded_size()), b1("b1", s.padded_size()), b2("b2", s.padded_size());
     jacobi::init_field(a, s, g, origin);
     // Interior values that differ everywhere, so any misplaced neighbour shows.
-    Kokkos::parallel_for("perturb", s.padded_size(), KOKKOS_LAMBDA(std::int64_t i) { a(i) += 0.001 * (i % 97); });
+    Kokkos::parallel_for(
+        "perturb", s.padded_size(), KOKKOS_LAMBDA(std::int64_t i) { a(i) += 0.001 * (i % 97); });
     jacobi::init_field(b1, s, g, origin);
     jacobi::init_field(b2, s, g, origin);
     Kokkos::fence();
@@ -87,10 +88,11 @@ TEST(JacobiKernels, FusedUpdateMatchesUnpackUpdatePack) {
   jacobi::Field a1("a1", s.padded_size()), a2("a2", s.padded_size());
   jacobi::Field b1("b1", s.padded_size()), b2("b2", s.padded_size());
   for (const auto& f : {a1, a2, b1, b2}) jacobi::init_field(f, s, g, origin);
-  Kokkos::parallel_for("perturb", s.padded_size(), KOKKOS_LAMBDA(std::int64_t i) {
-    a1(i) += 0.001 * (i % 97);
-    a2(i) += 0.001 * (i % 97);
-  });
+  Kokkos::parallel_for(
+      "perturb", s.padded_size(), KOKKOS_LAMBDA(std::int64_t i) {
+        a1(i) += 0.001 * (i % 97);
+        a2(i) += 0.001 * (i % 97);
+      });
   // Faces 0, 3 and 4 have neighbours (buffers); the others are global boundary.
   jacobi::Field receive[6], send1[6], send2[6];
   for (const int f : {0, 3, 4}) {
@@ -98,7 +100,8 @@ TEST(JacobiKernels, FusedUpdateMatchesUnpackUpdatePack) {
     send1[f] = jacobi::Field("out1", s.face_size(f));
     send2[f] = jacobi::Field("out2", s.face_size(f));
     const auto in = receive[f];
-    Kokkos::parallel_for("face", s.face_size(f), KOKKOS_LAMBDA(std::int64_t k) { in(k) = 10.0 + f + 0.01 * k; });
+    Kokkos::parallel_for(
+        "face", s.face_size(f), KOKKOS_LAMBDA(std::int64_t k) { in(k) = 10.0 + f + 0.01 * k; });
   }
   Kokkos::fence();
   for (int f = 0; f < 6; ++f)
@@ -109,11 +112,13 @@ TEST(JacobiKernels, FusedUpdateMatchesUnpackUpdatePack) {
   Kokkos::fence();
   auto h1 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, b1);
   auto h2 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, b2);
-  for (std::int64_t i = 0; i < s.padded_size(); ++i) ASSERT_EQ(h1(i), h2(i)) << "padded index " << i;
+  for (std::int64_t i = 0; i < s.padded_size(); ++i)
+    ASSERT_EQ(h1(i), h2(i)) << "padded index " << i;
   for (const int f : {0, 3, 4}) {
     auto o1 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, send1[f]);
     auto o2 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, send2[f]);
-    for (std::int64_t k = 0; k < s.face_size(f); ++k) ASSERT_EQ(o1(k), o2(k)) << "face " << f << " point " << k;
+    for (std::int64_t k = 0; k < s.face_size(f); ++k)
+      ASSERT_EQ(o1(k), o2(k)) << "face " << f << " point " << k;
   }
   // The fused kernel left a2's ghost layer alone: the faces came from the buffers.
   auto g2 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, a2);
@@ -127,22 +132,26 @@ TEST(JacobiKernels, InnerAndBoundaryUpdatesMatchFusedUpdate) {
   using Faces = std::vector<int>;
   const jacobi::Space space;
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  for (const jacobi::BlockShape s : {jacobi::BlockShape{{7, 6, 5}}, jacobi::BlockShape{{6, 5, 8}},
-                                     jacobi::BlockShape{{1, 6, 4}}, jacobi::BlockShape{{2, 3, 6}},
-                                     jacobi::BlockShape{{5, 1, 2}}, jacobi::BlockShape{{4, 4, 1}}}) {
-    for (const Faces& with : {Faces{}, Faces{0, 1, 2, 3, 4, 5}, Faces{1, 4}, Faces{0, 3, 5}, Faces{2}}) {
+  for (const jacobi::BlockShape s :
+       {jacobi::BlockShape{{7, 6, 5}}, jacobi::BlockShape{{6, 5, 8}}, jacobi::BlockShape{{1, 6, 4}},
+        jacobi::BlockShape{{2, 3, 6}}, jacobi::BlockShape{{5, 1, 2}},
+        jacobi::BlockShape{{4, 4, 1}}}) {
+    for (const Faces& with :
+         {Faces{}, Faces{0, 1, 2, 3, 4, 5}, Faces{1, 4}, Faces{0, 3, 5}, Faces{2}}) {
       const jacobi::Grid g{s.n[0], s.n[1], s.n[2]};
       const std::int64_t origin[3] = {0, 0, 0};
       jacobi::Field a("a", s.padded_size()), b1("b1", s.padded_size()), b2("b2", s.padded_size());
       for (const auto& f : {a, b1, b2}) jacobi::init_field(f, s, g, origin);
-      Kokkos::parallel_for("perturb", s.padded_size(), KOKKOS_LAMBDA(std::int64_t i) { a(i) += 0.001 * (i % 97); });
+      Kokkos::parallel_for(
+          "perturb", s.padded_size(), KOKKOS_LAMBDA(std::int64_t i) { a(i) += 0.001 * (i % 97); });
       jacobi::Field receive[6], send1[6], send2[6];
       for (const int f : with) {
         receive[f] = jacobi::Field("in", s.face_size(f));
         send1[f] = jacobi::Field("out1", s.face_size(f));
         send2[f] = jacobi::Field("out2", s.face_size(f));
         const auto in = receive[f];
-        Kokkos::parallel_for("face", s.face_size(f), KOKKOS_LAMBDA(std::int64_t k) { in(k) = 10.0 + f + 0.01 * k; });
+        Kokkos::parallel_for(
+            "face", s.face_size(f), KOKKOS_LAMBDA(std::int64_t k) { in(k) = 10.0 + f + 0.01 * k; });
         jacobi::Field ghosts("ghosts", s.face_size(f));
         Kokkos::deep_copy(ghosts, nan);
         jacobi::unpack_face(space, a, s, f, ghosts);
@@ -152,14 +161,17 @@ TEST(JacobiKernels, InnerAndBoundaryUpdatesMatchFusedUpdate) {
       jacobi::update_inner(space, a, b2, s, receive, send2);
       jacobi::update_boundary(space, a, b2, s, receive, send2);
       Kokkos::fence();
-      const std::string where = "shape " + std::to_string(s.n[0]) + "x" + std::to_string(s.n[1]) + "x" +
-                                std::to_string(s.n[2]) + ", " + std::to_string(with.size()) + " faces";
+      const std::string where = "shape " + std::to_string(s.n[0]) + "x" + std::to_string(s.n[1]) +
+                                "x" + std::to_string(s.n[2]) + ", " + std::to_string(with.size()) +
+                                " faces";
       auto h1 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, b1);
       auto h2 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, b2);
-      for (std::int64_t i = 0; i < s.padded_size(); ++i) ASSERT_EQ(h1(i), h2(i)) << where << ", padded index " << i;
+      for (std::int64_t i = 0; i < s.padded_size(); ++i)
+        ASSERT_EQ(h1(i), h2(i)) << where << ", padded index " << i;
       for (std::int64_t x = 1; x <= s.n[0]; ++x)  // and no interior value is a NaN
         for (std::int64_t y = 1; y <= s.n[1]; ++y)
-          for (std::int64_t z = 1; z <= s.n[2]; ++z) ASSERT_FALSE(std::isnan(h2(s.at(x, y, z)))) << where;
+          for (std::int64_t z = 1; z <= s.n[2]; ++z)
+            ASSERT_FALSE(std::isnan(h2(s.at(x, y, z)))) << where;
       for (const int f : with) {
         auto o1 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, send1[f]);
         auto o2 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, send2[f]);
@@ -176,10 +188,11 @@ TEST(JacobiKernels, InnerAndBoundaryUpdatesMatchFusedUpdate) {
 TEST(JacobiKernels, DifferenceSquaresSumsTheInterior) {
   const jacobi::BlockShape s{{5, 4, 3}};
   jacobi::Field a("a", s.padded_size()), b("b", s.padded_size());
-  Kokkos::parallel_for("fill", s.padded_size(), KOKKOS_LAMBDA(std::int64_t i) {
-    a(i) = 0.5 * static_cast<double>(i % 13);
-    b(i) = 0.25 * static_cast<double>(i % 7);
-  });
+  Kokkos::parallel_for(
+      "fill", s.padded_size(), KOKKOS_LAMBDA(std::int64_t i) {
+        a(i) = 0.5 * static_cast<double>(i % 13);
+        b(i) = 0.25 * static_cast<double>(i % 7);
+      });
   Kokkos::fence();
   double expected = 0;
   for (std::int64_t x = 1; x <= s.n[0]; ++x)
@@ -287,11 +300,12 @@ TEST(JacobiBlockConfig, OverlapRefusesFusionAndGraphs) {
   auto& rt = test_runtime();
   jacobi::RankReport report;
   const jacobi::Grid grid{8, 8, 8};
-  for (const auto& [fusion, graphs] : {std::pair{jacobi::Fusion::C, false}, std::pair{jacobi::Fusion::none, true}})
+  for (const auto& [fusion, graphs] :
+       {std::pair{jacobi::Fusion::C, false}, std::pair{jacobi::Fusion::none, true}})
     EXPECT_THROW(kodo::Collection<jacobi::JacobiBlock>::create(
                      rt, kodo::Extent3{rt.size(), 1, 1},  // a unit on every rank
-                     jacobi::BlockConfig{grid, jacobi::Completion::engine, kodo::CommMode::device, &report,
-                                         fusion, graphs, true}),
+                     jacobi::BlockConfig{grid, jacobi::Completion::engine, kodo::CommMode::device,
+                                         &report, fusion, graphs, true}),
                  std::invalid_argument);
 }
 

@@ -3,20 +3,19 @@
 
 #include "test_runtime.hpp"
 
-#include <gtest/gtest.h>
-
 #include <tasking/trace.hpp>
 
+#include <gtest/gtest.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
-#include <unistd.h>
-
-#include <algorithm>
 #include <numeric>
+#include <sstream>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -259,13 +258,15 @@ namespace {
 
 // Spans seconds into a run keep sub-microsecond timestamps in the written trace.
 TEST(Trace, TimestampsLateInARunKeepSubMicrosecondPrecision) {
-  const std::string prefix = testing::TempDir() + "kodo_trace_precision_" + std::to_string(getpid());
+  const std::string prefix = testing::TempDir() + "kodo_trace_precision_" +
+                             std::to_string(getpid());
   setenv("KODO_TRACE", prefix.c_str(), 1);
   kodo::detail::Trace trace;
   unsetenv("KODO_TRACE");
   const auto late = kodo::detail::Trace::Clock::now() + std::chrono::seconds(3);
   trace.span("first", 0, late, late + std::chrono::nanoseconds(1500));
-  trace.span("second", 0, late + std::chrono::nanoseconds(250), late + std::chrono::microseconds(2));
+  trace.span("second", 0, late + std::chrono::nanoseconds(250),
+             late + std::chrono::microseconds(2));
   const std::string path = trace.write(0);
   ASSERT_FALSE(path.empty());
   std::ifstream in(path);

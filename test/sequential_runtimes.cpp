@@ -13,9 +13,11 @@ class Link : public kodo::WorkUnit<Link> {
  public:
   explicit Link(const kodo::UnitInit<Link>& init)
       : WorkUnit(init),
-        next_(open_channel(init.shape.delinear((init.shape.linear(init.index) + 1) % init.shape.size()),
+        next_(open_channel(init.shape.delinear((init.shape.linear(init.index) + 1) %
+                                               init.shape.size()),
                            streams().communication(0))),
-        previous_(open_channel(init.shape.delinear((init.shape.linear(init.index) + init.shape.size() - 1) %
+        previous_(open_channel(init.shape.delinear((init.shape.linear(init.index) +
+                                                    init.shape.size() - 1) %
                                                    init.shape.size()),
                                streams().communication(0))) {}
 
@@ -53,8 +55,9 @@ int main(int argc, char** argv) {
     links.for_each_local([&](Link& l) {
       const long me = links.shape().linear(l.index()), from = (me + 4) % 5;
       if (l.received != from + 100 * round || l.sum_ != 10) {
-        std::fprintf(stderr, "round %ld, unit %ld: received %ld (expected %ld), sum %ld (expected 10)\n", round, me,
-                     l.received, from + 100 * round, l.sum_);
+        std::fprintf(stderr,
+                     "round %ld, unit %ld: received %ld (expected %ld), sum %ld (expected 10)\n",
+                     round, me, l.received, from + 100 * round, l.sum_);
         ++failures;
       }
     });

@@ -128,9 +128,11 @@ kodo::Bytes bytes_of(std::initializer_list<std::uint64_t> words) {
 TEST(Serialize, HugeCountsAreRefusedBeforeAllocating) {
   const kodo::Bytes huge = bytes_of({std::uint64_t{1} << 60, 7});
   kodo::ByteReader r1(huge);
-  EXPECT_NE(error_of([&] { kodo::unpack<std::vector<double>>(r1); }).find("claims"), std::string::npos);
+  EXPECT_NE(error_of([&] { kodo::unpack<std::vector<double>>(r1); }).find("claims"),
+            std::string::npos);
   kodo::ByteReader r2(huge);
-  EXPECT_NE(error_of([&] { kodo::unpack<std::vector<std::string>>(r2); }).find("claims"), std::string::npos);
+  EXPECT_NE(error_of([&] { kodo::unpack<std::vector<std::string>>(r2); }).find("claims"),
+            std::string::npos);
   kodo::ByteReader r3(huge);
   EXPECT_NE(error_of([&] { kodo::unpack<std::string>(r3); }).find("claims"), std::string::npos);
 }
@@ -142,7 +144,8 @@ TEST(Serialize, ViewExtentsThatOverflowOrExceedTheBoundAreRefused) {
                             bytes_of({std::uint64_t{1} << 36, 1})}) {
     kodo::ByteReader r(words);
     Access::expect_views(r, destinations, kodo::kMaxViewDataBytes);
-    EXPECT_NE(error_of([&] { kodo::unpack<Kokkos::View<double**>>(r); }).find("bound"), std::string::npos);
+    EXPECT_NE(error_of([&] { kodo::unpack<Kokkos::View<double**>>(r); }).find("bound"),
+              std::string::npos);
   }
   EXPECT_TRUE(destinations.empty());
 }
@@ -152,7 +155,8 @@ TEST(Serialize, ViewsMustFitTheDataThatArrived) {
   const kodo::Bytes words = bytes_of({100});
   kodo::ByteReader r(words);
   Access::expect_views(r, destinations, 99 * sizeof(double));  // one element short
-  EXPECT_NE(error_of([&] { kodo::unpack<Kokkos::View<double*>>(r); }).find("exceeds"), std::string::npos);
+  EXPECT_NE(error_of([&] { kodo::unpack<Kokkos::View<double*>>(r); }).find("exceeds"),
+            std::string::npos);
   EXPECT_TRUE(destinations.empty());
 }
 
@@ -175,7 +179,8 @@ TEST(Serialize, EmptyInputsAreSafe) {
   char c = 0;
   empty.read(&c, 0);  // no copy from a null pointer
   EXPECT_EQ(empty.remaining(), 0u);
-  EXPECT_NE(error_of([&] { kodo::unpack<int>(empty); }).find("end after 0 bytes"), std::string::npos);
+  EXPECT_NE(error_of([&] { kodo::unpack<int>(empty); }).find("end after 0 bytes"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -19,12 +19,14 @@ struct TestAccess {
   // Hands `header` and `data` to the transport as an eager active message, then
   // dispatches what it delivers. Throws kodo::Error for a message that is refused.
   // Returns the number of messages dispatched (0 or 1).
-  static int receive(Runtime& runtime, const std::vector<std::byte>& header, const std::vector<std::byte>& data) {
+  static int receive(Runtime& runtime, const std::vector<std::byte>& header,
+                     const std::vector<std::byte>& data) {
     Scheduler& s = runtime.scheduler();
     ucp_am_recv_param_t param{};
     param.recv_attr = 0;  // eager: the data is here
     const std::size_t before = s.queue_.size();
-    s.transport_->receive(header.data(), header.size(), const_cast<std::byte*>(data.data()), data.size(), &param);
+    s.transport_->receive(header.data(), header.size(), const_cast<std::byte*>(data.data()),
+                          data.size(), &param);
     int dispatched = 0;
     while (s.queue_.size() > before) {
       Message m = std::move(s.queue_.back());

@@ -15,11 +15,13 @@ BaselineResult run_baseline(MPI_Comm comm, const Grid& grid, const kodo::Extent3
   const std::int64_t* origin = place.origin;
   std::array<int, 6> neighbour;  // rank across each face, or -1
   for (int f = 0; f < 6; ++f)
-    neighbour[f] = place.has_neighbour[f] ? static_cast<int>(blocks.linear(across_face(me, f))) : -1;
+    neighbour[f] = place.has_neighbour[f] ? static_cast<int>(blocks.linear(across_face(me, f)))
+                                          : -1;
   const Space space;
   Field field[2];
   for (auto& f : field) {
-    f = Field(Kokkos::view_alloc(Kokkos::WithoutInitializing, "baseline::field"), shape.padded_size());
+    f = Field(Kokkos::view_alloc(Kokkos::WithoutInitializing, "baseline::field"),
+              shape.padded_size());
     init_field(f, shape, grid, origin);
   }
   Field send[6], recv[6];
@@ -45,8 +47,10 @@ BaselineResult run_baseline(MPI_Comm comm, const Grid& grid, const kodo::Extent3
       Kokkos::deep_copy(host_send[f], send[f]);
       const int count = static_cast<int>(host_send[f].size());
       // Our face f arrives at the neighbour as its face f ^ 1: the tag is the sender's face.
-      MPI_Irecv(host_recv[f].data(), count, MPI_DOUBLE, neighbour[f], f ^ 1, comm, &requests[pending++]);
-      MPI_Isend(host_send[f].data(), count, MPI_DOUBLE, neighbour[f], f, comm, &requests[pending++]);
+      MPI_Irecv(host_recv[f].data(), count, MPI_DOUBLE, neighbour[f], f ^ 1, comm,
+                &requests[pending++]);
+      MPI_Isend(host_send[f].data(), count, MPI_DOUBLE, neighbour[f], f, comm,
+                &requests[pending++]);
     }
     MPI_Waitall(pending, requests.data(), MPI_STATUSES_IGNORE);
     for (int f = 0; f < 6; ++f) {
@@ -68,7 +72,8 @@ BaselineResult run_baseline(MPI_Comm comm, const Grid& grid, const kodo::Extent3
 
   const std::int64_t done = warmup + iterations;
   std::uint64_t sum = checksum(space, field[done % 2], shape, grid, origin), total = 0;
-  double squares = done == 0 ? 0.0 : difference_squares(space, field[done % 2], field[(done + 1) % 2], shape);
+  double squares =
+      done == 0 ? 0.0 : difference_squares(space, field[done % 2], field[(done + 1) % 2], shape);
   double all_squares = 0;
   MPI_Reduce(&sum, &total, 1, MPI_UINT64_T, MPI_SUM, 0, comm);  // unsigned: modulo 2^64
   MPI_Reduce(&squares, &all_squares, 1, MPI_DOUBLE, MPI_SUM, 0, comm);

@@ -7,6 +7,7 @@
 #include "block.hpp"
 
 #include <kodo.hpp>
+
 #include <mpi.h>
 
 #include <cstdint>

@@ -9,7 +9,8 @@ namespace jacobi {
 JacobiBlock::JacobiBlock(const kodo::UnitInit<JacobiBlock>& init, const BlockConfig& config)
     : WorkUnit(init), config_(config) {
   if (config.overlap && (config.fusion != Fusion::none || config.graphs))
-    throw std::invalid_argument("jacobi3d: overlap has its own kernels: it takes fusion none and no graphs");
+    throw std::invalid_argument(
+        "jacobi3d: overlap has its own kernels: it takes fusion none and no graphs");
   const BlockPlace place = place_block(config.grid, init.shape, init.index);
   shape_ = place.shape;
   for (int d = 0; d < 3; ++d) origin_[d] = place.origin[d];
@@ -24,7 +25,8 @@ JacobiBlock::JacobiBlock(const kodo::UnitInit<JacobiBlock>& init, const BlockCon
   comm_ = &streams.communication(slot);
   pack_stream_ = faces_read_from_buffers() ? compute_ : comm_;
   for (auto& f : field_) {
-    f = Field(Kokkos::view_alloc(Kokkos::WithoutInitializing, "jacobi::field"), shape_.padded_size());
+    f = Field(Kokkos::view_alloc(Kokkos::WithoutInitializing, "jacobi::field"),
+              shape_.padded_size());
     init_field(f, shape_, config_.grid, origin_);
   }
   for (int f = 0; f < 6; ++f) {
@@ -71,8 +73,8 @@ void JacobiBlock::advance() {
       else if (config_.graphs)
         step_graph_[p]->submit(compute_->space());
       else
-        step(compute_->space(), config_.fusion, field_[p], field_[1 - p], shape_, receive_buffer_[p],
-             send_buffer_[1 - p]);
+        step(compute_->space(), config_.fusion, field_[p], field_[1 - p], shape_,
+             receive_buffer_[p], send_buffer_[1 - p]);
       faces_packed_for_ = iteration_ + 1;
     } else {
       if (config_.fusion == Fusion::B)
@@ -91,7 +93,8 @@ void JacobiBlock::pack_faces(std::int64_t n) {
   if (pack_stream_ != compute_) pack_stream_->wait_for(*compute_);
   if (config_.fusion == Fusion::none) {
     for (int f = 0; f < 6; ++f)
-      if (has_neighbour_[f]) pack_face(pack_stream_->space(), field_[n % 2], shape_, f, send_buffer_[n % 2][f]);
+      if (has_neighbour_[f])
+        pack_face(pack_stream_->space(), field_[n % 2], shape_, f, send_buffer_[n % 2][f]);
   } else {
     jacobi::pack_faces(pack_stream_->space(), field_[n % 2], shape_, send_buffer_[n % 2]);
   }
@@ -149,10 +152,10 @@ void JacobiBlock::contribute_checksum() {
       checksum(compute_->space(), field_[iteration_ % 2], shape_, config_.grid, origin_);
   contribute<&JacobiBlock::checksum_done>(sum, kodo::Sum{});
   // The last update's size: A[n] against A[n - 1] (0 before the first update).
-  const double squares =
-      iteration_ == 0 ? 0.0
-                      : difference_squares(compute_->space(), field_[iteration_ % 2],
-                                           field_[(iteration_ + 1) % 2], shape_);
+  const double squares = iteration_ == 0
+                             ? 0.0
+                             : difference_squares(compute_->space(), field_[iteration_ % 2],
+                                                  field_[(iteration_ + 1) % 2], shape_);
   contribute<&JacobiBlock::residual_done>(squares, kodo::Sum{});
 }
 

@@ -37,7 +37,7 @@ struct BlockConfig {
   kodo::CommMode comm = kodo::CommMode::device;  // for neighbours on other ranks
   RankReport* report = nullptr;
   Fusion fusion = Fusion::none;
-  bool graphs = false;  // each iteration's kernels as one graph, replayed
+  bool graphs = false;   // each iteration's kernels as one graph, replayed
   bool overlap = false;  // update the inner box while the faces travel (fusion none, no graphs)
 };
 
@@ -69,7 +69,7 @@ class JacobiBlock : public kodo::WorkUnit<JacobiBlock> {
 
   // Entry methods.
   void iterate(std::int64_t count);  // run `count` more iterations
-  void compute_checksum();  // once the iterations asked for so far are done
+  void compute_checksum();           // once the iterations asked for so far are done
   void checksum_done(std::uint64_t checksum);
   void residual_done(double squares);
 
@@ -89,19 +89,19 @@ class JacobiBlock : public kodo::WorkUnit<JacobiBlock> {
   std::int64_t origin_[3];  // global coordinates of the first interior point
   kodo::Stream* compute_;
   kodo::Stream* comm_;
-  kodo::Stream* pack_stream_;   // where faces are packed and channels send from
+  kodo::Stream* pack_stream_;  // where faces are packed and channels send from
   Field field_[2];
-  Field send_buffer_[2][6];     // by parity of the iteration
+  Field send_buffer_[2][6];  // by parity of the iteration
   Field receive_buffer_[2][6];
-  kodo::Channel channel_[6];    // to the neighbour across each face
+  kodo::Channel channel_[6];                // to the neighbour across each face
   std::optional<StepGraph> step_graph_[2];  // with graphs: the step from A[p] to A[1 - p]
   std::array<bool, 6> has_neighbour_{};
   int neighbours_ = 0;
-  std::int64_t iteration_ = 0;   // the next update to run
-  std::int64_t target_ = 0;      // run updates while iteration_ < target_
+  std::int64_t iteration_ = 0;          // the next update to run
+  std::int64_t target_ = 0;             // run updates while iteration_ < target_
   std::int64_t faces_packed_for_ = -1;  // the last iteration whose faces are packed
   std::int64_t faces_sent_for_ = -1;    // ... and sent
-  int received_[2] = {0, 0};     // faces in hand for iterations of each parity
+  int received_[2] = {0, 0};            // faces in hand for iterations of each parity
   std::int64_t next_post_[6] = {};      // per face: the next iteration to post a receive for
   std::int64_t first_missing_[6] = {};  // per face: the oldest iteration whose face is not in
   bool arrived_[6][2] = {};             // per face and parity: in, beyond first_missing_

@@ -6,15 +6,16 @@
 
 #include <algorithm>
 #include <limits>
-#include <string>
 #include <stdexcept>
+#include <string>
 
 namespace jacobi {
 namespace {
 using Policy = Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>;
-using ReadField = Kokkos::View<const double*, Space::memory_space,
-                               Kokkos::MemoryTraits<Kokkos::Restrict>>;
-using WriteField = Kokkos::View<double*, Space::memory_space, Kokkos::MemoryTraits<Kokkos::Restrict>>;
+using ReadField =
+    Kokkos::View<const double*, Space::memory_space, Kokkos::MemoryTraits<Kokkos::Restrict>>;
+using WriteField =
+    Kokkos::View<double*, Space::memory_space, Kokkos::MemoryTraits<Kokkos::Restrict>>;
 
 // Every kernel below is written once against a launcher, so the same code either runs
 // now on a stream (LaunchOn) or becomes the next node of a graph (LaunchInGraph).
@@ -62,31 +63,32 @@ struct LaunchInGraph {
 // keeping the x neighbours in registers and issuing the loads of the next `Ahead` planes
 // before this plane's store; adjacent threads take adjacent z, so loads are coalesced.
 template <int Ahead, class Launch, class In, class Out>
-void march_ahead(Launch&& launch, const char* label, const In& a, const Out& b,
-                 const BlockShape& s, const Box& box, std::int64_t chunk) {
+void march_ahead(Launch&& launch, const char* label, const In& a, const Out& b, const BlockShape& s,
+                 const Box& box, std::int64_t chunk) {
   if (box.empty()) return;
   const std::int64_t sx = (s.n[1] + 2) * (s.n[2] + 2), sy = s.n[2] + 2;
   const std::int64_t nx = box.extent(0), ny = box.extent(1), nz = box.extent(2);
-  const std::int64_t x_begin = box.lo[0], x_end = box.hi[0], y_begin = box.lo[1], z_begin = box.lo[2];
+  const std::int64_t x_begin = box.lo[0], x_end = box.hi[0], y_begin = box.lo[1],
+                     z_begin = box.lo[2];
   chunk = choose_chunk(chunk, ny * nz, nx);
   const std::int64_t chunks = (nx + chunk - 1) / chunk;
-  launch(label, Policy(0, chunks * ny * nz), KOKKOS_LAMBDA(std::int64_t i) {
-    const std::int64_t z = i % nz + z_begin, y = (i / nz) % ny + y_begin, c = i / (nz * ny);
-    const std::int64_t x0 = x_begin + c * chunk;
-    const std::int64_t x1 = x0 + chunk <= x_end ? x0 + chunk : x_end;
-    std::int64_t p = s.at(x0, y, z);
-    // ring[0] = plane x-1, ring[1] = x, ring[2..] = x+1 .. x+Ahead (when inside)
-    double ring[Ahead + 2];
-    for (int k = 0; k < Ahead + 2; ++k)
-      ring[k] = x0 - 1 + k <= x1 ? a(p + (k - 1) * sx) : 0.0;
-    for (std::int64_t x = x0; x < x1; ++x, p += sx) {
-      const double ym = a(p - sy), yp = a(p + sy), zm = a(p - 1), zp = a(p + 1);
-      const double next = x + Ahead + 1 <= x1 ? a(p + (Ahead + 1) * sx) : 0.0;
-      b(p) = stencil(ring[1], ring[0], ring[2], ym, yp, zm, zp);
-      for (int k = 0; k < Ahead + 1; ++k) ring[k] = ring[k + 1];
-      ring[Ahead + 1] = next;
-    }
-  });
+  launch(
+      label, Policy(0, chunks * ny * nz), KOKKOS_LAMBDA(std::int64_t i) {
+        const std::int64_t z = i % nz + z_begin, y = (i / nz) % ny + y_begin, c = i / (nz * ny);
+        const std::int64_t x0 = x_begin + c * chunk;
+        const std::int64_t x1 = x0 + chunk <= x_end ? x0 + chunk : x_end;
+        std::int64_t p = s.at(x0, y, z);
+        // ring[0] = plane x-1, ring[1] = x, ring[2..] = x+1 .. x+Ahead (when inside)
+        double ring[Ahead + 2];
+        for (int k = 0; k < Ahead + 2; ++k) ring[k] = x0 - 1 + k <= x1 ? a(p + (k - 1) * sx) : 0.0;
+        for (std::int64_t x = x0; x < x1; ++x, p += sx) {
+          const double ym = a(p - sy), yp = a(p + sy), zm = a(p - 1), zp = a(p + 1);
+          const double next = x + Ahead + 1 <= x1 ? a(p + (Ahead + 1) * sx) : 0.0;
+          b(p) = stencil(ring[1], ring[0], ring[2], ym, yp, zm, zp);
+          for (int k = 0; k < Ahead + 1; ++k) ring[k] = ring[k + 1];
+          ring[Ahead + 1] = next;
+        }
+      });
 }
 
 // Two neighbouring z points, loaded and stored as one 16-byte access.
@@ -98,9 +100,9 @@ struct alignas(16) Pair {
 // The pointers are restrict-qualified as parameters (qualifiers on a lambda's captures
 // do not reach the compiler). The loop's form matters: a count-down loop compiled to
 // code 4% slower on an H200 than this count-up one.
-KOKKOS_INLINE_FUNCTION void march_column(const Pair* __restrict__ a, Pair* __restrict__ b, std::int64_t q,
-                                         std::int64_t steps, std::int64_t sxq, std::int64_t syq,
-                                         bool lo_inside, bool hi_inside) {
+KOKKOS_INLINE_FUNCTION void march_column(const Pair* __restrict__ a, Pair* __restrict__ b,
+                                         std::int64_t q, std::int64_t steps, std::int64_t sxq,
+                                         std::int64_t syq, bool lo_inside, bool hi_inside) {
   const double* a1 = reinterpret_cast<const double*>(a);
   double* b1 = reinterpret_cast<double*>(b);
   Pair xm = a[q - sxq], cc = a[q];
@@ -164,12 +166,14 @@ void for_each_pair_column(Launch&& launch, const char* label, const Box& box, st
   const auto run = [&](auto index) {
     using Index = decltype(index);
     using Functor = PairColumns<Index, Column>;
-    const Index pair_tiles = (pairs + 31) / 32, row_tiles = (rows + Functor::kRows - 1) / Functor::kRows;
-    using Policy =
-        Kokkos::RangePolicy<Space, Kokkos::IndexType<Index>, Kokkos::LaunchBounds<32 * Functor::kRows, MinBlocks>>;
-    launch(label, Policy(0, static_cast<Index>(chunks) * row_tiles * pair_tiles * 32 * Functor::kRows),
-           Functor{column, box.lo[0], box.hi[0], box.lo[1] - 1, rows, k_begin, pairs, chunk, pair_tiles,
-                   row_tiles});
+    const Index pair_tiles = (pairs + 31) / 32,
+                row_tiles = (rows + Functor::kRows - 1) / Functor::kRows;
+    using Policy = Kokkos::RangePolicy<Space, Kokkos::IndexType<Index>,
+                                       Kokkos::LaunchBounds<32 * Functor::kRows, MinBlocks>>;
+    launch(label,
+           Policy(0, static_cast<Index>(chunks) * row_tiles * pair_tiles * 32 * Functor::kRows),
+           Functor{column, box.lo[0], box.hi[0], box.lo[1] - 1, rows, k_begin, pairs, chunk,
+                   pair_tiles, row_tiles});
   };
   // Thread count, rounded up to whole tiles of 32 pairs x 4 rows.
   const std::int64_t threads = chunks * ((rows + 3) / 4 * 4) * ((pairs + 31) / 32 * 32);
@@ -184,8 +188,8 @@ void for_each_pair_column(Launch&& launch, const char* label, const Box& box, st
 // pair outside the box (ghosts, or points left to another kernel) are read, never
 // written.
 template <class Launch>
-void march_pairs(Launch&& launch, const Field& af, const Field& bf, const BlockShape& s, const Box& box,
-                 std::int64_t chunk) {
+void march_pairs(Launch&& launch, const Field& af, const Field& bf, const BlockShape& s,
+                 const Box& box, std::int64_t chunk) {
   const Pair* a = reinterpret_cast<const Pair*>(af.data());
   Pair* b = reinterpret_cast<Pair*>(bf.data());
   const std::int64_t sxq = (s.n[1] + 2) * (s.n[2] + 2) / 2, syq = (s.n[2] + 2) / 2;
@@ -215,8 +219,8 @@ Fusion parse_fusion(const std::string& name) {
 }
 
 BlockPlace place_block(const Grid& grid, const kodo::Extent3& blocks, const kodo::Index3& index) {
-  const std::int64_t global[3] = {grid.x, grid.y, grid.z}, parts[3] = {blocks.x, blocks.y, blocks.z},
-                     at[3] = {index.x, index.y, index.z};
+  const std::int64_t global[3] = {grid.x, grid.y, grid.z},
+                     parts[3] = {blocks.x, blocks.y, blocks.z}, at[3] = {index.x, index.y, index.z};
   BlockPlace p{};
   for (int d = 0; d < 3; ++d) {
     const auto r = kodo::block_range(global[d], parts[d], at[d]);
@@ -248,17 +252,21 @@ void init_field(const Field& a, const BlockShape& s, const Grid& g, const std::i
 namespace {
 
 template <class Launch>
-void pack_face_with(Launch&& launch, const Field& a, const BlockShape& s, int f, const Field& buffer) {
+void pack_face_with(Launch&& launch, const Field& a, const BlockShape& s, int f,
+                    const Field& buffer) {
   const std::int64_t layer = f % 2 == 0 ? 1 : s.n[f / 2];
-  launch("jacobi::pack", Policy(0, s.face_size(f)),
-         KOKKOS_LAMBDA(std::int64_t k) { buffer(k) = a(s.face_point(f, k, layer)); });
+  launch(
+      "jacobi::pack", Policy(0, s.face_size(f)),
+      KOKKOS_LAMBDA(std::int64_t k) { buffer(k) = a(s.face_point(f, k, layer)); });
 }
 
 template <class Launch>
-void unpack_face_with(Launch&& launch, const Field& a, const BlockShape& s, int f, const Field& data) {
+void unpack_face_with(Launch&& launch, const Field& a, const BlockShape& s, int f,
+                      const Field& data) {
   const std::int64_t layer = f % 2 == 0 ? 0 : s.n[f / 2] + 1;
-  launch("jacobi::unpack", Policy(0, s.face_size(f)),
-         KOKKOS_LAMBDA(std::int64_t k) { a(s.face_point(f, k, layer)) = data(k); });
+  launch(
+      "jacobi::unpack", Policy(0, s.face_size(f)),
+      KOKKOS_LAMBDA(std::int64_t k) { a(s.face_point(f, k, layer)) = data(k); });
 }
 
 // The faces of one fused kernel: where each starts in the concatenation of all of them.
@@ -285,28 +293,32 @@ FaceSet face_set(const BlockShape& s, const Field (&buffers)[6]) {
 }
 
 template <class Launch>
-void pack_faces_with(Launch&& launch, const Field& a, const BlockShape& s, const Field (&buffers)[6]) {
+void pack_faces_with(Launch&& launch, const Field& a, const BlockShape& s,
+                     const Field (&buffers)[6]) {
   const FaceSet set = face_set(s, buffers);
-  launch("jacobi::pack_faces", Policy(0, set.start[6]), KOKKOS_LAMBDA(std::int64_t i) {
-    const int f = range_of(set.start, i);
-    const std::int64_t layer = f % 2 == 0 ? 1 : s.n[f / 2];
-    set.buffer[f][i - set.start[f]] = a(s.face_point(f, i - set.start[f], layer));
-  });
+  launch(
+      "jacobi::pack_faces", Policy(0, set.start[6]), KOKKOS_LAMBDA(std::int64_t i) {
+        const int f = range_of(set.start, i);
+        const std::int64_t layer = f % 2 == 0 ? 1 : s.n[f / 2];
+        set.buffer[f][i - set.start[f]] = a(s.face_point(f, i - set.start[f], layer));
+      });
 }
 
 template <class Launch>
-void unpack_faces_with(Launch&& launch, const Field& a, const BlockShape& s, const Field (&data)[6]) {
+void unpack_faces_with(Launch&& launch, const Field& a, const BlockShape& s,
+                       const Field (&data)[6]) {
   const FaceSet set = face_set(s, data);
-  launch("jacobi::unpack_faces", Policy(0, set.start[6]), KOKKOS_LAMBDA(std::int64_t i) {
-    const int f = range_of(set.start, i);
-    const std::int64_t layer = f % 2 == 0 ? 0 : s.n[f / 2] + 1;
-    a(s.face_point(f, i - set.start[f], layer)) = set.buffer[f][i - set.start[f]];
-  });
+  launch(
+      "jacobi::unpack_faces", Policy(0, set.start[6]), KOKKOS_LAMBDA(std::int64_t i) {
+        const int f = range_of(set.start, i);
+        const std::int64_t layer = f % 2 == 0 ? 0 : s.n[f / 2] + 1;
+        a(s.face_point(f, i - set.start[f], layer)) = set.buffer[f][i - set.start[f]];
+      });
 }
 
 template <class Launch>
-void update_with(Launch&& launch, const Field& a, const Field& b, const BlockShape& s, const Box& box,
-                 std::int64_t chunk) {
+void update_with(Launch&& launch, const Field& a, const Field& b, const BlockShape& s,
+                 const Box& box, std::int64_t chunk) {
 #if defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP)
   if (s.n[2] % 2 == 0) return march_pairs(launch, a, b, s, box, chunk);
 #endif
@@ -336,12 +348,13 @@ StepFaces step_faces(const Field (&receive)[6], const Field (&send)[6]) {
 // with a receive buffer is read from that buffer, and the new value of a point on a face
 // with a send buffer is written to that buffer too.
 KOKKOS_INLINE_FUNCTION void update_point_with_faces(const double* a, double* b, const BlockShape& s,
-                                                    const StepFaces& f, std::int64_t x, std::int64_t y,
-                                                    std::int64_t z) {
+                                                    const StepFaces& f, std::int64_t x,
+                                                    std::int64_t y, std::int64_t z) {
   const std::int64_t sx = (s.n[1] + 2) * (s.n[2] + 2), sy = s.n[2] + 2, p = s.at(x, y, z);
   const std::int64_t nx = s.n[0], ny = s.n[1], nz = s.n[2];
   // Indices of the point on an x, y and z face.
-  const std::int64_t yz = (y - 1) * nz + (z - 1), xz = (x - 1) * nz + (z - 1), xy = (x - 1) * ny + (y - 1);
+  const std::int64_t yz = (y - 1) * nz + (z - 1), xz = (x - 1) * nz + (z - 1),
+                     xy = (x - 1) * ny + (y - 1);
   const double v = stencil(a[p], x == 1 && f.in[0] ? f.in[0][yz] : a[p - sx],
                            x == nx && f.in[1] ? f.in[1][yz] : a[p + sx],
                            y == 1 && f.in[2] ? f.in[2][xz] : a[p - sy],
@@ -367,30 +380,33 @@ void fused_step(Launch&& launch, const Field& af, const Field& bf, const BlockSh
   const Index inz = static_cast<Index>(nz), iny = static_cast<Index>(ny);
   const std::int64_t chunks = (nx + chunk - 1) / chunk;
   using IndexPolicy = Kokkos::RangePolicy<Space, Kokkos::IndexType<Index>>;
-  launch("jacobi::fused_step", IndexPolicy(0, static_cast<Index>(chunks * ny * nz)), KOKKOS_LAMBDA(Index i) {
-    const std::int64_t z = i % inz, y = i / inz % iny, c = i / inz / iny;
-    const std::int64_t x0 = c * chunk + 1;
-    const std::int64_t x1 = x0 + chunk <= nx + 1 ? x0 + chunk : nx + 1;
-    // Most columns touch no face: they take the plain march, free of the tests below.
-    const bool touches_face = (x0 == 1 && (faces.in[0] || faces.out[0])) ||
-                              (x1 == nx + 1 && (faces.in[1] || faces.out[1])) ||
-                              (y == 0 && (faces.in[2] || faces.out[2])) ||
-                              (y == ny - 1 && (faces.in[3] || faces.out[3])) ||
-                              (z == 0 && (faces.in[4] || faces.out[4])) ||
-                              (z == nz - 1 && (faces.in[5] || faces.out[5]));
-    if (touches_face) {
-      for (std::int64_t x = x0; x < x1; ++x) update_point_with_faces(a, b, s, faces, x, y + 1, z + 1);
-      return;
-    }
-    std::int64_t p = s.at(x0, y + 1, z + 1);
-    double xm = a[p - sx], cc = a[p];
-    for (std::int64_t x = x0; x < x1; ++x, p += sx) {
-      const double xp = a[p + sx];
-      b[p] = stencil(cc, xm, xp, a[p - sy], a[p + sy], a[p - 1], a[p + 1]);
-      xm = cc;
-      cc = xp;
-    }
-  });
+  launch(
+      "jacobi::fused_step", IndexPolicy(0, static_cast<Index>(chunks * ny * nz)),
+      KOKKOS_LAMBDA(Index i) {
+        const std::int64_t z = i % inz, y = i / inz % iny, c = i / inz / iny;
+        const std::int64_t x0 = c * chunk + 1;
+        const std::int64_t x1 = x0 + chunk <= nx + 1 ? x0 + chunk : nx + 1;
+        // Most columns touch no face: they take the plain march, free of the tests below.
+        const bool touches_face = (x0 == 1 && (faces.in[0] || faces.out[0])) ||
+                                  (x1 == nx + 1 && (faces.in[1] || faces.out[1])) ||
+                                  (y == 0 && (faces.in[2] || faces.out[2])) ||
+                                  (y == ny - 1 && (faces.in[3] || faces.out[3])) ||
+                                  (z == 0 && (faces.in[4] || faces.out[4])) ||
+                                  (z == nz - 1 && (faces.in[5] || faces.out[5]));
+        if (touches_face) {
+          for (std::int64_t x = x0; x < x1; ++x)
+            update_point_with_faces(a, b, s, faces, x, y + 1, z + 1);
+          return;
+        }
+        std::int64_t p = s.at(x0, y + 1, z + 1);
+        double xm = a[p - sx], cc = a[p];
+        for (std::int64_t x = x0; x < x1; ++x, p += sx) {
+          const double xp = a[p + sx];
+          b[p] = stencil(cc, xm, xp, a[p - sy], a[p + sy], a[p - 1], a[p + 1]);
+          xm = cc;
+          cc = xp;
+        }
+      });
 }
 
 // Fusion C on GPUs: the pair march of update_pairs, with the faces. Every thread runs
@@ -404,17 +420,18 @@ struct PairColumnFaces {
   double* x_out[2];       // the x = 1 / x = nx plane's values, or null
   const double* y_in[2];  // the -y / +y ghost row of this column, at its x = 1 point, or null
   double* y_out[2];
-  const double* zm_in;    // pair 0: the -z ghost of its hi point, or null
+  const double* zm_in;  // pair 0: the -z ghost of its hi point, or null
   double* zm_out;
-  const double* zp_in;    // last pair: the +z ghost of its lo point, or null
+  const double* zp_in;  // last pair: the +z ghost of its lo point, or null
   double* zp_out;
 };
 
 KOKKOS_INLINE_FUNCTION void march_column_faces(const Pair* __restrict__ a, Pair* __restrict__ b,
                                                std::int64_t q, std::int64_t x0, std::int64_t x1,
                                                std::int64_t nx, std::int64_t sxq, std::int64_t syq,
-                                               std::int64_t ystep, std::int64_t zstep, bool lo_inside,
-                                               bool hi_inside, const PairColumnFaces& f) {
+                                               std::int64_t ystep, std::int64_t zstep,
+                                               bool lo_inside, bool hi_inside,
+                                               const PairColumnFaces& f) {
   const double* a1 = reinterpret_cast<const double*>(a);
   double* b1 = reinterpret_cast<double*>(b);
   const auto face_pair = [&](const double* face, std::int64_t j) {
@@ -550,13 +567,15 @@ void update_boundary_with(Launch&& launch, const Field& af, const Field& bf, con
   if (slabs.start[6] == 0) return;
   const double* a = af.data();
   double* b = bf.data();
-  launch("jacobi::update_boundary", Policy(0, slabs.start[6]), KOKKOS_LAMBDA(std::int64_t i) {
-    const int j = range_of(slabs.start, i);
-    const Box& box = slabs.box[j];
-    const std::int64_t nz = box.hi[2] - box.lo[2], ny = box.hi[1] - box.lo[1], k = i - slabs.start[j];
-    update_point_with_faces(a, b, s, faces, box.lo[0] + k / nz / ny, box.lo[1] + k / nz % ny,
-                            box.lo[2] + k % nz);
-  });
+  launch(
+      "jacobi::update_boundary", Policy(0, slabs.start[6]), KOKKOS_LAMBDA(std::int64_t i) {
+        const int j = range_of(slabs.start, i);
+        const Box& box = slabs.box[j];
+        const std::int64_t nz = box.hi[2] - box.lo[2], ny = box.hi[1] - box.lo[1],
+                           k = i - slabs.start[j];
+        update_point_with_faces(a, b, s, faces, box.lo[0] + k / nz / ny, box.lo[1] + k / nz % ny,
+                                box.lo[2] + k % nz);
+      });
 }
 
 // One whole iteration, shaped by `fusion`.
@@ -581,15 +600,18 @@ void step_with(Launch&& launch, Fusion fusion, const Field& a, const Field& b, c
 
 }  // namespace
 
-void pack_face(const Space& space, const Field& a, const BlockShape& s, int f, const Field& buffer) {
+void pack_face(const Space& space, const Field& a, const BlockShape& s, int f,
+               const Field& buffer) {
   pack_face_with(LaunchOn{space}, a, s, f, buffer);
 }
 
-void unpack_face(const Space& space, const Field& a, const BlockShape& s, int f, const Field& data) {
+void unpack_face(const Space& space, const Field& a, const BlockShape& s, int f,
+                 const Field& data) {
   unpack_face_with(LaunchOn{space}, a, s, f, data);
 }
 
-void pack_faces(const Space& space, const Field& a, const BlockShape& s, const Field (&buffers)[6]) {
+void pack_faces(const Space& space, const Field& a, const BlockShape& s,
+                const Field (&buffers)[6]) {
   pack_faces_with(LaunchOn{space}, a, s, buffers);
 }
 
@@ -610,8 +632,8 @@ void update_pairs(const Space& space, const Field& a, const Field& b, const Bloc
 
 void update_scalar(const Space& space, const Field& a, const Field& b, const BlockShape& s,
                    std::int64_t chunk) {
-  march_ahead<1>(LaunchOn{space}, "jacobi::update_scalar", ReadField(a), WriteField(b), s, interior(s),
-                 chunk);
+  march_ahead<1>(LaunchOn{space}, "jacobi::update_scalar", ReadField(a), WriteField(b), s,
+                 interior(s), chunk);
 }
 
 void fused_update(const Space& space, const Field& a, const Field& b, const BlockShape& s,
@@ -662,7 +684,8 @@ double difference_squares(const Space& space, const Field& a, const Field& b, co
                           std::int64_t scratch_points) {
   const std::int64_t plane = s.n[1] * s.n[2];
   const std::int64_t planes = std::min(s.n[0], std::max<std::int64_t>(1, scratch_points / plane));
-  const Field d(Kokkos::view_alloc(Kokkos::WithoutInitializing, "jacobi::difference"), planes * plane);
+  const Field d(Kokkos::view_alloc(Kokkos::WithoutInitializing, "jacobi::difference"),
+                planes * plane);
   double sum = 0;
   for (std::int64_t x0 = 0; x0 < s.n[0]; x0 += planes) {
     const std::int64_t count = std::min(planes, s.n[0] - x0) * plane;

@@ -110,7 +110,8 @@ void fused_update(const Space& space, const Field& a, const Field& b, const Bloc
 // those faces: it may run before they arrive. update_boundary updates the other points,
 // as fused_update does. Run both (in either order) and they equal fused_update.
 void update_inner(const Space& space, const Field& a, const Field& b, const BlockShape& s,
-                  const Field (&receive)[6], const Field (&send)[6], std::int64_t chunk = kAutoChunk);
+                  const Field (&receive)[6], const Field (&send)[6],
+                  std::int64_t chunk = kAutoChunk);
 void update_boundary(const Space& space, const Field& a, const Field& b, const BlockShape& s,
                      const Field (&receive)[6], const Field (&send)[6]);
 // One whole iteration of a block whose faces are all in: the received faces into a's

@@ -26,14 +26,16 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
   if (root) {
     std::printf("jacobi3d: grid %" PRId64 " x %" PRId64 " x %" PRId64 ", %d rank(s), odf %" PRId64
                 ", %" PRId64 " units as %" PRId64 " x %" PRId64 " x %" PRId64
-                ", backend %s, iterations %" PRId64 " (+%" PRId64 " warm-up), completion %s, comm %s, fusion %s%s%s\n",
+                ", backend %s, iterations %" PRId64 " (+%" PRId64
+                " warm-up), completion %s, comm %s, fusion %s%s%s\n",
                 grid.x, grid.y, grid.z, runtime.size(), opt.odf, units.size(), units.x, units.y,
                 units.z, KODO_BACKEND_NAME, opt.iterations, opt.warmup,
                 opt.baseline ? "none (bulk-synchronous MPI baseline)"
                 : opt.sync   ? "sync (fence)"
                              : "engine",
                 opt.baseline ? "MPI, host-staged" : opt.comm.c_str(),
-                jacobi::fusion_name(opt.fusion), opt.graphs ? ", graphs" : "", opt.overlap ? ", overlap" : "");
+                jacobi::fusion_name(opt.fusion), opt.graphs ? ", graphs" : "",
+                opt.overlap ? ", overlap" : "");
   }
   // Where each rank runs, gathered to rank 0.
   const std::string where = kodo::describe(runtime.placement(), runtime.rank());
@@ -48,14 +50,19 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
   jacobi::RankReport report;
   double init_seconds = 0, total_seconds = 0;
   if (opt.baseline) {
-    const auto result = jacobi::run_baseline(runtime.comm(), grid, units, opt.warmup, opt.iterations);
+    const auto result =
+        jacobi::run_baseline(runtime.comm(), grid, units, opt.warmup, opt.iterations);
     total_seconds = result.seconds;
     report = result.report;
   } else {
     const jacobi::BlockConfig config{grid,
-                                     opt.sync ? jacobi::Completion::sync : jacobi::Completion::engine,
-                                     kodo::parse_comm_mode(opt.comm), &report, opt.fusion,
-                                     opt.graphs, opt.overlap};
+                                     opt.sync ? jacobi::Completion::sync
+                                              : jacobi::Completion::engine,
+                                     kodo::parse_comm_mode(opt.comm),
+                                     &report,
+                                     opt.fusion,
+                                     opt.graphs,
+                                     opt.overlap};
     const double t0 = now();
     auto blocks = kodo::Collection<jacobi::JacobiBlock>::create(runtime, units, config);
     runtime.run();
@@ -77,7 +84,8 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
     std::printf("init time: %.6f s\n", init_seconds);
     std::printf("total time: %.6f s\n", total_seconds);
     std::printf("average iteration time: %.3f us\n",
-                opt.iterations > 0 ? total_seconds / static_cast<double>(opt.iterations) * 1e6 : 0.0);
+                opt.iterations > 0 ? total_seconds / static_cast<double>(opt.iterations) * 1e6
+                                   : 0.0);
     std::printf("checksum: 0x%016" PRIx64 "\n", report.checksum);
     if (report.have_residual)
       std::printf("residual: %.6e (L2 norm of the last update, by %s)\n", report.residual,
@@ -125,12 +133,14 @@ int main(int argc, char** argv) {
     opt = jacobi::parse_options(std::vector<std::string>(argv + 1, argv + argc));
     if (opt.baseline && opt.odf != 1)
       throw std::invalid_argument("--baseline runs one block per rank: --odf must be 1");
-    if (opt.baseline &&
-        (opt.graphs || opt.overlap || opt.fusion != jacobi::Fusion::none || opt.sync || opt.comm != "device"))
+    if (opt.baseline && (opt.graphs || opt.overlap || opt.fusion != jacobi::Fusion::none ||
+                         opt.sync || opt.comm != "device"))
       throw std::invalid_argument(
-          "--baseline is its own method: it takes no --graphs, --overlap, --fusion, --sync or --comm");
+          "--baseline is its own method: it takes no --graphs, --overlap, --fusion, --sync or "
+          "--comm");
     if (opt.overlap && (opt.graphs || opt.fusion != jacobi::Fusion::none))
-      throw std::invalid_argument("--overlap has its own kernels: it takes no --fusion or --graphs");
+      throw std::invalid_argument(
+          "--overlap has its own kernels: it takes no --fusion or --graphs");
     units = kodo::split_grid({opt.x, opt.y, opt.z}, opt.odf * runtime.size());
   } catch (const std::exception& e) {
     if (root) std::fprintf(stderr, "jacobi3d: error: %s\n%s", e.what(), jacobi::usage().c_str());

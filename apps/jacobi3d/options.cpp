@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <charconv>
-#include <iterator>
-#include <utility>
 #include <initializer_list>
+#include <iterator>
 #include <stdexcept>
+#include <utility>
 
 namespace jacobi {
 namespace {
@@ -17,7 +17,8 @@ std::int64_t parse_integer(const std::string& flag, const std::string& text, std
   if (ec != std::errc() || p != end || text.empty())
     throw std::invalid_argument(flag + " needs an integer, not '" + text + "'");
   if (v < min)
-    throw std::invalid_argument(flag + " must be at least " + std::to_string(min) + ", not " + text);
+    throw std::invalid_argument(flag + " must be at least " + std::to_string(min) + ", not " +
+                                text);
   return v;
 }
 
@@ -46,9 +47,12 @@ Options parse_options(const std::vector<std::string>& args) {
     const std::string& a = args[i];
     // Flags without a value.
     static constexpr std::pair<const char*, bool Options::*> switches[] = {
-        {"-h", &Options::help},         {"--help", &Options::help},
-        {"--verify", &Options::verify}, {"--sync", &Options::sync},
-        {"--baseline", &Options::baseline}, {"--graphs", &Options::graphs},
+        {"-h", &Options::help},
+        {"--help", &Options::help},
+        {"--verify", &Options::verify},
+        {"--sync", &Options::sync},
+        {"--baseline", &Options::baseline},
+        {"--graphs", &Options::graphs},
         {"--overlap", &Options::overlap}};
     const auto* on = std::find_if(std::begin(switches), std::end(switches),
                                   [&](const auto& sw) { return a == sw.first; });
@@ -66,13 +70,20 @@ Options parse_options(const std::vector<std::string>& args) {
     }
     std::int64_t* target = nullptr;
     std::int64_t min = 1;
-    if (a == "-x") target = &o.x;
-    else if (a == "-y") target = &o.y;
-    else if (a == "-z") target = &o.z;
-    else if (a == "-i") target = &o.iterations, min = 0;
-    else if (a == "-w") target = &o.warmup, min = 0;
-    else if (a == "--odf") target = &o.odf;
-    else throw std::invalid_argument("unknown option '" + a + "'");
+    if (a == "-x")
+      target = &o.x;
+    else if (a == "-y")
+      target = &o.y;
+    else if (a == "-z")
+      target = &o.z;
+    else if (a == "-i")
+      target = &o.iterations, min = 0;
+    else if (a == "-w")
+      target = &o.warmup, min = 0;
+    else if (a == "--odf")
+      target = &o.odf;
+    else
+      throw std::invalid_argument("unknown option '" + a + "'");
     if (i + 1 >= args.size()) throw std::invalid_argument(a + " needs a value");
     *target = parse_integer(a, args[++i], min);
   }

@@ -15,12 +15,12 @@ struct Options {
   std::int64_t warmup = 10;
   std::int64_t odf = 1;
   bool verify = false;
-  bool sync = false;  // fence streams instead of the completion engine
-  bool baseline = false;  // the bulk-synchronous MPI version instead of kodo
+  bool sync = false;             // fence streams instead of the completion engine
+  bool baseline = false;         // the bulk-synchronous MPI version instead of kodo
   Fusion fusion = Fusion::none;  // face kernels (kernels.hpp)
-  bool graphs = false;  // each unit iteration as one replayed graph
-  bool overlap = false;  // update each unit's inner box while its faces travel
-  std::string comm = "device";  // halo transfers: "device" (GPU-aware) or "host" (staged)
+  bool graphs = false;           // each unit iteration as one replayed graph
+  bool overlap = false;          // update each unit's inner box while its faces travel
+  std::string comm = "device";   // halo transfers: "device" (GPU-aware) or "host" (staged)
   bool help = false;
 };
 

@@ -55,7 +55,6 @@ std::uint64_t* allocate_counters(std::size_t count, std::uint64_t** device_addre
 void free_counters(std::uint64_t* host_address);
 // Enqueues on `stream` a write of `value` to the counter at `device_address`: it
 // happens once all earlier work on the stream is done.
-void enqueue_counter_write(NativeStream stream, std::uint64_t* device_address,
-                           std::uint64_t value);
+void enqueue_counter_write(NativeStream stream, std::uint64_t* device_address, std::uint64_t value);
 
 }  // namespace kodo::backend

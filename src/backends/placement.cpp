@@ -1,10 +1,9 @@
 #include "placement.hpp"
 
-#include "native.hpp"
-
 #include "../core/agree.hpp"
 #include "../core/error.hpp"
 #include "../core/numeric.hpp"
+#include "native.hpp"
 
 #include <cstdlib>
 #include <sstream>
@@ -61,8 +60,9 @@ Placement place_rank(MPI_Comm comm, int device) {
   if (wanted != "auto" && wanted != "gpu" && wanted != "host") {
     problem = "KODO_DEVICE must be gpu, host or auto, not '" + wanted + "'";
   } else if (wanted == "gpu" && !device_build) {
-    problem = "KODO_DEVICE=gpu, but this kodo build has no device backend: its Kokkos has "
-              "neither CUDA nor HIP (rebuild against a CUDA or HIP Kokkos)";
+    problem =
+        "KODO_DEVICE=gpu, but this kodo build has no device backend: its Kokkos has "
+        "neither CUDA nor HIP (rebuild against a CUDA or HIP Kokkos)";
   } else if (wanted == "host" && device_build) {
     problem = std::string("KODO_DEVICE=host, but this kodo build runs on ") + backend::name() +
               " GPUs (use a build against a host-only Kokkos)";
@@ -91,7 +91,8 @@ Placement place_rank(MPI_Comm comm, int device) {
         problem = std::string("no GPU is visible to this process, but kodo was built for ") +
                   backend::name();
       } else {
-        p.device = device >= 0 ? device : detail::assign_device(sets, p.local_rank, count, sharing, problem);
+        p.device = device >= 0 ? device
+                               : detail::assign_device(sets, p.local_rank, count, sharing, problem);
         if (p.device >= 0) {
           backend::select_device(p.device);
           p.device_name = backend::device_name(p.device);

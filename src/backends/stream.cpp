@@ -62,8 +62,8 @@ StreamPool::StreamPool(int per_priority) : per_priority_(per_priority) {
   for (int i = 0; i < per_priority; ++i) {
     compute_.push_back(std::make_unique<Stream>(false, host_counters_ + 2 * i,
                                                 device_counters_ + 2 * i));
-    communication_.push_back(std::make_unique<Stream>(
-        true, host_counters_ + 2 * i + 1, device_counters_ + 2 * i + 1));
+    communication_.push_back(std::make_unique<Stream>(true, host_counters_ + 2 * i + 1,
+                                                      device_counters_ + 2 * i + 1));
   }
 }
 

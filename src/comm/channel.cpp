@@ -25,7 +25,8 @@ namespace {
 constexpr int kSequenceBits = 16, kPortBits = 4, kUnitBits = 16, kCollectionBits = 12;
 constexpr std::uint64_t kSequenceMask = (std::uint64_t{1} << kSequenceBits) - 1;
 
-std::uint64_t tag_base(std::uint32_t collection, std::int64_t receiver, std::int64_t sender, int port) {
+std::uint64_t tag_base(std::uint32_t collection, std::int64_t receiver, std::int64_t sender,
+                       int port) {
   return std::uint64_t{collection} << (64 - kCollectionBits) |
          static_cast<std::uint64_t>(receiver) << (kSequenceBits + kPortBits + kUnitBits) |
          static_cast<std::uint64_t>(sender) << (kSequenceBits + kPortBits) |
@@ -33,20 +34,26 @@ std::uint64_t tag_base(std::uint32_t collection, std::int64_t receiver, std::int
 }
 
 // Copies `bytes` from `from` to `to`, ordered on `space`, between any memory kinds.
-void copy_bytes(const ExecutionSpace& space, const Segment& to, const Segment& from, std::size_t bytes) {
+void copy_bytes(const ExecutionSpace& space, const Segment& to, const Segment& from,
+                std::size_t bytes) {
   using Device = ExecutionSpace::memory_space;
   using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
   auto host = [](const Segment& s, std::size_t n) {
-    return Kokkos::View<std::byte*, Kokkos::HostSpace, Unmanaged>(static_cast<std::byte*>(s.data), n);
+    return Kokkos::View<std::byte*, Kokkos::HostSpace, Unmanaged>(static_cast<std::byte*>(s.data),
+                                                                  n);
   };
   auto device = [](const Segment& s, std::size_t n) {
     return Kokkos::View<std::byte*, Device, Unmanaged>(static_cast<std::byte*>(s.data), n);
   };
   const bool to_host = to.kind == MemoryKind::host, from_host = from.kind == MemoryKind::host;
-  if (to_host && from_host) Kokkos::deep_copy(space, host(to, bytes), host(from, bytes));
-  else if (to_host) Kokkos::deep_copy(space, host(to, bytes), device(from, bytes));
-  else if (from_host) Kokkos::deep_copy(space, device(to, bytes), host(from, bytes));
-  else Kokkos::deep_copy(space, device(to, bytes), device(from, bytes));
+  if (to_host && from_host)
+    Kokkos::deep_copy(space, host(to, bytes), host(from, bytes));
+  else if (to_host)
+    Kokkos::deep_copy(space, host(to, bytes), device(from, bytes));
+  else if (from_host)
+    Kokkos::deep_copy(space, device(to, bytes), host(from, bytes));
+  else
+    Kokkos::deep_copy(space, device(to, bytes), device(from, bytes));
 }
 
 using Staging = Kokkos::View<std::byte*, Kokkos::SharedHostPinnedSpace>;
@@ -65,8 +72,8 @@ struct ChannelEnd : std::enable_shared_from_this<ChannelEnd> {
   struct Receive {
     Segment segment;
     std::shared_ptr<const void> keep;
-    std::size_t element;  // bytes per element of the receiving view
-    bool exact;           // the transfer must fill the view
+    std::size_t element;                    // bytes per element of the receiving view
+    bool exact;                             // the transfer must fill the view
     std::function<void(std::size_t)> done;  // told the bytes that arrived
   };
 
@@ -92,8 +99,8 @@ struct ChannelEnd : std::enable_shared_from_this<ChannelEnd> {
 
   std::string link(bool outgoing) const {
     std::ostringstream os;
-    os << "channel from unit " << (outgoing ? self : peer) << " to unit " << (outgoing ? peer : self)
-       << " (collection " << collection << ", port " << port << ")";
+    os << "channel from unit " << (outgoing ? self : peer) << " to unit "
+       << (outgoing ? peer : self) << " (collection " << collection << ", port " << port << ")";
     return os.str();
   }
 
@@ -113,14 +120,16 @@ struct ChannelEnd : std::enable_shared_from_this<ChannelEnd> {
   // Checks a transfer of `bytes` against the receive it landed in; ends the job if it
   // does not fit (a transfer nobody can take is no error its sender could handle).
   void check_arrival(const Receive& r, std::size_t bytes) const {
-    const char* problem = bytes > r.segment.bytes               ? "does not fit"
-                          : bytes % r.element != 0              ? "is not a whole number of elements of"
+    const char* problem = bytes > r.segment.bytes  ? "does not fit"
+                          : bytes % r.element != 0 ? "is not a whole number of elements of"
                           : r.exact && bytes != r.segment.bytes ? "does not fill"
                                                                 : nullptr;
     if (problem)
-      fatal(cat(link(false), ": a message of ", bytes, " bytes ", problem, " the receiving view of ",
-                r.segment.bytes, " bytes", r.exact && bytes < r.segment.bytes
-                    ? " (a receive whose completion takes a count accepts fewer)" : ""));
+      fatal(cat(link(false), ": a message of ", bytes, " bytes ", problem,
+                " the receiving view of ", r.segment.bytes, " bytes",
+                r.exact && bytes < r.segment.bytes
+                    ? " (a receive whose completion takes a count accepts fewer)"
+                    : ""));
   }
 
   void send(Send t, bool ready);
@@ -130,7 +139,7 @@ struct ChannelEnd : std::enable_shared_from_this<ChannelEnd> {
 };
 
 void ChannelEnd::send(Send t, bool ready) {
-  host->expect_event();             // the receiver's completion
+  host->expect_event();              // the receiver's completion
   if (t.done) host->expect_event();  // and ours
   if (local()) {
     auto& table = host->channel_table();
@@ -152,14 +161,14 @@ void ChannelEnd::send(Send t, bool ready) {
     from = Segment{staging.data(), t.segment.bytes, MemoryKind::host};
   }
   auto start = [self_ptr, tag, from, staging, t = std::move(t)]() mutable {
-    self_ptr->host->transport().tag_send(
-        self_ptr->peer_rank, tag, from,
-        [self_ptr, staging, t = std::move(t)](ucs_status_t status, std::size_t) mutable {
-          if (status != UCS_OK)
-            fatal(self_ptr->link(true) + ": a send failed: " + ucs_status_string(status));
-          if (staging.data()) self_ptr->spare.push_back(staging);
-          if (t.done) self_ptr->host->queue_callback(std::move(t.done));
-        });
+    self_ptr->host->transport()
+        .tag_send(self_ptr->peer_rank, tag, from,
+                  [self_ptr, staging, t = std::move(t)](ucs_status_t status, std::size_t) mutable {
+                    if (status != UCS_OK)
+                      fatal(self_ptr->link(true) + ": a send failed: " + ucs_status_string(status));
+                    if (staging.data()) self_ptr->spare.push_back(staging);
+                    if (t.done) self_ptr->host->queue_callback(std::move(t.done));
+                  });
   };
   if (ready && !staging.data())
     start();
@@ -186,17 +195,18 @@ void ChannelEnd::recv(Receive t) {
   auto handle = std::make_shared<void*>(nullptr);
   *handle = host->transport().tag_recv(
       tag, into,
-      [self_ptr, handle, capacity, staging, t = std::move(t)](ucs_status_t status, std::size_t length) mutable {
+      [self_ptr, handle, capacity, staging, t = std::move(t)](ucs_status_t status,
+                                                              std::size_t length) mutable {
         ChannelEnd& end = *self_ptr;
         end.in_flight.erase(*handle);
         if (status == UCS_ERR_CANCELED) return;
         if (status == UCS_ERR_MESSAGE_TRUNCATED)
-          fatal(cat(end.link(false), ": a message of ", length, " bytes does not fit the receiving view of ",
-                    capacity, " bytes"));
-        if (status != UCS_OK) fatal(end.link(false) + ": a receive failed: " + ucs_status_string(status));
+          fatal(cat(end.link(false), ": a message of ", length,
+                    " bytes does not fit the receiving view of ", capacity, " bytes"));
+        if (status != UCS_OK)
+          fatal(end.link(false) + ": a receive failed: " + ucs_status_string(status));
         end.check_arrival(t, length);
-        if (!staging.data())
-          return end.host->queue_callback(std::move(t.done), length);
+        if (!staging.data()) return end.host->queue_callback(std::move(t.done), length);
         // Host-staged: into the view on this end's stream, then the unit learns of it.
         end.host->queue_callback([self_ptr, staging, length, t = std::move(t)]() mutable {
           ChannelEnd& e = *self_ptr;
@@ -274,7 +284,8 @@ Channel::Channel(detail::ChannelHost& host, const detail::LinkSpec& l) {
   end->send_base = detail::tag_base(l.collection, peer, self, l.port);
   end->recv_base = detail::tag_base(l.collection, self, peer, l.port);
   if (end->local()) {
-    auto [it, inserted] = host.channel_table().try_emplace({l.collection, self, peer, l.port}, end.get());
+    auto [it, inserted] =
+        host.channel_table().try_emplace({l.collection, self, peer, l.port}, end.get());
     if (!inserted) throw Error("two channels open on one " + end->link(false));
   }
   end_ = std::move(end);
@@ -294,14 +305,14 @@ Channel::~Channel() {
 
 bool Channel::is_local() const { return end_ && end_->local(); }
 
-void Channel::send_segment(Segment data, std::shared_ptr<const void> keep, std::function<void()> sent,
-                           bool ready) {
+void Channel::send_segment(Segment data, std::shared_ptr<const void> keep,
+                           std::function<void()> sent, bool ready) {
   if (!end_) throw Error("send on a channel that is not open");
   end_->send({data, std::move(keep), std::move(sent), nullptr}, ready);
 }
 
-void Channel::recv_segment(Segment into, std::shared_ptr<const void> keep, std::size_t element, bool exact,
-                           std::function<void(std::size_t)> received) {
+void Channel::recv_segment(Segment into, std::shared_ptr<const void> keep, std::size_t element,
+                           bool exact, std::function<void(std::size_t)> received) {
   if (!end_) throw Error("receive on a channel that is not open");
   end_->recv({into, std::move(keep), element, exact, std::move(received)});
 }

@@ -84,7 +84,8 @@ struct ChannelEnd;
 
 // The same-rank ends of one runtime's channels, by (collection, receiving unit, sending
 // unit, port) of what they receive.
-using ChannelTable = std::map<std::tuple<std::uint32_t, std::int64_t, std::int64_t, int>, ChannelEnd*>;
+using ChannelTable =
+    std::map<std::tuple<std::uint32_t, std::int64_t, std::int64_t, int>, ChannelEnd*>;
 
 // What channels need of the scheduler above them (implemented by the runtime).
 class ChannelHost {
@@ -152,9 +153,12 @@ class Channel {
     using Value = typename V::value_type;
     if constexpr (std::is_invocable_v<F, std::size_t>) {
       recv_segment(segment(into), std::make_shared<V>(into), sizeof(Value), false,
-                   [f = std::forward<F>(received)](std::size_t bytes) mutable { f(bytes / sizeof(Value)); });
+                   [f = std::forward<F>(received)](std::size_t bytes) mutable {
+                     f(bytes / sizeof(Value));
+                   });
     } else {
-      static_assert(std::is_invocable_v<F>, "kodo: a receive's completion takes nothing or a std::size_t count");
+      static_assert(std::is_invocable_v<F>,
+                    "kodo: a receive's completion takes nothing or a std::size_t count");
       recv_segment(segment(into), std::make_shared<V>(into), sizeof(Value), true,
                    [f = std::forward<F>(received)](std::size_t) mutable { f(); });
     }
@@ -174,9 +178,11 @@ class Channel {
     if (v.size() != 0 && !v.span_is_contiguous())
       throw Error("a view sent or received on a channel must be contiguous");
     return Segment{const_cast<typename V::non_const_value_type*>(v.data()),
-                   v.size() * sizeof(typename V::value_type), memory_kind<typename V::memory_space>()};
+                   v.size() * sizeof(typename V::value_type),
+                   memory_kind<typename V::memory_space>()};
   }
-  void send_segment(Segment data, std::shared_ptr<const void> keep, std::function<void()> sent, bool ready);
+  void send_segment(Segment data, std::shared_ptr<const void> keep, std::function<void()> sent,
+                    bool ready);
   void recv_segment(Segment into, std::shared_ptr<const void> keep, std::size_t element, bool exact,
                     std::function<void(std::size_t)> received);
 

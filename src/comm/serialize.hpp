@@ -14,11 +14,11 @@
 // an enum arrives as any value of its underlying type, to be checked by the receiver
 // like any integer.
 
-#include <Kokkos_Core.hpp>
-
 #include "../backends/memory.hpp"
 #include "../core/error.hpp"
 #include "../core/numeric.hpp"
+
+#include <Kokkos_Core.hpp>
 
 #include <algorithm>
 #include <array>
@@ -95,14 +95,14 @@ class ByteReader {
   // came without view data) a view of non-zero size is an error; with one, the view's
   // bytes must fit the data that arrived with the message.
   void expect_view_data(const Segment& s) {
-    if (!destinations_)
-      throw Error("a view argument has data, but the message carries none");
+    if (!destinations_) throw Error("a view argument has data, but the message carries none");
     destinations_->push_back(s);
   }
   // Takes `bytes` of the message's view data for the next view, before it is allocated.
   void reserve_view_data(std::uint64_t bytes) {
     if (!destinations_)
-      throw Error(detail::cat("a view argument of ", bytes, " bytes arrived in a message that carries no view data"));
+      throw Error(detail::cat("a view argument of ", bytes,
+                              " bytes arrived in a message that carries no view data"));
     if (bytes > view_data_left_)
       throw Error(detail::cat("a view argument of ", bytes, " bytes exceeds the ", view_data_left_,
                               " bytes of view data left in the message"));
@@ -126,8 +126,9 @@ T unpack(ByteReader& r) {
 }
 
 template <class T>
-struct Serializer<T, std::enable_if_t<std::is_trivially_copyable_v<T> && !Kokkos::is_view<T>::value &&
-                                      !std::is_same_v<T, bool> && !std::is_enum_v<T>>> {
+struct Serializer<T,
+                  std::enable_if_t<std::is_trivially_copyable_v<T> && !Kokkos::is_view<T>::value &&
+                                   !std::is_same_v<T, bool> && !std::is_enum_v<T>>> {
   static void pack(ByteWriter& w, const T& v) { w.write(&v, sizeof(T)); }
   static T unpack(ByteReader& r) {
     T v;
@@ -169,16 +170,16 @@ template <class T, class A>
 struct Serializer<std::vector<T, A>> {
   static void pack(ByteWriter& w, const std::vector<T, A>& v) {
     kodo::pack<std::uint64_t>(w, v.size());
-    if constexpr (std::is_trivially_copyable_v<T> && !std::is_same_v<T, bool> && !std::is_enum_v<T> &&
-                  !Kokkos::is_view<T>::value) {
+    if constexpr (std::is_trivially_copyable_v<T> && !std::is_same_v<T, bool> &&
+                  !std::is_enum_v<T> && !Kokkos::is_view<T>::value) {
       w.write(v.data(), v.size() * sizeof(T));
     } else {
       for (const auto& e : v) kodo::pack(w, e);
     }
   }
   static std::vector<T, A> unpack(ByteReader& r) {
-    if constexpr (std::is_trivially_copyable_v<T> && !std::is_same_v<T, bool> && !std::is_enum_v<T> &&
-                  !Kokkos::is_view<T>::value) {
+    if constexpr (std::is_trivially_copyable_v<T> && !std::is_same_v<T, bool> &&
+                  !std::is_enum_v<T> && !Kokkos::is_view<T>::value) {
       const auto n = detail::read_count(r, sizeof(T), "vector");
       std::vector<T, A> v(n);
       r.read(v.data(), n * sizeof(T));
@@ -215,12 +216,13 @@ struct Serializer<std::string> {
 template <class V>
 struct Serializer<V, std::enable_if_t<Kokkos::is_view<V>::value>> {
   using value_type = typename V::non_const_value_type;
-  using owning_type =
-      Kokkos::View<typename V::non_const_data_type, typename V::array_layout, typename V::memory_space>;
+  using owning_type = Kokkos::View<typename V::non_const_data_type, typename V::array_layout,
+                                   typename V::memory_space>;
   static constexpr std::size_t rank = V::rank();
 
   static_assert(rank >= 1, "kodo: views in messages must have at least one dimension");
-  static_assert(V::rank_dynamic() == V::rank(), "kodo: views in messages must have only run-time extents");
+  static_assert(V::rank_dynamic() == V::rank(),
+                "kodo: views in messages must have only run-time extents");
   static_assert(!std::is_same_v<typename V::array_layout, Kokkos::LayoutStride>,
                 "kodo: views in messages must have a contiguous layout");
   static_assert(std::is_trivially_copyable_v<value_type>,
@@ -243,7 +245,8 @@ struct Serializer<V, std::enable_if_t<Kokkos::is_view<V>::value>> {
       const auto product = detail::checked_mul(bytes, e);
       if (!product || *product > kMaxViewDataBytes)
         throw Error(detail::cat("a view argument's extent ", e, " in dimension ", d,
-                                " makes it larger than kodo's bound of ", kMaxViewDataBytes, " bytes"));
+                                " makes it larger than kodo's bound of ", kMaxViewDataBytes,
+                                " bytes"));
       bytes = *product;
       ext[d] = static_cast<std::size_t>(e);
     }
@@ -271,10 +274,13 @@ namespace detail {
 // What the runtime and the transport use of the writer's and reader's view plumbing.
 struct WireAccess {
   static Bytes take_bytes(ByteWriter& w) { return std::move(w.bytes_); }
-  static std::vector<Attachment> take_attachments(ByteWriter& w) { return std::move(w.attachments_); }
+  static std::vector<Attachment> take_attachments(ByteWriter& w) {
+    return std::move(w.attachments_);
+  }
   // Makes `r` list the memory of the views it unpacks in `destinations`, which together
   // must take exactly `view_data` bytes (the data that arrived with the message).
-  static void expect_views(ByteReader& r, std::vector<Segment>& destinations, std::uint64_t view_data) {
+  static void expect_views(ByteReader& r, std::vector<Segment>& destinations,
+                           std::uint64_t view_data) {
     r.destinations_ = &destinations;
     r.view_data_left_ = view_data;
   }

@@ -4,9 +4,9 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <utility>
 #include <memory>
 #include <string>
+#include <utility>
 
 namespace kodo::detail {
 namespace {
@@ -14,10 +14,10 @@ namespace {
 constexpr unsigned kMessageAmId = 0;
 
 // A failed UCX call ends the job, naming the call and where it was made.
-#define KODO_UCX(call)                                                                          \
-  do {                                                                                          \
-    if (const ucs_status_t kodo_status = (call); kodo_status != UCS_OK)                         \
-      fatal(call_failed("UCX", #call, __FILE__, __LINE__, ucs_status_string(kodo_status)));    \
+#define KODO_UCX(call)                                                                      \
+  do {                                                                                      \
+    if (const ucs_status_t kodo_status = (call); kodo_status != UCS_OK)                     \
+      fatal(call_failed("UCX", #call, __FILE__, __LINE__, ucs_status_string(kodo_status))); \
   } while (false)
 
 ucs_memory_type_t ucs_type(MemoryKind kind) {
@@ -123,8 +123,8 @@ UcxTransport::UcxTransport(MPI_Comm comm, Deliver deliver, Prepare prepare)
     total += lengths[r];
   }
   std::vector<std::byte> all(total);
-  MPI_Allgatherv(address, my_length, MPI_BYTE, all.data(), lengths.data(), offsets.data(),
-                 MPI_BYTE, comm_);
+  MPI_Allgatherv(address, my_length, MPI_BYTE, all.data(), lengths.data(), offsets.data(), MPI_BYTE,
+                 comm_);
   ucp_worker_release_address(worker_, address);
   peer_addresses_.resize(size);
   for (int r = 0; r < size; ++r)
@@ -154,8 +154,8 @@ ucp_ep_h UcxTransport::endpoint(int rank) {
   params.err_handler.arg = &peers_[rank];
   const ucs_status_t status = ucp_ep_create(worker_, &params, &endpoints_[rank]);
   if (status != UCS_OK)
-    fatal("cannot connect to rank " + std::to_string(rank) + " over UCX: " +
-          ucs_status_string(status));
+    fatal("cannot connect to rank " + std::to_string(rank) +
+          " over UCX: " + ucs_status_string(status));
   return endpoints_[rank];
 }
 
@@ -192,8 +192,8 @@ void UcxTransport::send(int rank, Message&& message) {
   }
   if (request == nullptr) return;  // completed in place; `state` frees the message
   if (UCS_PTR_IS_ERR(request))
-    fatal("sending to rank " + std::to_string(rank) + " failed: " +
-          ucs_status_string(UCS_PTR_STATUS(request)));
+    fatal("sending to rank " + std::to_string(rank) +
+          " failed: " + ucs_status_string(UCS_PTR_STATUS(request)));
   ++pending_sends_;
   state.release();  // on_send_done owns it now
 }
@@ -206,8 +206,8 @@ void UcxTransport::on_send_done(void* request, ucs_status_t status, void* user_d
     fatal(std::string("a send over UCX failed: ") + ucs_status_string(status));
 }
 
-ucs_status_t UcxTransport::on_am(void* arg, const void* header, size_t header_length,
-                                 void* data, size_t length, const ucp_am_recv_param_t* param) {
+ucs_status_t UcxTransport::on_am(void* arg, const void* header, size_t header_length, void* data,
+                                 size_t length, const ucp_am_recv_param_t* param) {
   auto* self = static_cast<UcxTransport*>(arg);
   // Nothing may unwind into UCX: whatever goes wrong with a message ends the job here,
   // naming the rank it claims to come from.
@@ -216,7 +216,8 @@ ucs_status_t UcxTransport::on_am(void* arg, const void* header, size_t header_le
   } catch (const std::exception& e) {
     int source = -1;
     if (header_length >= sizeof(MessageHeader))
-      std::memcpy(&source, static_cast<const std::byte*>(header) + offsetof(MessageHeader, source_rank),
+      std::memcpy(&source,
+                  static_cast<const std::byte*>(header) + offsetof(MessageHeader, source_rank),
                   sizeof source);
     fatal(cat("a malformed message arrived (from rank ", source, " by its header): ", e.what()));
   }
@@ -231,7 +232,8 @@ void UcxTransport::receive(const void* header, size_t header_length, void* data,
   Message message;
   message.from_wire = true;
   std::memcpy(&message.header, header, sizeof(MessageHeader));
-  if (const std::string problem = check_received_header(message.header, rank_, size_); !problem.empty())
+  if (const std::string problem = check_received_header(message.header, rank_, size_);
+      !problem.empty())
     throw Error(problem);
   const bool rendezvous = param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV;
   std::vector<Segment> into;
@@ -246,9 +248,11 @@ void UcxTransport::receive(const void* header, size_t header_length, void* data,
     into = prepare_(message, length);
   } else {
     if (header_length != sizeof(MessageHeader))
-      throw Error(cat("its header has ", header_length, " bytes but field flags says no views are attached"));
+      throw Error(cat("its header has ", header_length,
+                      " bytes but field flags says no views are attached"));
     if (length > kMaxArgumentBytes)
-      throw Error(cat("its arguments take ", length, " bytes, more than kodo's bound of ", kMaxArgumentBytes));
+      throw Error(cat("its arguments take ", length, " bytes, more than kodo's bound of ",
+                      kMaxArgumentBytes));
     message.payload.resize(length);  // the arguments land in a buffer of our own
     if (!rendezvous) {
       // Eager, the common case: the arguments are here already.
@@ -415,4 +419,3 @@ void UcxTransport::shutdown(bool quiet) {
 }
 
 }  // namespace kodo::detail
-

@@ -84,11 +84,10 @@ class UcxTransport {
   static ucs_status_t on_am(void* arg, const void* header, size_t header_length, void* data,
                             size_t length, const ucp_am_recv_param_t* param);
   static void on_send_done(void* request, ucs_status_t status, void* user_data);
-  static void on_recv_done(void* request, ucs_status_t status, size_t length,
-                           void* user_data);
+  static void on_recv_done(void* request, ucs_status_t status, size_t length, void* user_data);
   static void on_tag_send_done(void* request, ucs_status_t status, void* user_data);
-  static void on_tag_recv_done(void* request, ucs_status_t status,
-                               const ucp_tag_recv_info_t* info, void* user_data);
+  static void on_tag_recv_done(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info,
+                               void* user_data);
   static void on_ep_error(void* arg, ucp_ep_h ep, ucs_status_t status);
 
   MPI_Comm comm_;

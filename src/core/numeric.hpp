@@ -20,7 +20,8 @@ inline std::optional<std::uint64_t> checked_add(std::uint64_t a, std::uint64_t b
 }
 
 // FNV-1a: the same bits in every process and on every platform.
-constexpr std::uint64_t hash_name(std::string_view name, std::uint64_t h = 14695981039346656037ull) {
+constexpr std::uint64_t hash_name(std::string_view name,
+                                  std::uint64_t h = 14695981039346656037ull) {
   for (unsigned char c : name) {
     h ^= c;
     h *= 1099511628211ull;

@@ -40,15 +40,21 @@ namespace kodo {
 // Reduction operations. Any default-constructible functor T(T, T) works as well.
 struct Sum {
   template <class T>
-  T operator()(const T& a, const T& b) const { return a + b; }
+  T operator()(const T& a, const T& b) const {
+    return a + b;
+  }
 };
 struct Min {
   template <class T>
-  T operator()(const T& a, const T& b) const { return b < a ? b : a; }
+  T operator()(const T& a, const T& b) const {
+    return b < a ? b : a;
+  }
 };
 struct Max {
   template <class T>
-  T operator()(const T& a, const T& b) const { return a < b ? b : a; }
+  T operator()(const T& a, const T& b) const {
+    return a < b ? b : a;
+  }
 };
 
 namespace detail {
@@ -129,14 +135,17 @@ class Collection {
   // reference to each local constructor (they are not sent anywhere).
   template <class... Args>
   static Collection create(Runtime& runtime, Extent3 shape, Args&&... args) {
-    const auto xy = detail::checked_mul(static_cast<std::uint64_t>(shape.x), static_cast<std::uint64_t>(shape.y));
+    const auto xy = detail::checked_mul(static_cast<std::uint64_t>(shape.x),
+                                        static_cast<std::uint64_t>(shape.y));
     const auto xyz = xy ? detail::checked_mul(*xy, static_cast<std::uint64_t>(shape.z)) : xy;
     if (shape.x < 1 || shape.y < 1 || shape.z < 1 || !xyz || *xyz > std::uint64_t{1} << 62)
-      throw Error(detail::cat("a collection needs at least one unit in each dimension and at most 2^62 in all, not ",
-                              shape));
+      throw Error(detail::cat(
+          "a collection needs at least one unit in each dimension and at most 2^62 in all, not ",
+          shape));
     auto& scheduler = runtime.scheduler();
     const std::uint32_t id = scheduler.collection_count();
-    auto store = std::make_unique<detail::CollectionStore<U>>(id, shape, runtime.rank(), runtime.size());
+    auto store =
+        std::make_unique<detail::CollectionStore<U>>(id, shape, runtime.rank(), runtime.size());
     auto& units = store->units();
     const std::int64_t first = store->first_local(), count = store->local_count();
     // Registered before the units are built, so constructors can reach the collection
@@ -155,7 +164,8 @@ class Collection {
   // one unit); every unit then runs M once.
   template <auto M, class... A>
   void broadcast(const A&... args) const {
-    for (std::int64_t l = 0; l < shape_.size(); ++l) (*this)[shape_.delinear(l)].template send<M>(args...);
+    for (std::int64_t l = 0; l < shape_.size(); ++l)
+      (*this)[shape_.delinear(l)].template send<M>(args...);
   }
 
   // Invokes entry method M on the units this rank holds. Called by every rank (the
@@ -183,7 +193,8 @@ class Collection {
 
  private:
   friend class WorkUnit<U>;
-  Collection(Runtime* runtime, std::uint32_t id, Extent3 shape) : runtime_(runtime), id_(id), shape_(shape) {}
+  Collection(Runtime* runtime, std::uint32_t id, Extent3 shape)
+      : runtime_(runtime), id_(id), shape_(shape) {}
   detail::CollectionStore<U>& store() const {
     return static_cast<detail::CollectionStore<U>&>(runtime_->scheduler().collection(id_));
   }
@@ -217,10 +228,12 @@ class WorkUnit {
   // This unit's end of a channel with unit `peer` of the same collection (channel.hpp);
   // `port` tells apart several links between the same two units. Local copies and
   // staging copies run on `stream`, and a send waits for the work enqueued there.
-  Channel open_channel(const Index3& peer, Stream& stream, CommMode mode = CommMode::device, int port = 0) const {
+  Channel open_channel(const Index3& peer, Stream& stream, CommMode mode = CommMode::device,
+                       int port = 0) const {
     const int peer_rank = collection_.shape().contains(peer) ? collection_.owner(peer) : -1;
     return Channel(runtime().scheduler(),
-                   detail::LinkSpec{collection_.id(), collection_.shape(), index_, peer, peer_rank, port, &stream, mode});
+                   detail::LinkSpec{collection_.id(), collection_.shape(), index_, peer, peer_rank,
+                                    port, &stream, mode});
   }
 
   // Contributes `value` to this unit's next reduction round. When every unit of the
@@ -233,8 +246,8 @@ class WorkUnit {
     auto& store = collection_.store();
     Bytes bytes(sizeof(T));
     std::memcpy(bytes.data(), &value, sizeof(T));
-    runtime().scheduler().contribute(store, store.slot_of(store.shape().linear(index_)), next_round_++, R::id,
-                                     std::move(bytes));
+    runtime().scheduler().contribute(store, store.slot_of(store.shape().linear(index_)),
+                                     next_round_++, R::id, std::move(bytes));
   }
 
  protected:

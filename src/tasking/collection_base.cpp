@@ -11,7 +11,9 @@ int BlockMap::owner(std::int64_t linear) const {
   return static_cast<int>(extra_ + (linear - big) / base_);
 }
 
-std::int64_t BlockMap::first(int rank) const { return rank * base_ + (rank < extra_ ? rank : extra_); }
+std::int64_t BlockMap::first(int rank) const {
+  return rank * base_ + (rank < extra_ ? rank : extra_);
+}
 
 std::int64_t BlockMap::count(int rank) const { return base_ + (rank < extra_ ? 1 : 0); }
 

@@ -56,7 +56,9 @@ struct Entry {
     explicit Kept(A&&... args) : args_(std::forward<A>(args)...) {}
     explicit Kept(Arguments&& args) : args_(std::move(args)) {}
     void invoke(void* unit) override {
-      std::apply([unit](auto&... a) { (as_declaring(static_cast<Unit*>(unit))->*M)(std::move(a)...); }, args_);
+      std::apply(
+          [unit](auto&... a) { (as_declaring(static_cast<Unit*>(unit))->*M)(std::move(a)...); },
+          args_);
     }
 
    private:
@@ -72,28 +74,31 @@ struct Entry {
     // Braced initialisation unpacks the arguments left to right.
     Arguments args{unpack<std::tuple_element_t<I, Arguments>>(reader)...};
     if (reader.remaining() != 0)
-      throw Error(cat("a call's arguments are ", reader.remaining(), " bytes longer than the parameters of ",
-                      handler_name(id)));
+      throw Error(cat("a call's arguments are ", reader.remaining(),
+                      " bytes longer than the parameters of ", handler_name(id)));
     return std::make_unique<Kept>(std::move(args));
   }
 
   // Fills `m` with the serialized arguments and their views' memory.
   template <class... A>
   static void serialize(Message& m, A&&... args) {
-    static_assert(sizeof...(A) == std::tuple_size_v<Arguments>, "kodo: wrong number of arguments for this entry method");
+    static_assert(sizeof...(A) == std::tuple_size_v<Arguments>,
+                  "kodo: wrong number of arguments for this entry method");
     serialize_as(m, std::make_index_sequence<sizeof...(A)>{}, std::forward<A>(args)...);
   }
   template <std::size_t... I, class... A>
   static void serialize_as(Message& m, std::index_sequence<I...>, A&&... args) {
     ByteWriter w;
-    (pack<std::tuple_element_t<I, Arguments>>(w, std::tuple_element_t<I, Arguments>(std::forward<A>(args))), ...);
+    (pack<std::tuple_element_t<I, Arguments>>(
+         w, std::tuple_element_t<I, Arguments>(std::forward<A>(args))),
+     ...);
     m.payload = WireAccess::take_bytes(w);
     m.attachments = WireAccess::take_attachments(w);
   }
 
   static constexpr EntryHandler handler{&receive};
-  static inline const HandlerId id =
-      register_handler(instantiation_name<EntryTag<U, M>>(), HandlerKind::entry, typeid(U), &handler);
+  static inline const HandlerId id = register_handler(instantiation_name<EntryTag<U, M>>(),
+                                                      HandlerKind::entry, typeid(U), &handler);
 };
 
 template <class U, class T, class Op, auto Target>
@@ -104,7 +109,8 @@ struct ReducerTag {};
 // in the tree), so a given decomposition always produces the same bits.
 template <class U, class T, class Op, auto Target>
 struct Reducer {
-  static_assert(std::is_trivially_copyable_v<T>, "kodo: reduction values must be trivially copyable");
+  static_assert(std::is_trivially_copyable_v<T>,
+                "kodo: reduction values must be trivially copyable");
   static_assert(std::is_base_of_v<typename MemberTraits<decltype(Target)>::unit_type, U>,
                 "kodo: the reduction target is not a member of this unit type");
   using Unit = U;
@@ -126,7 +132,8 @@ struct Reducer {
   }
   static constexpr ReducerHandler handler{sizeof(T), &combine, &deliver};
   static inline const HandlerId id =
-      register_handler(instantiation_name<ReducerTag<U, T, Op, Target>>(), HandlerKind::reducer, typeid(U), &handler);
+      register_handler(instantiation_name<ReducerTag<U, T, Op, Target>>(), HandlerKind::reducer,
+                       typeid(U), &handler);
 };
 
 }  // namespace kodo::detail

@@ -10,7 +10,8 @@ ReductionTree::ReductionTree(int rank, Post post) : rank_(rank), post_(std::move
 
 const ReducerHandler& ReductionTree::reducer_of(const CollectionBase& c, HandlerId id) const {
   std::string problem;
-  const auto* r = static_cast<const ReducerHandler*>(find_handler(id, HandlerKind::reducer, c.unit_type(), problem));
+  const auto* r = static_cast<const ReducerHandler*>(find_handler(id, HandlerKind::reducer,
+                                                                  c.unit_type(), problem));
   if (!r) throw Error(cat("reduction for collection ", c.id(), ": ", problem));
   return *r;
 }
@@ -23,14 +24,14 @@ ReductionTree::Round& ReductionTree::open_round(CollectionBase& c, State& s, std
     r.reducer = reducer;
     r.local.resize(static_cast<std::size_t>(c.local_count()));
   } else if (r.reducer != reducer) {
-    throw Error(cat("units or ranks contributed to reduction round ", round, " of collection ", c.id(),
-                    " with different types, operations or targets"));
+    throw Error(cat("units or ranks contributed to reduction round ", round, " of collection ",
+                    c.id(), " with different types, operations or targets"));
   }
   return r;
 }
 
-void ReductionTree::contribute(CollectionBase& c, std::int64_t slot, std::uint64_t round, HandlerId reducer,
-                               Bytes value) {
+void ReductionTree::contribute(CollectionBase& c, std::int64_t slot, std::uint64_t round,
+                               HandlerId reducer, Bytes value) {
   State& s = states_[c.id()];
   Round& r = open_round(c, s, round, reducer);
   r.local[static_cast<std::size_t>(slot)] = std::move(value);
@@ -44,15 +45,16 @@ void ReductionTree::on_partial(CollectionBase& c, const MessageHeader& h, Bytes 
   const int active = c.map().active_ranks();
   const int child = h.source_rank == 2 * rank_ + 1 ? 0 : h.source_rank == 2 * rank_ + 2 ? 1 : -1;
   if (child < 0 || h.source_rank >= active)
-    throw Error(cat("field source_rank of a reduction partial is ", h.source_rank, ", not a child of rank ", rank_,
-                    " in the reduction tree of collection ", c.id()));
+    throw Error(cat("field source_rank of a reduction partial is ", h.source_rank,
+                    ", not a child of rank ", rank_, " in the reduction tree of collection ",
+                    c.id()));
   if (round < s.next_result || s.passed_up.count(round))
     throw Error(cat("field target names reduction round ", round, " of collection ", c.id(),
                     ", which this rank has already passed on"));
   const ReducerHandler& reducer = reducer_of(c, h.handler);
   if (value.size() != reducer.value_size)
-    throw Error(cat("a reduction partial carries ", value.size(), " bytes; the reducer's values take ",
-                    reducer.value_size));
+    throw Error(cat("a reduction partial carries ", value.size(),
+                    " bytes; the reducer's values take ", reducer.value_size));
   Round& r = open_round(c, s, round, h.handler);
   if (r.children[static_cast<std::size_t>(child)])
     throw Error(cat("rank ", h.source_rank, " sent a second partial for reduction round ", round,
@@ -83,28 +85,30 @@ void ReductionTree::try_complete(CollectionBase& c, State& s, std::uint64_t roun
   for (auto& v : r.children) fold(v);
 
   Message m;
-  m.header = {rank_ == 0 ? MessageKind::reduction_result : MessageKind::reduction_partial,
-              c.id(), r.reducer, static_cast<std::int64_t>(round), rank_};
+  m.header = {rank_ == 0 ? MessageKind::reduction_result : MessageKind::reduction_partial, c.id(),
+              r.reducer, static_cast<std::int64_t>(round), rank_};
   m.payload = std::move(acc);
   s.open.erase(it);
   s.passed_up.insert(round);
   post_(rank_ == 0 ? 0 : (rank_ - 1) / 2, std::move(m));
 }
 
-void ReductionTree::on_result(CollectionBase& c, const MessageHeader& h, Bytes value, bool from_wire) {
+void ReductionTree::on_result(CollectionBase& c, const MessageHeader& h, Bytes value,
+                              bool from_wire) {
   State& s = states_[c.id()];
   const auto round = static_cast<std::uint64_t>(h.target);
   if (from_wire) {
     if (rank_ == 0 || h.source_rank != (rank_ - 1) / 2)
-      throw Error(cat("field source_rank of a reduction result is ", h.source_rank, ", not the parent of rank ",
-                      rank_, " in the reduction tree of collection ", c.id()));
+      throw Error(cat("field source_rank of a reduction result is ", h.source_rank,
+                      ", not the parent of rank ", rank_, " in the reduction tree of collection ",
+                      c.id()));
     if (!s.passed_up.count(round) || s.early.count(round))
       throw Error(cat("field target names reduction round ", round, " of collection ", c.id(),
                       ", whose result this rank does not await"));
     const ReducerHandler& reducer = reducer_of(c, h.handler);
     if (value.size() != reducer.value_size)
-      throw Error(cat("a reduction result carries ", value.size(), " bytes; the reducer's values take ",
-                      reducer.value_size));
+      throw Error(cat("a reduction result carries ", value.size(),
+                      " bytes; the reducer's values take ", reducer.value_size));
   }
   const int active = c.map().active_ranks();
   for (int child : {2 * rank_ + 1, 2 * rank_ + 2}) {
@@ -122,7 +126,8 @@ void ReductionTree::on_result(CollectionBase& c, const MessageHeader& h, Bytes v
   s.passed_up.erase(round);
   ++s.next_result;
   deliver(c, h.handler, value);
-  for (auto it = s.early.find(s.next_result); it != s.early.end(); it = s.early.find(s.next_result)) {
+  for (auto it = s.early.find(s.next_result); it != s.early.end();
+       it = s.early.find(s.next_result)) {
     auto [handler, payload] = std::move(it->second);
     s.early.erase(it);
     s.passed_up.erase(s.next_result);
@@ -145,8 +150,8 @@ std::string ReductionTree::describe_pending(int rank) const {
   std::ostringstream os;
   for (const auto& [id, s] : states_)
     for (const auto& [round, r] : s.open)
-      os << "\n  rank " << rank << ": collection " << id << " round " << round << ": " << r.local_received
-         << " of " << r.local.size() << " local units contributed";
+      os << "\n  rank " << rank << ": collection " << id << " round " << round << ": "
+         << r.local_received << " of " << r.local.size() << " local units contributed";
   return os.str();
 }
 

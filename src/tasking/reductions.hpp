@@ -41,7 +41,8 @@ class ReductionTree {
   ReductionTree(int rank, Post post);
 
   // A local unit's value for `round`.
-  void contribute(CollectionBase& c, std::int64_t slot, std::uint64_t round, HandlerId reducer, Bytes value);
+  void contribute(CollectionBase& c, std::int64_t slot, std::uint64_t round, HandlerId reducer,
+                  Bytes value);
   // A child's partial and the parent's result (or this rank's own, at the root); a
   // message from another rank that does not fit the tree throws kodo::Error naming the
   // field.

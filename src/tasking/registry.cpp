@@ -39,7 +39,9 @@ std::string brief(const std::string& name) {
   return name.substr(amp + 1, end == std::string::npos ? std::string::npos : end - amp - 1);
 }
 
-const char* to_string(HandlerKind kind) { return kind == HandlerKind::entry ? "entry method" : "reducer"; }
+const char* to_string(HandlerKind kind) {
+  return kind == HandlerKind::entry ? "entry method" : "reducer";
+}
 
 }  // namespace
 
@@ -60,17 +62,19 @@ HandlerId register_handler(std::string_view name, HandlerKind kind, std::type_in
   return id;
 }
 
-const void* find_handler(HandlerId id, HandlerKind kind, std::type_index unit, std::string& problem) {
+const void* find_handler(HandlerId id, HandlerKind kind, std::type_index unit,
+                         std::string& problem) {
   std::lock_guard lock(table_mutex());
   const auto it = table().find(id);
   if (it == table().end()) {
-    problem = cat("field handler is ", id, ", which names no ", to_string(kind), " of this program");
+    problem =
+        cat("field handler is ", id, ", which names no ", to_string(kind), " of this program");
     return nullptr;
   }
   const Entry& e = it->second;
   if (e.kind != kind) {
-    problem = cat("field handler names ", to_string(e.kind), " ", brief(e.name), " where a ", to_string(kind),
-                  " belongs");
+    problem = cat("field handler names ", to_string(e.kind), " ", brief(e.name), " where a ",
+                  to_string(kind), " belongs");
     return nullptr;
   }
   if (e.unit != unit) {
@@ -92,7 +96,7 @@ std::uint64_t handler_fingerprint() {
   std::uint64_t h = hash_name("kodo handlers");
   for (const auto& [id, e] : table()) {
     const unsigned char bytes[9] = {
-        static_cast<unsigned char>(id), static_cast<unsigned char>(id >> 8),
+        static_cast<unsigned char>(id),       static_cast<unsigned char>(id >> 8),
         static_cast<unsigned char>(id >> 16), static_cast<unsigned char>(id >> 24),
         static_cast<unsigned char>(id >> 32), static_cast<unsigned char>(id >> 40),
         static_cast<unsigned char>(id >> 48), static_cast<unsigned char>(id >> 56),

@@ -29,7 +29,8 @@ HandlerId register_handler(std::string_view name, HandlerKind kind, std::type_in
 
 // The handler registered under `id` for `kind` and `unit`; nullptr with `problem` set
 // to a sentence naming the mismatch when there is none.
-const void* find_handler(HandlerId id, HandlerKind kind, std::type_index unit, std::string& problem);
+const void* find_handler(HandlerId id, HandlerKind kind, std::type_index unit,
+                         std::string& problem);
 
 // The member a handler serves, "Unit::method" (for messages and traces), or "<unknown>".
 std::string handler_name(HandlerId id);

@@ -24,9 +24,11 @@ void check_same_program(MPI_Comm comm) {
   std::array<std::uint64_t, 2> local{mine, ~mine}, extremes{};
   MPI_Allreduce(local.data(), extremes.data(), 2, MPI_UINT64_T, MPI_MIN, comm);
   if (extremes[0] != ~extremes[1])
-    throw Error(detail::cat("the ranks run different programs: their entry methods and reducers differ "
-                            "(this rank registered ", detail::handler_count(), ", fingerprint ", std::hex,
-                            mine, "); launch the same build on every rank"));
+    throw Error(
+        detail::cat("the ranks run different programs: their entry methods and reducers differ "
+                    "(this rank registered ",
+                    detail::handler_count(), ", fingerprint ", std::hex, mine,
+                    "); launch the same build on every rank"));
 }
 
 }  // namespace

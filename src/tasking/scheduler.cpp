@@ -53,7 +53,9 @@ void Scheduler::shutdown() {
     std::array<std::uint64_t, 2> local{termination_.sent(), termination_.processed()}, total{};
     MPI_Allreduce(local.data(), total.data(), 2, MPI_UINT64_T, MPI_SUM, comm_);
     if (rank_ == 0 && total[0] > total[1])
-      std::fprintf(stderr, "kodo: warning: %llu message(s) were sent but never run (call run() before the runtime ends)\n",
+      std::fprintf(stderr,
+                   "kodo: warning: %llu message(s) were sent but never run (call run() before the "
+                   "runtime ends)\n",
                    static_cast<unsigned long long>(total[0] - total[1]));
     transport_->shutdown(total[0] == total[1]);
   }
@@ -62,12 +64,14 @@ void Scheduler::shutdown() {
   queue_.clear();
   engine_ = CompletionEngine();
   if (const std::string path = trace_.write(rank_); !path.empty() && rank_ == 0)
-    std::fprintf(stderr, "kodo: trace written to %s (and the other ranks' beside it)\n", path.c_str());
+    std::fprintf(stderr, "kodo: trace written to %s (and the other ranks' beside it)\n",
+                 path.c_str());
   transport_.reset();
 }
 
 void Scheduler::add_collection(std::unique_ptr<CollectionBase> collection) {
-  if (running_) throw Error("collections are created by the main program of every rank, not inside run()");
+  if (running_)
+    throw Error("collections are created by the main program of every rank, not inside run()");
   if (collection->id() != collections_.size())
     throw Error("collections must be created one at a time, in the same order on every rank");
   collections_.push_back(std::move(collection));
@@ -81,8 +85,8 @@ void Scheduler::post(int rank, Message&& message) {
     transport_->send(rank, std::move(message));
 }
 
-void Scheduler::contribute(CollectionBase& c, std::int64_t slot, std::uint64_t round, HandlerId reducer,
-                           Bytes value) {
+void Scheduler::contribute(CollectionBase& c, std::int64_t slot, std::uint64_t round,
+                           HandlerId reducer, Bytes value) {
   reductions_.contribute(c, slot, round, reducer, std::move(value));
 }
 
@@ -112,7 +116,8 @@ struct Callback final : Call {
   std::function<void()> f;
 };
 struct SizedCallback final : Call {
-  SizedCallback(std::function<void(std::size_t)> f, std::size_t value) : f(std::move(f)), value(value) {}
+  SizedCallback(std::function<void(std::size_t)> f, std::size_t value)
+      : f(std::move(f)), value(value) {}
   void invoke(void*) override { f(value); }
   std::function<void(std::size_t)> f;
   std::size_t value;
@@ -196,7 +201,8 @@ bool Scheduler::job_is_quiet() {
                     "(corrupted or duplicated)"));
   if (wave->balanced() && drain_.dirty() && engine_.pending() == 0) {
     try {
-      drain_.start(streams_, [this](Stream& s, std::function<void()> f) { when_done(s, std::move(f)); });
+      drain_.start(streams_,
+                   [this](Stream& s, std::function<void()> f) { when_done(s, std::move(f)); });
     } catch (const std::exception& e) {
       fatal(e.what());
     }
@@ -215,27 +221,28 @@ const std::string& Scheduler::trace_name(const Message& m) {
 
 CollectionBase& Scheduler::checked_collection(const MessageHeader& h) {
   if (h.collection >= collections_.size())
-    throw Error(cat("field collection is ", h.collection, "; rank ", rank_, " has ", collections_.size(),
-                    " collection(s)"));
+    throw Error(cat("field collection is ", h.collection, "; rank ", rank_, " has ",
+                    collections_.size(), " collection(s)"));
   return *collections_[h.collection];
 }
 
 CollectionBase& Scheduler::checked_target(const MessageHeader& h, std::int64_t& slot) {
   CollectionBase& c = checked_collection(h);
   if (h.target >= c.shape().size())
-    throw Error(cat("field target is ", h.target, ", outside collection ", c.id(), " of ", c.shape().size(),
-                    " units"));
+    throw Error(cat("field target is ", h.target, ", outside collection ", c.id(), " of ",
+                    c.shape().size(), " units"));
   slot = c.slot_of(h.target);
   if (slot < 0)
-    throw Error(cat("field target names unit ", c.shape().delinear(h.target), " of collection ", c.id(),
-                    ", which rank ", rank_, " does not hold"));
+    throw Error(cat("field target names unit ", c.shape().delinear(h.target), " of collection ",
+                    c.id(), ", which rank ", rank_, " does not hold"));
   return c;
 }
 
 namespace {
 const EntryHandler& entry_handler(const CollectionBase& c, HandlerId id) {
   std::string problem;
-  const auto* entry = static_cast<const EntryHandler*>(find_handler(id, HandlerKind::entry, c.unit_type(), problem));
+  const auto* entry = static_cast<const EntryHandler*>(find_handler(id, HandlerKind::entry,
+                                                                    c.unit_type(), problem));
   if (!entry) throw Error(problem);
   return *entry;
 }

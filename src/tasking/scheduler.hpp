@@ -50,7 +50,8 @@ class Scheduler final : public ChannelHost {
   // Queues `message` for `rank` (this rank's own queue, or the transport).
   void post(int rank, Message&& message);
   // A local unit's contribution to a reduction round.
-  void contribute(CollectionBase& c, std::int64_t slot, std::uint64_t round, HandlerId reducer, Bytes value);
+  void contribute(CollectionBase& c, std::int64_t slot, std::uint64_t round, HandlerId reducer,
+                  Bytes value);
   void when_done(CompletionSource& source, std::function<void()> continuation);
   // Runs until the whole job is quiet (see termination.hpp); throws kodo::Error on
   // every rank when the job went quiet with reductions incomplete, or with more
@@ -72,9 +73,9 @@ class Scheduler final : public ChannelHost {
 
  private:
   friend struct TestAccess;
-  bool turn();                  // one pass of the loop; whether anything happened
-  bool job_is_quiet();          // looks at the termination wave
-  void dispatch(Message& message);  // ends the job on any error
+  bool turn();                              // one pass of the loop; whether anything happened
+  bool job_is_quiet();                      // looks at the termination wave
+  void dispatch(Message& message);          // ends the job on any error
   void dispatch_checked(Message& message);  // throws kodo::Error naming what is wrong
   void invoke(Message& message);
   // For a call from another rank: its collection and unit, checked; throws kodo::Error

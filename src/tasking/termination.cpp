@@ -7,7 +7,8 @@ TerminationDetector::~TerminationDetector() {
   if (wave_ != MPI_REQUEST_NULL) MPI_Wait(&wave_, MPI_STATUS_IGNORE);
 }
 
-std::optional<TerminationDetector::Wave> TerminationDetector::test(std::uint64_t pending_rounds, bool dirty) {
+std::optional<TerminationDetector::Wave> TerminationDetector::test(std::uint64_t pending_rounds,
+                                                                   bool dirty) {
   if (wave_ == MPI_REQUEST_NULL) {
     in_ = {sent_, processed_, pending_rounds, dirty ? 1u : 0u};
     MPI_Iallreduce(in_.data(), out_.data(), 4, MPI_UINT64_T, MPI_SUM, comm_, &wave_);

@@ -53,16 +53,16 @@ std::string Trace::write(int rank) const {
   // every timestamp to 10 us once a run is a second old.
   f << std::fixed << std::setprecision(3);
   f << "{\"traceEvents\":[\n";
-  f << "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" << rank << ",\"args\":{\"name\":\"rank " << rank
-    << "\"}},\n";
+  f << "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" << rank << ",\"args\":{\"name\":\"rank "
+    << rank << "\"}},\n";
   f << "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":" << rank
     << ",\"tid\":0,\"args\":{\"name\":\"scheduler\"}}";
   for (const auto& [source, track] : tracks_)
     f << ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":" << rank << ",\"tid\":" << track
       << ",\"args\":{\"name\":\"stream " << track << "\"}}";
   for (const Span& s : spans_)
-    f << ",\n{\"name\":\"" << escaped(s.name) << "\",\"ph\":\"X\",\"pid\":" << rank << ",\"tid\":" << s.track
-      << ",\"ts\":" << s.begin_us << ",\"dur\":" << s.duration_us << "}";
+    f << ",\n{\"name\":\"" << escaped(s.name) << "\",\"ph\":\"X\",\"pid\":" << rank
+      << ",\"tid\":" << s.track << ",\"ts\":" << s.begin_us << ",\"dur\":" << s.duration_us << "}";
   f << "\n]}\n";
   return path;
 }

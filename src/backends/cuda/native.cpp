@@ -16,12 +16,14 @@ namespace kodo::backend {
 namespace {
 
 // A failed call becomes an Error naming the call and where it was made.
-void check(cudaError_t e, const char* call, std::source_location at = std::source_location::current()) {
+void check(cudaError_t e, const char* call,
+           std::source_location at = std::source_location::current()) {
   if (e != cudaSuccess)
     throw Error(detail::call_failed("CUDA", call, at.file_name(), static_cast<int>(at.line()),
                                     cudaGetErrorString(e)));
 }
-void check(CUresult r, const char* call, std::source_location at = std::source_location::current()) {
+void check(CUresult r, const char* call,
+           std::source_location at = std::source_location::current()) {
   if (r != CUDA_SUCCESS) {
     const char* s = nullptr;
     cuGetErrorString(r, &s);
@@ -42,9 +44,7 @@ int device_count() {
   return n;
 }
 
-void select_device(int device) {
-  check(cudaSetDevice(device), "cudaSetDevice");
-}
+void select_device(int device) { check(cudaSetDevice(device), "cudaSetDevice"); }
 
 std::string device_name(int device) {
   cudaDeviceProp p{};
@@ -63,7 +63,8 @@ NativeStream create_stream(Priority priority) {
   check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "cudaDeviceGetStreamPriorityRange");
   cudaStream_t s = nullptr;
   check(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking,
-                                     priority == Priority::communication ? greatest : least), "cudaStreamCreateWithPriority");
+                                     priority == Priority::communication ? greatest : least),
+        "cudaStreamCreateWithPriority");
   return s;
 }
 void destroy_stream(NativeStream stream) { cudaStreamDestroy(static_cast<cudaStream_t>(stream)); }
@@ -78,8 +79,10 @@ void destroy_event(NativeEvent event) { cudaEventDestroy(static_cast<cudaEvent_t
 void order_after(NativeStream waiter, NativeStream source, NativeEvent event) {
   // A wait captures the event's latest record when it is enqueued, so the event can be
   // recorded again right away.
-  check(cudaEventRecord(static_cast<cudaEvent_t>(event), static_cast<cudaStream_t>(source)), "cudaEventRecord");
-  check(cudaStreamWaitEvent(static_cast<cudaStream_t>(waiter), static_cast<cudaEvent_t>(event), 0), "cudaStreamWaitEvent");
+  check(cudaEventRecord(static_cast<cudaEvent_t>(event), static_cast<cudaStream_t>(source)),
+        "cudaEventRecord");
+  check(cudaStreamWaitEvent(static_cast<cudaStream_t>(waiter), static_cast<cudaEvent_t>(event), 0),
+        "cudaStreamWaitEvent");
 }
 
 void check_stream(NativeStream stream) {
@@ -88,7 +91,8 @@ void check_stream(NativeStream stream) {
 }
 
 void record_event(NativeEvent event, NativeStream stream) {
-  check(cudaEventRecord(static_cast<cudaEvent_t>(event), static_cast<cudaStream_t>(stream)), "cudaEventRecord");
+  check(cudaEventRecord(static_cast<cudaEvent_t>(event), static_cast<cudaStream_t>(stream)),
+        "cudaEventRecord");
 }
 bool event_reached(NativeEvent event) {
   const cudaError_t e = cudaEventQuery(static_cast<cudaEvent_t>(event));
@@ -99,7 +103,9 @@ bool event_reached(NativeEvent event) {
 
 std::uint64_t* allocate_counters(std::size_t count, std::uint64_t** device_address) {
   void* host = nullptr;
-  check(cudaHostAlloc(&host, count * sizeof(std::uint64_t), cudaHostAllocMapped | cudaHostAllocPortable), "cudaHostAlloc");
+  check(cudaHostAlloc(&host, count * sizeof(std::uint64_t),
+                      cudaHostAllocMapped | cudaHostAllocPortable),
+        "cudaHostAlloc");
   auto* p = static_cast<std::uint64_t*>(host);
   for (std::size_t i = 0; i < count; ++i) p[i] = 0;
   void* dev = nullptr;
@@ -109,10 +115,12 @@ std::uint64_t* allocate_counters(std::size_t count, std::uint64_t** device_addre
 }
 void free_counters(std::uint64_t* host_address) { cudaFreeHost(host_address); }
 
-void enqueue_counter_write(NativeStream stream, std::uint64_t* device_address, std::uint64_t value) {
+void enqueue_counter_write(NativeStream stream, std::uint64_t* device_address,
+                           std::uint64_t value) {
   check(cuStreamWriteValue64(static_cast<CUstream>(stream),
                              reinterpret_cast<CUdeviceptr>(device_address), value,
-                             CU_STREAM_WRITE_VALUE_DEFAULT), "cuStreamWriteValue64");
+                             CU_STREAM_WRITE_VALUE_DEFAULT),
+        "cuStreamWriteValue64");
 }
 
 }  // namespace kodo::backend

@@ -13,7 +13,8 @@ namespace kodo::backend {
 namespace {
 
 // A failed call becomes an Error naming the call and where it was made.
-void check(hipError_t e, const char* call, std::source_location at = std::source_location::current()) {
+void check(hipError_t e, const char* call,
+           std::source_location at = std::source_location::current()) {
   if (e != hipSuccess)
     throw Error(detail::call_failed("HIP", call, at.file_name(), static_cast<int>(at.line()),
                                     hipGetErrorString(e)));
@@ -50,10 +51,13 @@ NativeStream create_stream(Priority priority) {
   check(hipDeviceGetStreamPriorityRange(&least, &greatest), "hipDeviceGetStreamPriorityRange");
   hipStream_t s = nullptr;
   check(hipStreamCreateWithPriority(&s, hipStreamNonBlocking,
-                                    priority == Priority::communication ? greatest : least), "hipStreamCreateWithPriority");
+                                    priority == Priority::communication ? greatest : least),
+        "hipStreamCreateWithPriority");
   return s;
 }
-void destroy_stream(NativeStream stream) { (void)hipStreamDestroy(static_cast<hipStream_t>(stream)); }
+void destroy_stream(NativeStream stream) {
+  (void)hipStreamDestroy(static_cast<hipStream_t>(stream));
+}
 
 NativeEvent create_event() {
   hipEvent_t e = nullptr;
@@ -63,8 +67,10 @@ NativeEvent create_event() {
 void destroy_event(NativeEvent event) { (void)hipEventDestroy(static_cast<hipEvent_t>(event)); }
 
 void order_after(NativeStream waiter, NativeStream source, NativeEvent event) {
-  check(hipEventRecord(static_cast<hipEvent_t>(event), static_cast<hipStream_t>(source)), "hipEventRecord");
-  check(hipStreamWaitEvent(static_cast<hipStream_t>(waiter), static_cast<hipEvent_t>(event), 0), "hipStreamWaitEvent");
+  check(hipEventRecord(static_cast<hipEvent_t>(event), static_cast<hipStream_t>(source)),
+        "hipEventRecord");
+  check(hipStreamWaitEvent(static_cast<hipStream_t>(waiter), static_cast<hipEvent_t>(event), 0),
+        "hipStreamWaitEvent");
 }
 
 void check_stream(NativeStream stream) {
@@ -73,7 +79,8 @@ void check_stream(NativeStream stream) {
 }
 
 void record_event(NativeEvent event, NativeStream stream) {
-  check(hipEventRecord(static_cast<hipEvent_t>(event), static_cast<hipStream_t>(stream)), "hipEventRecord");
+  check(hipEventRecord(static_cast<hipEvent_t>(event), static_cast<hipStream_t>(stream)),
+        "hipEventRecord");
 }
 bool event_reached(NativeEvent event) {
   const hipError_t e = hipEventQuery(static_cast<hipEvent_t>(event));
@@ -85,7 +92,9 @@ bool event_reached(NativeEvent event) {
 // Coherent: the host spins on values the device writes, which must not sit in a cache.
 std::uint64_t* allocate_counters(std::size_t count, std::uint64_t** device_address) {
   void* host = nullptr;
-  check(hipHostMalloc(&host, count * sizeof(std::uint64_t), hipHostMallocMapped | hipHostMallocPortable | hipHostMallocCoherent), "hipHostMalloc");
+  check(hipHostMalloc(&host, count * sizeof(std::uint64_t),
+                      hipHostMallocMapped | hipHostMallocPortable | hipHostMallocCoherent),
+        "hipHostMalloc");
   auto* p = static_cast<std::uint64_t*>(host);
   for (std::size_t i = 0; i < count; ++i) p[i] = 0;
   void* dev = nullptr;
@@ -95,8 +104,10 @@ std::uint64_t* allocate_counters(std::size_t count, std::uint64_t** device_addre
 }
 void free_counters(std::uint64_t* host_address) { (void)hipHostFree(host_address); }
 
-void enqueue_counter_write(NativeStream stream, std::uint64_t* device_address, std::uint64_t value) {
-  check(hipStreamWriteValue64(static_cast<hipStream_t>(stream), device_address, value, 0), "hipStreamWriteValue64");
+void enqueue_counter_write(NativeStream stream, std::uint64_t* device_address,
+                           std::uint64_t value) {
+  check(hipStreamWriteValue64(static_cast<hipStream_t>(stream), device_address, value, 0),
+        "hipStreamWriteValue64");
 }
 
 }  // namespace kodo::backend
