@@ -12,13 +12,14 @@
 //
 //   completion_bench [--trials 2000] [--csv FILE]
 // Device backends only: on the host backend work completes in the launching call.
-// It measures an internal on purpose: the backend's own event calls (backends/native.hpp),
-// against which the completion engine is compared.
+// It measures internals on purpose: the backend's own event calls (backends/native.hpp)
+// and the completion engine itself (tasking/completion_engine.hpp), side by side.
 
 #include "report.hpp"
 
 #include <backends/native.hpp>
 #include <kodo.hpp>
+#include <tasking/completion_engine.hpp>
 
 #include <atomic>
 #include <cinttypes>

@@ -3,6 +3,8 @@
 
 #include "test_runtime.hpp"
 
+#include <tasking/completion_engine.hpp>
+
 #include <gtest/gtest.h>
 
 #include <chrono>

@@ -46,7 +46,8 @@ void read_binding(Placement&) {}
 Placement place_rank(MPI_Comm comm, int device) {
   Placement p;
   MPI_Comm node;
-  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node),
+            "MPI_Comm_split_type");
   MPI_Comm_rank(node, &p.local_rank);
   MPI_Comm_size(node, &p.local_ranks);
   read_binding(p);
@@ -82,7 +83,8 @@ Placement place_rank(MPI_Comm comm, int device) {
   }
   // Collective on every rank of the node, whatever happened above.
   std::vector<std::uint64_t> sets(p.local_ranks);
-  MPI_Allgather(&key, 1, MPI_UINT64_T, sets.data(), 1, MPI_UINT64_T, node);
+  check_mpi(MPI_Allgather(&key, 1, MPI_UINT64_T, sets.data(), 1, MPI_UINT64_T, node),
+            "MPI_Allgather");
   if (problem.empty() && device_build) {
     try {
       const char* share = std::getenv("KODO_SHARE_GPUS");

@@ -11,8 +11,8 @@
 // anything is allocated; a violation throws kodo::Error naming it. Other types
 // travel by specialising Serializer<T> (pack/unpack through ByteWriter/ByteReader).
 // Trivially copyable types are copied as their bytes: bool is checked to be 0 or 1 and
-// an enum arrives as any value of its underlying type, to be checked by the receiver
-// like any integer.
+// a scoped enum arrives as any value of its underlying type, to be checked by the
+// receiver like any integer.
 
 #include "../backends/memory.hpp"
 #include "../core/error.hpp"
@@ -150,6 +150,11 @@ struct Serializer<bool> {
 template <class E>
 struct Serializer<E, std::enable_if_t<std::is_enum_v<E>>> {
   using U = std::underlying_type_t<E>;
+  // A scoped enum takes every value of its underlying type; an unscoped one without a
+  // fixed type does not (a value beyond its enumerators' range is undefined).
+  static_assert(
+      !std::is_convertible_v<E, U>,
+      "kodo: enums in messages must be scoped (enum class), or have a Serializer of their own");
   static void pack(ByteWriter& w, E v) { kodo::pack<U>(w, static_cast<U>(v)); }
   static E unpack(ByteReader& r) { return static_cast<E>(kodo::unpack<U>(r)); }
 };

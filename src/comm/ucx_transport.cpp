@@ -1,5 +1,6 @@
 #include "ucx_transport.hpp"
 
+#include "../core/agree.hpp"
 #include "../core/error.hpp"
 
 #include <cstdlib>
@@ -51,6 +52,17 @@ std::pair<void*, std::size_t> describe(const std::vector<Segment>& segments,
   param.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
   param.datatype = ucp_dt_make_iov();
   return {iov.data(), iov.size()};
+}
+
+// Nothing may unwind into UCX: an exception inside one of its callbacks (an
+// allocation that fails, a continuation that throws) ends the job, saying where.
+template <class F>
+void guarded(const char* where, F&& f) noexcept {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    fatal(cat(where, ": ", e.what()));
+  }
 }
 
 }  // namespace
@@ -116,15 +128,17 @@ UcxTransport::UcxTransport(MPI_Comm comm, Deliver deliver, Prepare prepare)
   KODO_UCX(ucp_worker_get_address(worker_, &address, &address_length));
   int my_length = static_cast<int>(address_length);
   std::vector<int> lengths(size), offsets(size);
-  MPI_Allgather(&my_length, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm_);
+  check_mpi(MPI_Allgather(&my_length, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm_),
+            "MPI_Allgather");
   int total = 0;
   for (int r = 0; r < size; ++r) {
     offsets[r] = total;
     total += lengths[r];
   }
   std::vector<std::byte> all(total);
-  MPI_Allgatherv(address, my_length, MPI_BYTE, all.data(), lengths.data(), offsets.data(), MPI_BYTE,
-                 comm_);
+  check_mpi(MPI_Allgatherv(address, my_length, MPI_BYTE, all.data(), lengths.data(), offsets.data(),
+                           MPI_BYTE, comm_),
+            "MPI_Allgatherv");
   ucp_worker_release_address(worker_, address);
   peer_addresses_.resize(size);
   for (int r = 0; r < size; ++r)
@@ -199,11 +213,13 @@ void UcxTransport::send(int rank, Message&& message) {
 }
 
 void UcxTransport::on_send_done(void* request, ucs_status_t status, void* user_data) {
-  std::unique_ptr<InFlight> state(static_cast<InFlight*>(user_data));
-  --state->transport->pending_sends_;
-  ucp_request_free(request);
-  if (status != UCS_OK && !state->transport->shutting_down_)
-    fatal(std::string("a send over UCX failed: ") + ucs_status_string(status));
+  guarded("while completing a UCX operation", [&] {
+    std::unique_ptr<InFlight> state(static_cast<InFlight*>(user_data));
+    --state->transport->pending_sends_;
+    ucp_request_free(request);
+    if (status != UCS_OK && !state->transport->shutting_down_)
+      fatal(std::string("a send over UCX failed: ") + ucs_status_string(status));
+  });
 }
 
 ucs_status_t UcxTransport::on_am(void* arg, const void* header, size_t header_length, void* data,
@@ -313,11 +329,13 @@ void UcxTransport::tag_send(int rank, std::uint64_t tag, const Segment& data, Ta
 }
 
 void UcxTransport::on_tag_send_done(void* request, ucs_status_t status, void* user_data) {
-  std::unique_ptr<TagOp> op(static_cast<TagOp*>(user_data));
-  --op->transport->pending_sends_;
-  ucp_request_free(request);
-  if (status != UCS_OK && op->transport->shutting_down_) return;
-  op->done(status, 0);
+  guarded("while completing a UCX operation", [&] {
+    std::unique_ptr<TagOp> op(static_cast<TagOp*>(user_data));
+    --op->transport->pending_sends_;
+    ucp_request_free(request);
+    if (status != UCS_OK && op->transport->shutting_down_) return;
+    op->done(status, 0);
+  });
 }
 
 void* UcxTransport::tag_recv(std::uint64_t tag, const Segment& into, TagDone done) {
@@ -347,13 +365,15 @@ void* UcxTransport::tag_recv(std::uint64_t tag, const Segment& into, TagDone don
 
 void UcxTransport::on_tag_recv_done(void* request, ucs_status_t status,
                                     const ucp_tag_recv_info_t* info, void* user_data) {
-  std::unique_ptr<TagOp> op(static_cast<TagOp*>(user_data));
-  if (op->posting)
-    op->transport->completed_while_posting_ = true;
-  else
-    op->transport->posted_recvs_.erase(request);
-  ucp_request_free(request);
-  op->done(status, status == UCS_OK || status == UCS_ERR_MESSAGE_TRUNCATED ? info->length : 0);
+  guarded("while completing a UCX operation", [&] {
+    std::unique_ptr<TagOp> op(static_cast<TagOp*>(user_data));
+    if (op->posting)
+      op->transport->completed_while_posting_ = true;
+    else
+      op->transport->posted_recvs_.erase(request);
+    ucp_request_free(request);
+    op->done(status, status == UCS_OK || status == UCS_ERR_MESSAGE_TRUNCATED ? info->length : 0);
+  });
 }
 
 void UcxTransport::cancel(void* handle) {
@@ -362,11 +382,13 @@ void UcxTransport::cancel(void* handle) {
 
 void UcxTransport::on_recv_done(void* request, ucs_status_t status, size_t /*length*/,
                                 void* user_data) {
-  std::unique_ptr<InFlight> state(static_cast<InFlight*>(user_data));
-  ucp_request_free(request);
-  if (status != UCS_OK)
-    fatal(std::string("receiving a message over UCX failed: ") + ucs_status_string(status));
-  state->transport->deliver_(std::move(state->message));
+  guarded("while completing a UCX operation", [&] {
+    std::unique_ptr<InFlight> state(static_cast<InFlight*>(user_data));
+    ucp_request_free(request);
+    if (status != UCS_OK)
+      fatal(std::string("receiving a message over UCX failed: ") + ucs_status_string(status));
+    state->transport->deliver_(std::move(state->message));
+  });
 }
 
 void UcxTransport::on_ep_error(void* arg, ucp_ep_h /*ep*/, ucs_status_t status) {
@@ -382,8 +404,9 @@ unsigned UcxTransport::progress() { return ucp_worker_progress(worker_); }
 // own sends (rendezvous acknowledgements) before it can reach the barrier.
 void UcxTransport::progressing_barrier() {
   MPI_Request request;
-  MPI_Ibarrier(comm_, &request);
-  for (int done = 0; !done; MPI_Test(&request, &done, MPI_STATUS_IGNORE)) progress();
+  check_mpi(MPI_Ibarrier(comm_, &request), "MPI_Ibarrier");
+  for (int done = 0; !done; check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test"))
+    progress();
 }
 
 void UcxTransport::shutdown(bool quiet) {

@@ -1,11 +1,19 @@
 #pragma once
-// Start-up failures that some ranks may hit where all must stop together.
+// MPI in the core: checked MPI calls, and start-up failures that some ranks may hit
+// where all must stop together.
 
 #include <mpi.h>
 
+#include <source_location>
 #include <string>
 
 namespace kodo {
+
+// Ends the job when an MPI call did not succeed, naming the call, where it was made
+// and MPI's reason. kodo's communicators return errors (MPI_ERRORS_RETURN) so that
+// they arrive here rather than abort inside MPI.
+void check_mpi(int result, const char* call,
+               std::source_location at = std::source_location::current());
 
 // Collective over `comm`: every rank learns whether any has a `problem` (empty: none).
 // One that has throws it as an Error, the others "kodo: another rank <what_failed>

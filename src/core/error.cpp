@@ -30,9 +30,17 @@ void fatal(const std::string& what) {
   std::abort();
 }
 
+void check_mpi(int result, const char* call, std::source_location at) {
+  if (result == MPI_SUCCESS) return;
+  char reason[MPI_MAX_ERROR_STRING] = "";
+  int length = 0;
+  MPI_Error_string(result, reason, &length);
+  fatal(detail::call_failed("MPI", call, at.file_name(), static_cast<int>(at.line()), reason));
+}
+
 void agree_on_failure(MPI_Comm comm, const std::string& problem, const std::string& what_failed) {
   int failed = problem.empty() ? 0 : 1, any = 0;
-  MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, comm);
+  check_mpi(MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
   if (failed) throw Error(problem);
   if (any) throw Error("another rank " + what_failed + " (see its message)");
 }

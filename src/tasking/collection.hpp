@@ -27,7 +27,6 @@
 #include "collection_base.hpp"
 #include "entry.hpp"
 #include "runtime.hpp"
-#include "scheduler.hpp"
 
 #include <memory>
 #include <sstream>
@@ -102,16 +101,15 @@ class UnitRef {
     using E = detail::Entry<U, M>;
     static_assert(sizeof...(A) == std::tuple_size_v<typename E::Arguments>,
                   "kodo: wrong number of arguments for this entry method");
-    auto& scheduler = runtime_->scheduler();
     const std::int64_t linear = shape_.linear(index_);
-    const int owner = scheduler.collection(collection_).map().owner(linear);
+    const int owner = runtime_->collection(collection_).map().owner(linear);
     detail::Message m;
-    m.header = {detail::MessageKind::invoke, collection_, E::id, linear, scheduler.rank()};
-    if (owner == scheduler.rank())
+    m.header = {detail::MessageKind::invoke, collection_, E::id, linear, runtime_->rank()};
+    if (owner == runtime_->rank())
       m.local = std::make_unique<typename E::Kept>(std::forward<A>(args)...);
     else
       E::serialize(m, std::forward<A>(args)...);
-    scheduler.post(owner, std::move(m));
+    runtime_->post(owner, std::move(m));
   }
 
   Index3 index() const { return index_; }
@@ -142,8 +140,7 @@ class Collection {
       throw Error(detail::cat(
           "a collection needs at least one unit in each dimension and at most 2^62 in all, not ",
           shape));
-    auto& scheduler = runtime.scheduler();
-    const std::uint32_t id = scheduler.collection_count();
+    const std::uint32_t id = runtime.collection_count();
     auto store =
         std::make_unique<detail::CollectionStore<U>>(id, shape, runtime.rank(), runtime.size());
     auto& units = store->units();
@@ -196,7 +193,7 @@ class Collection {
   Collection(Runtime* runtime, std::uint32_t id, Extent3 shape)
       : runtime_(runtime), id_(id), shape_(shape) {}
   detail::CollectionStore<U>& store() const {
-    return static_cast<detail::CollectionStore<U>&>(runtime_->scheduler().collection(id_));
+    return static_cast<detail::CollectionStore<U>&>(runtime_->collection(id_));
   }
 
   Runtime* runtime_ = nullptr;
@@ -231,7 +228,7 @@ class WorkUnit {
   Channel open_channel(const Index3& peer, Stream& stream, CommMode mode = CommMode::device,
                        int port = 0) const {
     const int peer_rank = collection_.shape().contains(peer) ? collection_.owner(peer) : -1;
-    return Channel(runtime().scheduler(),
+    return Channel(runtime().channel_host(),
                    detail::LinkSpec{collection_.id(), collection_.shape(), index_, peer, peer_rank,
                                     port, &stream, mode});
   }
@@ -246,8 +243,8 @@ class WorkUnit {
     auto& store = collection_.store();
     Bytes bytes(sizeof(T));
     std::memcpy(bytes.data(), &value, sizeof(T));
-    runtime().scheduler().contribute(store, store.slot_of(store.shape().linear(index_)),
-                                     next_round_++, R::id, std::move(bytes));
+    runtime().contribute(store, store.slot_of(store.shape().linear(index_)), next_round_++, R::id,
+                         std::move(bytes));
   }
 
  protected:

@@ -6,7 +6,6 @@
 #include "../comm/serialize.hpp"
 #include "../comm/wire.hpp"
 #include "collection_base.hpp"
-#include "reductions.hpp"
 #include "registry.hpp"
 
 #include <cstring>
@@ -22,6 +21,14 @@ namespace kodo::detail {
 // allocated, their memory listed for the transport to fill; see WireAccess).
 struct EntryHandler {
   std::unique_ptr<Call> (*receive)(ByteReader& arguments);
+};
+
+// How a reducer's values are combined and handed to the units; registered per
+// (unit type, value type, operation, target entry method).
+struct ReducerHandler {
+  std::size_t value_size;
+  void (*combine)(Bytes& accumulator, const Bytes& value);
+  void (*deliver)(CollectionBase& collection, const Bytes& result);
 };
 
 template <class F>

@@ -13,6 +13,7 @@
 
 #include "../comm/wire.hpp"
 #include "collection_base.hpp"
+#include "entry.hpp"
 #include "registry.hpp"
 
 #include <array>
@@ -25,14 +26,6 @@
 #include <vector>
 
 namespace kodo::detail {
-
-// How a reducer's values are combined and handed to the units; registered per
-// (unit type, value type, operation, target entry method).
-struct ReducerHandler {
-  std::size_t value_size;
-  void (*combine)(Bytes& accumulator, const Bytes& value);
-  void (*deliver)(CollectionBase& collection, const Bytes& result);
-};
 
 class ReductionTree {
  public:

@@ -22,7 +22,8 @@ std::atomic<bool> runtime_exists{false};
 void check_same_program(MPI_Comm comm) {
   const std::uint64_t mine = detail::handler_fingerprint();
   std::array<std::uint64_t, 2> local{mine, ~mine}, extremes{};
-  MPI_Allreduce(local.data(), extremes.data(), 2, MPI_UINT64_T, MPI_MIN, comm);
+  check_mpi(MPI_Allreduce(local.data(), extremes.data(), 2, MPI_UINT64_T, MPI_MIN, comm),
+            "MPI_Allreduce");
   if (extremes[0] != ~extremes[1])
     throw Error(
         detail::cat("the ranks run different programs: their entry methods and reducers differ "
@@ -60,8 +61,10 @@ void Runtime::start(int& argc, char**& argv) {
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
     own_mpi_ = true;
   }
-  MPI_Comm_dup(MPI_COMM_WORLD, &comm_);
-  MPI_Comm_dup(MPI_COMM_WORLD, &wave_comm_);
+  check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
+  check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &wave_comm_), "MPI_Comm_dup");
+  for (MPI_Comm c : {comm_, wave_comm_})
+    check_mpi(MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
   check_same_program(comm_);
@@ -106,9 +109,20 @@ void Runtime::when_done(CompletionSource& source, std::function<void()> continua
 
 void Runtime::run() { scheduler_->run(); }
 
+std::uint32_t Runtime::collection_count() const { return scheduler_->collection_count(); }
+detail::CollectionBase& Runtime::collection(std::uint32_t id) { return scheduler_->collection(id); }
+void Runtime::post(int rank, detail::Message&& message) {
+  scheduler_->post(rank, std::move(message));
+}
+void Runtime::contribute(detail::CollectionBase& c, std::int64_t slot, std::uint64_t round,
+                         std::uint64_t reducer, std::vector<std::byte> value) {
+  scheduler_->contribute(c, slot, round, reducer, std::move(value));
+}
+detail::ChannelHost& Runtime::channel_host() { return *scheduler_; }
+
 void Runtime::add_collection(std::unique_ptr<detail::CollectionBase> collection) {
   scheduler_->add_collection(std::move(collection));
-  MPI_Barrier(comm_);
+  check_mpi(MPI_Barrier(comm_), "MPI_Barrier");
 }
 
 }  // namespace kodo

@@ -9,14 +9,18 @@
 
 #include <mpi.h>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <vector>
 
 namespace kodo {
 
 namespace detail {
 class Scheduler;
 class CollectionBase;
+class ChannelHost;
+struct Message;
 struct TestAccess;  // defined by kodo's own tests only
 }  // namespace detail
 
@@ -71,10 +75,17 @@ class Runtime {
   template <class D>
   friend class WorkUnit;
   friend struct detail::TestAccess;
+  // What collections and units use of the scheduler (scheduler.hpp says more).
   detail::Scheduler& scheduler() { return *scheduler_; }
+  std::uint32_t collection_count() const;
   // Takes a newly built collection; returns once every rank has built it, so no
   // message can reach a rank before the collection it addresses exists there.
   void add_collection(std::unique_ptr<detail::CollectionBase> collection);
+  detail::CollectionBase& collection(std::uint32_t id);
+  void post(int rank, detail::Message&& message);
+  void contribute(detail::CollectionBase& c, std::int64_t slot, std::uint64_t round,
+                  std::uint64_t reducer, std::vector<std::byte> value);
+  detail::ChannelHost& channel_host();
 
   void start(int& argc, char**& argv);
   void stop();

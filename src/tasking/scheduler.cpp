@@ -1,6 +1,7 @@
 #include "scheduler.hpp"
 
 #include "../comm/ucx_transport.hpp"
+#include "../core/agree.hpp"
 #include "entry.hpp"
 
 #include <array>
@@ -51,7 +52,8 @@ void Scheduler::shutdown() {
   collections_.clear();  // units own Kokkos views and channels: they go first
   if (transport_) {
     std::array<std::uint64_t, 2> local{termination_.sent(), termination_.processed()}, total{};
-    MPI_Allreduce(local.data(), total.data(), 2, MPI_UINT64_T, MPI_SUM, comm_);
+    check_mpi(MPI_Allreduce(local.data(), total.data(), 2, MPI_UINT64_T, MPI_SUM, comm_),
+              "MPI_Allreduce");
     if (rank_ == 0 && total[0] > total[1])
       std::fprintf(stderr,
                    "kodo: warning: %llu message(s) were sent but never run (call run() before the "

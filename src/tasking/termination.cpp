@@ -1,5 +1,7 @@
 #include "termination.hpp"
 
+#include "../core/agree.hpp"
+
 namespace kodo::detail {
 
 TerminationDetector::~TerminationDetector() {
@@ -11,10 +13,11 @@ std::optional<TerminationDetector::Wave> TerminationDetector::test(std::uint64_t
                                                                    bool dirty) {
   if (wave_ == MPI_REQUEST_NULL) {
     in_ = {sent_, processed_, pending_rounds, dirty ? 1u : 0u};
-    MPI_Iallreduce(in_.data(), out_.data(), 4, MPI_UINT64_T, MPI_SUM, comm_, &wave_);
+    check_mpi(MPI_Iallreduce(in_.data(), out_.data(), 4, MPI_UINT64_T, MPI_SUM, comm_, &wave_),
+              "MPI_Iallreduce");
   }
   int done = 0;
-  MPI_Test(&wave_, &done, MPI_STATUS_IGNORE);
+  check_mpi(MPI_Test(&wave_, &done, MPI_STATUS_IGNORE), "MPI_Test");
   if (!done) return std::nullopt;
   const bool stable = have_previous_ && out_ == previous_;
   previous_ = out_;
