@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The folders of src/ form a stack: core < backends < comm < tasking. A file may
+# include headers of its own folder and of folders below it, never above. Prints each
+# violation and exits 1 if there is any.
+set -euo pipefail
+src=${1:?usage: check_layers.sh SRC_DIR}
+level() {
+  case $1 in
+    core) echo 0 ;; backends) echo 1 ;; comm) echo 2 ;; tasking) echo 3 ;; *) echo -1 ;;
+  esac
+}
+bad=0 files=0
+while IFS= read -r file; do
+  files=$((files + 1))
+  rel=${file#"$src"/}
+  folder=${rel%%/*}
+  mine=$(level "$folder")
+  [[ $mine -ge 0 ]] || continue
+  dir=$(dirname "$file")
+  while IFS= read -r inc; do
+    target=$(realpath -m "$dir/$inc")
+    [[ $target == "$src"/* ]] || continue
+    other=${target#"$src"/}
+    other=${other%%/*}
+    theirs=$(level "$other")
+    if ((theirs > mine)); then
+      echo "check_layers: $rel ($folder) includes $inc ($other), a folder above it"
+      bad=1
+    fi
+  done < <(sed -n 's/^#include "\(.*\)"/\1/p' "$file")
+done < <(find "$src" -name '*.hpp' -o -name '*.cpp')
+echo "check_layers: $files files, folders form a stack: $([[ $bad == 0 ]] && echo yes || echo no)"
+exit "$bad"
