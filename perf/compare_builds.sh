@@ -9,17 +9,20 @@
 # Each BIN_DIR holds jacobi3d and pingpong_bench. Writes OUT_DIR/compare_pingpong.csv
 # and OUT_DIR/compare_jacobi3d.csv (one row per build, repeat and case). Environment:
 # LAUNCH (default "mpirun -n 2 --bind-to none"), SIZES (pingpong sizes, default
-# 8,4096,65536,1048576,8388608,67108864), KODO_MACHINE, KODO_COMMIT (for the headers).
+# 8,4096,65536,1048576,8388608,67108864), MODES (pingpong modes, default
+# device,host,call), JACOBI (0 skips Jacobi3D), KODO_MACHINE, KODO_COMMIT (for the
+# headers).
 set -euo pipefail
 [[ $# -ge 3 ]] || { sed -n '2,13p' "$0"; exit 2; }
 base=$1 new=$2 out=$3 repeats=${4:-3}
 launch=${LAUNCH:-mpirun -n 2 --bind-to none}
 sizes=${SIZES:-8,4096,65536,1048576,8388608,67108864}
+modes=${MODES:-device,host,call}
 mkdir -p "$out"
 
 header() {  # file columns
   {
-    echo "# command: $0 $base $new $out $repeats  (LAUNCH=\"$launch\", SIZES=$sizes)"
+    echo "# command: $0 $base $new $out $repeats  (LAUNCH=\"$launch\", SIZES=$sizes, MODES=$modes)"
     echo "# machine: ${KODO_MACHINE:-unspecified}"
     echo "# commit: ${KODO_COMMIT:-unspecified} (new) against the base build in $base"
     echo "$2"
@@ -41,8 +44,9 @@ for ((r = 1; r <= repeats; ++r)); do
     dir=$base
     [[ $build == new ]] && dir=$new
     # shellcheck disable=SC2086
-    $launch "$dir/pingpong_bench" --sizes "$sizes" --csv "$out/pp.tmp" >/dev/null
+    $launch "$dir/pingpong_bench" --sizes "$sizes" --modes "$modes" --csv "$out/pp.tmp" >/dev/null
     grep -v '^#' "$out/pp.tmp" | tail -n +2 | sed "s/^/$build,$r,/" >>"$pp"
+    [[ ${JACOBI:-1} == 0 ]] && continue
     for c in "${cases[@]}"; do
       name=${c%%|*} args=${c#*|}
       # shellcheck disable=SC2086
