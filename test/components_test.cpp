@@ -3,6 +3,7 @@
 // registry and the received-header checks; and the scheduler refusing to wait for a
 // message that nobody sent.
 
+#include "expect_error.hpp"
 #include "test_access.hpp"
 #include "test_runtime.hpp"
 
@@ -24,15 +25,6 @@ namespace {
 using kodo::detail::MessageHeader;
 using kodo::detail::MessageKind;
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const kodo::Error& e) {
-    return e.what();
-  }
-  return "";
-}
 #define EXPECT_ERROR(statement, text)                                              \
   {                                                                                \
     EXPECT_NE(error_of([&] { statement; }).find(text), std::string::npos) << text; \

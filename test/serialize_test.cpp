@@ -1,3 +1,5 @@
+#include "expect_error.hpp"
+
 #include <kodo.hpp>
 
 #include <gtest/gtest.h>
@@ -108,15 +110,6 @@ TEST(Serialize, TruncatedPayloadIsAnError) {
 using Access = kodo::detail::WireAccess;
 
 // The message of `f`'s kodo::Error, or "" when it throws none.
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const kodo::Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 kodo::Bytes bytes_of(std::initializer_list<std::uint64_t> words) {
   kodo::ByteWriter w;

@@ -78,13 +78,7 @@ struct ChannelEnd : std::enable_shared_from_this<ChannelEnd> {
   };
 
   ChannelHost* host;
-  std::uint32_t collection;
-  Extent3 shape;
-  Index3 self, peer;
-  int peer_rank;
-  int port;
-  Stream* stream;
-  CommMode mode;
+  LinkSpec link;  // where it goes
   std::uint64_t send_base, recv_base;
   std::uint64_t sends = 0, receives = 0;
   bool closed = false;
@@ -95,12 +89,13 @@ struct ChannelEnd : std::enable_shared_from_this<ChannelEnd> {
   std::unordered_set<void*> in_flight;
   std::vector<Staging> spare;  // pinned host buffers (host-staged mode)
 
-  bool local() const { return peer_rank == host->rank(); }
+  bool local() const { return link.peer_rank == host->rank(); }
 
-  std::string link(bool outgoing) const {
+  std::string describe(bool outgoing) const {
     std::ostringstream os;
-    os << "channel from unit " << (outgoing ? self : peer) << " to unit "
-       << (outgoing ? peer : self) << " (collection " << collection << ", port " << port << ")";
+    os << "channel from unit " << (outgoing ? link.self : link.peer) << " to unit "
+       << (outgoing ? link.peer : link.self) << " (collection " << link.collection << ", port "
+       << link.port << ")";
     return os.str();
   }
 
@@ -125,7 +120,7 @@ struct ChannelEnd : std::enable_shared_from_this<ChannelEnd> {
                           : r.exact && bytes != r.segment.bytes ? "does not fill"
                                                                 : nullptr;
     if (problem)
-      fatal(cat(link(false), ": a message of ", bytes, " bytes ", problem,
+      fatal(cat(describe(false), ": a message of ", bytes, " bytes ", problem,
                 " the receiving view of ", r.segment.bytes, " bytes",
                 r.exact && bytes < r.segment.bytes
                     ? " (a receive whose completion takes a count accepts fewer)"
@@ -143,10 +138,11 @@ void ChannelEnd::send(Send t, bool ready) {
   if (t.done) host->expect_event();  // and ours
   if (local()) {
     auto& table = host->channel_table();
-    auto it = table.find({collection, shape.linear(peer), shape.linear(self), port});
+    auto it = table.find({link.collection, link.shape.linear(link.peer),
+                          link.shape.linear(link.self), link.port});
     if (it == table.end())
-      throw Error(link(true) + ": the receiving unit has no end of this channel");
-    t.stream = stream;
+      throw Error(describe(true) + ": the receiving unit has no end of this channel");
+    t.stream = link.stream;
     it->second->arrived.push_back(std::move(t));
     it->second->match_local();
     return;
@@ -155,25 +151,25 @@ void ChannelEnd::send(Send t, bool ready) {
   auto self_ptr = shared_from_this();
   Segment from = t.segment;
   Staging staging;
-  if (mode == CommMode::host_staged && from.bytes != 0) {
+  if (link.mode == CommMode::host_staged && from.bytes != 0) {
     staging = take_staging(from.bytes);
-    copy_bytes(stream->space(), segment_of(staging), from, from.bytes);
+    copy_bytes(link.stream->space(), segment_of(staging), from, from.bytes);
     from = Segment{staging.data(), t.segment.bytes, MemoryKind::host};
   }
   auto start = [self_ptr, tag, from, staging, t = std::move(t)]() mutable {
-    self_ptr->host->transport()
-        .tag_send(self_ptr->peer_rank, tag, from,
-                  [self_ptr, staging, t = std::move(t)](ucs_status_t status, std::size_t) mutable {
-                    if (status != UCS_OK)
-                      fatal(self_ptr->link(true) + ": a send failed: " + ucs_status_string(status));
-                    if (staging.data()) self_ptr->spare.push_back(staging);
-                    if (t.done) self_ptr->host->queue_callback(std::move(t.done));
-                  });
+    self_ptr->host->transport().tag_send(
+        self_ptr->link.peer_rank, tag, from,
+        [self_ptr, staging, t = std::move(t)](ucs_status_t status, std::size_t) mutable {
+          if (status != UCS_OK)
+            fatal(self_ptr->describe(true) + ": a send failed: " + ucs_status_string(status));
+          if (staging.data()) self_ptr->spare.push_back(staging);
+          if (t.done) self_ptr->host->queue_callback(std::move(t.done));
+        });
   };
   if (ready && !staging.data())
     start();
   else
-    host->when_done(*stream, std::move(start));
+    host->when_done(*link.stream, std::move(start));
 }
 
 void ChannelEnd::recv(Receive t) {
@@ -187,7 +183,7 @@ void ChannelEnd::recv(Receive t) {
   const std::size_t capacity = t.segment.bytes;
   Segment into = t.segment;
   Staging staging;
-  if (mode == CommMode::host_staged && into.bytes != 0) {
+  if (link.mode == CommMode::host_staged && into.bytes != 0) {
     staging = take_staging(into.bytes);
     into = segment_of(staging);
     into.bytes = capacity;
@@ -201,20 +197,21 @@ void ChannelEnd::recv(Receive t) {
         end.in_flight.erase(*handle);
         if (status == UCS_ERR_CANCELED) return;
         if (status == UCS_ERR_MESSAGE_TRUNCATED)
-          fatal(cat(end.link(false), ": a message of ", length,
+          fatal(cat(end.describe(false), ": a message of ", length,
                     " bytes does not fit the receiving view of ", capacity, " bytes"));
         if (status != UCS_OK)
-          fatal(end.link(false) + ": a receive failed: " + ucs_status_string(status));
+          fatal(end.describe(false) + ": a receive failed: " + ucs_status_string(status));
         end.check_arrival(t, length);
         if (!staging.data()) return end.host->queue_callback(std::move(t.done), length);
         // Host-staged: into the view on this end's stream, then the unit learns of it.
         end.host->queue_callback([self_ptr, staging, length, t = std::move(t)]() mutable {
           ChannelEnd& e = *self_ptr;
-          copy_bytes(e.stream->space(), t.segment, segment_of(staging), length);
-          e.host->when_done(*e.stream, [self_ptr, staging, length, t = std::move(t)]() mutable {
-            self_ptr->spare.push_back(staging);
-            t.done(length);
-          });
+          copy_bytes(e.link.stream->space(), t.segment, segment_of(staging), length);
+          e.host->when_done(*e.link.stream,
+                            [self_ptr, staging, length, t = std::move(t)]() mutable {
+                              self_ptr->spare.push_back(staging);
+                              t.done(length);
+                            });
         });
       });
   if (*handle) in_flight.insert(*handle);
@@ -244,7 +241,8 @@ void ChannelEnd::close() {
   if (closed) return;
   closed = true;
   if (local()) {
-    host->channel_table().erase({collection, shape.linear(self), shape.linear(peer), port});
+    host->channel_table().erase({link.collection, link.shape.linear(link.self),
+                                 link.shape.linear(link.peer), link.port});
   } else {
     for (void* request : std::vector<void*>(in_flight.begin(), in_flight.end()))
       host->transport().cancel(request);
@@ -273,20 +271,13 @@ Channel::Channel(detail::ChannelHost& host, const detail::LinkSpec& l) {
 
   auto end = std::make_shared<detail::ChannelEnd>();
   end->host = &host;
-  end->collection = l.collection;
-  end->shape = l.shape;
-  end->self = l.self;
-  end->peer = l.peer;
-  end->peer_rank = l.peer_rank;
-  end->port = l.port;
-  end->stream = l.stream;
-  end->mode = l.mode;
+  end->link = l;
   end->send_base = detail::tag_base(l.collection, peer, self, l.port);
   end->recv_base = detail::tag_base(l.collection, self, peer, l.port);
   if (end->local()) {
     auto [it, inserted] =
         host.channel_table().try_emplace({l.collection, self, peer, l.port}, end.get());
-    if (!inserted) throw Error("two channels open on one " + end->link(false));
+    if (!inserted) throw Error("two channels open on one " + end->describe(false));
   }
   end_ = std::move(end);
 }
