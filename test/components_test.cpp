@@ -186,6 +186,10 @@ TEST(ReductionTree, ResultsMustComeFromTheParentForRoundsPassedUp) {
   at.tree.contribute(at.store, 0, 0, TallySum::id, value(1));
   EXPECT_ERROR(result(2, 0), "not the parent");
   EXPECT_ERROR(result(0, 1), "does not await");
+  EXPECT_ERROR(at.tree.on_result(at.store,
+                                 header(MessageKind::reduction_result, TallyMax::id, 0, 0),
+                                 value(99), true),
+               "another reducer");
 }
 
 // --- registry and headers ------------------------------------------------------------
@@ -265,6 +269,30 @@ TEST(Scheduler, CallsFromOtherRanksAreCheckedAgainstCollectionUnitAndHandler) {
       }
     });
   }
+  rt.run();
+}
+
+TEST(Scheduler, LargeMessagesAreCheckedBeforeTheirBufferIsMade) {
+  auto& rt = test_runtime();
+  auto units = kodo::Collection<Tallied>::create(rt, {1, 1, 1});
+  const int source = rt.size() > 1 ? (rt.rank() + 1) % rt.size() : 0;
+  if (source == rt.rank()) return rt.run();  // one rank: no other rank to pose as
+  const std::size_t huge = std::size_t{1} << 29;
+  const auto entry = kodo::detail::Entry<Tallied, &Tallied::total>::id;
+  using kodo::detail::TestAccess;
+  EXPECT_ERROR(TestAccess::announce_rendezvous(rt, {MessageKind::invoke, 1000, entry, 0, source},
+                                               huge),
+               "field collection");
+  EXPECT_ERROR(TestAccess::announce_rendezvous(
+                   rt, {MessageKind::invoke, units.id(), TallySum::id, 0, source}, huge),
+               (rt.rank() == 0 ? "where an entry method belongs" : "does not hold"));
+  EXPECT_ERROR(TestAccess::announce_rendezvous(
+                   rt, {MessageKind::reduction_partial, units.id(), TallySum::id, 0, source}, huge),
+               "carries 536870912 bytes");
+  EXPECT_ERROR(TestAccess::announce_rendezvous(rt,
+                                               {MessageKind::invoke, units.id(), entry, 0, source},
+                                               std::size_t{1} << 31),
+               "bound");
   rt.run();
 }
 

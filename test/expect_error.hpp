@@ -19,5 +19,7 @@ std::string error_of(F&& f) {
 }
 
 // Expects `statement` to throw a kodo::Error whose message contains `text`.
-#define EXPECT_ERROR(statement, text) \
-  { EXPECT_NE(error_of([&] { statement; }).find(text), std::string::npos) << text; }
+#define EXPECT_ERROR(statement, text)                                              \
+  {                                                                                \
+    EXPECT_NE(error_of([&] { statement; }).find(text), std::string::npos) << text; \
+  }

@@ -37,6 +37,15 @@ struct TestAccess {
     return dispatched;
   }
 
+  // Announces a rendezvous message of `length` bytes without views, as UCX does before
+  // any of its data has moved; only for messages that must be refused (an admitted one
+  // would be received from a descriptor that does not exist).
+  static void announce_rendezvous(Runtime& runtime, const MessageHeader& h, std::size_t length) {
+    ucp_am_recv_param_t param{};
+    param.recv_attr = UCP_AM_RECV_ATTR_FLAG_RNDV;
+    runtime.scheduler().transport_->receive(&h, sizeof h, nullptr, length, &param);
+  }
+
   // Queues `f` as if a message had arrived that no rank counted as sent.
   static void inject_uncounted(Runtime& runtime, std::function<void()> f) {
     Scheduler& s = runtime.scheduler();

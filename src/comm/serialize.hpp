@@ -12,7 +12,9 @@
 // travel by specialising Serializer<T> (pack/unpack through ByteWriter/ByteReader).
 // Trivially copyable types are copied as their bytes: bool is checked to be 0 or 1 and
 // a scoped enum arrives as any value of its underlying type, to be checked by the
-// receiver like any integer.
+// receiver like any integer. kodo cannot look inside other trivially copyable types:
+// send only types that every byte pattern is a valid value of (no bool, enum or
+// std::optional members), or give them a Serializer that checks.
 
 #include "../backends/memory.hpp"
 #include "../core/error.hpp"
@@ -160,6 +162,16 @@ struct Serializer<E, std::enable_if_t<std::is_enum_v<E>>> {
 };
 
 namespace detail {
+// bool and unscoped enums: types of which not every byte pattern is a value. (A scoped
+// enum has a fixed underlying type, every value of which it takes.)
+template <class T, bool = std::is_enum_v<T>>
+struct IsUnscopedEnum : std::false_type {};
+template <class T>
+struct IsUnscopedEnum<T, true>
+    : std::bool_constant<std::is_convertible_v<T, std::underlying_type_t<T>>> {};
+template <class T>
+constexpr bool not_every_pattern_v = std::is_same_v<T, bool> || IsUnscopedEnum<T>::value;
+
 // A count read from the wire, checked against the bytes left: every element takes at
 // least `min_bytes` of them.
 inline std::uint64_t read_count(ByteReader& r, std::size_t min_bytes, const char* what) {
@@ -191,10 +203,9 @@ struct Serializer<std::vector<T, A>> {
       return v;
     } else {
       // Elements of other types take at least one byte each (a count, an extent, a
-      // value), so the bytes left bound the count before anything is reserved.
+      // value), so the bytes left bound the count.
       const auto n = detail::read_count(r, 1, "vector");
-      std::vector<T, A> v;
-      v.reserve(n);
+      std::vector<T, A> v;  // not reserved: n elements may take far more memory than bytes
       for (std::uint64_t i = 0; i < n; ++i) v.push_back(kodo::unpack<T>(r));
       return v;
     }
@@ -232,6 +243,9 @@ struct Serializer<V, std::enable_if_t<Kokkos::is_view<V>::value>> {
                 "kodo: views in messages must have a contiguous layout");
   static_assert(std::is_trivially_copyable_v<value_type>,
                 "kodo: views in messages must hold trivially copyable values");
+  static_assert(!detail::not_every_pattern_v<value_type>,
+                "kodo: views in messages cannot hold bool or unscoped enum values, which not "
+                "every byte pattern is (use an integer type or an enum class)");
   static_assert(!V::memory_traits::is_unmanaged,
                 "kodo: views in messages must own their memory (the receiver gets a new view)");
 
@@ -247,8 +261,9 @@ struct Serializer<V, std::enable_if_t<Kokkos::is_view<V>::value>> {
     std::uint64_t bytes = sizeof(value_type);
     for (std::size_t d = 0; d < rank; ++d) {
       const auto e = kodo::unpack<std::uint64_t>(r);
+      // Each extent on its own too: an empty view's product stays 0 whatever follows.
       const auto product = detail::checked_mul(bytes, e);
-      if (!product || *product > kMaxViewDataBytes)
+      if (e > kMaxViewDataBytes / sizeof(value_type) || !product || *product > kMaxViewDataBytes)
         throw Error(detail::cat("a view argument's extent ", e, " in dimension ", d,
                                 " makes it larger than kodo's bound of ", kMaxViewDataBytes,
                                 " bytes"));

@@ -60,8 +60,8 @@ template <class F>
 void guarded(const char* where, F&& f) noexcept {
   try {
     f();
-  } catch (const std::exception& e) {
-    fatal(cat(where, ": ", e.what()));
+  } catch (...) {
+    fatal(cat(where, ": ", what_of_current()));
   }
 }
 
@@ -82,8 +82,11 @@ struct UcxTransport::TagOp {
   bool posting = false;  // inside ucp_tag_recv_nbx, which may complete it at once
 };
 
-UcxTransport::UcxTransport(MPI_Comm comm, Deliver deliver, Prepare prepare)
-    : comm_(comm), deliver_(std::move(deliver)), prepare_(std::move(prepare)) {
+UcxTransport::UcxTransport(MPI_Comm comm, Deliver deliver, Prepare prepare, Admit admit)
+    : comm_(comm),
+      deliver_(std::move(deliver)),
+      prepare_(std::move(prepare)),
+      admit_(std::move(admit)) {
   if (const char* mode = std::getenv("KODO_UCX_ERROR_MODE")) {
     const std::string m = mode;
     if (m != "peer" && m != "none")
@@ -174,6 +177,10 @@ ucp_ep_h UcxTransport::endpoint(int rank) {
 }
 
 void UcxTransport::send(int rank, Message&& message) {
+  if (message.attachments.empty() && message.payload.size() > kMaxArgumentBytes)
+    throw Error(cat("the arguments of a call take ", message.payload.size(),
+                    " bytes, more than kodo's bound of ", kMaxArgumentBytes,
+                    " (send large data as views)"));
   auto state = std::make_unique<InFlight>(InFlight{this, std::move(message), {}, {}});
   Message& m = state->message;
   ucp_request_param_t param{};
@@ -229,13 +236,14 @@ ucs_status_t UcxTransport::on_am(void* arg, const void* header, size_t header_le
   // naming the rank it claims to come from.
   try {
     self->receive(header, header_length, data, length, param);
-  } catch (const std::exception& e) {
+  } catch (...) {
     int source = -1;
     if (header_length >= sizeof(MessageHeader))
       std::memcpy(&source,
                   static_cast<const std::byte*>(header) + offsetof(MessageHeader, source_rank),
                   sizeof source);
-    fatal(cat("a malformed message arrived (from rank ", source, " by its header): ", e.what()));
+    fatal(cat("a malformed message arrived (from rank ", source,
+              " by its header): ", what_of_current()));
   }
   return UCS_OK;
 }
@@ -269,7 +277,8 @@ void UcxTransport::receive(const void* header, size_t header_length, void* data,
     if (length > kMaxArgumentBytes)
       throw Error(cat("its arguments take ", length, " bytes, more than kodo's bound of ",
                       kMaxArgumentBytes));
-    message.payload.resize(length);  // the arguments land in a buffer of our own
+    if (rendezvous) admit_(message.header, length);  // before a buffer is made for it
+    message.payload.resize(length);                  // the arguments land in a buffer of our own
     if (!rendezvous) {
       // Eager, the common case: the arguments are here already.
       if (length != 0) std::memcpy(message.payload.data(), data, length);
@@ -392,10 +401,12 @@ void UcxTransport::on_recv_done(void* request, ucs_status_t status, size_t /*len
 }
 
 void UcxTransport::on_ep_error(void* arg, ucp_ep_h /*ep*/, ucs_status_t status) {
-  const auto* peer = static_cast<const Peer*>(arg);
-  if (peer->transport->shutting_down_) return;  // peers close their endpoints at exit
-  fatal("lost the connection to rank " + std::to_string(peer->rank) + " (" +
-        ucs_status_string(status) + "); did that rank exit or fail?");
+  guarded("while reporting a lost peer", [&] {
+    const auto* peer = static_cast<const Peer*>(arg);
+    if (peer->transport->shutting_down_) return;  // peers close their endpoints at exit
+    fatal("lost the connection to rank " + std::to_string(peer->rank) + " (" +
+          ucs_status_string(status) + "); did that rank exit or fail?");
+  });
 }
 
 unsigned UcxTransport::progress() { return ucp_worker_progress(worker_); }

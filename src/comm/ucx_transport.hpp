@@ -40,10 +40,13 @@ class UcxTransport {
   // and returns the memory its views' data (`view_data` bytes in all) must land in, in
   // order. Throws kodo::Error naming what does not fit.
   using Prepare = std::function<std::vector<Segment>(Message&, std::uint64_t view_data)>;
+  // Checks what a message without views names before a buffer of `bytes` is made for
+  // its arguments (a rendezvous); throws kodo::Error naming what does not fit.
+  using Admit = std::function<void(const MessageHeader&, std::uint64_t bytes)>;
   // Completion of a tagged transfer: status and received length.
   using TagDone = std::function<void(ucs_status_t, std::size_t)>;
 
-  UcxTransport(MPI_Comm comm, Deliver deliver, Prepare prepare);
+  UcxTransport(MPI_Comm comm, Deliver deliver, Prepare prepare, Admit admit);
   ~UcxTransport();
   UcxTransport(const UcxTransport&) = delete;
   UcxTransport& operator=(const UcxTransport&) = delete;
@@ -94,6 +97,7 @@ class UcxTransport {
   int rank_ = 0, size_ = 1;
   Deliver deliver_;
   Prepare prepare_;
+  Admit admit_;
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   std::size_t max_am_header_ = 0;

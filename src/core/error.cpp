@@ -52,5 +52,15 @@ std::string call_failed(const char* library, const char* call, const char* file,
   return cat(library, " call ", call, " failed at ", file, ":", line, ": ", reason);
 }
 
+std::string what_of_current() {
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "an exception that is not a std::exception";
+  }
+}
+
 }  // namespace detail
 }  // namespace kodo

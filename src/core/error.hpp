@@ -38,5 +38,9 @@ std::string cat(const A&... parts) {
 std::string call_failed(const char* library, const char* call, const char* file, int line,
                         const std::string& reason);
 
+// Inside a catch block: what the exception being handled says (its what() for a
+// std::exception).
+std::string what_of_current();
+
 }  // namespace detail
 }  // namespace kodo

@@ -118,6 +118,9 @@ template <class U, class T, class Op, auto Target>
 struct Reducer {
   static_assert(std::is_trivially_copyable_v<T>,
                 "kodo: reduction values must be trivially copyable");
+  static_assert(!not_every_pattern_v<T>,
+                "kodo: reduction values cannot be bool or unscoped enums, which not every byte "
+                "pattern is (reduce an integer: Min or Max of 0/1 for all/any)");
   static_assert(std::is_base_of_v<typename MemberTraits<decltype(Target)>::unit_type, U>,
                 "kodo: the reduction target is not a member of this unit type");
   using Unit = U;

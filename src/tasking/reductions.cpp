@@ -8,6 +8,14 @@ namespace kodo::detail {
 
 ReductionTree::ReductionTree(int rank, Post post) : rank_(rank), post_(std::move(post)) {}
 
+void ReductionTree::check_value(const CollectionBase& c, HandlerId reducer,
+                                std::size_t bytes) const {
+  const std::size_t size = reducer_of(c, reducer).value_size;
+  if (bytes != size)
+    throw Error(cat("a reduction value for collection ", c.id(), " carries ", bytes,
+                    " bytes; the reducer's values take ", size));
+}
+
 const ReducerHandler& ReductionTree::reducer_of(const CollectionBase& c, HandlerId id) const {
   std::string problem;
   const auto* r = static_cast<const ReducerHandler*>(find_handler(id, HandlerKind::reducer,
@@ -51,10 +59,7 @@ void ReductionTree::on_partial(CollectionBase& c, const MessageHeader& h, Bytes 
   if (round < s.next_result || s.passed_up.count(round))
     throw Error(cat("field target names reduction round ", round, " of collection ", c.id(),
                     ", which this rank has already passed on"));
-  const ReducerHandler& reducer = reducer_of(c, h.handler);
-  if (value.size() != reducer.value_size)
-    throw Error(cat("a reduction partial carries ", value.size(),
-                    " bytes; the reducer's values take ", reducer.value_size));
+  check_value(c, h.handler, value.size());
   Round& r = open_round(c, s, round, h.handler);
   if (r.children[static_cast<std::size_t>(child)])
     throw Error(cat("rank ", h.source_rank, " sent a second partial for reduction round ", round,
@@ -89,7 +94,7 @@ void ReductionTree::try_complete(CollectionBase& c, State& s, std::uint64_t roun
               r.reducer, static_cast<std::int64_t>(round), rank_};
   m.payload = std::move(acc);
   s.open.erase(it);
-  s.passed_up.insert(round);
+  s.passed_up.emplace(round, r.reducer);
   post_(rank_ == 0 ? 0 : (rank_ - 1) / 2, std::move(m));
 }
 
@@ -102,13 +107,14 @@ void ReductionTree::on_result(CollectionBase& c, const MessageHeader& h, Bytes v
       throw Error(cat("field source_rank of a reduction result is ", h.source_rank,
                       ", not the parent of rank ", rank_, " in the reduction tree of collection ",
                       c.id()));
-    if (!s.passed_up.count(round) || s.early.count(round))
+    const auto awaited = s.passed_up.find(round);
+    if (awaited == s.passed_up.end() || s.early.count(round))
       throw Error(cat("field target names reduction round ", round, " of collection ", c.id(),
                       ", whose result this rank does not await"));
-    const ReducerHandler& reducer = reducer_of(c, h.handler);
-    if (value.size() != reducer.value_size)
-      throw Error(cat("a reduction result carries ", value.size(),
-                      " bytes; the reducer's values take ", reducer.value_size));
+    if (awaited->second != h.handler)
+      throw Error(cat("field handler of the result of reduction round ", round, " of collection ",
+                      c.id(), " names another reducer than the one this rank contributed to"));
+    check_value(c, h.handler, value.size());
   }
   const int active = c.map().active_ranks();
   for (int child : {2 * rank_ + 1, 2 * rank_ + 2}) {

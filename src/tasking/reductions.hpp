@@ -8,8 +8,9 @@
 // the result down; each rank delivers results to its units in round order. Partials
 // and results from other ranks are checked against the tree before they are used: a
 // partial must come from a child, once per round, for a round still open here; a
-// result must come from the parent, once, for a round this rank has passed up; the
-// reducer must be one of the collection's unit type and the value of its size.
+// result must come from the parent, once, for a round this rank has passed up, with
+// the reducer it passed up; the reducer must be one of the collection's unit type and
+// the value of its size.
 
 #include "../comm/wire.hpp"
 #include "collection_base.hpp"
@@ -21,7 +22,6 @@
 #include <functional>
 #include <map>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -42,6 +42,10 @@ class ReductionTree {
   void on_partial(CollectionBase& c, const MessageHeader& h, Bytes value);
   void on_result(CollectionBase& c, const MessageHeader& h, Bytes value, bool from_wire);
 
+  // Throws kodo::Error unless `reducer` is a reducer of the collection's unit type whose
+  // values take `bytes`.
+  void check_value(const CollectionBase& c, HandlerId reducer, std::size_t bytes) const;
+
   // Rounds heard of and not yet passed on, over all collections.
   std::uint64_t pending_rounds() const;
   // One line per pending round: who has not contributed.
@@ -59,8 +63,9 @@ class ReductionTree {
   };
   struct State {
     std::map<std::uint64_t, Round> open;  // heard of, not yet passed on
-    std::set<std::uint64_t> passed_up;    // passed on, result not yet delivered
-    std::uint64_t next_result = 0;        // results are delivered in round order
+    std::map<std::uint64_t, HandlerId>
+        passed_up;                  // passed on with this reducer, result not yet delivered
+    std::uint64_t next_result = 0;  // results are delivered in round order
     std::map<std::uint64_t, std::pair<HandlerId, Bytes>> early;  // results ahead of it
   };
 

@@ -73,8 +73,8 @@ const void* find_handler(HandlerId id, HandlerKind kind, std::type_index unit,
   }
   const Entry& e = it->second;
   if (e.kind != kind) {
-    problem = cat("field handler names ", to_string(e.kind), " ", brief(e.name), " where a ",
-                  to_string(kind), " belongs");
+    problem = cat("field handler names ", to_string(e.kind), " ", brief(e.name), " where ",
+                  kind == HandlerKind::entry ? "an " : "a ", to_string(kind), " belongs");
     return nullptr;
   }
   if (e.unit != unit) {

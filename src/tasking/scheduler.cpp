@@ -43,13 +43,15 @@ Scheduler::Scheduler(MPI_Comm comm, MPI_Comm wave_comm, StreamPool& streams)
       reductions_(rank_, [this](int rank, Message&& m) { post(rank, std::move(m)); }) {
   transport_ = std::make_unique<UcxTransport>(
       comm, [this](Message&& m) { queue_.push_back(std::move(m)); },
-      [this](Message& m, std::uint64_t view_data) { return prepare(m, view_data); });
+      [this](Message& m, std::uint64_t view_data) { return prepare(m, view_data); },
+      [this](const MessageHeader& h, std::uint64_t bytes) { admit(h, bytes); });
 }
 
 Scheduler::~Scheduler() = default;
 
 void Scheduler::shutdown() {
-  collections_.clear();  // units own Kokkos views and channels: they go first
+  // The transport goes first: what still arrives while it shuts down finds the
+  // collections it names. Then the units, which own Kokkos views and channels.
   if (transport_) {
     std::array<std::uint64_t, 2> local{termination_.sent(), termination_.processed()}, total{};
     check_mpi(MPI_Allreduce(local.data(), total.data(), 2, MPI_UINT64_T, MPI_SUM, comm_),
@@ -61,6 +63,7 @@ void Scheduler::shutdown() {
                    static_cast<unsigned long long>(total[0] - total[1]));
     transport_->shutdown(total[0] == total[1]);
   }
+  collections_.clear();
   // Work never run (after a failed run(), or sends that were never matched) may hold
   // views: they go before Kokkos does.
   queue_.clear();
@@ -80,11 +83,11 @@ void Scheduler::add_collection(std::unique_ptr<CollectionBase> collection) {
 }
 
 void Scheduler::post(int rank, Message&& message) {
-  termination_.count_sent();
   if (rank == rank_)
     queue_.push_back(std::move(message));
   else
-    transport_->send(rank, std::move(message));
+    transport_->send(rank, std::move(message));  // may refuse it: then it was never sent
+  termination_.count_sent();
 }
 
 void Scheduler::contribute(CollectionBase& c, std::int64_t slot, std::uint64_t round,
@@ -101,8 +104,8 @@ void Scheduler::when_done(CompletionSource& source, std::function<void()> contin
     const auto seen = trace_.enabled() ? Trace::Clock::now() : marked;
     try {
       c();
-    } catch (const std::exception& e) {
-      fatal(std::string("a device-completion continuation threw: ") + e.what());
+    } catch (...) {
+      fatal("a device-completion continuation threw: " + what_of_current());
     }
     if (trace_.enabled()) {
       trace_.span("device work", track, marked, seen);
@@ -165,8 +168,8 @@ bool Scheduler::turn() {
     const std::size_t completed = drain_.poll(engine_);
     stalls_.observe(completed, engine_);
     events = completed + transport_->progress();
-  } catch (const std::exception& e) {
-    fatal(e.what());
+  } catch (...) {
+    fatal(what_of_current());
   }
   if (queue_.empty()) return events != 0;
   drain_.mark_dirty();
@@ -205,8 +208,8 @@ bool Scheduler::job_is_quiet() {
     try {
       drain_.start(streams_,
                    [this](Stream& s, std::function<void()> f) { when_done(s, std::move(f)); });
-    } catch (const std::exception& e) {
-      fatal(e.what());
+    } catch (...) {
+      fatal(what_of_current());
     }
   }
   return false;
@@ -250,6 +253,17 @@ const EntryHandler& entry_handler(const CollectionBase& c, HandlerId id) {
 }
 }  // namespace
 
+// Called by the transport, inside UCX, before it makes a buffer for a large message
+// without views: what the message names is checked first.
+void Scheduler::admit(const MessageHeader& h, std::uint64_t bytes) {
+  if (h.kind == MessageKind::invoke) {
+    std::int64_t slot = 0;
+    entry_handler(checked_target(h, slot), h.handler);
+  } else {
+    reductions_.check_value(checked_collection(h), h.handler, bytes);
+  }
+}
+
 // Called by the transport, inside UCX, for a call whose views are about to land: the
 // header and arguments are checked, then the views allocated. Errors propagate to the
 // transport, which ends the job naming the sender.
@@ -287,8 +301,9 @@ void Scheduler::dispatch_checked(Message& message) {
 void Scheduler::dispatch(Message& message) {
   try {
     dispatch_checked(message);
-  } catch (const std::exception& e) {
-    fatal(cat("while running a message from rank ", message.header.source_rank, ": ", e.what()));
+  } catch (...) {
+    fatal(cat("while running a message from rank ", message.header.source_rank, ": ",
+              what_of_current()));
   }
 }
 

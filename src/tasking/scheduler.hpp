@@ -83,6 +83,7 @@ class Scheduler final : public ChannelHost {
   CollectionBase& checked_target(const MessageHeader& h, std::int64_t& slot);
   CollectionBase& checked_collection(const MessageHeader& h);
   std::vector<Segment> prepare(Message& message, std::uint64_t view_data);
+  void admit(const MessageHeader& h, std::uint64_t bytes);
   const std::string& trace_name(const Message& message);
 
   MPI_Comm comm_;
