@@ -93,8 +93,8 @@ void ReductionTree::try_complete(CollectionBase& c, State& s, std::uint64_t roun
   m.header = {rank_ == 0 ? MessageKind::reduction_result : MessageKind::reduction_partial, c.id(),
               r.reducer, static_cast<std::int64_t>(round), rank_};
   m.payload = std::move(acc);
-  s.open.erase(it);
   s.passed_up.emplace(round, r.reducer);
+  s.open.erase(it);  // `r` goes with it
   post_(rank_ == 0 ? 0 : (rank_ - 1) / 2, std::move(m));
 }
 
