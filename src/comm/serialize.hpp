@@ -48,6 +48,16 @@ struct Attachment {
   std::shared_ptr<const void> keep;
 };
 struct WireAccess;
+
+// bool and unscoped enums: types of which not every byte pattern is a value. (A scoped
+// enum has a fixed underlying type, every value of which it takes.)
+template <class T, bool = std::is_enum_v<T>>
+struct IsUnscopedEnum : std::false_type {};
+template <class T>
+struct IsUnscopedEnum<T, true>
+    : std::bool_constant<std::is_convertible_v<T, std::underlying_type_t<T>>> {};
+template <class T>
+constexpr bool not_every_pattern_v = std::is_same_v<T, bool> || IsUnscopedEnum<T>::value;
 }  // namespace detail
 
 template <class T, class Enable = void>
@@ -155,23 +165,13 @@ struct Serializer<E, std::enable_if_t<std::is_enum_v<E>>> {
   // A scoped enum takes every value of its underlying type; an unscoped one without a
   // fixed type does not (a value beyond its enumerators' range is undefined).
   static_assert(
-      !std::is_convertible_v<E, U>,
+      !detail::IsUnscopedEnum<E>::value,
       "kodo: enums in messages must be scoped (enum class), or have a Serializer of their own");
   static void pack(ByteWriter& w, E v) { kodo::pack<U>(w, static_cast<U>(v)); }
   static E unpack(ByteReader& r) { return static_cast<E>(kodo::unpack<U>(r)); }
 };
 
 namespace detail {
-// bool and unscoped enums: types of which not every byte pattern is a value. (A scoped
-// enum has a fixed underlying type, every value of which it takes.)
-template <class T, bool = std::is_enum_v<T>>
-struct IsUnscopedEnum : std::false_type {};
-template <class T>
-struct IsUnscopedEnum<T, true>
-    : std::bool_constant<std::is_convertible_v<T, std::underlying_type_t<T>>> {};
-template <class T>
-constexpr bool not_every_pattern_v = std::is_same_v<T, bool> || IsUnscopedEnum<T>::value;
-
 // A count read from the wire, checked against the bytes left: every element takes at
 // least `min_bytes` of them.
 inline std::uint64_t read_count(ByteReader& r, std::size_t min_bytes, const char* what) {

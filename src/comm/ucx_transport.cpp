@@ -95,7 +95,6 @@ UcxTransport::UcxTransport(MPI_Comm comm, Deliver deliver, Prepare prepare, Admi
   }
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
-  const int size = size_;
 
   ucp_config_t* config = nullptr;
   KODO_UCX(ucp_config_read(nullptr, nullptr, &config));
@@ -130,11 +129,11 @@ UcxTransport::UcxTransport(MPI_Comm comm, Deliver deliver, Prepare prepare, Admi
   size_t address_length = 0;
   KODO_UCX(ucp_worker_get_address(worker_, &address, &address_length));
   int my_length = static_cast<int>(address_length);
-  std::vector<int> lengths(size), offsets(size);
+  std::vector<int> lengths(size_), offsets(size_);
   check_mpi(MPI_Allgather(&my_length, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm_),
             "MPI_Allgather");
   int total = 0;
-  for (int r = 0; r < size; ++r) {
+  for (int r = 0; r < size_; ++r) {
     offsets[r] = total;
     total += lengths[r];
   }
@@ -143,11 +142,11 @@ UcxTransport::UcxTransport(MPI_Comm comm, Deliver deliver, Prepare prepare, Admi
                            MPI_BYTE, comm_),
             "MPI_Allgatherv");
   ucp_worker_release_address(worker_, address);
-  peer_addresses_.resize(size);
-  for (int r = 0; r < size; ++r)
+  peer_addresses_.resize(size_);
+  for (int r = 0; r < size_; ++r)
     peer_addresses_[r].assign(all.begin() + offsets[r], all.begin() + offsets[r] + lengths[r]);
-  endpoints_.assign(size, nullptr);
-  for (int r = 0; r < size; ++r) peers_.push_back(Peer{this, r});
+  endpoints_.assign(size_, nullptr);
+  for (int r = 0; r < size_; ++r) peers_.push_back(Peer{this, r});
 }
 
 UcxTransport::~UcxTransport() {

@@ -120,6 +120,8 @@ struct Callback final : Call {
   void invoke(void*) override { f(); }
   std::function<void()> f;
 };
+// A receive's completion with the bytes that arrived, without wrapping it in another
+// function (an allocation per transfer).
 struct SizedCallback final : Call {
   SizedCallback(std::function<void(std::size_t)> f, std::size_t value)
       : f(std::move(f)), value(value) {}
@@ -130,16 +132,17 @@ struct SizedCallback final : Call {
 }  // namespace
 
 void Scheduler::queue_callback(std::function<void()> callback) {
-  Message m;
-  m.header = {MessageKind::callback, 0, 0, 0, rank_};
-  m.local = std::make_unique<Callback>(std::move(callback));
-  queue_.push_back(std::move(m));
+  queue_local(std::make_unique<Callback>(std::move(callback)));
 }
 
 void Scheduler::queue_callback(std::function<void(std::size_t)> callback, std::size_t value) {
+  queue_local(std::make_unique<SizedCallback>(std::move(callback), value));
+}
+
+void Scheduler::queue_local(std::unique_ptr<Call> call) {
   Message m;
   m.header = {MessageKind::callback, 0, 0, 0, rank_};
-  m.local = std::make_unique<SizedCallback>(std::move(callback), value);
+  m.local = std::move(call);
   queue_.push_back(std::move(m));
 }
 
@@ -309,14 +312,14 @@ void Scheduler::dispatch(Message& message) {
 
 void Scheduler::invoke(Message& message) {
   const MessageHeader& h = message.header;
-  if (message.local && !message.from_wire) {
-    // Built on this rank by Collection: its target is known to be held here.
+  if (message.local) {
+    // Built on this rank by Collection, or from another rank's call by prepare(), which
+    // checked its target: the unit is held here.
     CollectionBase& c = *collections_[h.collection];
     return message.local->invoke(c.unit_at(c.slot_of(h.target)));
   }
   std::int64_t slot = 0;
   CollectionBase& c = checked_target(h, slot);
-  if (message.local) return message.local->invoke(c.unit_at(slot));  // views landed (prepare)
   ByteReader reader(message.payload);
   entry_handler(c, h.handler).receive(reader)->invoke(c.unit_at(slot));
 }

@@ -73,10 +73,11 @@ class Scheduler final : public ChannelHost {
 
  private:
   friend struct TestAccess;
-  bool turn();                              // one pass of the loop; whether anything happened
-  bool job_is_quiet();                      // looks at the termination wave
-  void dispatch(Message& message);          // ends the job on any error
-  void dispatch_checked(Message& message);  // throws kodo::Error naming what is wrong
+  void queue_local(std::unique_ptr<Call> call);  // a rank-local continuation
+  bool turn();                                   // one pass of the loop; whether anything happened
+  bool job_is_quiet();                           // looks at the termination wave
+  void dispatch(Message& message);               // ends the job on any error
+  void dispatch_checked(Message& message);       // throws kodo::Error naming what is wrong
   void invoke(Message& message);
   // For a call from another rank: its collection and unit, checked; throws kodo::Error
   // naming the bad field.
