@@ -1,6 +1,7 @@
 // Channels between units on the same and on different ranks (1, 2 and 4 ranks under
 // ctest), in device and host-staged mode, and remote calls carrying several views.
 
+#include "expect_error.hpp"
 #include "test_runtime.hpp"
 
 #include <gtest/gtest.h>
@@ -171,10 +172,15 @@ TEST(Channel, BadEndsAreErrors) {
     const Index3 other{1 - u.index().x, 0, 0};
     EXPECT_THROW(u.open({5, 0, 0}), kodo::Error);  // no such unit
     EXPECT_THROW(u.open(u.index()), kodo::Error);  // itself
-    EXPECT_THROW(u.open(other, 16), kodo::Error);  // port out of range
-    EXPECT_THROW(u.open(other, -1), kodo::Error);
-    kodo::Channel fine = u.open(other, 3);
+    EXPECT_THROW(u.open(other, -1), kodo::Error);  // port out of range
+    kodo::Channel fine = u.open(other, 1 << 20);
     EXPECT_TRUE(fine.is_open());
+    EXPECT_THROW(u.open(other, 1 << 20), kodo::Error);  // that link again, still open
+    Kokkos::View<double*> buffer("buffer", 4);
+    fine.recv(buffer, [] {});
+    EXPECT_THROW(fine.open_ring(std::vector{buffer},
+                                [](const kodo::Arrival<Kokkos::View<double*>>&) {}),
+                 kodo::Error);  // a ring must own every receive of its channel
   });
   kodo::Channel closed;
   EXPECT_THROW(closed.send(Kokkos::View<double*>("x", 1)), kodo::Error);
@@ -224,6 +230,136 @@ TEST(EntryMethods, CallsCarrySeveralViewsOfDifferentTypes) {
     for (std::size_t i = 0; i < c.values.size(); ++i) EXPECT_EQ(c.values[i], from * 10.0 + i);
     EXPECT_EQ(c.labels, std::vector<int>(4, static_cast<int>(from)));
     EXPECT_EQ(c.empty_extent, 0u);
+  });
+}
+
+// --- receive rings ----------------------------------------------------------------
+
+// Units in a ring of neighbours, each sending kRingTransfers views of varying length to
+// the next unit and receiving through a ring of two buffers from the previous one.
+constexpr int kRingTransfers = 40;
+
+class RingReceiver : public kodo::WorkUnit<RingReceiver> {
+ public:
+  using View = Kokkos::View<double*>;
+  RingReceiver(const kodo::UnitInit<RingReceiver>& init, CommMode mode)
+      : WorkUnit(init), stream_(&streams().communication(0)) {
+    const auto& shape = collection().shape();
+    const std::int64_t n = shape.size();
+    to_next_ = open_channel(shape.delinear((me() + 1) % n), *stream_, mode);
+    from_previous_ = open_channel(shape.delinear((me() + n - 1) % n), *stream_, mode);
+    ring_ = from_previous_.open_ring(std::vector{View("ring0", capacity), View("ring1", capacity)},
+                                     [this](const kodo::Arrival<View>& a) { on_arrival(a); });
+  }
+  std::int64_t me() const { return collection().shape().linear(index()); }
+  static constexpr std::int64_t capacity = 64;
+  static std::int64_t length(int k) { return 1 + (k * 37) % capacity; }
+
+  // Sends every transfer at once: with two buffers, the ring holds back each transfer
+  // until the one two before it is released.
+  void send_all() {
+    for (int k = 0; k < kRingTransfers; ++k) {
+      outbox_.push_back(filled(length(k), me() * 1000.0 + k));
+      to_next_.send(outbox_.back(), kodo::data_ready);
+    }
+  }
+  void on_arrival(const kodo::Arrival<View>& a) {
+    transfers_.push_back(a.transfer);
+    counts_.push_back(a.count);
+    const auto host = on_host(a.view);
+    firsts_.push_back(host[0]);
+    lasts_.push_back(host[a.count - 1]);
+    ring_.release(a.transfer);
+  }
+
+  kodo::Stream* stream_;
+  kodo::Channel to_next_, from_previous_;
+  kodo::ReceiveRing<View> ring_;
+  std::vector<View> outbox_;
+  std::vector<std::uint64_t> transfers_;
+  std::vector<std::size_t> counts_;
+  std::vector<double> firsts_, lasts_;
+};
+
+class RingReceivers : public ::testing::TestWithParam<CommMode> {};
+
+TEST_P(RingReceivers, HandTransfersInOrderAndRepostTheirBuffers) {
+  auto& rt = test_runtime();
+  auto units = kodo::Collection<RingReceiver>::create(rt, {5, 1, 1}, GetParam());
+  units.for_each_local([](RingReceiver& u) { u.send_all(); });
+  rt.run();
+  units.for_each_local([&](RingReceiver& u) {
+    const std::int64_t from = (u.me() + units.size() - 1) % units.size();
+    ASSERT_EQ(u.transfers_.size(), static_cast<std::size_t>(kRingTransfers));
+    for (int k = 0; k < kRingTransfers; ++k) {
+      EXPECT_EQ(u.transfers_[k], static_cast<std::uint64_t>(k));
+      EXPECT_EQ(u.counts_[k], static_cast<std::size_t>(RingReceiver::length(k)));
+      EXPECT_EQ(u.firsts_[k], from * 1000.0 + k);
+      EXPECT_EQ(u.lasts_[k], from * 1000.0 + k + RingReceiver::length(k) - 1);
+    }
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, RingReceivers,
+                         ::testing::Values(CommMode::device, CommMode::host_staged));
+
+// Release out of order, or of a transfer not handed over yet: errors.
+TEST(RingReceivers, ReleasesAreInTransferOrder) {
+  kodo::ReceiveRing<Kokkos::View<double*>> closed;
+  EXPECT_THROW(closed.release(0), kodo::Error);
+  auto& rt = test_runtime();
+  auto units = kodo::Collection<Opener>::create(rt, {2, 1, 1});
+  units.for_each_local([](Opener& u) {
+    kodo::Channel c = u.open({1 - u.index().x, 0, 0});
+    Kokkos::View<double*> b("b", 2);
+    auto ring = c.open_ring(std::vector{b, b}, [](const kodo::Arrival<Kokkos::View<double*>>&) {});
+    EXPECT_ERROR(ring.release(0), "before the ring handed it over");
+    EXPECT_ERROR(ring.release(1), "released in order");
+    EXPECT_THROW(c.open_ring(std::vector{b}, [](const kodo::Arrival<Kokkos::View<double*>>&) {}),
+                 kodo::Error);                    // one ring per channel
+    EXPECT_THROW(c.recv(b, [] {}), kodo::Error);  // the ring owns the receives
+  });
+}
+
+// Channels between units whose linear indices exceed 2^16 (and 2^17), in a collection
+// of 2^18 units: link numbers do not depend on unit indices.
+class Far : public kodo::WorkUnit<Far> {
+ public:
+  explicit Far(const kodo::UnitInit<Far>& init) : WorkUnit(init) {}
+  static constexpr std::int64_t pairs[2][2] = {{70000, 262000}, {131073, 65537}};
+  void open_links() {
+    const auto& shape = collection().shape();
+    const std::int64_t me = shape.linear(index());
+    for (const auto& p : pairs)
+      for (int side = 0; side < 2; ++side)
+        if (p[side] == me) {
+          link_ = open_channel(shape.delinear(p[1 - side]), streams().communication(0));
+          inbox_ = Kokkos::View<std::int64_t*>("inbox", 1);
+          link_.recv(inbox_, [this] { got_ = on_host_value(); });
+          Kokkos::View<std::int64_t*> out("out", 1);
+          Kokkos::deep_copy(out, me);
+          link_.send(out);
+        }
+  }
+  std::int64_t on_host_value() const {
+    auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, inbox_);
+    return h(0);
+  }
+  kodo::Channel link_;
+  Kokkos::View<std::int64_t*> inbox_;
+  std::int64_t got_ = -1;
+};
+
+TEST(Channel, LinksBetweenUnitsBeyond2To16) {
+  auto& rt = test_runtime();
+  auto units = kodo::Collection<Far>::create(rt, {1 << 18, 1, 1});
+  units.broadcast_local<&Far::open_links>();
+  rt.run();
+  units.for_each_local([&](Far& u) {
+    const std::int64_t me = units.shape().linear(u.index());
+    for (const auto& p : Far::pairs)
+      for (int side = 0; side < 2; ++side)
+        if (p[side] == me) EXPECT_EQ(u.got_, p[1 - side]);
   });
 }
 

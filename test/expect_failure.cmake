@@ -1,5 +1,6 @@
 # Runs COMMAND ('|'-separated) and passes when it exits non-zero, in time, with output
-# containing EXPECT (or, when EXPECT_REGEX is given instead, matching that regex).
+# containing EXPECT (or, when EXPECT_REGEX is given instead, matching that regex), and
+# EXPECT_ALSO when given.
 string(REPLACE "|" ";" command "${COMMAND}")
 execute_process(COMMAND ${command} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
                 TIMEOUT 60)
@@ -21,5 +22,11 @@ else()
   string(FIND "${out}${err}" "${EXPECT}" at)
   if(at EQUAL -1)
     message(FATAL_ERROR "the output does not contain: ${EXPECT}")
+  endif()
+endif()
+if(DEFINED EXPECT_ALSO)
+  string(FIND "${out}${err}" "${EXPECT_ALSO}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "the output does not contain: ${EXPECT_ALSO}")
   endif()
 endif()

@@ -2,6 +2,10 @@
 //   fault_program truncate           a channel message larger than the receiving view
 //   fault_program short              a channel message that does not fill a receive
 //                                    whose completion takes no count
+//   fault_program lost-send          a channel send whose receive is never posted (run
+//                                    with KODO_STALL_SECONDS and KODO_STALL_EXIT=1)
+//   fault_program ring-order         a receive ring whose transfers are released out of
+//                                    order
 //   fault_program peer-exit          a rank dies while others are sending to it
 //   fault_program different-program  rank 1 has an entry method the others lack
 // Units are laid out so that, on two ranks, unit 0 is on rank 0 and unit 1 on rank 1;
@@ -40,6 +44,23 @@ class Peer : public kodo::WorkUnit<Peer> {
     }
   }
 
+  void lost_send() {
+    if (index().x == 0) link_.send(Kokkos::View<double*>("lost", 10));
+  }
+
+  void ring_order() {
+    if (index().x == 0) {
+      link_.send(Kokkos::View<double*>("first", 4));
+      link_.send(Kokkos::View<double*>("second", 4));
+      return;
+    }
+    using View = Kokkos::View<double*>;
+    ring_ = link_.open_ring(std::vector{View("a", 4), View("b", 4)},
+                            [this](const kodo::Arrival<View>& a) {
+                              if (a.transfer == 1) ring_.release(1);  // transfer 0 is still held
+                            });
+  }
+
   // Unit 0 keeps calling unit 1; the rank holding unit 1 dies on the first call.
   void ping(int n) {
     if (index().x == 1) {
@@ -53,6 +74,7 @@ class Peer : public kodo::WorkUnit<Peer> {
  private:
   kodo::Channel link_;
   Kokkos::View<double*> small_;
+  kodo::ReceiveRing<Kokkos::View<double*>> ring_;
 };
 
 // A handler only one rank has: the ranks run different programs.
@@ -87,13 +109,24 @@ int main(int argc, char** argv) {
     units.broadcast_local<&Peer::truncate>();
   } else if (mode == "short") {
     units.broadcast_local<&Peer::short_message>();
+  } else if (mode == "lost-send") {
+    units.broadcast_local<&Peer::lost_send>();
+  } else if (mode == "ring-order") {
+    units.broadcast_local<&Peer::ring_order>();
   } else if (mode == "peer-exit") {
     if (runtime.rank() == 0) units[{0, 0, 0}].send<&Peer::ping>(0);
   } else {
-    std::fprintf(stderr, "usage: fault_program truncate|short|peer-exit|different-program\n");
+    std::fprintf(stderr,
+                 "usage: fault_program truncate|short|lost-send|ring-order|peer-exit|"
+                 "different-program\n");
     return 2;
   }
-  runtime.run();
+  try {
+    runtime.run();
+  } catch (const kodo::Error& e) {
+    std::fprintf(stderr, "rank %d: %s\n", runtime.rank(), e.what());
+    return 1;
+  }
   std::puts("unexpected: the job finished");
   return 0;
 }

@@ -36,15 +36,25 @@ JacobiBlock::JacobiBlock(const kodo::UnitInit<JacobiBlock>& init, const BlockCon
       receive_buffer_[parity][f] = Field("jacobi::ghost", shape_.face_size(f));
     }
     channel_[f] = open_channel(across_face(index(), f), *pack_stream_, config.comm);
+    // Transfer n on the link is the face of iteration n; it lands in the buffer of its
+    // parity, and the ring hands faces over in iteration order.
+    faces_in_[f] =
+        channel_[f].open_ring(std::vector{receive_buffer_[0][f], receive_buffer_[1][f]},
+                              [this, f](const kodo::Arrival<Field>& a) {
+                                if (a.count != a.view.size())
+                                  throw kodo::Error(kodo::detail::cat("jacobi3d: a face of ",
+                                                                      a.count,
+                                                                      " values arrived where ",
+                                                                      a.view.size(),
+                                                                      " were expected"));
+                                on_face(static_cast<std::int64_t>(a.transfer), f);
+                              });
   }
   if (config_.graphs)
     for (int p = 0; p < 2; ++p)
       step_graph_[p] = step_graph(config_.fusion, field_[p], field_[1 - p], shape_,
                                   receive_buffer_[p], send_buffer_[1 - p]);
   Kokkos::fence("jacobi::JacobiBlock");
-  // Receives for the first two iterations; later ones follow as faces arrive.
-  for (int f = 0; f < 6; ++f)
-    if (has_neighbour_[f]) post_receives(f);
 }
 
 void JacobiBlock::iterate(std::int64_t count) {
@@ -116,16 +126,6 @@ void JacobiBlock::send_faces() {
   }
 }
 
-// A channel matches receives to sends in the order they are posted, while their
-// completions may run in any order: so receives are posted strictly by iteration, up
-// to two past the oldest face not yet in (each parity's buffer is then free again).
-void JacobiBlock::post_receives(int f) {
-  while (next_post_[f] < first_missing_[f] + 2) {
-    const std::int64_t n = next_post_[f]++;
-    channel_[f].recv(receive_buffer_[n % 2][f], [this, n, f] { on_face(n, f); });
-  }
-}
-
 void JacobiBlock::on_face(std::int64_t n, int f) {
   if (n != iteration_ && n != iteration_ + 1)
     throw kodo::Error("jacobi3d: a face for iteration " + std::to_string(n) +
@@ -135,9 +135,9 @@ void JacobiBlock::on_face(std::int64_t n, int f) {
   if (config_.fusion != Fusion::B && !faces_read_from_buffers())
     unpack_face(comm_->space(), field_[n % 2], shape_, f, receive_buffer_[n % 2][f]);
   ++received_[n % 2];
-  arrived_[f][n % 2] = true;
-  while (arrived_[f][first_missing_[f] % 2]) arrived_[f][first_missing_[f]++ % 2] = false;
-  post_receives(f);
+  // The buffer may take the face of n + 2 at once: the neighbour sends it only after
+  // our faces of n + 1, which leave after the work that reads this one (see block.hpp).
+  faces_in_[f].release(static_cast<std::uint64_t>(n));
   if (n == iteration_) advance();
 }
 

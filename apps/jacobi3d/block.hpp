@@ -47,8 +47,9 @@ struct BlockConfig {
 //   pack faces of A[n % 2] (communication stream, after update n-1)
 //   -> send each face on its channel (sent once the pack is done: UCX for a neighbour
 //      on another rank, GPU-aware or host-staged; a device copy on the same rank)
-//   a face of n lands in a receive buffer posted in advance -> unpack it into the
-//      ghost layer (communication stream) and post the receive for n + 2
+//   a face of n lands in a receive buffer posted in advance (a receive ring of two
+//      buffers per face) -> unpack it into the ghost layer (communication stream) and
+//      release the buffer for the face of n + 2
 //   -> all faces of n in: update n (compute stream, after the unpacks)
 // With fusion C or graphs a block instead runs each iteration as one whole step, on the
 // compute stream alone, once all its faces are in: unpack, update n, and pack the
@@ -80,7 +81,6 @@ class JacobiBlock : public kodo::WorkUnit<JacobiBlock> {
   bool whole_steps() const { return config_.fusion == Fusion::C || config_.graphs; }
   // Whether the kernels read received faces from the receive buffers (no unpacks).
   bool faces_read_from_buffers() const { return whole_steps() || config_.overlap; }
-  void post_receives(int face);
   void on_face(std::int64_t iteration, int face);
   void contribute_checksum();
 
@@ -94,6 +94,7 @@ class JacobiBlock : public kodo::WorkUnit<JacobiBlock> {
   Field send_buffer_[2][6];  // by parity of the iteration
   Field receive_buffer_[2][6];
   kodo::Channel channel_[6];                // to the neighbour across each face
+  kodo::ReceiveRing<Field> faces_in_[6];    // ... and its faces, two buffers by parity
   std::optional<StepGraph> step_graph_[2];  // with graphs: the step from A[p] to A[1 - p]
   std::array<bool, 6> has_neighbour_{};
   int neighbours_ = 0;
@@ -102,9 +103,6 @@ class JacobiBlock : public kodo::WorkUnit<JacobiBlock> {
   std::int64_t faces_packed_for_ = -1;  // the last iteration whose faces are packed
   std::int64_t faces_sent_for_ = -1;    // ... and sent
   int received_[2] = {0, 0};            // faces in hand for iterations of each parity
-  std::int64_t next_post_[6] = {};      // per face: the next iteration to post a receive for
-  std::int64_t first_missing_[6] = {};  // per face: the oldest iteration whose face is not in
-  bool arrived_[6][2] = {};             // per face and parity: in, beyond first_missing_
   bool checksum_requested_ = false;
 };
 

@@ -29,38 +29,45 @@
 //
 // Rules:
 // - Receives are matched to sends in the order they are posted; completions may run in
-//   any order, so post from a completion only in transfer order (see Jacobi3D's block).
+//   any order. To be handed transfers in order, with buffers reposted for you, use a
+//   receive ring (open_ring) instead of recv().
 // - A receive's view must be idle on the device when the receive is posted: data from
 //   another rank, or a same-rank copy on the sender's stream, is not ordered after work
 //   on the receiver's stream.
-// - Both ends of a link are opened (units built) before anything is sent on it; a link
-//   is opened once: to open it again, first close the old Channel (assign Channel{}).
+// - A link is opened once at a time: to open it again, first close the old Channel
+//   (assign Channel{}). Sends made before the peer has opened its end wait for it.
 // - Closing a channel with transfers still to come leaves them unprocessed, and run()
-//   waiting for them.
+//   waiting for them (KODO_STALL_SECONDS reports them).
 // - Copies between two host views (host-staged or same-rank) are made on the calling
 //   thread after the stream's work, not asynchronously.
 //
-// Tags (64 bits), unique per ordered pair of units, port and transfer in flight:
-//   bits 63..52 collection id (< 4096)     bits 51..36 receiving unit (linear, < 2^16)
-//   bits 35..20 sending unit (linear)      bits 19..16 port (< 16)
-//   bits 15..0  transfer number on that link, modulo 2^16
-// Tagged messages are matched on the full tag, so up to 65,536 transfers may be in
-// flight on one link in each direction. Entry-method messages travel as UCX active
-// messages and never meet these tags. Channels outside these limits are refused when
-// they are opened.
+// Links and tags. A link (collection, receiving unit, sending unit, port) is numbered
+// by the rank that receives on it: the first link a rank receives on is 0, the next 1,
+// and a link keeps its number for the runtime's life. When an end opens, it tells the
+// peer's rank its number (one small message); the peer's sends wait for it, once. A
+// transfer travels as a UCX tagged message with the 64-bit tag
+//   bits 63..32  the receiving rank's number of the link (< 2^32 links per rank)
+//   bits 31..0   the transfer number on the link, modulo 2^32
+// so tags are unique at the receiving rank whatever the size of the collection (up to
+// 2^62 units) or the job, and up to 2^32 transfers may be in flight per link. Entry-
+// method messages travel as UCX active messages and never meet these tags.
+//
+// A transfer that does not fit its receive ends the job with the same message on the
+// receiving rank and on the sending rank.
 
 #include "../backends/memory.hpp"
 #include "../backends/stream.hpp"
 #include "../core/error.hpp"
 #include "../core/index.hpp"
 
+#include <compare>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
+#include <string>
 #include <string_view>
-#include <tuple>
 #include <type_traits>
+#include <vector>
 
 namespace kodo {
 
@@ -81,11 +88,21 @@ namespace detail {
 
 class UcxTransport;
 struct ChannelEnd;
+struct RingCore;
+struct Message;
 
-// The same-rank ends of one runtime's channels, by (collection, receiving unit, sending
-// unit, port) of what they receive.
-using ChannelTable =
-    std::map<std::tuple<std::uint32_t, std::int64_t, std::int64_t, int>, ChannelEnd*>;
+// Who is who among a runtime's links (channel.cpp): the numbers this rank gave the
+// links it receives on, the numbers peers gave the links it sends on, the same-rank
+// ends, and every open end (for stall reports).
+class ChannelRegistry;
+
+// A link as the rank receiving on it names it.
+struct LinkKey {
+  std::uint32_t collection;
+  std::int64_t receiver, sender;  // units' linear indices
+  std::int32_t port;
+  auto operator<=>(const LinkKey&) const = default;
+};
 
 // What channels need of the scheduler above them (implemented by the runtime).
 class ChannelHost {
@@ -103,8 +120,13 @@ class ChannelHost {
   // Runs `continuation` from the scheduler loop once the work enqueued on `stream` so
   // far is done.
   virtual void when_done(Stream& stream, std::function<void()> continuation) = 0;
+  // Sends a message to `rank`'s scheduler (a link's number, announced to the peer).
+  virtual void post(int rank, Message&& message) = 0;
   virtual UcxTransport& transport() = 0;
-  virtual ChannelTable& channel_table() = 0;
+  virtual ChannelRegistry& channels() = 0;
+  // Ends the job from the scheduler loop, with `what` printed here and by `rank` too
+  // (a transfer that does not fit is both ends' concern).
+  [[noreturn]] virtual void fail_with_peer(int rank, const std::string& what) = 0;
 
  protected:
   ~ChannelHost() = default;
@@ -122,7 +144,73 @@ struct LinkSpec {
   CommMode mode;
 };
 
+// The registry, and the message in which a rank tells a peer the number it gave a link
+// (the scheduler checks the units it names against the collection before announce_link).
+std::shared_ptr<ChannelRegistry> make_channel_registry();
+struct LinkAnnouncement {
+  LinkKey link;          // as the announcing (receiving) rank names it
+  std::uint32_t number;  // its number there
+};
+Message announcement_message(const LinkAnnouncement& announcement, int from_rank);
+// Reads an announcement that arrived; throws kodo::Error naming a malformed field.
+LinkAnnouncement read_announcement(const Message& message);
+// Records the number `from_rank` gave a link this rank sends on, and starts the sends
+// that waited for it; throws kodo::Error if it contradicts an earlier announcement.
+void announce_link(ChannelRegistry& registry, const LinkAnnouncement& announcement, int from_rank);
+// For stall reports: one line per transfer this rank's open ends wait for, or "".
+std::string describe_waiting_transfers(const ChannelRegistry& registry);
+
+// A ring's state (channel.cpp); what ReceiveRing calls of it. `core` may be null (a
+// ring that is not open: release() then throws).
+void release_ring(RingCore* core, std::uint64_t transfer, Stream* stream);
+void stop_ring(RingCore& core);
+
 }  // namespace detail
+
+// What a receive ring hands its unit: one transfer, in transfer order.
+template <class V>
+struct Arrival {
+  std::uint64_t transfer;  // 0, 1, 2, ... on this channel
+  std::size_t count;       // elements that arrived, at most view.size()
+  V view;                  // the ring's buffer they arrived in
+};
+
+// A ring of receive buffers on one channel (Channel::open_ring). It keeps each free
+// buffer posted, hands transfers to the unit in transfer order however they travel
+// (transfer t lands in buffer t % buffers()), and reposts a buffer once the unit
+// releases the transfer in it. Transfers are released in order, each after it was
+// handed over; anything else is an error. Destroying the ring stops its hand-overs;
+// close the channel with it (its posted receives belong to the channel).
+template <class V>
+class ReceiveRing {
+ public:
+  ReceiveRing() = default;
+  ReceiveRing(ReceiveRing&&) noexcept = default;
+  ReceiveRing& operator=(ReceiveRing&& other) noexcept {
+    if (this != &other) {
+      stop();
+      core_ = std::move(other.core_);
+    }
+    return *this;
+  }
+  ~ReceiveRing() { stop(); }
+
+  // The buffer of `transfer` may be written again now: the unit is done with it.
+  void release(std::uint64_t transfer) { detail::release_ring(core_.get(), transfer, nullptr); }
+  // ... once the work enqueued on `stream` so far (device work reading it) is done.
+  void release(std::uint64_t transfer, Stream& stream) {
+    detail::release_ring(core_.get(), transfer, &stream);
+  }
+  bool is_open() const { return core_ != nullptr; }
+
+ private:
+  friend class Channel;
+  explicit ReceiveRing(std::shared_ptr<detail::RingCore> core) : core_(std::move(core)) {}
+  void stop() {
+    if (core_) detail::stop_ring(*core_);
+  }
+  std::shared_ptr<detail::RingCore> core_;
+};
 
 class Channel {
  public:
@@ -164,6 +252,25 @@ class Channel {
     }
   }
 
+  // Makes this channel's receives a ring over `buffers` (at least one; each receive
+  // takes up to a buffer's size): `on_arrival(const Arrival<V>&)` runs for each
+  // transfer, in transfer order. The ring takes over the channel's receives: open it
+  // before any recv(), and use no recv() after.
+  template <class V, class F>
+  ReceiveRing<V> open_ring(std::vector<V> buffers, F&& on_arrival) {
+    static_assert(std::is_invocable_v<F&, const Arrival<V>&>,
+                  "kodo: a ring's on_arrival takes a const kodo::Arrival<V>&");
+    using Value = typename V::value_type;
+    auto views = std::make_shared<const std::vector<V>>(std::move(buffers));
+    std::vector<Segment> segments;
+    for (const V& v : *views) segments.push_back(segment(v));
+    auto hand = [views, f = std::forward<F>(on_arrival)](std::uint64_t transfer, std::size_t bytes,
+                                                         std::size_t buffer) mutable {
+      f(Arrival<V>{transfer, bytes / sizeof(Value), (*views)[buffer]});
+    };
+    return ReceiveRing<V>(start_ring(std::move(segments), views, sizeof(Value), std::move(hand)));
+  }
+
   bool is_open() const { return end_ != nullptr; }
   bool is_local() const;  // the peer is on this rank
 
@@ -185,6 +292,9 @@ class Channel {
                     bool ready);
   void recv_segment(Segment into, std::shared_ptr<const void> keep, std::size_t element, bool exact,
                     std::function<void(std::size_t)> received);
+  std::shared_ptr<detail::RingCore> start_ring(
+      std::vector<Segment> buffers, std::shared_ptr<const void> keep, std::size_t element,
+      std::function<void(std::uint64_t, std::size_t, std::size_t)> hand);
 
   std::shared_ptr<detail::ChannelEnd> end_;
 };

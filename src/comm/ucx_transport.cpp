@@ -3,6 +3,7 @@
 #include "../core/agree.hpp"
 #include "../core/error.hpp"
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -13,6 +14,8 @@ namespace kodo::detail {
 namespace {
 
 constexpr unsigned kMessageAmId = 0;
+constexpr unsigned kFaultAmId = 1;             // a peer's report of a fault that ends the job
+constexpr std::size_t kMaxFaultReport = 4096;  // bytes of text
 
 // A failed UCX call ends the job, naming the call and where it was made.
 #define KODO_UCX(call)                                                                      \
@@ -122,6 +125,9 @@ UcxTransport::UcxTransport(MPI_Comm comm, Deliver deliver, Prepare prepare, Admi
   am.cb = &UcxTransport::on_am;
   am.arg = this;
   am.flags = UCP_AM_FLAG_WHOLE_MSG;
+  KODO_UCX(ucp_worker_set_am_recv_handler(worker_, &am));
+  am.id = kFaultAmId;
+  am.cb = &UcxTransport::on_fault;
   KODO_UCX(ucp_worker_set_am_recv_handler(worker_, &am));
 
   // Bootstrap: every rank learns every worker address through MPI.
@@ -397,6 +403,47 @@ void UcxTransport::on_recv_done(void* request, ucs_status_t status, size_t /*len
       fatal(std::string("receiving a message over UCX failed: ") + ucs_status_string(status));
     state->transport->deliver_(std::move(state->message));
   });
+}
+
+std::optional<std::pair<std::uint64_t, std::size_t>> UcxTransport::probe(std::uint64_t tag,
+                                                                         std::uint64_t mask) {
+  ucp_tag_recv_info_t info{};
+  if (!ucp_tag_probe_nb(worker_, tag, mask, 0, &info)) return std::nullopt;
+  return std::make_pair(std::uint64_t{info.sender_tag}, std::size_t{info.length});
+}
+
+void UcxTransport::report_fault(int rank, const std::string& what) {
+  const std::string text = what.substr(0, kMaxFaultReport);
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  param.flags = UCP_AM_SEND_FLAG_COPY_HEADER | UCP_AM_SEND_FLAG_EAGER;
+  ucs_status_ptr_t request = ucp_am_send_nbx(endpoint(rank), kFaultAmId, &rank_, sizeof rank_,
+                                             text.data(), text.size(), &param);
+  if (UCS_PTR_IS_ERR(request)) return;  // the fault is reported here all the same
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  while (UCS_PTR_IS_PTR(request) && ucp_request_check_status(request) == UCS_INPROGRESS &&
+         std::chrono::steady_clock::now() < until)
+    progress();
+  if (UCS_PTR_IS_PTR(request)) ucp_request_free(request);
+  // The peer aborts the job once it has printed the report; until then, keep going.
+  while (std::chrono::steady_clock::now() < until) progress();
+}
+
+ucs_status_t UcxTransport::on_fault(void* arg, const void* header, size_t header_length, void* data,
+                                    size_t length, const ucp_am_recv_param_t* param) {
+  const auto* self = static_cast<const UcxTransport*>(arg);
+  int source = -1;
+  if (header_length == sizeof source) std::memcpy(&source, header, sizeof source);
+  std::string text;
+  if (source < 0 || source >= self->size_ || source == self->rank_ ||
+      (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) || length > kMaxFaultReport) {
+    text = "a malformed fault report arrived";
+  } else {
+    text.assign(static_cast<const char*>(data), length);
+    for (char& c : text)
+      if (c < 0x20 || c > 0x7e) c = '?';
+  }
+  fatal(cat(text, " (found by rank ", source, ", which ended the job)"));
 }
 
 void UcxTransport::on_ep_error(void* arg, ucp_ep_h /*ep*/, ucs_status_t status) {

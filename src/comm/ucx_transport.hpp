@@ -25,8 +25,10 @@
 #include <ucp/api/ucp.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 namespace kodo::detail {
@@ -65,6 +67,15 @@ class UcxTransport {
   // UCS_ERR_CANCELED).
   void cancel(void* handle);
 
+  // A tagged message that arrived with no receive posted for it, whose tag matches
+  // `tag` in the bits set in `mask` (it stays where it is): its tag and length.
+  std::optional<std::pair<std::uint64_t, std::size_t>> probe(std::uint64_t tag, std::uint64_t mask);
+
+  // Tells `rank` that this rank is ending the job because of `what` (a fault both
+  // ranks are concerned in), so that it prints it too, and gives it up to about a
+  // second to do so. The peer prints `what` and aborts the job.
+  void report_fault(int rank, const std::string& what);
+
   // Drives UCX; returns the number of events processed.
   unsigned progress();
 
@@ -84,6 +95,8 @@ class UcxTransport {
   void receive(const void* header, size_t header_length, void* data, size_t length,
                const ucp_am_recv_param_t* param);
   void land(Message&& message, const std::vector<Segment>& into, void* data, bool rendezvous);
+  static ucs_status_t on_fault(void* arg, const void* header, size_t header_length, void* data,
+                               size_t length, const ucp_am_recv_param_t* param);
   static ucs_status_t on_am(void* arg, const void* header, size_t header_length, void* data,
                             size_t length, const ucp_am_recv_param_t* param);
   static void on_send_done(void* request, ucs_status_t status, void* user_data);

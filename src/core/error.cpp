@@ -19,14 +19,29 @@ std::string prefixed(const std::string& what) {
 Error::Error(const std::string& what) : std::runtime_error(prefixed(what)) {}
 
 void fatal(const std::string& what) {
-  int initialized = 0, finalized = 0, rank = -1;
+  detail::print_fatal(what);
+  detail::abort_job();
+}
+
+namespace {
+bool mpi_is_running() {
+  int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
-  if (initialized && !finalized) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return initialized && !finalized;
+}
+}  // namespace
+
+void detail::print_fatal(const std::string& what) {
+  int rank = -1;
+  if (mpi_is_running()) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   const std::string text = what.rfind("kodo: ", 0) == 0 ? what.substr(6) : what;
   std::fprintf(stderr, "kodo: fatal error on rank %d: %s\n", rank, text.c_str());
   std::fflush(stderr);
-  if (initialized && !finalized) MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+void detail::abort_job() {
+  if (mpi_is_running()) MPI_Abort(MPI_COMM_WORLD, 1);
   std::abort();
 }
 

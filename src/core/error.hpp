@@ -25,6 +25,10 @@ class Error : public std::runtime_error {
 
 namespace detail {
 
+// fatal() in two steps, for a rank that has something to do in between (tell a peer).
+void print_fatal(const std::string& what);
+[[noreturn]] void abort_job();
+
 // Concatenates the arguments as an ostream would print them.
 template <class... A>
 std::string cat(const A&... parts) {

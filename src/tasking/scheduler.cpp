@@ -6,7 +6,10 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
+#include <sstream>
+#include <string_view>
 #include <thread>
 
 namespace kodo::detail {
@@ -20,6 +23,24 @@ constexpr int kDispatchBatch = 64;
 // yields the processor between turns (for ranks sharing cores); a short wait is spent
 // polling, so a message that arrives soon is seen at once.
 constexpr unsigned kWaveTestInterval = 16, kSpinTurns = 1024;
+
+// KODO_STALL_SECONDS: a positive number of seconds, or unset.
+std::optional<std::chrono::duration<double>> stall_limit_from_environment() {
+  const char* text = std::getenv("KODO_STALL_SECONDS");
+  if (!text || !*text) return std::nullopt;
+  char* end = nullptr;
+  const double seconds = std::strtod(text, &end);
+  if (*end != '\0' || !(seconds > 0) || seconds > 1e9)
+    throw Error(cat("KODO_STALL_SECONDS must be a positive number of seconds, not '", text, "'"));
+  return std::chrono::duration<double>(seconds);
+}
+
+bool stall_exit_from_environment() {
+  const char* text = std::getenv("KODO_STALL_EXIT");
+  if (!text || !*text || std::string_view(text) == "0") return false;
+  if (std::string_view(text) == "1") return true;
+  throw Error(cat("KODO_STALL_EXIT must be 0 or 1, not '", text, "'"));
+}
 
 int rank_in(MPI_Comm comm) {
   int rank = 0;
@@ -40,7 +61,9 @@ Scheduler::Scheduler(MPI_Comm comm, MPI_Comm wave_comm, StreamPool& streams)
       size_(size_of(comm)),
       streams_(streams),
       termination_(wave_comm),
-      reductions_(rank_, [this](int rank, Message&& m) { post(rank, std::move(m)); }) {
+      reductions_(rank_, [this](int rank, Message&& m) { post(rank, std::move(m)); }),
+      stall_limit_(stall_limit_from_environment()),
+      stall_exit_(stall_exit_from_environment()) {
   transport_ = std::make_unique<UcxTransport>(
       comm, [this](Message&& m) { queue_.push_back(std::move(m)); },
       [this](Message& m, std::uint64_t view_data) { return prepare(m, view_data); },
@@ -155,13 +178,19 @@ void Scheduler::run() {
   } reset{running_};
   termination_.reset();
   drain_.mark_dirty();  // the program may have launched work before run()
+  auto idle_since = std::chrono::steady_clock::now();
   for (unsigned idle_turns = 0;;) {
     if (turn()) {
       idle_turns = 0;
+      stall_reported_ = false;
       continue;
     }
-    if (++idle_turns >= kSpinTurns) std::this_thread::yield();
-    if (idle_turns % kWaveTestInterval == 0 && job_is_quiet()) return;
+    if (idle_turns++ == 0 && stall_limit_) idle_since = std::chrono::steady_clock::now();
+    if (idle_turns >= kSpinTurns) std::this_thread::yield();
+    if (idle_turns % kWaveTestInterval == 0 &&
+        job_is_quiet(stall_limit_ ? std::chrono::steady_clock::now() - idle_since
+                                  : std::chrono::steady_clock::duration{}))
+      return;
   }
 }
 
@@ -191,9 +220,11 @@ bool Scheduler::turn() {
   return true;
 }
 
-bool Scheduler::job_is_quiet() {
-  const auto wave = termination_.test(reductions_.pending_rounds(), drain_.dirty());
+bool Scheduler::job_is_quiet(std::chrono::steady_clock::duration idle_for) {
+  const bool idle = stall_limit_ && idle_for >= *stall_limit_;
+  const auto wave = termination_.test(reductions_.pending_rounds(), drain_.dirty(), idle);
   if (!wave) return false;
+  if (wave->stalled(size_) && !stall_reported_) report_stall(*wave);
   if (wave->quiet()) {
     if (wave->pending_rounds == 0) return true;
     const std::string detail = reductions_.describe_pending(rank_);
@@ -218,11 +249,38 @@ bool Scheduler::job_is_quiet() {
   return false;
 }
 
+// Every rank reaches this at the same wave (its counts are the same everywhere) and
+// prints what it waits for; with KODO_STALL_EXIT=1 every rank then throws.
+void Scheduler::report_stall(const TerminationDetector::Wave& wave) {
+  stall_reported_ = true;
+  std::ostringstream os;
+  os << "kodo: stall report, rank " << rank_ << ": no rank has made progress for "
+     << stall_limit_->count() << " s and the job is not done (its ranks have sent " << wave.sent
+     << " messages and transfers and processed " << wave.processed << "). This rank waits for:";
+  const std::size_t heading = os.str().size();
+  os << describe_waiting_transfers(*channels_);
+  if (reductions_.pending_rounds() != 0) os << reductions_.describe_pending(rank_);
+  if (engine_.pending() != 0)
+    os << "\n  device work: " << engine_.pending()
+       << " continuation(s) wait for work on this rank's streams";
+  if (os.str().size() == heading)
+    os << "\n  nothing (the transfers and messages it waits for are on other ranks)";
+  os << '\n';
+  std::fputs(os.str().c_str(), stderr);
+  std::fflush(stderr);
+  if (stall_exit_)
+    throw Error(
+        cat("the job stalled: no progress for ", stall_limit_->count(),
+            " s (KODO_STALL_EXIT=1; the stall report above says what each rank waits for)"));
+}
+
 const std::string& Scheduler::trace_name(const Message& m) {
-  static const std::string channel = "channel completion", reduction = "reduction";
+  static const std::string channel = "channel completion", reduction = "reduction",
+                           link = "channel link announcement";
   switch (m.header.kind) {
     case MessageKind::invoke: return short_handler_name(m.header.handler);
     case MessageKind::callback: return channel;
+    case MessageKind::channel_link: return link;
     default: return reduction;
   }
 }
@@ -297,8 +355,29 @@ void Scheduler::dispatch_checked(Message& message) {
     case MessageKind::reduction_result:
       return reductions_.on_result(checked_collection(message.header), message.header,
                                    std::move(message.payload), message.from_wire);
+    case MessageKind::channel_link: return on_link_announced(message);
   }
   throw Error(cat("field kind is ", to_string(message.header.kind), ", which no rank sends"));
+}
+
+// A peer's number for a link this rank sends on: the units it names are checked
+// against the collection (the sending unit is held here, the receiving one by the peer).
+void Scheduler::on_link_announced(const Message& message) {
+  std::int64_t slot = 0;
+  const CollectionBase& c = checked_target(message.header, slot);
+  const LinkAnnouncement a = read_announcement(message);
+  if (a.link.receiver < 0 || a.link.receiver >= c.shape().size() ||
+      a.link.receiver == a.link.sender ||
+      c.map().owner(a.link.receiver) != message.header.source_rank)
+    throw Error(cat("a channel link announcement from rank ", message.header.source_rank,
+                    " names receiving unit ", a.link.receiver, ", which that rank does not hold"));
+  announce_link(*channels_, a, message.header.source_rank);
+}
+
+void Scheduler::fail_with_peer(int rank, const std::string& what) {
+  print_fatal(what);
+  if (rank != rank_) transport_->report_fault(rank, what);
+  abort_job();
 }
 
 void Scheduler::dispatch(Message& message) {

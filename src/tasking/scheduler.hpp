@@ -19,10 +19,12 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace kodo::detail {
@@ -48,7 +50,7 @@ class Scheduler final : public ChannelHost {
 
   // --- work --------------------------------------------------------------------
   // Queues `message` for `rank` (this rank's own queue, or the transport).
-  void post(int rank, Message&& message);
+  void post(int rank, Message&& message) override;
   // A local unit's contribution to a reduction round.
   void contribute(CollectionBase& c, std::int64_t slot, std::uint64_t round, HandlerId reducer,
                   Bytes value);
@@ -69,16 +71,20 @@ class Scheduler final : public ChannelHost {
     when_done(static_cast<CompletionSource&>(stream), std::move(continuation));
   }
   UcxTransport& transport() override { return *transport_; }
-  ChannelTable& channel_table() override { return channels_; }
+  ChannelRegistry& channels() override { return *channels_; }
+  [[noreturn]] void fail_with_peer(int rank, const std::string& what) override;
 
  private:
   friend struct TestAccess;
   void queue_local(std::unique_ptr<Call> call);  // a rank-local continuation
   bool turn();                                   // one pass of the loop; whether anything happened
-  bool job_is_quiet();                           // looks at the termination wave
-  void dispatch(Message& message);               // ends the job on any error
-  void dispatch_checked(Message& message);       // throws kodo::Error naming what is wrong
+  // Looks at the termination wave; `idle_for` is how long this rank has been idle.
+  bool job_is_quiet(std::chrono::steady_clock::duration idle_for);
+  void report_stall(const TerminationDetector::Wave& wave);  // and throws with KODO_STALL_EXIT
+  void dispatch(Message& message);                           // ends the job on any error
+  void dispatch_checked(Message& message);  // throws kodo::Error naming what is wrong
   void invoke(Message& message);
+  void on_link_announced(const Message& message);
   // For a call from another rank: its collection and unit, checked; throws kodo::Error
   // naming the bad field.
   CollectionBase& checked_target(const MessageHeader& h, std::int64_t& slot);
@@ -98,7 +104,10 @@ class Scheduler final : public ChannelHost {
   ReductionTree reductions_;
   StreamDrain drain_;
   StallWatch stalls_;
-  ChannelTable channels_;
+  // KODO_STALL_SECONDS (none: no reports) and KODO_STALL_EXIT.
+  std::optional<std::chrono::duration<double>> stall_limit_;
+  bool stall_exit_ = false, stall_reported_ = false;
+  std::shared_ptr<ChannelRegistry> channels_ = make_channel_registry();
   Trace trace_;  // KODO_TRACE
   std::unique_ptr<UcxTransport> transport_;
 };

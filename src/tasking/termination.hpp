@@ -9,6 +9,8 @@
 // that completes later through the scheduler (a channel transfer, awaited device
 // work) counts as a message. Two consecutive equal waves that count more processed
 // than sent mean a message arrived that no rank sent: that is an error, not a wait.
+// Waves also count the ranks idle for longer than the stall limit: two equal waves in
+// which every rank is idle, and the job is not quiet, are a stall (stall_report.hpp).
 
 #include <mpi.h>
 
@@ -33,25 +35,30 @@ class TerminationDetector {
 
   // What one wave found, summed over the ranks.
   struct Wave {
-    std::uint64_t sent, processed, pending_rounds, dirty_ranks;
+    std::uint64_t sent, processed, pending_rounds, dirty_ranks, idle_ranks;
     bool stable;  // equal to the wave before it
     bool balanced() const { return sent == processed; }
     bool quiet() const { return stable && balanced() && dirty_ranks == 0; }
     // A message was processed that no rank counted as sent (corrupted or duplicated).
     bool overprocessed() const { return stable && processed > sent; }
+    // No rank of `ranks` has done anything for the stall limit, and nothing will.
+    bool stalled(int ranks) const {
+      return stable && !quiet() && idle_ranks == static_cast<std::uint64_t>(ranks);
+    }
   };
 
   // Collective in the sense that every rank must keep calling it until the job is
   // quiet. Starts a wave with this rank's state when none is in flight, and returns the
   // wave's result when it completes.
-  std::optional<Wave> test(std::uint64_t pending_rounds, bool dirty);
+  // `idle`: this rank has been idle for longer than the stall limit.
+  std::optional<Wave> test(std::uint64_t pending_rounds, bool dirty, bool idle = false);
   // Forgets the previous wave (a new run() starts afresh).
   void reset();
 
  private:
   MPI_Comm comm_;
   std::uint64_t sent_ = 0, processed_ = 0;
-  std::array<std::uint64_t, 4> in_{}, out_{}, previous_{};
+  std::array<std::uint64_t, 5> in_{}, out_{}, previous_{};
   bool have_previous_ = false;
   MPI_Request wave_ = MPI_REQUEST_NULL;
 };
