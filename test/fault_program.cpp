@@ -8,16 +8,22 @@
 //                                    order
 //   fault_program peer-exit          a rank dies while others are sending to it
 //   fault_program different-program  rank 1 has an entry method the others lack
+//   fault_program mismatched-shapes  units contribute vectors of different lengths to
+//                                    one reduction round
+//   fault_program result-type        the main program asks for results of another type
+//                                    than the reduction's (on_reduced)
 // Units are laid out so that, on two ranks, unit 0 is on rank 0 and unit 1 on rank 1;
 // on one rank both are local (the same-rank path).
 
 #include <kodo.hpp>
 #include <tasking/registry.hpp>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <unistd.h>
+#include <vector>
 
 namespace {
 
@@ -77,6 +83,14 @@ class Peer : public kodo::WorkUnit<Peer> {
   kodo::ReceiveRing<Kokkos::View<double*>> ring_;
 };
 
+// Unit x contributes a vector of 2 + x elements, or the scalar x.
+class Contributor : public kodo::WorkUnit<Contributor> {
+ public:
+  explicit Contributor(const kodo::UnitInit<Contributor>& init) : WorkUnit(init) {}
+  void vector() { contribute(std::vector<double>(static_cast<std::size_t>(2 + index().x), 1.0)); }
+  void scalar() { contribute(std::int64_t{index().x}); }
+};
+
 // A handler only one rank has: the ranks run different programs.
 int extra_handler = 0;
 int run_different_programs(int argc, char** argv) {
@@ -105,6 +119,7 @@ int main(int argc, char** argv) {
   if (mode == "different-program") return run_different_programs(argc, argv);
   kodo::Runtime runtime(argc, argv);
   auto units = kodo::Collection<Peer>::create(runtime, {2, 1, 1});
+  auto contributors = kodo::Collection<Contributor>::create(runtime, {2, 1, 1});
   if (mode == "truncate") {
     units.broadcast_local<&Peer::truncate>();
   } else if (mode == "short") {
@@ -115,10 +130,17 @@ int main(int argc, char** argv) {
     units.broadcast_local<&Peer::ring_order>();
   } else if (mode == "peer-exit") {
     if (runtime.rank() == 0) units[{0, 0, 0}].send<&Peer::ping>(0);
+  } else if (mode == "mismatched-shapes") {
+    contributors.broadcast_local<&Contributor::vector>();
+  } else if (mode == "result-type") {
+    contributors.on_reduced<double>([](std::uint64_t, const double&) {
+      std::puts("unexpected: a result of the wrong type was delivered");
+    });
+    contributors.broadcast_local<&Contributor::scalar>();
   } else {
     std::fprintf(stderr,
                  "usage: fault_program truncate|short|lost-send|ring-order|peer-exit|"
-                 "different-program\n");
+                 "different-program|mismatched-shapes|result-type\n");
     return 2;
   }
   try {

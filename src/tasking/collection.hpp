@@ -28,19 +28,39 @@
 #include "entry.hpp"
 #include "runtime.hpp"
 
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <functional>
 #include <memory>
 #include <sstream>
 #include <tuple>
+#include <type_traits>
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
 namespace kodo {
 
-// Reduction operations. Any default-constructible functor T(T, T) works as well.
+// Reduction operations; on a std::array they work element by element. Any
+// default-constructible functor T(T, T) works as well (E(E, E) for std::vector<E>).
+namespace detail {
+template <class Op, class T, std::size_t N>
+std::array<T, N> elementwise(const std::array<T, N>& a, const std::array<T, N>& b) {
+  std::array<T, N> r;
+  for (std::size_t i = 0; i < N; ++i) r[i] = Op{}(a[i], b[i]);
+  return r;
+}
+}  // namespace detail
 struct Sum {
   template <class T>
   T operator()(const T& a, const T& b) const {
     return a + b;
+  }
+  template <class T, std::size_t N>
+  std::array<T, N> operator()(const std::array<T, N>& a, const std::array<T, N>& b) const {
+    return detail::elementwise<Sum>(a, b);
   }
 };
 struct Min {
@@ -48,11 +68,19 @@ struct Min {
   T operator()(const T& a, const T& b) const {
     return b < a ? b : a;
   }
+  template <class T, std::size_t N>
+  std::array<T, N> operator()(const std::array<T, N>& a, const std::array<T, N>& b) const {
+    return detail::elementwise<Min>(a, b);
+  }
 };
 struct Max {
   template <class T>
   T operator()(const T& a, const T& b) const {
     return a < b ? b : a;
+  }
+  template <class T, std::size_t N>
+  std::array<T, N> operator()(const std::array<T, N>& a, const std::array<T, N>& b) const {
+    return detail::elementwise<Max>(a, b);
   }
 };
 
@@ -188,6 +216,33 @@ class Collection {
     for (auto& u : store().units()) f(*u);
   }
 
+  // Reduction results for the main program. R is the result type: the T contributed,
+  // std::vector<E> for a std::vector<E> or rank-1 view of E, E for a rank-0 view of E.
+  // Every rank's main program calls on_reduced before run(): `callback(round, result)`,
+  // a void(std::uint64_t, const R&), then runs on this rank once per completed round of
+  // this collection (rounds count from 0), from the scheduler loop, in round order, after
+  // the units' target; a round whose results are not of type R ends the job naming both
+  // types.
+  template <class R, class F>
+  void on_reduced(F callback) const {
+    static_assert(detail::ReductionValueType<R>, "kodo: R is not a reduction result type");
+    static_assert(std::is_invocable_v<F&, std::uint64_t, const R&>,
+                  "kodo: on_reduced<R> takes a callback void(std::uint64_t round, const R&)");
+    runtime_->on_reduced(store(), typeid(R),
+                         [f = std::move(callback)](std::uint64_t round,
+                                                   const Bytes& bytes) mutable {
+                           f(round, detail::ReductionValue<R>::load(bytes));
+                         });
+  }
+  // The result of the latest round of this collection completed on this rank (run()
+  // leaves it behind). Throws kodo::Error when no round has completed, or when its
+  // results are not of type R.
+  template <class R>
+  R reduced() const {
+    static_assert(detail::ReductionValueType<R>, "kodo: R is not a reduction result type");
+    return detail::ReductionValue<R>::load(runtime_->reduced(store(), typeid(R)));
+  }
+
  private:
   friend class WorkUnit<U>;
   Collection(Runtime* runtime, std::uint32_t id, Extent3 shape)
@@ -235,16 +290,62 @@ class WorkUnit {
 
   // Contributes `value` to this unit's next reduction round. When every unit of the
   // collection has contributed to the round, the values combined with Op are delivered
-  // to entry method Target (taking T) of every unit. All units of a round must use the
-  // same T, Op and Target. Op is a type: a default-constructed Op combines the values.
-  template <auto Target, class T, class Op = Sum>
+  // to entry method Target (taking T) of every unit, then to the main program of every
+  // rank (Collection::on_reduced and reduced). All units of a round must use the same T,
+  // Op and Target. Op is a type: a default-constructed Op combines the values. T is
+  // trivially copyable (Sum, Min and Max combine a std::array element by element), or
+  // a std::vector<E>: a runtime-length array, combined element by element with Op on E,
+  // and delivered as std::vector<E>; the vectors of one round must have one length, or
+  // the job ends with "a reduction of mismatched shapes".
+  template <auto Target, detail::ReductionValueType T, class Op = Sum>
   void contribute(const T& value, Op = {}) {
+    contribute_to_round<detail::Reducer<Derived, T, Op, Target>>(
+        next_round_++, detail::ReductionValue<T>::bytes(value));
+  }
+  // The same with the result for the main program only.
+  template <detail::ReductionValueType T, class Op = Sum>
+  void contribute(const T& value, Op op = {}) {
+    contribute<nullptr>(value, op);
+  }
+
+  // Contributes the contents of a device (or host) view to this unit's next round,
+  // once the work enqueued on `stream` so far is done: no fence is needed. A rank-0
+  // view of E contributes an E, a rank-1 view a std::vector<E> (above). The view must
+  // be contiguous; the runtime keeps it, copies it on `stream` into pinned host memory
+  // and contributes the copy from the scheduler loop. The round is this call's, in
+  // call order, whenever the copy completes.
+  template <auto Target, class V, class Op = Sum>
+    requires Kokkos::is_view<V>::value
+  void contribute(Stream& stream, const V& view, Op = {}) {
+    static_assert(V::rank() <= 1, "kodo: a view contributed to a reduction has rank 0 or 1");
+    using E = typename V::non_const_value_type;
+    using T = std::conditional_t<V::rank() == 0, E, std::vector<E>>;
     using R = detail::Reducer<Derived, T, Op, Target>;
-    auto& store = collection_.store();
-    Bytes bytes(sizeof(T));
-    std::memcpy(bytes.data(), &value, sizeof(T));
-    runtime().contribute(store, store.slot_of(store.shape().linear(index_)), next_round_++, R::id,
-                         std::move(bytes));
+    if (!view.span_is_contiguous())
+      throw Error(detail::cat("unit ", index_, " contributed a non-contiguous view (", view.label(),
+                              ") to a reduction"));
+    const std::uint64_t round = next_round_++;
+    const std::size_t count = view.size(), bytes = count * sizeof(E);
+    auto staging = take_staging(bytes);
+    using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
+    Kokkos::deep_copy(stream.space(),
+                      Kokkos::View<E*, Kokkos::LayoutRight, Kokkos::SharedHostPinnedSpace,
+                                   Unmanaged>(reinterpret_cast<E*>(staging.data()), count),
+                      Kokkos::View<const E*, Kokkos::LayoutRight, typename V::memory_space,
+                                   Unmanaged>(view.data(), count));
+    // The view and the staging buffer stay alive until the copy is done.
+    when_done(stream, [this, view, staging, bytes, round] {
+      Bytes value(bytes);
+      if (bytes) std::memcpy(value.data(), staging.data(), bytes);
+      idle_staging_.push_back(staging);
+      contribute_to_round<R>(round, std::move(value));
+    });
+  }
+  // The same with the result for the main program only.
+  template <class V, class Op = Sum>
+    requires Kokkos::is_view<V>::value
+  void contribute(Stream& stream, const V& view, Op op = {}) {
+    contribute<nullptr>(stream, view, op);
   }
 
  protected:
@@ -253,9 +354,31 @@ class WorkUnit {
  private:
   Runtime& runtime() const { return collection_.runtime(); }
 
+  template <class R>
+  void contribute_to_round(std::uint64_t round, Bytes value) {
+    auto& store = collection_.store();
+    runtime().contribute(store, store.slot_of(store.shape().linear(index_)), round, R::id,
+                         std::move(value));
+  }
+
+  // Pinned host memory for device-view contributions, reused: freeing pinned memory
+  // waits for the whole device.
+  using Staging = Kokkos::View<std::byte*, Kokkos::SharedHostPinnedSpace>;
+  Staging take_staging(std::size_t bytes) {
+    for (auto it = idle_staging_.begin(); it != idle_staging_.end(); ++it)
+      if (it->size() >= bytes) {
+        Staging s = *it;
+        idle_staging_.erase(it);
+        return s;
+      }
+    return Staging(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kodo reduction staging"),
+                   std::max<std::size_t>(bytes, 64));
+  }
+
   Collection<Derived> collection_;
   Index3 index_;
   std::uint64_t next_round_ = 0;
+  std::vector<Staging> idle_staging_;
 };
 
 }  // namespace kodo

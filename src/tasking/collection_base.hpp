@@ -19,6 +19,7 @@ class BlockMap {
   std::int64_t count(int rank) const;
   // Ranks that hold at least one unit: 0 .. active_ranks()-1.
   int active_ranks() const { return units_ < ranks_ ? static_cast<int>(units_) : ranks_; }
+  int ranks() const { return ranks_; }
 
  private:
   std::int64_t units_;

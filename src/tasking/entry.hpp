@@ -8,12 +8,15 @@
 #include "collection_base.hpp"
 #include "registry.hpp"
 
+#include <array>
+#include <cstddef>
 #include <cstring>
 #include <memory>
 #include <tuple>
 #include <type_traits>
 #include <typeindex>
 #include <utility>
+#include <vector>
 
 namespace kodo::detail {
 
@@ -24,10 +27,18 @@ struct EntryHandler {
 };
 
 // How a reducer's values are combined and handed to the units; registered per
-// (unit type, value type, operation, target entry method).
+// (unit type, value type, operation, target entry method or none).
 struct ReducerHandler {
+  // Bytes of a value; of one element when the values are runtime-length arrays, which
+  // take any whole number of elements (all of one round the same number).
   std::size_t value_size;
+  bool runtime_length;
+  // The type units and the main program receive (T, or std::vector<E> for a
+  // runtime-length array of E), for Collection::on_reduced and reduced to check.
+  const std::type_info* result_type;
+  // `accumulator` and `value` have the same size (the tree checks it).
   void (*combine)(Bytes& accumulator, const Bytes& value);
+  // Calls the target entry method of every local unit; nothing without a target.
   void (*deliver)(CollectionBase& collection, const Bytes& result);
 };
 
@@ -108,39 +119,104 @@ struct Entry {
                                                       HandlerKind::entry, typeid(U), &handler);
 };
 
-template <class U, class T, class Op, auto Target>
-struct ReducerTag {};
-
-// Combines values of type T with Op and delivers the result to entry method Target of
-// every unit. Combination order is fixed (a rank's units by index, then its children
-// in the tree), so a given decomposition always produces the same bits.
-template <class U, class T, class Op, auto Target>
-struct Reducer {
-  static_assert(std::is_trivially_copyable_v<T>,
-                "kodo: reduction values must be trivially copyable");
-  static_assert(!not_every_pattern_v<T>,
-                "kodo: reduction values cannot be bool or unscoped enums, which not every byte "
-                "pattern is (reduce an integer: Min or Max of 0/1 for all/any)");
-  static_assert(std::is_base_of_v<typename MemberTraits<decltype(Target)>::unit_type, U>,
-                "kodo: the reduction target is not a member of this unit type");
-  using Unit = U;
-
+// A reduction value as bytes: a trivially copyable T (a scalar, a struct, a
+// std::array) is one value, combined by Op as a whole; a std::vector<E> is a
+// runtime-length array, combined element by element with Op on E.
+template <class T>
+struct ReductionValue {
+  using element = T;
+  static constexpr bool runtime_length = false;
+  static constexpr std::size_t value_size = sizeof(T);
+  static Bytes bytes(const T& value) {
+    Bytes b(sizeof(T));
+    std::memcpy(b.data(), &value, sizeof(T));
+    return b;
+  }
   // Sizes are checked when a value arrives (ReductionTree).
   static T load(const Bytes& b) {
     T v;
     std::memcpy(&v, b.data(), sizeof(T));
     return v;
   }
+};
+template <class E, class A>
+struct ReductionValue<std::vector<E, A>> {
+  using element = E;
+  static constexpr bool runtime_length = true;
+  static constexpr std::size_t value_size = sizeof(E);
+  static Bytes bytes(const std::vector<E, A>& value) {
+    Bytes b(value.size() * sizeof(E));
+    if (!b.empty()) std::memcpy(b.data(), value.data(), b.size());
+    return b;
+  }
+  // A whole number of elements (the tree checks it).
+  static std::vector<E> load(const Bytes& b) {
+    std::vector<E> v(b.size() / sizeof(E));
+    if (!v.empty()) std::memcpy(v.data(), b.data(), v.size() * sizeof(E));
+    return v;
+  }
+};
+// The scalar inside nested std::arrays, for the byte-pattern check.
+template <class T>
+struct InnermostElement {
+  using type = T;
+};
+template <class T, std::size_t N>
+struct InnermostElement<std::array<T, N>> : InnermostElement<T> {};
+
+// What contribute() takes as a value.
+template <class T>
+concept ReductionValueType = std::is_trivially_copyable_v<typename ReductionValue<T>::element> &&
+                             !std::is_pointer_v<T>;
+
+// Whether Target is an entry method of U (or nullptr: no target).
+template <class U, auto Target>
+struct IsTargetOf : std::is_base_of<typename MemberTraits<decltype(Target)>::unit_type, U> {};
+template <class U>
+struct IsTargetOf<U, nullptr> : std::true_type {};
+
+template <class U, class T, class Op, auto Target>
+struct ReducerTag {};
+
+// Combines values of type T with Op and delivers the result to entry method Target
+// (taking T, or std::vector<E> for T = std::vector<E>) of every unit; Target is nullptr
+// for a reduction whose result goes to the main program only. Combination order is
+// fixed (a rank's units by index, then its children in the tree), so a given
+// decomposition always produces the same bits.
+template <class U, class T, class Op, auto Target>
+struct Reducer {
+  using Value = ReductionValue<T>;
+  using Element = typename Value::element;
+  using Result = decltype(Value::load(std::declval<const Bytes&>()));
+  static_assert(std::is_trivially_copyable_v<Element>,
+                "kodo: reduction values must be trivially copyable (or std::vector of such)");
+  static_assert(!not_every_pattern_v<typename InnermostElement<Element>::type>,
+                "kodo: reduction values cannot be bool or unscoped enums, which not every byte "
+                "pattern is (reduce an integer: Min or Max of 0/1 for all/any)");
+  static_assert(IsTargetOf<U, Target>::value,
+                "kodo: the reduction target is not a member of this unit type");
+  using Unit = U;
+
   static void combine(Bytes& accumulator, const Bytes& value) {
-    const T r = Op{}(load(accumulator), load(value));
-    std::memcpy(accumulator.data(), &r, sizeof(T));
+    constexpr std::size_t size = sizeof(Element);
+    for (std::size_t at = 0; at + size <= accumulator.size(); at += size) {
+      Element a, b;
+      std::memcpy(&a, accumulator.data() + at, size);
+      std::memcpy(&b, value.data() + at, size);
+      const Element r = Op{}(a, b);
+      std::memcpy(accumulator.data() + at, &r, size);
+    }
   }
-  static void deliver(CollectionBase& collection, const Bytes& result) {
-    const T value = load(result);
-    for (std::int64_t s = 0; s < collection.local_count(); ++s)
-      (static_cast<Unit*>(collection.unit_at(s))->*Target)(value);
+  static void deliver([[maybe_unused]] CollectionBase& collection,
+                      [[maybe_unused]] const Bytes& result) {
+    if constexpr (!std::is_same_v<decltype(Target), std::nullptr_t>) {
+      const Result value = Value::load(result);
+      for (std::int64_t s = 0; s < collection.local_count(); ++s)
+        (static_cast<Unit*>(collection.unit_at(s))->*Target)(value);
+    }
   }
-  static constexpr ReducerHandler handler{sizeof(T), &combine, &deliver};
+  static constexpr ReducerHandler handler{Value::value_size, Value::runtime_length, &typeid(Result),
+                                          &combine, &deliver};
   static inline const HandlerId id =
       register_handler(instantiation_name<ReducerTag<U, T, Op, Target>>(), HandlerKind::reducer,
                        typeid(U), &handler);

@@ -118,6 +118,14 @@ void Runtime::contribute(detail::CollectionBase& c, std::int64_t slot, std::uint
                          std::uint64_t reducer, std::vector<std::byte> value) {
   scheduler_->contribute(c, slot, round, reducer, std::move(value));
 }
+void Runtime::on_reduced(detail::CollectionBase& c, const std::type_info& type,
+                         ReducedCallback callback) {
+  scheduler_->on_reduced(c, type, std::move(callback));
+}
+const std::vector<std::byte>& Runtime::reduced(detail::CollectionBase& c,
+                                               const std::type_info& type) {
+  return scheduler_->reductions().reduced(c, type);
+}
 detail::ChannelHost& Runtime::channel_host() { return *scheduler_; }
 
 void Runtime::add_collection(std::unique_ptr<detail::CollectionBase> collection) {

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <typeinfo>
 #include <vector>
 
 namespace kodo {
@@ -85,6 +86,10 @@ class Runtime {
   void post(int rank, detail::Message&& message);
   void contribute(detail::CollectionBase& c, std::int64_t slot, std::uint64_t round,
                   std::uint64_t reducer, std::vector<std::byte> value);
+  // Reduction results for the main program (Collection::on_reduced and reduced).
+  using ReducedCallback = std::function<void(std::uint64_t, const std::vector<std::byte>&)>;
+  void on_reduced(detail::CollectionBase& c, const std::type_info& type, ReducedCallback callback);
+  const std::vector<std::byte>& reduced(detail::CollectionBase& c, const std::type_info& type);
   detail::ChannelHost& channel_host();
 
   void start(int& argc, char**& argv);

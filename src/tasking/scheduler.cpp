@@ -115,7 +115,19 @@ void Scheduler::post(int rank, Message&& message) {
 
 void Scheduler::contribute(CollectionBase& c, std::int64_t slot, std::uint64_t round,
                            HandlerId reducer, Bytes value) {
-  reductions_.contribute(c, slot, round, reducer, std::move(value));
+  try {
+    reductions_.contribute(c, slot, round, reducer, std::move(value));
+  } catch (...) {
+    fatal(what_of_current());
+  }
+}
+
+void Scheduler::on_reduced(CollectionBase& c, const std::type_info& type,
+                           ReductionTree::ResultCallback callback) {
+  if (running_)
+    throw Error(
+        "on_reduced is called by the main program of every rank before run(), not inside it");
+  reductions_.on_reduced(c, type, std::move(callback));
 }
 
 void Scheduler::when_done(CompletionSource& source, std::function<void()> continuation) {

@@ -51,9 +51,14 @@ class Scheduler final : public ChannelHost {
   // --- work --------------------------------------------------------------------
   // Queues `message` for `rank` (this rank's own queue, or the transport).
   void post(int rank, Message&& message) override;
-  // A local unit's contribution to a reduction round.
+  // A local unit's contribution to a reduction round; an error in it ends the job (only
+  // this rank sees it).
   void contribute(CollectionBase& c, std::int64_t slot, std::uint64_t round, HandlerId reducer,
                   Bytes value);
+  // The main program's callback for the results of `c` (before run()).
+  void on_reduced(CollectionBase& c, const std::type_info& type,
+                  ReductionTree::ResultCallback callback);
+  const ReductionTree& reductions() const { return reductions_; }
   void when_done(CompletionSource& source, std::function<void()> continuation);
   // Runs until the whole job is quiet (see termination.hpp); throws kodo::Error on
   // every rank when the job went quiet with reductions incomplete, or with more
