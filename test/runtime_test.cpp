@@ -247,7 +247,11 @@ TEST(Reductions, MissingContributionsAreReportedNotAwaited) {
     rt.run();
     ADD_FAILURE() << "run() returned although half of the units never contributed";
   } catch (const kodo::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("never contributed"), std::string::npos) << e.what();
+    const std::string what = e.what();
+    EXPECT_NE(what.find("never contributed"), std::string::npos) << what;
+    // A rank with a round open names the units it still waits for.
+    if (what.find("reduction round 0") != std::string::npos)
+      EXPECT_NE(what.find("missing: unit ("), std::string::npos) << what;
   }
   units.for_each_local([](Reducing& u) { EXPECT_TRUE(u.sums.empty()); });
 }

@@ -54,6 +54,7 @@ const ReducerHandler& ReductionTree::reducer_of(const CollectionBase& c, Handler
 
 ReductionTree::Round& ReductionTree::open_round(CollectionBase& c, State& s, std::uint64_t round,
                                                 HandlerId reducer) {
+  s.collection = &c;
   auto [it, inserted] = s.open.try_emplace(round);
   Round& r = it->second;
   if (inserted) {
@@ -260,10 +261,25 @@ std::uint64_t ReductionTree::pending_rounds() const {
 
 std::string ReductionTree::describe_pending(int rank) const {
   std::ostringstream os;
+  constexpr int kNamed = 8;  // units named per round; the rest are counted
   for (const auto& [id, s] : states_)
-    for (const auto& [round, r] : s.open)
-      os << "\n  rank " << rank << ": collection " << id << " round " << round << ": "
-         << r.local_received << " of " << r.local.size() << " local units contributed";
+    for (const auto& [round, r] : s.open) {
+      os << "\n  reduction round " << round << " of collection " << id << ": " << r.local_received
+         << " of " << r.local.size() << " local units contributed";
+      int named = 0;
+      for (std::size_t slot = 0; slot < r.local.size(); ++slot) {
+        if (r.local[slot]) continue;
+        if (named++ < kNamed && s.collection)
+          os << (named == 1 ? "; missing: unit " : ", unit ")
+             << s.collection->shape().delinear(s.collection->first_local() +
+                                               static_cast<std::int64_t>(slot));
+      }
+      if (named > kNamed) os << " and " << named - kNamed << " more";
+      const int active = s.collection ? s.collection->map().active_ranks() : 0;
+      for (int c = 0; c < 2; ++c)
+        if (const int child = 2 * rank + 1 + c; child < active && !r.children[c])
+          os << "; no partial yet from rank " << child;
+    }
   return os.str();
 }
 

@@ -65,7 +65,8 @@ class ReductionTree {
 
   // Rounds heard of and not yet passed on, over all collections.
   std::uint64_t pending_rounds() const;
-  // One line per pending round: who has not contributed.
+  // One line per pending round: which local units and child ranks have not
+  // contributed.
   std::string describe_pending(int rank) const;
   // Forgets pending rounds (nothing can complete them any more).
   void drop_pending();
@@ -98,6 +99,7 @@ class ReductionTree {
     std::map<std::uint64_t, std::pair<HandlerId, Bytes>> early;  // results ahead of it
     std::vector<Callback> callbacks;                             // the main program's
     std::optional<Latest> latest;                                // the last result delivered
+    const CollectionBase* collection = nullptr;                  // for reports
   };
 
   const ReducerHandler& reducer_of(const CollectionBase& c, HandlerId id) const;
