@@ -1,7 +1,9 @@
 // Ping-pong latency and streaming bandwidth between two units on two ranks over a
 // kodo::Channel, GPU-aware (device) and host-staged (host), and as entry-method calls
 // carrying the view (call), with views in the default memory space (device memory on
-// a GPU build: GPU 0 <-> GPU 1 with one rank per GPU).
+// a GPU build: GPU 0 <-> GPU 1 with one rank per GPU). Calls carry views of up to
+// KODO_EAGER_BYTES (default 8 KiB) with the message and larger ones by rendezvous, into
+// views from the receiving rank's pool: the default sizes cover both.
 //
 //   mpiexec -n 2 pingpong_bench [--sizes 8,...] [--modes device,host,call] [--window 32]
 //                               [--csv FILE]
@@ -57,20 +59,21 @@ class Endpoint : public kodo::WorkUnit<Endpoint> {
     done_ = 0;
     out_view_ = Kokkos::subview(out_, std::make_pair<std::int64_t>(0, t.bytes));
     in_view_ = Kokkos::subview(in_, std::make_pair<std::int64_t>(0, t.bytes));
+    last_ = Buffer();
     received_ = 0;
     if (index().x == 1) return t.mode == kCallMode ? void() : post_round();
     began_ = perf::seconds();
     t.mode == kCallMode ? call_round() : lead_round();
   }
 
-  // Calls mode: an entry method carrying the view (the receiving runtime allocates a
-  // view and UCX moves the data into it).
+  // Calls mode: an entry method carrying the view (the receiving runtime takes a view
+  // from its pool and the data lands in it). Only the trial's last view is kept, for
+  // verify(): each view kept longer would hold pool memory that later calls could reuse.
   void take(Buffer data) {
     if (index().x == 0) return on_answer();
-    last_ = data;
     if (++received_ < trial_.window) return;
     received_ = 0;
-    ++done_;
+    if (++done_ == trial_.iterations) last_ = data;
     unit({0, 0, 0}).send<&Endpoint::take>(trial_.window == 1 ? data : ack_);
   }
 

@@ -359,7 +359,9 @@ TEST(Channel, LinksBetweenUnitsBeyond2To16) {
     const std::int64_t me = units.shape().linear(u.index());
     for (const auto& p : Far::pairs)
       for (int side = 0; side < 2; ++side)
-        if (p[side] == me) EXPECT_EQ(u.got_, p[1 - side]);
+        if (p[side] == me) {
+          EXPECT_EQ(u.got_, p[1 - side]);
+        }
   });
 }
 

@@ -250,8 +250,9 @@ TEST(Reductions, MissingContributionsAreReportedNotAwaited) {
     const std::string what = e.what();
     EXPECT_NE(what.find("never contributed"), std::string::npos) << what;
     // A rank with a round open names the units it still waits for.
-    if (what.find("reduction round 0") != std::string::npos)
+    if (what.find("reduction round 0") != std::string::npos) {
       EXPECT_NE(what.find("missing: unit ("), std::string::npos) << what;
+    }
   }
   units.for_each_local([](Reducing& u) { EXPECT_TRUE(u.sums.empty()); });
 }

@@ -3,12 +3,15 @@
 //
 // Values are copied into the byte stream. A Kokkos::View is not: the stream holds its
 // extents and the view's memory travels beside the bytes as it is (device memory
-// straight from the device); the receiver allocates a new view of the same type and
-// the transport lands the data in it. Calls on the same rank are not serialized at all.
+// straight from the device); the receiver takes a view of the same type from its
+// runtime's pool (view_pool.hpp) and the transport lands the data in it. Calls on the
+// same rank are not serialized at all.
 //
 // Bytes from another rank are input: every count and extent read here is checked
 // against the bytes that remain, the data that arrived, and the bounds below, before
-// anything is allocated; a violation throws kodo::Error naming it. Other types
+// anything is allocated or taken from the pool; a violation throws kodo::Error naming
+// it. (The receiving runtime reads a call's arguments twice: once to check them all,
+// making no views, then to make them.) Other types
 // travel by specialising Serializer<T> (pack/unpack through ByteWriter/ByteReader).
 // Trivially copyable types are copied as their bytes: bool is checked to be 0 or 1 and
 // a scoped enum arrives as any value of its underlying type, to be checked by the
@@ -19,6 +22,7 @@
 #include "../backends/memory.hpp"
 #include "../core/error.hpp"
 #include "../core/numeric.hpp"
+#include "view_pool.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -103,16 +107,12 @@ class ByteReader {
   friend struct Serializer;
   friend struct detail::WireAccess;
 
-  // Where the data of the next view goes. Without a destination list (a message that
-  // came without view data) a view of non-zero size is an error; with one, the view's
-  // bytes must fit the data that arrived with the message.
-  void expect_view_data(const Segment& s) {
-    if (!destinations_) throw Error("a view argument has data, but the message carries none");
-    destinations_->push_back(s);
-  }
-  // Takes `bytes` of the message's view data for the next view, before it is allocated.
+  // Views of non-zero size come only with a message that carries view data (see
+  // WireAccess): each view's bytes are taken from that data before the view is made.
+  // A check pass makes no views; otherwise they come from the pool (or are allocated,
+  // without one) and their memory is listed in `destinations_` for the data to land in.
   void reserve_view_data(std::uint64_t bytes) {
-    if (!destinations_)
+    if (!carries_views_)
       throw Error(detail::cat("a view argument of ", bytes,
                               " bytes arrived in a message that carries no view data"));
     if (bytes > view_data_left_)
@@ -120,11 +120,19 @@ class ByteReader {
                               " bytes of view data left in the message"));
     view_data_left_ -= bytes;
   }
+  // Where the data of the view just made goes.
+  void expect_view_data(const Segment& s) {
+    if (!destinations_) throw Error("a view argument has data, but the message carries none");
+    destinations_->push_back(s);
+  }
 
   const std::byte* data_;
   std::size_t size_;
   std::size_t pos_ = 0;
+  bool carries_views_ = false;
+  bool checking_ = false;
   std::vector<Segment>* destinations_ = nullptr;
+  detail::ViewPool* pool_ = nullptr;
   std::uint64_t view_data_left_ = 0;
 };
 
@@ -228,7 +236,8 @@ struct Serializer<std::string> {
 
 // Views travel as their extents in the byte stream and their contents beside it (the
 // view itself, not a copy: see collection.hpp for when the sender may write it again).
-// The receiver gets a new view of the same type.
+// The receiver gets a view of the same type that no other view shares (from its pool),
+// or, for a view with no elements, one that holds no memory.
 template <class V>
 struct Serializer<V, std::enable_if_t<Kokkos::is_view<V>::value>> {
   using value_type = typename V::non_const_value_type;
@@ -246,8 +255,9 @@ struct Serializer<V, std::enable_if_t<Kokkos::is_view<V>::value>> {
   static_assert(!detail::not_every_pattern_v<value_type>,
                 "kodo: views in messages cannot hold bool or unscoped enum values, which not "
                 "every byte pattern is (use an integer type or an enum class)");
-  static_assert(!V::memory_traits::is_unmanaged,
-                "kodo: views in messages must own their memory (the receiver gets a new view)");
+  static_assert(
+      !V::memory_traits::is_unmanaged,
+      "kodo: views in messages must own their memory (the receiver gets a view of its own)");
 
   static void pack(ByteWriter& w, const V& v) {
     for (std::size_t d = 0; d < rank; ++d) kodo::pack<std::uint64_t>(w, v.extent(d));
@@ -272,8 +282,11 @@ struct Serializer<V, std::enable_if_t<Kokkos::is_view<V>::value>> {
     }
     const bool empty = std::any_of(ext.begin(), ext.end(), [](std::size_t e) { return e == 0; });
     if (!empty) r.reserve_view_data(bytes);
-    owning_type v = allocate(ext, std::make_index_sequence<rank>{});
-    if (!empty) r.expect_view_data(segment_of(v));
+    if (r.checking_) return owning_type();
+    if (empty) return without_memory(ext, std::make_index_sequence<rank>{});
+    owning_type v = r.pool_ ? r.pool_->template take<owning_type>(ext)
+                            : allocate(ext, std::make_index_sequence<rank>{});
+    r.expect_view_data(segment_of(v));
     return v;
   }
 
@@ -287,6 +300,12 @@ struct Serializer<V, std::enable_if_t<Kokkos::is_view<V>::value>> {
   static owning_type allocate(const std::array<std::size_t, rank>& ext, std::index_sequence<I...>) {
     return owning_type(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kodo::message"), ext[I]...);
   }
+  // An empty view keeps its extents but needs no memory (nor an allocation).
+  template <std::size_t... I>
+  static owning_type without_memory(const std::array<std::size_t, rank>& ext,
+                                    std::index_sequence<I...>) {
+    return owning_type(static_cast<value_type*>(nullptr), ext[I]...);
+  }
 };
 
 namespace detail {
@@ -297,11 +316,21 @@ struct WireAccess {
   static std::vector<Attachment> take_attachments(ByteWriter& w) {
     return std::move(w.attachments_);
   }
-  // Makes `r` list the memory of the views it unpacks in `destinations`, which together
-  // must take exactly `view_data` bytes (the data that arrived with the message).
+  // Makes `r` take the views it unpacks from `pool` (allocate them, without one) and
+  // list their memory in `destinations`; together they must take exactly `view_data`
+  // bytes (the data that arrived with the message).
   static void expect_views(ByteReader& r, std::vector<Segment>& destinations,
-                           std::uint64_t view_data) {
+                           std::uint64_t view_data, ViewPool* pool = nullptr) {
+    r.carries_views_ = true;
     r.destinations_ = &destinations;
+    r.pool_ = pool;
+    r.view_data_left_ = view_data;
+  }
+  // Makes `r` check the views it unpacks against `view_data` bytes without making any:
+  // what it returns for a view holds no memory.
+  static void check_views(ByteReader& r, std::uint64_t view_data) {
+    r.carries_views_ = true;
+    r.checking_ = true;
     r.view_data_left_ = view_data;
   }
   static std::uint64_t view_data_left(const ByteReader& r) { return r.view_data_left_; }

@@ -1,6 +1,7 @@
 #include "ucx_transport.hpp"
 
 #include "../core/agree.hpp"
+#include "../core/env.hpp"
 #include "../core/error.hpp"
 
 #include <chrono>
@@ -85,11 +86,14 @@ struct UcxTransport::TagOp {
   bool posting = false;  // inside ucp_tag_recv_nbx, which may complete it at once
 };
 
-UcxTransport::UcxTransport(MPI_Comm comm, Deliver deliver, Prepare prepare, Admit admit)
+UcxTransport::UcxTransport(MPI_Comm comm, Deliver deliver, Prepare prepare, LandEager land_eager,
+                           Admit admit)
     : comm_(comm),
       deliver_(std::move(deliver)),
       prepare_(std::move(prepare)),
-      admit_(std::move(admit)) {
+      land_eager_(std::move(land_eager)),
+      admit_(std::move(admit)),
+      eager_bytes_(bytes_from_environment("KODO_EAGER_BYTES", kDefaultEagerBytes, kMaxEagerBytes)) {
   if (const char* mode = std::getenv("KODO_UCX_ERROR_MODE")) {
     const std::string m = mode;
     if (m != "peer" && m != "none")
@@ -199,8 +203,10 @@ void UcxTransport::send(int rank, Message&& message) {
     request = ucp_am_send_nbx(endpoint(rank), kMessageAmId, &m.header, sizeof(m.header),
                               m.payload.data(), m.payload.size(), &param);
   } else {
-    // Arguments in the header, views' memory as the data, always by rendezvous: the
-    // receiver pulls the data into views it allocates once it has read the header.
+    // Arguments in the header, views' memory as the data. Small views go with the
+    // message (eager): no round trip before the data. Larger ones by rendezvous: the
+    // receiver pulls the data straight into views from its pool once it has read the
+    // header.
     m.header.flags |= kHasAttachments;
     state->header.resize(sizeof(MessageHeader) + m.payload.size());
     std::memcpy(state->header.data(), &m.header, sizeof(MessageHeader));
@@ -210,9 +216,13 @@ void UcxTransport::send(int rank, Message&& message) {
                       " bytes; UCX carries at most ", max_am_header_,
                       " beside the views (send large data as views)"));
     std::vector<Segment> segments;
-    for (const Attachment& a : m.attachments) segments.push_back(a.segment);
+    std::uint64_t view_bytes = 0;
+    for (const Attachment& a : m.attachments) {
+      segments.push_back(a.segment);
+      view_bytes += a.segment.bytes;
+    }
     const auto [buffer, count] = describe(segments, state->iov, param);
-    param.flags |= UCP_AM_SEND_FLAG_RNDV;
+    param.flags |= view_bytes <= eager_bytes_ ? UCP_AM_SEND_FLAG_EAGER : UCP_AM_SEND_FLAG_RNDV;
     request = ucp_am_send_nbx(endpoint(rank), kMessageAmId, state->header.data(),
                               state->header.size(), buffer, count, &param);
   }
@@ -268,13 +278,16 @@ void UcxTransport::receive(const void* header, size_t header_length, void* data,
   std::vector<Segment> into;
   if (message.header.flags & kHasAttachments) {
     // A call with views: its arguments came in the header; the runtime checks them and
-    // allocates the views, and the data lands in them.
+    // takes the views from its pool, and the data lands in them.
     const auto* args = static_cast<const std::byte*>(header) + sizeof(MessageHeader);
     message.payload.assign(args, args + (header_length - sizeof(MessageHeader)));
     if (length > kMaxViewDataBytes)
       throw Error(cat("it carries ", length, " bytes of view data, more than kodo's bound of ",
                       kMaxViewDataBytes));
     into = prepare_(message, length);
+    ++(rendezvous ? rendezvous_calls_ : eager_calls_);
+    if (!rendezvous)
+      return land_eager_(std::move(message), into, static_cast<const std::byte*>(data));
   } else {
     if (header_length != sizeof(MessageHeader))
       throw Error(cat("its header has ", header_length,
@@ -292,24 +305,12 @@ void UcxTransport::receive(const void* header, size_t header_length, void* data,
     }
     into.push_back(Segment{message.payload.data(), length, MemoryKind::host});
   }
-  land(std::move(message), into, data, rendezvous);
+  pull(std::move(message), into, data);
 }
 
-// Puts a message's data where `into` says and delivers the message once it is there:
-// copied at once when UCX has it here (eager), pulled by rendezvous otherwise.
-void UcxTransport::land(Message&& message, const std::vector<Segment>& into, void* data,
-                        bool rendezvous) {
-  if (!rendezvous) {
-    // Senders force rendezvous for views; host memory is copied if UCX chose otherwise.
-    auto* from = static_cast<const std::byte*>(data);
-    for (const Segment& s : into) {
-      if (s.kind != MemoryKind::host)
-        throw Error("UCX delivered device view data eagerly, which kodo does not expect");
-      std::memcpy(s.data, from, s.bytes);
-      from += s.bytes;
-    }
-    return deliver_(std::move(message));
-  }
+// Pulls the data of a rendezvous message into `into` and delivers the message once it
+// is there.
+void UcxTransport::pull(Message&& message, const std::vector<Segment>& into, void* data) {
   auto state = std::make_unique<InFlight>(InFlight{this, std::move(message), {}, {}});
   ucp_request_param_t rparam{};
   rparam.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;

@@ -4,9 +4,15 @@
 // Messages (entry-method calls, reductions) are UCX active messages. Their arguments
 // are copied out of UCX (eager) or received into a buffer of our own (rendezvous). A
 // message whose arguments include views carries the arguments in the active-message
-// header and the views' memory as its data, always by rendezvous: the receiving
-// runtime allocates the destination views (`Prepare`) and UCX moves the data straight
-// into them, device to device where the memory is on a GPU.
+// header and the views' memory as its data; the receiving runtime checks the arguments
+// and takes the destination views from its pool (`Prepare`) before any data is placed.
+// - Views of at most KODO_EAGER_BYTES in all (default 8 KiB; 0: never) travel eagerly,
+//   with the message: no round trip before the data. UCX holds that data in host memory
+//   only during its callback: it is copied into host views at once, and the runtime
+//   stages it for device views (`LandEager`: pinned host memory, then an asynchronous
+//   copy), delivering the message once it is in place.
+// - Larger views travel by rendezvous: UCX moves the data straight into the views,
+//   device to device where the memory is on a GPU.
 //
 // Channels use tagged sends and pre-posted tagged receives (channel.hpp).
 //
@@ -35,6 +41,9 @@ namespace kodo::detail {
 
 struct TestAccess;  // defined by kodo's own tests only
 
+// KODO_EAGER_BYTES: its default, and its largest value.
+inline constexpr std::uint64_t kDefaultEagerBytes = 8192, kMaxEagerBytes = std::uint64_t{64} << 20;
+
 class UcxTransport {
  public:
   using Deliver = std::function<void(Message&&)>;
@@ -42,13 +51,19 @@ class UcxTransport {
   // and returns the memory its views' data (`view_data` bytes in all) must land in, in
   // order. Throws kodo::Error naming what does not fit.
   using Prepare = std::function<std::vector<Segment>(Message&, std::uint64_t view_data)>;
+  // Places view data that came with its message (eager) in `into`, which Prepare
+  // returned, and delivers the message once the data is there. `data` is UCX's memory,
+  // valid only during the call.
+  using LandEager =
+      std::function<void(Message&&, const std::vector<Segment>& into, const std::byte* data)>;
   // Checks what a message without views names before a buffer of `bytes` is made for
   // its arguments (a rendezvous); throws kodo::Error naming what does not fit.
   using Admit = std::function<void(const MessageHeader&, std::uint64_t bytes)>;
   // Completion of a tagged transfer: status and received length.
   using TagDone = std::function<void(ucs_status_t, std::size_t)>;
 
-  UcxTransport(MPI_Comm comm, Deliver deliver, Prepare prepare, Admit admit);
+  // Reads KODO_EAGER_BYTES and KODO_UCX_ERROR_MODE; throws kodo::Error for bad values.
+  UcxTransport(MPI_Comm comm, Deliver deliver, Prepare prepare, LandEager land_eager, Admit admit);
   ~UcxTransport();
   UcxTransport(const UcxTransport&) = delete;
   UcxTransport& operator=(const UcxTransport&) = delete;
@@ -94,7 +109,7 @@ class UcxTransport {
   void progressing_barrier();
   void receive(const void* header, size_t header_length, void* data, size_t length,
                const ucp_am_recv_param_t* param);
-  void land(Message&& message, const std::vector<Segment>& into, void* data, bool rendezvous);
+  void pull(Message&& message, const std::vector<Segment>& into, void* data);
   static ucs_status_t on_fault(void* arg, const void* header, size_t header_length, void* data,
                                size_t length, const ucp_am_recv_param_t* param);
   static ucs_status_t on_am(void* arg, const void* header, size_t header_length, void* data,
@@ -110,7 +125,11 @@ class UcxTransport {
   int rank_ = 0, size_ = 1;
   Deliver deliver_;
   Prepare prepare_;
+  LandEager land_eager_;
   Admit admit_;
+  std::uint64_t eager_bytes_ = kDefaultEagerBytes;  // views up to this size travel eagerly
+  // Calls with views received, by protocol (for tests).
+  std::uint64_t eager_calls_ = 0, rendezvous_calls_ = 0;
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   std::size_t max_am_header_ = 0;

@@ -13,14 +13,30 @@
 // Entry methods are ordinary member functions. An invocation runs later, on the rank
 // that holds the unit. Its arguments are copied when the call is made, except views,
 // which are handed over: a unit on the same rank receives the very same view (no copy,
-// device memory stays on the device); for a unit on another rank, the receiving
-// runtime allocates a view of the same type and UCX moves the data into it from the
-// sender's view (device to device where the memory is on a GPU), by rendezvous, and
-// the entry method runs once it has landed. Either way the sender must not write a
-// view it has sent until its protocol knows the receiver has it, and device work that
-// fills a view must be complete before the view is sent (when_done). For repeated
-// transfers between the same units into memory the receiver chose in advance, use a
-// Channel (open_channel).
+// device memory stays on the device). For a unit on another rank, the receiving
+// runtime takes a view of the same type from its pool of reused allocations
+// (comm/view_pool.hpp) and the data lands in it; the entry method runs once it has.
+// The views of a call travel with it when they take at most KODO_EAGER_BYTES in all
+// (default 8 KiB; into device memory through pinned host memory and a copy on a
+// communication stream), otherwise by rendezvous, straight from the sender's view
+// (device to device where the memory is on a GPU).
+//
+// Views and their owners:
+// - The sender may drop its copy of a view at once (kodo keeps the view until it has
+//   been sent), but must not write the view until its protocol knows the receiver has
+//   the data (on the same rank the receiver holds the very view, so: until the receiver
+//   is done with it). Device work that fills a view must be complete before the view is
+//   sent (when_done).
+// - A view an entry method receives is its own until every copy of it is dropped: it
+//   may keep one (as a member, say) as long as it likes, and no other call's data lands
+//   in that memory meanwhile. Once the last copy is gone the memory returns to the pool,
+//   and a later call may land in it.
+// - Device work launched on a received view does not hold it (a kernel keeps no
+//   reference once launched): keep a copy until that work is done, e.g. by capturing
+//   the view in the when_done continuation that follows the work.
+//
+// For repeated transfers between the same units into memory the receiver chose in
+// advance, use a Channel (open_channel).
 
 #include "../comm/channel.hpp"
 #include "../core/numeric.hpp"

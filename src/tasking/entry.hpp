@@ -20,9 +20,11 @@
 
 namespace kodo::detail {
 
-// How a call from another rank is rebuilt from its serialized arguments (views
-// allocated, their memory listed for the transport to fill; see WireAccess).
+// How a call from another rank is rebuilt from its serialized arguments (views taken
+// from the pool, their memory listed for the transport to fill; see WireAccess), and
+// how its arguments are checked first, all of them, without making any view.
 struct EntryHandler {
+  void (*check)(ByteReader& arguments);
   std::unique_ptr<Call> (*receive)(ByteReader& arguments);
 };
 
@@ -83,18 +85,23 @@ struct Entry {
     Arguments args_;
   };
 
-  // A call from another rank: its arguments unpacked, the memory of its views allocated.
+  // A call from another rank: its arguments unpacked, its views made (see WireAccess).
   static std::unique_ptr<Call> receive(ByteReader& reader) {
-    return receive_as(reader, std::make_index_sequence<std::tuple_size_v<Arguments>>{});
+    return std::make_unique<Kept>(
+        unpack_all(reader, std::make_index_sequence<std::tuple_size_v<Arguments>>{}));
+  }
+  // The same, from a reader in a check pass: nothing is kept.
+  static void check(ByteReader& reader) {
+    unpack_all(reader, std::make_index_sequence<std::tuple_size_v<Arguments>>{});
   }
   template <std::size_t... I>
-  static std::unique_ptr<Call> receive_as(ByteReader& reader, std::index_sequence<I...>) {
+  static Arguments unpack_all(ByteReader& reader, std::index_sequence<I...>) {
     // Braced initialisation unpacks the arguments left to right.
     Arguments args{unpack<std::tuple_element_t<I, Arguments>>(reader)...};
     if (reader.remaining() != 0)
       throw Error(cat("a call's arguments are ", reader.remaining(),
                       " bytes longer than the parameters of ", handler_name(id)));
-    return std::make_unique<Kept>(std::move(args));
+    return args;
   }
 
   // Fills `m` with the serialized arguments and their views' memory.
@@ -114,7 +121,7 @@ struct Entry {
     m.attachments = WireAccess::take_attachments(w);
   }
 
-  static constexpr EntryHandler handler{&receive};
+  static constexpr EntryHandler handler{&check, &receive};
   static inline const HandlerId id = register_handler(instantiation_name<EntryTag<U, M>>(),
                                                       HandlerKind::entry, typeid(U), &handler);
 };

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <sstream>
 #include <string_view>
@@ -63,10 +64,14 @@ Scheduler::Scheduler(MPI_Comm comm, MPI_Comm wave_comm, StreamPool& streams)
       termination_(wave_comm),
       reductions_(rank_, [this](int rank, Message&& m) { post(rank, std::move(m)); }),
       stall_limit_(stall_limit_from_environment()),
-      stall_exit_(stall_exit_from_environment()) {
+      stall_exit_(stall_exit_from_environment()),
+      pool_(ViewPool::idle_bound_from_environment()) {
   transport_ = std::make_unique<UcxTransport>(
       comm, [this](Message&& m) { queue_.push_back(std::move(m)); },
       [this](Message& m, std::uint64_t view_data) { return prepare(m, view_data); },
+      [this](Message&& m, const std::vector<Segment>& into, const std::byte* data) {
+        land_eager(std::move(m), into, data);
+      },
       [this](const MessageHeader& h, std::uint64_t bytes) { admit(h, bytes); });
 }
 
@@ -91,6 +96,7 @@ void Scheduler::shutdown() {
   // views: they go before Kokkos does.
   queue_.clear();
   engine_ = CompletionEngine();
+  pool_.clear();
   if (const std::string path = trace_.write(rank_); !path.empty() && rank_ == 0)
     std::fprintf(stderr, "kodo: trace written to %s (and the other ranks' beside it)\n",
                  path.c_str());
@@ -338,21 +344,71 @@ void Scheduler::admit(const MessageHeader& h, std::uint64_t bytes) {
 }
 
 // Called by the transport, inside UCX, for a call whose views are about to land: the
-// header and arguments are checked, then the views allocated. Errors propagate to the
-// transport, which ends the job naming the sender.
+// header and all the arguments are checked, then the views taken from the pool. Errors
+// propagate to the transport, which ends the job naming the sender.
 std::vector<Segment> Scheduler::prepare(Message& message, std::uint64_t view_data) {
   std::int64_t slot = 0;
   const CollectionBase& c = checked_target(message.header, slot);
   const EntryHandler& entry = entry_handler(c, message.header.handler);
-  std::vector<Segment> destinations;
-  ByteReader reader(message.payload);
-  WireAccess::expect_views(reader, destinations, view_data);
-  message.local = entry.receive(reader);
-  if (const auto left = WireAccess::view_data_left(reader); left != 0)
+  ByteReader check(message.payload);
+  WireAccess::check_views(check, view_data);
+  entry.check(check);
+  if (const auto left = WireAccess::view_data_left(check); left != 0)
     throw Error(cat("a call carries ", view_data, " bytes of view data; its arguments describe ",
                     view_data - left));
+  std::vector<Segment> destinations;
+  ByteReader reader(message.payload);
+  WireAccess::expect_views(reader, destinations, view_data, &pool_);
+  message.local = entry.receive(reader);
   message.payload.clear();
   return destinations;
+}
+
+namespace {
+// Copies `bytes` from pinned host memory to device memory, ordered on `space`.
+void copy_to_device(const ExecutionSpace& space, void* to, const std::byte* from,
+                    std::size_t bytes) {
+  using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
+  Kokkos::View<std::byte*, ExecutionSpace::memory_space, Unmanaged> device(
+      static_cast<std::byte*>(to), bytes);
+  Kokkos::View<const std::byte*, Kokkos::SharedHostPinnedSpace, Unmanaged> pinned(from, bytes);
+  Kokkos::deep_copy(space, device, pinned);
+}
+}  // namespace
+
+// Called by the transport, inside UCX, for a call whose view data came with it (eager)
+// into UCX's host memory, which lasts only for this call. Host views get their data at
+// once. For device views it goes to pinned memory from the pool, then to the views by an
+// asynchronous copy on a communication stream; the call is queued once that copy is
+// done (the completion engine: the loop never waits for it).
+void Scheduler::land_eager(Message&& message, const std::vector<Segment>& into,
+                           const std::byte* data) {
+  std::size_t device_bytes = 0;
+  for (const Segment& s : into)
+    if (s.kind != MemoryKind::host || stage_host_views_) device_bytes += s.bytes;
+  if (device_bytes == 0) {
+    for (const Segment& s : into) {
+      std::memcpy(s.data, data, s.bytes);
+      data += s.bytes;
+    }
+    return queue_.push_back(std::move(message));
+  }
+  ViewPool::Staging staging = pool_.staging(device_bytes);
+  Stream& stream = streams_.communication(0);
+  std::byte* staged = staging.data();
+  for (const Segment& s : into) {
+    if (s.kind != MemoryKind::host || stage_host_views_) {
+      std::memcpy(staged, data, s.bytes);
+      copy_to_device(stream.space(), s.data, staged, s.bytes);
+      staged += s.bytes;
+    } else {
+      std::memcpy(s.data, data, s.bytes);
+    }
+    data += s.bytes;
+  }
+  // The continuation keeps the staging memory (and the message's views) until then.
+  auto landed = std::make_shared<Message>(std::move(message));
+  when_done(stream, [this, landed, staging] { queue_.push_back(std::move(*landed)); });
 }
 
 void Scheduler::dispatch_checked(Message& message) {

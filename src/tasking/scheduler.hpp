@@ -8,6 +8,7 @@
 
 #include "../backends/stream.hpp"
 #include "../comm/channel.hpp"
+#include "../comm/view_pool.hpp"
 #include "../comm/wire.hpp"
 #include "collection_base.hpp"
 #include "completion_engine.hpp"
@@ -95,6 +96,7 @@ class Scheduler final : public ChannelHost {
   CollectionBase& checked_target(const MessageHeader& h, std::int64_t& slot);
   CollectionBase& checked_collection(const MessageHeader& h);
   std::vector<Segment> prepare(Message& message, std::uint64_t view_data);
+  void land_eager(Message&& message, const std::vector<Segment>& into, const std::byte* data);
   void admit(const MessageHeader& h, std::uint64_t bytes);
   const std::string& trace_name(const Message& message);
 
@@ -114,6 +116,8 @@ class Scheduler final : public ChannelHost {
   bool stall_exit_ = false, stall_reported_ = false;
   std::shared_ptr<ChannelRegistry> channels_ = make_channel_registry();
   Trace trace_;  // KODO_TRACE
+  ViewPool pool_;                  // the views of calls from other ranks (KODO_CALL_POOL_BYTES)
+  bool stage_host_views_ = false;  // tests: eager data for host views takes the device path
   std::unique_ptr<UcxTransport> transport_;
 };
 
