@@ -217,12 +217,18 @@ void UcxTransport::send(int rank, Message&& message) {
                       " beside the views (send large data as views)"));
     std::vector<Segment> segments;
     std::uint64_t view_bytes = 0;
+    bool all_host = true;
     for (const Attachment& a : m.attachments) {
       segments.push_back(a.segment);
       view_bytes += a.segment.bytes;
+      all_host = all_host && a.segment.kind == MemoryKind::host;
     }
     const auto [buffer, count] = describe(segments, state->iov, param);
-    param.flags |= view_bytes <= eager_bytes_ ? UCP_AM_SEND_FLAG_EAGER : UCP_AM_SEND_FLAG_RNDV;
+    // Device views always go by rendezvous: on an H200 pair an eager call of 8 B of GPU
+    // memory took 17-21 us (UCX copies it to the host, we copy it back), a rendezvous
+    // straight into the pooled view 9-10 us, as fast as a channel.
+    const bool eager = all_host && view_bytes <= eager_bytes_;
+    param.flags |= eager ? UCP_AM_SEND_FLAG_EAGER : UCP_AM_SEND_FLAG_RNDV;
     request = ucp_am_send_nbx(endpoint(rank), kMessageAmId, state->header.data(),
                               state->header.size(), buffer, count, &param);
   }

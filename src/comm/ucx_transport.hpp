@@ -6,11 +6,12 @@
 // message whose arguments include views carries the arguments in the active-message
 // header and the views' memory as its data; the receiving runtime checks the arguments
 // and takes the destination views from its pool (`Prepare`) before any data is placed.
-// - Views of at most KODO_EAGER_BYTES in all (default 8 KiB; 0: never) travel eagerly,
-//   with the message: no round trip before the data. UCX holds that data in host memory
-//   only during its callback: it is copied into host views at once, and the runtime
-//   stages it for device views (`LandEager`: pinned host memory, then an asynchronous
-//   copy), delivering the message once it is in place.
+// - Host views of at most KODO_EAGER_BYTES in all (default 8 KiB; 0: never) travel
+//   eagerly, with the message: no round trip before the data. UCX holds that data in
+//   host memory only during its callback: it is copied into host views at once. Device
+//   views go by rendezvous whatever their size (measured faster on GPUs); eager data
+//   for a device view, should it come, is staged (`LandEager`: pinned host memory, then
+//   an asynchronous copy) and the message delivered once it is in place.
 // - Larger views travel by rendezvous: UCX moves the data straight into the views,
 //   device to device where the memory is on a GPU.
 //

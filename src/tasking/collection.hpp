@@ -16,10 +16,9 @@
 // device memory stays on the device). For a unit on another rank, the receiving
 // runtime takes a view of the same type from its pool of reused allocations
 // (comm/view_pool.hpp) and the data lands in it; the entry method runs once it has.
-// The views of a call travel with it when they take at most KODO_EAGER_BYTES in all
-// (default 8 KiB; into device memory through pinned host memory and a copy on a
-// communication stream), otherwise by rendezvous, straight from the sender's view
-// (device to device where the memory is on a GPU).
+// Host views of a call travel with it when they take at most KODO_EAGER_BYTES in all
+// (default 8 KiB); device views, and larger ones, by rendezvous, straight from the
+// sender's view into the pooled one (device to device where the memory is on a GPU).
 //
 // Views and their owners:
 // - The sender may drop its copy of a view at once (kodo keeps the view until it has

@@ -115,7 +115,7 @@ class Scheduler final : public ChannelHost {
   std::optional<std::chrono::duration<double>> stall_limit_;
   bool stall_exit_ = false, stall_reported_ = false;
   std::shared_ptr<ChannelRegistry> channels_ = make_channel_registry();
-  Trace trace_;  // KODO_TRACE
+  Trace trace_;                    // KODO_TRACE
   ViewPool pool_;                  // the views of calls from other ranks (KODO_CALL_POOL_BYTES)
   bool stage_host_views_ = false;  // tests: eager data for host views takes the device path
   std::unique_ptr<UcxTransport> transport_;
