@@ -131,10 +131,21 @@ class Endpoint : public kodo::WorkUnit<Endpoint> {
   double began_ = 0;
 };
 
+constexpr const char* kUsage =
+    "usage: mpiexec -n 2 pingpong_bench [--sizes 8,...] [--modes device,host,call] [--window 32]\n"
+    "                                   [--csv FILE]\n"
+    "Ping-pong latency and streaming bandwidth between two units on two ranks: over a\n"
+    "channel, GPU-aware (device) and host-staged (host), and as calls carrying a view (call).\n"
+    "  --sizes   message sizes in bytes, comma-separated (default 8 B to 64 MiB by powers of 2)\n"
+    "  --modes   which of device, host and call to measure (default all three)\n"
+    "  --window  messages in flight in the bandwidth test (default 32)\n"
+    "  --csv     also write the rows to FILE\n";
+
 }  // namespace
 
 int main(int argc, char** argv) {
   kodo::Runtime runtime(argc, argv);
+  if (runtime.print_usage_if_requested(kUsage)) return 0;
   if (runtime.size() != 2) {
     if (runtime.rank() == 0) std::fprintf(stderr, "pingpong_bench: run it on exactly 2 ranks\n");
     return 2;

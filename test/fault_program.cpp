@@ -112,12 +112,19 @@ int run_different_programs(int argc, char** argv) {
   return 0;
 }
 
+constexpr const char* kUsage =
+    "usage: fault_program truncate|short|lost-send|ring-order|peer-exit|different-program|\n"
+    "                     mismatched-shapes|result-type\n"
+    "Makes the fault named (see the top of fault_program.cpp); the job must end with an\n"
+    "error naming it.\n";
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "different-program") return run_different_programs(argc, argv);
   kodo::Runtime runtime(argc, argv);
+  if (runtime.print_usage_if_requested(kUsage)) return 0;
   auto units = kodo::Collection<Peer>::create(runtime, {2, 1, 1});
   auto contributors = kodo::Collection<Contributor>::create(runtime, {2, 1, 1});
   if (mode == "truncate") {
@@ -138,9 +145,7 @@ int main(int argc, char** argv) {
     });
     contributors.broadcast_local<&Contributor::scalar>();
   } else {
-    std::fprintf(stderr,
-                 "usage: fault_program truncate|short|lost-send|ring-order|peer-exit|"
-                 "different-program|mismatched-shapes|result-type\n");
+    std::fputs(kUsage, stderr);
     return 2;
   }
   try {

@@ -197,10 +197,19 @@ class Generator {
   std::vector<std::uint64_t> ids_;
 };
 
+constexpr const char* kUsage =
+    "usage: mpiexec -n 2 fuzz_receive [--seed S] [--seconds T] [--inputs N]\n"
+    "Feeds random and mutated messages to the receive path of each rank; each must be\n"
+    "accepted or refused with an error naming the bad field.\n"
+    "  --seed     seed of the generator (default 1)\n"
+    "  --seconds  time to run (default 20)\n"
+    "  --inputs   most messages per rank (default 200000)\n";
+
 }  // namespace
 
 int main(int argc, char** argv) {
   kodo::Runtime runtime(argc, argv);
+  if (runtime.print_usage_if_requested(kUsage)) return 0;
   std::uint64_t seed = 1;
   double seconds = 20;
   long max_inputs = 200000;

@@ -122,6 +122,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   kodo::Runtime& runtime = *started;
+  if (runtime.print_usage_if_requested(jacobi::usage())) return 0;
   const bool root = runtime.rank() == 0;
   // Every rank parses and checks the same arguments and so reaches the same verdict:
   // on bad input they all stop at once, with the message printed by rank 0. Other
@@ -145,10 +146,6 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     if (root) std::fprintf(stderr, "jacobi3d: error: %s\n%s", e.what(), jacobi::usage().c_str());
     return 2;
-  }
-  if (opt.help) {
-    if (root) std::printf("%s", jacobi::usage().c_str());
-    return 0;
   }
   try {
     return run(runtime, opt, units);

@@ -16,6 +16,15 @@
 #   KODO_CMAKE_ARGS     extra cmake configure arguments (word-split)
 #   KODO_MPIEXEC        MPI launcher (default mpiexec)
 #   KODO_MPIEXEC_FLAGS  extra launcher flags (default --oversubscribe; Open MPI only)
+#   KODO_PASS_ENV       names of more variables for kodo_exec to pass (space-separated)
+#
+# What reaches commands (kodo_exec) in the trixie environment: every variable named
+# KODO_*, KOKKOS_*, UCX_*, OMPI_*, PRTE_*, OMP_*, CTEST_*, ASAN_*, UBSAN_* or LSAN_*,
+# CI, and those named in KODO_PASS_ENV; HOME=/root, LANG=C.UTF-8 and a standard PATH
+# of the root; defaults OMP_NUM_THREADS=1, OMP_PROC_BIND=false, OMPI_MCA_btl=self,sm and
+# OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM)=1. Every other variable is dropped. With
+# KODO_ENV=system the whole environment passes, with the defaults above except
+# OMPI_MCA_btl.
 
 kodo_die() {
   printf 'kodo: error: %s\n' "$*" >&2
@@ -115,31 +124,37 @@ kodo_mirror() {
   printf '%s\n' "${m%/}"
 }
 
-# _kodo_in_root ROOT BIND CWD CMD...: run CMD chrooted in ROOT with the
-# current environment. BIND (may be empty) is bind-mounted at the same path, and
-# with it the host's CUDA toolkit at /usr/local/cuda when there is one.
+# _kodo_in_root ROOT CWD NBINDS BIND... CMD...: run CMD chrooted in ROOT with the
+# current environment. The NBINDS directories BIND (absolute, resolved, none inside
+# another) are bind-mounted at the same paths, and with them, when there are any, the
+# host's CUDA toolkit at /usr/local/cuda when there is one.
 # The private mount namespace drops all mounts when CMD exits, so nothing
 # leaks and concurrent runs do not interfere.
 _kodo_in_root() {
   # shellcheck disable=SC2016 # expanded by the inner shell
   unshare --mount --propagation private -- /bin/bash -c '
     fail() { printf "kodo: error: %s\n" "$*" >&2; exit 125; }
-    r=$1 bind=$2 cwd=$3 cuda=$4; shift 4
+    r=$1 cwd=$2 cuda=$3 n=$4; shift 4
+    binds=("${@:1:n}"); shift "$n"
     mount -t proc proc "$r/proc" || fail "cannot mount /proc in $r"
     mount --rbind /sys "$r/sys" || fail "cannot bind /sys into $r"
     mount --rbind /dev "$r/dev" || fail "cannot bind /dev into $r"
     mount -t tmpfs tmpfs "$r/dev/shm" || fail "cannot mount /dev/shm in $r"
-    if [[ -n $bind ]]; then
+    real=$(realpath "$r")
+    for bind in "${binds[@]}"; do
+      # A symbolic link on the way (e.g. /var/run) would lead the mount out of the root.
+      [[ $(realpath -m "$r$bind") == "$real$bind" ]] ||
+        fail "cannot bind $bind into $r: part of that path is a symbolic link in the root"
       mkdir -p "$r$bind" && mount --bind "$bind" "$r$bind" ||
         fail "cannot bind $bind into $r"
-    fi
+    done
     # The host CUDA toolkit, read-only, for the CUDA backend compile checks.
-    if [[ -n $bind && -n $cuda ]]; then
+    if [[ $n -gt 0 && -n $cuda ]]; then
       mkdir -p "$r/usr/local/cuda" && mount --bind -o ro "$cuda" "$r/usr/local/cuda" ||
         fail "cannot bind $cuda into $r"
     fi
     exec chroot "$r" /bin/bash -c "cd \"\$1\" && shift && exec \"\$@\"" kodo "$cwd" "$@"
-  ' kodo "$1" "$2" "$3" "$(_kodo_host_cuda)" "${@:4}"
+  ' kodo "$1" "$2" "$(_kodo_host_cuda)" "${@:3}"
 }
 
 # The host's CUDA toolkit directory, if it has one (nvcc compiles, nothing runs).
@@ -204,7 +219,7 @@ _kodo_apt_install() {
   local -a apt=(apt-get -o Acquire::Check-Valid-Until=false)
   # unstable's Release file may be past Valid-Until on snapshot mirrors.
   # shellcheck disable=SC2016 # expanded by the inner shell
-  _kodo_in_root "$root" "" / /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+  _kodo_in_root "$root" / 0 /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
     DEBIAN_FRONTEND=noninteractive LANG=C.UTF-8 /bin/bash -c '
       set -e
       "${@:2:$1}" update
@@ -262,11 +277,71 @@ kodo_provision() {
   ) 9>"$cache/lock" || exit
 }
 
-# kodo_exec CMD [ARGS...]: run CMD in the environment, in the current
-# directory (which must be inside the repository), with a whitelisted
-# environment. Returns CMD's exit status.
+# Directories outside the repository that kodo_exec makes visible (kodo_bind).
+_KODO_BINDS=()
+
+# kodo_bind DIR...: make the existing directories DIR visible, at the same paths, to
+# the commands kodo_exec runs from now on (the repository always is). Dies when a DIR
+# is not a directory, or would hold the environment's root or lie inside it.
+kodo_bind() {
+  local dir real root
+  root=$(kodo_root_dir)
+  for dir in "$@"; do
+    [[ -d $dir ]] || kodo_die "$dir is not a directory"
+    real=$(cd "$dir" && pwd -P) || kodo_die "cannot enter $dir"
+    if [[ $(kodo_env_mode) == trixie ]]; then
+      [[ -d $root ]] && root=$(cd "$root" && pwd -P)
+      case $root/ in
+        "${real%/}"/*) kodo_die "$dir holds the kodo environment $root, so it cannot be shown \
+inside it; use a directory that does not contain $root" ;;
+      esac
+      case $real/ in
+        "$root"/*) kodo_die "$dir is inside the kodo environment $root; use a directory outside it" ;;
+      esac
+    fi
+    _KODO_BINDS+=("$real")
+  done
+}
+
+# Whether PATH is DIR or inside it.
+_kodo_is_within() {
+  [[ $1 == "$2" || $1 == "${2%/}"/* ]]
+}
+
+# The directories to bind: the repository and kodo_bind's, less those inside another.
+_kodo_binds() {
+  local -a all=("$(kodo_repo_root)" "${_KODO_BINDS[@]}")
+  local a b
+  for a in "${all[@]}"; do
+    for b in "${all[@]}"; do
+      [[ $a != "$b" ]] && _kodo_is_within "$a" "$b" && continue 2
+    done
+    printf '%s\n' "$a"
+  done | sort -u
+}
+
+# Whether the commands kodo_exec runs see PATH (always with KODO_ENV=system).
+kodo_visible() {
+  [[ $(kodo_env_mode) == system ]] && return 0
+  local dir
+  while read -r dir; do
+    _kodo_is_within "$1" "$dir" && return 0
+  done < <(_kodo_binds)
+  return 1
+}
+
+# kodo_exec CMD [ARGS...]: run CMD in the environment, in the current directory
+# (which must be inside the repository or a directory given to kodo_bind), with the
+# environment described at the top of this file. Returns CMD's exit status.
 kodo_exec() {
   [[ $# -gt 0 ]] || kodo_die "kodo_exec: no command given"
+  local name
+  local -a named
+  read -r -a named <<<"${KODO_PASS_ENV:-}"
+  for name in ${named[@]+"${named[@]}"}; do
+    [[ $name =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] ||
+      kodo_die "KODO_PASS_ENV: '$name' is not the name of an environment variable"
+  done
   local -a vars=(
     OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
     OMP_PROC_BIND="${OMP_PROC_BIND:-false}"
@@ -278,15 +353,14 @@ kodo_exec() {
     return
   fi
   _kodo_need_root
-  local repo root name cwd
-  repo=$(kodo_repo_root)
+  local root cwd
+  local -a binds
   cwd=$(pwd -P)
   root=$(kodo_root_dir)
   [[ -d $root ]] || kodo_die "environment not provisioned; call kodo_provision first"
-  case $cwd/ in
-    "$repo"/*) ;;
-    *) kodo_die "current directory $cwd is outside the repository $repo, which is all the environment can see" ;;
-  esac
+  kodo_visible "$cwd" || kodo_die "current directory $cwd is outside the repository \
+$(kodo_repo_root) and the directories bound into the environment, which are all it can see"
+  mapfile -t binds < <(_kodo_binds)
   vars+=(HOME=/root LANG=C.UTF-8 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin)
   # The root only ever runs ranks on one host, so shared memory suffices.
   # Open MPI's defaults cost ~1 s per launch (libfabric probing in the ofi
@@ -295,31 +369,69 @@ kodo_exec() {
   [[ -n ${CI+x} ]] && vars+=("CI=$CI")
   for name in $(compgen -e); do
     case $name in
-      KODO_* | CTEST_* | UCX_* | KOKKOS_* | OMPI_MCA_* | PRTE_MCA_* | ASAN_* | UBSAN_* | LSAN_*) vars+=("$name=${!name}") ;;
+      KODO_* | KOKKOS_* | UCX_* | OMPI_* | PRTE_* | OMP_* | CTEST_* | ASAN_* | UBSAN_* | LSAN_*)
+        vars+=("$name=${!name}") ;;
     esac
   done
-  _kodo_in_root "$root" "$repo" "$cwd" /usr/bin/env -i "${vars[@]}" "$@"
+  for name in ${named[@]+"${named[@]}"}; do
+    [[ -n ${!name+x} ]] && vars+=("$name=${!name}")
+  done
+  _kodo_in_root "$root" "$cwd" "${#binds[@]}" "${binds[@]}" /usr/bin/env -i "${vars[@]}" "$@"
 }
 
-# Configure once (cmake re-runs itself when CMakeLists change), then build.
-kodo_build() {
+# The CMake generator arguments: Ninja, unless KODO_ENV=system and the host has none.
+kodo_cmake_generator() {
+  if [[ $(kodo_env_mode) == system ]] && ! command -v ninja >/dev/null; then
+    return 0
+  fi
+  printf '%s\n' -G Ninja
+}
+
+# Configure once (cmake re-runs itself when CMakeLists change).
+kodo_configure() {
   local repo build
-  local -a gen=(-G Ninja) extra=()
+  local -a gen extra=()
   repo=$(kodo_repo_root)
   build=$(kodo_build_dir)
+  mapfile -t gen < <(kodo_cmake_generator)
   read -r -a extra <<<"${KODO_CMAKE_ARGS:-}"
-  if [[ $(kodo_env_mode) == system ]] && ! command -v ninja >/dev/null; then
-    gen=()
-  fi
   if [[ $(kodo_env_mode) == trixie && $build/ != "$repo"/* ]]; then
     kodo_die "KODO_BUILD_DIR=$build is outside the repository $repo, which is all the trixie environment can see"
   fi
-  (
-    cd "$repo" || exit
-    if [[ ! -f $build/build.ninja && ! -f $build/Makefile ]]; then
-      kodo_exec cmake -S "$repo" -B "$build" "${gen[@]}" \
-        -DCMAKE_BUILD_TYPE="${KODO_BUILD_TYPE:-Release}" "${extra[@]}"
-    fi
-    kodo_exec cmake --build "$build" -j "$(nproc)"
-  )
+  if [[ ! -f $build/build.ninja && ! -f $build/Makefile ]]; then
+    (cd "$repo" && kodo_exec cmake -S "$repo" -B "$build" "${gen[@]}" \
+      -DCMAKE_BUILD_TYPE="${KODO_BUILD_TYPE:-Release}" "${extra[@]}")
+  fi
+}
+
+# Configure once, then build everything.
+kodo_build() {
+  kodo_configure
+  (cd "$(kodo_repo_root)" && kodo_exec cmake --build "$(kodo_build_dir)" -j "$(nproc)")
+}
+
+# kodo_build_target TARGET: configure once, then build TARGET only.
+kodo_build_target() {
+  kodo_configure
+  (cd "$(kodo_repo_root)" && kodo_exec cmake --build "$(kodo_build_dir)" -j "$(nproc)" --target "$1")
+}
+
+# The kodo install that projects of one's own build against (scripts/project).
+kodo_install_dir() {
+  printf '%s/install\n' "$(kodo_build_dir)"
+}
+
+# Dies unless $1 is a positive number of ranks.
+kodo_check_ranks() {
+  [[ $1 =~ ^[1-9][0-9]*$ ]] || kodo_die "-n: '$1' is not a positive integer"
+}
+
+# kodo_mpiexec RANKS PROGRAM [ARGS...]: launch PROGRAM on RANKS ranks in the
+# environment, with KODO_MPIEXEC and KODO_MPIEXEC_FLAGS. Returns its exit status.
+kodo_mpiexec() {
+  local ranks=$1
+  local -a flags
+  shift
+  read -r -a flags <<<"${KODO_MPIEXEC_FLAGS---oversubscribe}"
+  kodo_exec "${KODO_MPIEXEC:-mpiexec}" -n "$ranks" "${flags[@]}" "$@"
 }

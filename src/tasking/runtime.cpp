@@ -6,10 +6,14 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <string_view>
+#include <vector>
 
 namespace kodo {
 namespace {
@@ -30,6 +34,54 @@ void check_same_program(MPI_Comm comm) {
                     "(this rank registered ",
                     detail::handler_count(), ", fingerprint ", std::hex, mine,
                     "); launch the same build on every rank"));
+}
+
+// Kokkos answers --help by printing its options, on every rank. It is handed the
+// command line without --help (the program's to answer); argv then keeps what Kokkos
+// left, in order, and --help where it was.
+void initialize_kokkos(int& argc, char**& argv) {
+  if (!argv) {
+    Kokkos::initialize(argc, argv);
+    return;
+  }
+  std::vector<char*> shown;
+  for (int i = 0; i < argc; ++i)
+    if (i == 0 || std::string_view(argv[i]) != "--help") shown.push_back(argv[i]);
+  int shown_count = static_cast<int>(shown.size());
+  shown.push_back(nullptr);
+  Kokkos::initialize(shown_count, shown.data());
+  // Kokkos only removes arguments (its own), shifting the others down.
+  const auto end = shown.begin() + shown_count;
+  int kept = 0;
+  for (int i = 0; i < argc; ++i)
+    if (i == 0 || std::string_view(argv[i]) == "--help" ||
+        std::find(shown.begin(), end, argv[i]) != end)
+      argv[kept++] = argv[i];
+  argc = kept;
+  argv[argc] = nullptr;
+}
+
+void finalize_mpi() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+// --kokkos-help: rank 0 has Kokkos print its options, then every rank finalizes MPI and
+// ends with status 0. Kokkos 4.7 and later end the process themselves once they have
+// printed (std::exit), so rank 0 finalizes MPI on its way out: the launcher must see a
+// clean exit.
+[[noreturn]] void print_kokkos_help_and_exit(char* program, bool root) {
+  if (root) {
+    std::atexit(finalize_mpi);
+    char flag[] = "--kokkos-help";
+    std::array<char*, 3> args{program, flag, nullptr};
+    int count = 2;
+    Kokkos::initialize(count, args.data());
+    Kokkos::finalize();
+  }
+  finalize_mpi();
+  std::exit(0);
 }
 
 }  // namespace
@@ -68,13 +120,19 @@ void Runtime::start(int& argc, char**& argv) {
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
   check_same_program(comm_);
+  for (int i = 1; argv && i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--kokkos-help" && !Kokkos::is_initialized())
+      print_kokkos_help_and_exit(argv[0], rank_ == 0);
+    help_requested_ = help_requested_ || a == "--help" || a == "-h";
+  }
   // A program that started Kokkos itself has chosen the GPU already.
   placement_ = place_rank(comm_, Kokkos::is_initialized() ? Kokkos::device_id() : -1);
   if (!Kokkos::is_initialized()) {
     // Kokkos takes the GPU chosen above unless told otherwise on its command line.
     if (placement_.device >= 0 && !std::getenv("KOKKOS_DEVICE_ID"))
       setenv("KOKKOS_DEVICE_ID", std::to_string(placement_.device).c_str(), 1);
-    Kokkos::initialize(argc, argv);
+    initialize_kokkos(argc, argv);
     own_kokkos_ = true;
   }
   int streams = 4;
@@ -101,6 +159,17 @@ void Runtime::stop() {
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
   if (own_mpi_) MPI_Finalize();
   runtime_exists = false;
+}
+
+bool Runtime::print_usage_if_requested(std::string_view usage) const {
+  if (!help_requested_) return false;
+  if (rank_ == 0) {
+    std::fwrite(usage.data(), 1, usage.size(), stdout);
+    if (!usage.empty() && usage.back() != '\n') std::fputc('\n', stdout);
+    std::fputs("Kokkos' own options (--kokkos-num-threads=N, ...): --kokkos-help\n", stdout);
+    std::fflush(stdout);
+  }
+  return true;
 }
 
 void Runtime::when_done(CompletionSource& source, std::function<void()> continuation) {

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string_view>
 #include <typeinfo>
 #include <vector>
 
@@ -45,6 +46,18 @@ class Runtime {
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
+
+  // Whether the command line asks for the program's usage: --help or -h. Kokkos never
+  // sees --help (it would print its own options on every rank). --kokkos-help makes
+  // the constructor print Kokkos' options on rank 0 and end the process, with status 0,
+  // on every rank (Kokkos 4.7 and later end the process after printing them anyway).
+  bool help_requested() const { return help_requested_; }
+  // The way for a program to answer --help. Call it right after constructing the
+  // runtime and return 0 from main when it returns true (it does on every rank):
+  //   if (runtime.print_usage_if_requested("usage: my_program [-n N]\n")) return 0;
+  // Rank 0 prints `usage` and a line saying how to see Kokkos' options. Returns false,
+  // printing nothing, when --help was not asked for.
+  bool print_usage_if_requested(std::string_view usage) const;
 
   int rank() const { return rank_; }
   int size() const { return size_; }
@@ -99,6 +112,7 @@ class Runtime {
   MPI_Comm comm_ = MPI_COMM_NULL;       // bootstrap, collection creation, the program's
   MPI_Comm wave_comm_ = MPI_COMM_NULL;  // termination waves only
   bool own_mpi_ = false, own_kokkos_ = false;
+  bool help_requested_ = false;
   Placement placement_;
   std::unique_ptr<StreamPool> streams_;
   std::unique_ptr<detail::Scheduler> scheduler_;

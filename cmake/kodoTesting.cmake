@@ -1,0 +1,22 @@
+# How kodo's tests launch programs, shared by test/ and examples/.
+
+# One OpenMP thread per rank: the tests run up to 4 ranks on small CI machines.
+set(KODO_TEST_ENV "OMP_NUM_THREADS=1;OMP_PROC_BIND=false;KOKKOS_DISABLE_WARNINGS=1")
+set(KODO_MPIEXEC ${MPIEXEC_EXECUTABLE} ${MPIEXEC_PREFLAGS} --oversubscribe)
+# The launcher as one '|'-separated argument, for the CMake scripts that run commands.
+list(JOIN KODO_MPIEXEC "|" KODO_LAUNCHER)
+
+# kodo_test_output(NAME RANKS PROGRAM [ARGS...] ONCE TEXT... [NEVER TEXT...]): runs
+# PROGRAM (a target) with ARGS on RANKS ranks; passes when it exits 0 on every rank,
+# its output holds each ONCE text exactly once and no NEVER text (texts without '|').
+function(kodo_test_output name ranks program)
+  cmake_parse_arguments(PARSE_ARGV 3 arg "" "" "ONCE;NEVER")
+  list(JOIN arg_UNPARSED_ARGUMENTS "|" args)
+  list(JOIN arg_ONCE "|" once)
+  list(JOIN arg_NEVER "|" never)
+  add_test(NAME ${name} COMMAND ${CMAKE_COMMAND}
+    "-DCOMMAND=${KODO_LAUNCHER}|${MPIEXEC_NUMPROC_FLAG}|${ranks}|$<TARGET_FILE:${program}>|${args}"
+    "-DONCE=${once}" "-DNEVER=${never}" -P ${PROJECT_SOURCE_DIR}/test/check_output.cmake)
+  set_tests_properties(${name} PROPERTIES ENVIRONMENT "${KODO_TEST_ENV}" TIMEOUT 120
+    PROCESSORS ${ranks})
+endfunction()
