@@ -284,7 +284,12 @@ void ChannelEnd::close() {
   registry.senders.erase(sends_on);
   if (local()) {
     registry.local_receivers.erase(receives_on);
+    // Never to be matched now; what they hold (views, completions) goes with them.
+    posted.clear();
+    arrived.clear();
+    unnumbered.clear();
   } else {
+    unnumbered.clear();
     for (const auto& [request, what] :
          std::map<void*, std::pair<std::uint64_t, std::size_t>>(in_flight))
       host->transport().cancel(request);
@@ -392,9 +397,10 @@ struct RingCore : std::enable_shared_from_this<RingCore> {
       const std::size_t b = posted % size();
       free[b] = false;
       const std::uint64_t transfer = posted++;
+      // A weak reference: the channel end holds its receives, and the ring the end.
       end->recv({buffers[b], keep, element, false,
-                 [self = shared_from_this(), transfer](std::size_t bytes) {
-                   self->arrive(transfer, bytes);
+                 [weak = weak_from_this(), transfer](std::size_t bytes) {
+                   if (const auto self = weak.lock()) self->arrive(transfer, bytes);
                  }});
     }
   }
@@ -428,9 +434,11 @@ void release_ring(RingCore* core, std::uint64_t transfer, Stream* stream) {
     r.free[b] = true;
     return r.post_free();
   }
-  r.end->host->when_done(*stream, [self = r.shared_from_this(), b] {
-    self->free[b] = true;
-    self->post_free();
+  r.end->host->when_done(*stream, [weak = r.weak_from_this(), b] {
+    if (const auto self = weak.lock()) {
+      self->free[b] = true;
+      self->post_free();
+    }
   });
 }
 
