@@ -1,6 +1,7 @@
 #include "channel.hpp"
 
 #include "ucx_transport.hpp"
+#include "view_pool.hpp"
 #include "wire.hpp"
 
 #include <deque>
@@ -49,7 +50,7 @@ void copy_bytes(const ExecutionSpace& space, const Segment& to, const Segment& f
     Kokkos::deep_copy(space, device(to, bytes), device(from, bytes));
 }
 
-using Staging = Kokkos::View<std::byte*, Kokkos::SharedHostPinnedSpace>;
+using Staging = ViewPool::Staging;
 
 }  // namespace
 
@@ -113,7 +114,6 @@ struct ChannelEnd : std::enable_shared_from_this<ChannelEnd> {
   // sends not completed.
   std::map<void*, std::pair<std::uint64_t, std::size_t>> in_flight;  // transfer, capacity
   std::map<std::uint64_t, std::size_t> sending;                      // transfer -> bytes
-  std::vector<Staging> spare;  // pinned host buffers (host-staged mode)
 
   bool local() const { return link.peer_rank == host->rank(); }
 
@@ -125,15 +125,9 @@ struct ChannelEnd : std::enable_shared_from_this<ChannelEnd> {
     return os.str();
   }
 
-  Staging take_staging(std::size_t bytes) {
-    for (auto it = spare.begin(); it != spare.end(); ++it)
-      if (it->extent(0) >= bytes) {
-        Staging s = *it;
-        spare.erase(it);
-        return s;
-      }
-    return Staging(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kodo::channel_staging"), bytes);
-  }
+  // Pinned host memory (host-staged mode), from the runtime's pool: reused once no
+  // transfer holds it any more.
+  Staging take_staging(std::size_t bytes) { return host->pool().staging(bytes); }
   static Segment segment_of(const Staging& s) {
     return Segment{s.data(), s.extent(0), MemoryKind::host};
   }
@@ -197,7 +191,6 @@ void ChannelEnd::start_send(Send t) {
           if (status != UCS_OK)
             fatal(self_ptr->describe(true) + ": a send failed: " + ucs_status_string(status));
           self_ptr->sending.erase(t.transfer);
-          if (staging.data()) self_ptr->spare.push_back(staging);
           if (t.done) self_ptr->host->queue_callback(std::move(t.done));
         });
   };
@@ -247,10 +240,7 @@ void ChannelEnd::recv(Receive t) {
           ChannelEnd& e = *self_ptr;
           copy_bytes(e.link.stream->space(), t.segment, segment_of(staging), length);
           e.host->when_done(*e.link.stream,
-                            [self_ptr, staging, length, t = std::move(t)]() mutable {
-                              self_ptr->spare.push_back(staging);
-                              t.done(length);
-                            });
+                            [staging, length, t = std::move(t)]() mutable { t.done(length); });
         });
       });
   if (*handle) in_flight.emplace(*handle, std::make_pair(transfer, capacity));

@@ -90,6 +90,7 @@ class UcxTransport;
 struct ChannelEnd;
 struct RingCore;
 struct Message;
+class ViewPool;
 
 // Who is who among a runtime's links (channel.cpp): the numbers this rank gave the
 // links it receives on, the numbers peers gave the links it sends on, the same-rank
@@ -124,6 +125,8 @@ class ChannelHost {
   virtual void post(int rank, Message&& message) = 0;
   virtual UcxTransport& transport() = 0;
   virtual ChannelRegistry& channels() = 0;
+  // Reused memory (pinned host buffers for host-staged transfers).
+  virtual ViewPool& pool() = 0;
   // Ends the job from the scheduler loop, with `what` printed here and by `rank` too
   // (a transfer that does not fit is both ends' concern).
   [[noreturn]] virtual void fail_with_peer(int rank, const std::string& what) = 0;

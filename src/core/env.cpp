@@ -28,6 +28,23 @@ std::uint64_t parse_bytes(const char* name, const char* text, std::uint64_t max)
   return *bytes;
 }
 
+std::optional<double> seconds_from_environment(const char* name) {
+  const char* text = std::getenv(name);
+  if (!text || !*text) return std::nullopt;
+  char* end = nullptr;
+  const double seconds = std::strtod(text, &end);
+  if (*end != '\0' || !(seconds > 0) || seconds > 1e9)
+    throw Error(cat(name, " must be a positive number of seconds, not '", text, "'"));
+  return seconds;
+}
+
+bool switch_from_environment(const char* name) {
+  const std::string_view text = std::getenv(name) ? std::getenv(name) : "";
+  if (text.empty() || text == "0") return false;
+  if (text == "1") return true;
+  throw Error(cat(name, " must be 0 or 1, not '", text, "'"));
+}
+
 std::uint64_t bytes_from_environment(const char* name, std::uint64_t fallback, std::uint64_t max) {
   const char* text = std::getenv(name);
   return text ? parse_bytes(name, text, max) : fallback;

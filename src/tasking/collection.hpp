@@ -341,7 +341,7 @@ class WorkUnit {
                               ") to a reduction"));
     const std::uint64_t round = next_round_++;
     const std::size_t count = view.size(), bytes = count * sizeof(E);
-    auto staging = take_staging(bytes);
+    auto staging = runtime().pinned_staging(bytes);
     using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
     Kokkos::deep_copy(stream.space(),
                       Kokkos::View<E*, Kokkos::LayoutRight, Kokkos::SharedHostPinnedSpace,
@@ -352,7 +352,6 @@ class WorkUnit {
     when_done(stream, [this, view, staging, bytes, round] {
       Bytes value(bytes);
       if (bytes) std::memcpy(value.data(), staging.data(), bytes);
-      idle_staging_.push_back(staging);
       contribute_to_round<R>(round, std::move(value));
     });
   }
@@ -376,24 +375,9 @@ class WorkUnit {
                          std::move(value));
   }
 
-  // Pinned host memory for device-view contributions, reused: freeing pinned memory
-  // waits for the whole device.
-  using Staging = Kokkos::View<std::byte*, Kokkos::SharedHostPinnedSpace>;
-  Staging take_staging(std::size_t bytes) {
-    for (auto it = idle_staging_.begin(); it != idle_staging_.end(); ++it)
-      if (it->size() >= bytes) {
-        Staging s = *it;
-        idle_staging_.erase(it);
-        return s;
-      }
-    return Staging(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kodo reduction staging"),
-                   std::max<std::size_t>(bytes, 64));
-  }
-
   Collection<Derived> collection_;
   Index3 index_;
   std::uint64_t next_round_ = 0;
-  std::vector<Staging> idle_staging_;
 };
 
 }  // namespace kodo

@@ -197,6 +197,10 @@ const std::vector<std::byte>& Runtime::reduced(detail::CollectionBase& c,
 }
 detail::ChannelHost& Runtime::channel_host() { return *scheduler_; }
 
+Kokkos::View<std::byte*, Kokkos::SharedHostPinnedSpace> Runtime::pinned_staging(std::size_t bytes) {
+  return scheduler_->pool().staging(std::max<std::size_t>(bytes, 1));
+}
+
 void Runtime::add_collection(std::unique_ptr<detail::CollectionBase> collection) {
   scheduler_->add_collection(std::move(collection));
   check_mpi(MPI_Barrier(comm_), "MPI_Barrier");

@@ -104,6 +104,9 @@ class Runtime {
   void on_reduced(detail::CollectionBase& c, const std::type_info& type, ReducedCallback callback);
   const std::vector<std::byte>& reduced(detail::CollectionBase& c, const std::type_info& type);
   detail::ChannelHost& channel_host();
+  // Pinned host memory of at least one byte, reused once no copy of it is alive
+  // (freeing pinned memory waits for the whole device).
+  Kokkos::View<std::byte*, Kokkos::SharedHostPinnedSpace> pinned_staging(std::size_t bytes);
 
   void start(int& argc, char**& argv);
   void stop();

@@ -2,6 +2,7 @@
 
 #include "../comm/ucx_transport.hpp"
 #include "../core/agree.hpp"
+#include "../core/env.hpp"
 #include "entry.hpp"
 
 #include <array>
@@ -25,24 +26,6 @@ constexpr int kDispatchBatch = 64;
 // polling, so a message that arrives soon is seen at once.
 constexpr unsigned kWaveTestInterval = 16, kSpinTurns = 1024;
 
-// KODO_STALL_SECONDS: a positive number of seconds, or unset.
-std::optional<std::chrono::duration<double>> stall_limit_from_environment() {
-  const char* text = std::getenv("KODO_STALL_SECONDS");
-  if (!text || !*text) return std::nullopt;
-  char* end = nullptr;
-  const double seconds = std::strtod(text, &end);
-  if (*end != '\0' || !(seconds > 0) || seconds > 1e9)
-    throw Error(cat("KODO_STALL_SECONDS must be a positive number of seconds, not '", text, "'"));
-  return std::chrono::duration<double>(seconds);
-}
-
-bool stall_exit_from_environment() {
-  const char* text = std::getenv("KODO_STALL_EXIT");
-  if (!text || !*text || std::string_view(text) == "0") return false;
-  if (std::string_view(text) == "1") return true;
-  throw Error(cat("KODO_STALL_EXIT must be 0 or 1, not '", text, "'"));
-}
-
 int rank_in(MPI_Comm comm) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
@@ -63,8 +46,8 @@ Scheduler::Scheduler(MPI_Comm comm, MPI_Comm wave_comm, StreamPool& streams)
       streams_(streams),
       termination_(wave_comm),
       reductions_(rank_, [this](int rank, Message&& m) { post(rank, std::move(m)); }),
-      stall_limit_(stall_limit_from_environment()),
-      stall_exit_(stall_exit_from_environment()),
+      stall_limit_(seconds_from_environment("KODO_STALL_SECONDS")),
+      stall_exit_(switch_from_environment("KODO_STALL_EXIT")),
       pool_(ViewPool::idle_bound_from_environment()) {
   transport_ = std::make_unique<UcxTransport>(
       comm, [this](Message&& m) { queue_.push_back(std::move(m)); },

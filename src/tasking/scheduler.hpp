@@ -78,6 +78,7 @@ class Scheduler final : public ChannelHost {
   }
   UcxTransport& transport() override { return *transport_; }
   ChannelRegistry& channels() override { return *channels_; }
+  ViewPool& pool() override { return pool_; }
   [[noreturn]] void fail_with_peer(int rank, const std::string& what) override;
 
  private:
