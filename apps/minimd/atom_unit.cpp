@@ -1,0 +1,754 @@
+#include "atom_unit.hpp"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <string>
+
+namespace minimd {
+namespace {
+
+const char* const kind_names[] = {"ghost positions", "ghost forces", "migrating atoms",
+                                  "new ghosts"};
+const char axis[] = {'x', 'y', 'z'};
+
+// Park and Miller's minimal standard generator, as miniMD uses it (without masking).
+double park_miller(std::int64_t& seed) {
+  constexpr std::int64_t a = 16807, m = 2147483647, q = 127773, r = 2836;
+  const std::int64_t k = seed / q;
+  seed = a * (seed - k * q) - r * k;
+  if (seed < 0) seed += m;
+  return (1.0 / m) * static_cast<double>(seed);
+}
+
+// A capacity with room to grow, within the int indices of a unit.
+int room_for(std::int64_t atoms, const char* what) {
+  const std::int64_t wanted = atoms + atoms / 5 + 64;
+  if (wanted > INT_MAX)
+    throw kodo::Error(kodo::detail::cat("minimd: a unit would hold ", atoms, " ", what,
+                                        ", more than its 32-bit indices allow: use more units "
+                                        "(--odf or ranks)"));
+  return static_cast<int>(wanted);
+}
+
+template <class V>
+void grow(V& view, std::int64_t rows, int keep, const Device& space, const char* what) {
+  if (static_cast<std::int64_t>(view.extent(0)) >= rows) return;
+  V bigger(Kokkos::view_alloc(Kokkos::WithoutInitializing, view.label()), room_for(rows, what));
+  if (keep > 0)
+    Kokkos::deep_copy(space, Kokkos::subview(bigger, std::pair(0, keep), Kokkos::ALL),
+                      Kokkos::subview(view, std::pair(0, keep), Kokkos::ALL));
+  view = bigger;
+}
+
+template <class V>
+void grow_flat(V& view, std::size_t size, const char* label) {
+  if (view.size() >= size) return;
+  view =
+      V(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), size + size / 5 + 64);
+}
+
+double now() { return MPI_Wtime(); }
+
+}  // namespace
+
+bool Setup::thermo_step(std::int64_t step) const {
+  const auto every = problem.thermo_every;
+  return step == 0 || step == problem.steps || (every > 0 && step % every == 0);
+}
+
+AtomUnit::AtomUnit(const kodo::UnitInit<AtomUnit>& init, const Setup& setup)
+    : WorkUnit(init), setup_(setup), units_(init.shape) {
+  const std::int64_t c[3] = {init.index.x, init.index.y, init.index.z};
+  const std::int64_t u[3] = {units_.x, units_.y, units_.z};
+  for (int d = 0; d < 3; ++d) {
+    // Both neighbours compute a shared face the same way, so they agree on it exactly.
+    box_.lo[d] = setup.length[d] * static_cast<double>(c[d]) / static_cast<double>(u[d]);
+    box_.hi[d] = c[d] + 1 == u[d]
+                     ? setup.length[d]
+                     : setup.length[d] * static_cast<double>(c[d] + 1) / static_cast<double>(u[d]);
+  }
+  auto& streams = this->streams();
+  const auto slot = static_cast<std::size_t>(init.shape.linear(init.index));
+  compute_ = &streams.compute(slot);
+  comm_ = self(0) && self(1) && self(2) ? compute_ : &streams.communication(slot);
+
+  // The FCC lattice sites inside the box, with miniMD's velocities: each a function of
+  // the site's lattice coordinates only, whatever the decomposition.
+  const Problem& p = setup.problem;
+  const double half = 0.5 * std::pow(4.0 / p.density, 1.0 / 3.0);
+  const std::int64_t sites[3] = {2 * p.nx, 2 * p.ny, 2 * p.nz};
+  std::int64_t from[3], to[3];
+  for (int d = 0; d < 3; ++d) {
+    from[d] = std::max<std::int64_t>(0, static_cast<std::int64_t>(box_.lo[d] / half) - 1);
+    to[d] = std::min<std::int64_t>(sites[d] - 1, static_cast<std::int64_t>(box_.hi[d] / half) + 1);
+  }
+  std::vector<double> xs, vs;
+  for (std::int64_t k = from[2]; k <= to[2]; ++k)
+    for (std::int64_t j = from[1]; j <= to[1]; ++j)
+      for (std::int64_t i = from[0]; i <= to[0]; ++i) {
+        if ((i + j + k) % 2 != 0) continue;
+        const double r[3] = {half * static_cast<double>(i), half * static_cast<double>(j),
+                             half * static_cast<double>(k)};
+        bool inside = true;
+        for (int d = 0; d < 3; ++d) inside = inside && r[d] >= box_.lo[d] && r[d] < box_.hi[d];
+        if (!inside) continue;
+        // miniMD's seed (k * 2ny + j) * 2nx + i + 1, kept within the generator's range.
+        std::int64_t seed = ((k * sites[1] + j) * sites[0] + i) % 2147483646 + 1;
+        double vel[3];
+        for (double& w : vel) {
+          for (int m = 0; m < 5; ++m) park_miller(seed);
+          w = park_miller(seed);
+        }
+        xs.insert(xs.end(), r, r + 3);
+        vs.insert(vs.end(), vel, vel + 3);
+      }
+  const std::int64_t n = static_cast<std::int64_t>(xs.size() / 3);
+  const int capacity = room_for(n, "atoms");
+  auto alloc = [](const char* label) { return Kokkos::view_alloc(std::string(label)); };
+  x_ = Vectors(alloc("minimd::x"), capacity);
+  v_ = Vectors(alloc("minimd::v"), capacity);
+  f_ = Vectors(alloc("minimd::f"), capacity);
+  x_spare_ = Vectors(alloc("minimd::x_spare"), capacity);
+  v_spare_ = Vectors(alloc("minimd::v_spare"), capacity);
+  {
+    auto hx = Kokkos::create_mirror_view(x_), hv = Kokkos::create_mirror_view(v_);
+    for (std::int64_t a = 0; a < n; ++a)
+      for (int d = 0; d < 3; ++d) {
+        hx(a, d) = xs[3 * a + d];
+        hv(a, d) = vs[3 * a + d];
+      }
+    Kokkos::deep_copy(x_, hx);
+    Kokkos::deep_copy(v_, hv);
+  }
+  nlocal_ = natoms_ = static_cast<int>(n);
+  stay_ = Indices(alloc("minimd::stay"), capacity);
+  for (auto& side : border_)
+    for (auto& list : side) list = Indices(alloc("minimd::border"), capacity);
+
+  const double cut = p.neighbor_cutoff();
+  for (int d = 0; d < 3; ++d) {
+    grid_.origin[d] = box_.lo[d] - cut;
+    grid_.inverse_size[d] = 1.0 / setup.bin_size[d];
+    grid_.count[d] = std::max(1, static_cast<int>(std::ceil((box_.hi[d] - box_.lo[d] + 2 * cut) /
+                                                            setup.bin_size[d])));
+  }
+  stencil_ = make_stencil(grid_, cut);
+  bin_start_ = Indices(alloc("minimd::bin_start"), grid_.total() + 1);
+  bin_fill_ = Indices(alloc("minimd::bin_fill"), grid_.total());
+  most_neighbors_ = setup.list == ListKind::full ? 128 : 64;
+  counters_ = Counters(alloc("minimd::counters"), counter_slots);
+  counters_host_ = decltype(counters_host_)(alloc("minimd::counters_host"), counter_slots);
+  thermo_ = Payload(alloc("minimd::thermo"), 4);
+  setup_sums_ = Payload(alloc("minimd::setup_sums"), 3);
+  Kokkos::fence("minimd::AtomUnit");
+}
+
+// ---- the main program's entry methods ------------------------------------------------
+
+void AtomUnit::report_momentum() {
+  momentum(compute_->space(), v_, nlocal_, setup_sums_);
+  contribute(*compute_, setup_sums_, kodo::Sum{});
+}
+
+void AtomUnit::remove_drift(std::vector<double> mean) {
+  if (mean.size() != 3) throw kodo::Error("minimd: the mean velocity needs 3 components");
+  subtract(compute_->space(), v_, nlocal_, mean[0], mean[1], mean[2]);
+  Kokkos::deep_copy(compute_->space(), setup_sums_, 0.0);
+  kinetic(compute_->space(), v_, nlocal_, setup_sums_);
+  contribute(*compute_, setup_sums_, kodo::Sum{});
+}
+
+void AtomUnit::start(double factor) {
+  scale(compute_->space(), v_, nlocal_, factor);
+  // Step 0: the ghosts and lists from scratch, the force, thermo; no integration.
+  started_ = true;
+  step_ = 0;
+  reneighbor_ = true;
+  energy_ = true;
+  Kokkos::deep_copy(comm_->space(), counters_, 0);
+  stage_ = Stage::migrate;
+  dim_ = 0;
+  phase_ = Phase::start;
+  advance();
+}
+
+void AtomUnit::run(std::int64_t steps) {
+  target_ += steps;
+  advance();
+}
+
+// ---- messages ------------------------------------------------------------------------
+
+void AtomUnit::receive(std::int64_t step, int kind, int dim, int side, Payload data) {
+  // Bytes from another unit are input: every field is checked before it is used.
+  if (kind < 0 || kind >= kinds || dim < 0 || dim > 2 || side < 0 || side > 1)
+    throw kodo::Error(kodo::detail::cat("minimd: a message of kind ", kind, ", dimension ", dim,
+                                        ", side ", side, " reached unit ", index()));
+  if (step < step_ || step > step_ + 2)
+    throw kodo::Error(kodo::detail::cat("minimd: ", kind_names[kind], " of step ", step,
+                                        " reached unit ", index(), " at step ", step_));
+  if (!arrived_.emplace(Key{step, kind, dim, side}, data).second)
+    throw kodo::Error(kodo::detail::cat("minimd: ", kind_names[kind], " of step ", step,
+                                        " arrived twice from one side at unit ", index()));
+  advance();
+}
+
+void AtomUnit::receive_staged(std::int64_t step, int kind, int dim, int side, HostPayload data) {
+  if (kind < 0 || kind >= kinds || dim < 0 || dim > 2 || side < 0 || side > 1)
+    throw kodo::Error(kodo::detail::cat("minimd: a message of kind ", kind, ", dimension ", dim,
+                                        ", side ", side, " reached unit ", index()));
+  // Onto the device, on the communication stream; the host copy is kept until the
+  // slot comes round again (see atom_unit.hpp).
+  const int p = static_cast<int>(step % 2);
+  Payload& in = staged_in_[kind][p][dim][side];
+  grow_flat(in, data.size(), "minimd::staged_in");
+  auto part = Kokkos::subview(in, std::pair<std::size_t, std::size_t>(0, data.size()));
+  Kokkos::deep_copy(comm_->space(), part, data);
+  held_staged_[kind][p][dim][side] = data;
+  receive(step, kind, dim, side, Payload(part));
+}
+
+bool AtomUnit::have(Kind kind, int d) const {
+  return arrived_.count(Key{step_, kind, d, 0}) && arrived_.count(Key{step_, kind, d, 1});
+}
+
+// The data of this step from `side`, checked to hold whole elements of `multiple` doubles.
+Payload AtomUnit::take(Kind kind, int d, int side, std::size_t multiple) {
+  auto it = arrived_.find(Key{step_, kind, d, side});
+  Payload data = it->second;
+  arrived_.erase(it);
+  if (data.size() % multiple != 0 || data.size() / multiple > INT_MAX)
+    throw kodo::Error(kodo::detail::cat("minimd: ", kind_names[kind], " of ", data.size(),
+                                        " values reached unit ", index(), " along ", axis[d],
+                                        ": not a whole number of ", multiple, "-value records"));
+  held_[kind][parity()][d][side] = data;  // in use by the kernels enqueued now
+  return data;
+}
+
+kodo::Index3 AtomUnit::neighbour(int d, int toward) const {
+  kodo::Index3 n = index();
+  std::int64_t* c[3] = {&n.x, &n.y, &n.z};
+  const std::int64_t u[3] = {units_.x, units_.y, units_.z};
+  *c[d] = (*c[d] + (toward == 0 ? u[d] - 1 : 1)) % u[d];
+  return n;
+}
+
+double AtomUnit::shift(int d, int toward) const {
+  const std::int64_t c[3] = {index().x, index().y, index().z};
+  const std::int64_t u[3] = {units_.x, units_.y, units_.z};
+  if (toward == 0 && c[d] == 0) return setup_.length[d];
+  if (toward == 1 && c[d] == u[d] - 1) return -setup_.length[d];
+  return 0.0;
+}
+
+bool AtomUnit::staged_to(int d, int toward) const {
+  return setup_.host_staged &&
+         collection().owner(neighbour(d, toward)) != collection().owner(index());
+}
+
+Payload& AtomUnit::buffer(Kind kind, int d, int toward, std::size_t size) {
+  Payload& out = out_[kind][parity()][d][toward];
+  grow_flat(out, size, "minimd::out");
+  return out;
+}
+
+// Sends the first `size` values of the packed buffer toward a side; the receiver gets
+// them from the other side.
+void AtomUnit::send(Kind kind, int d, int toward, std::size_t size) {
+  const auto peer = unit(neighbour(d, toward));
+  const int side = 1 - toward;
+  if (staged_to(d, toward)) {
+    peer.send<&AtomUnit::receive_staged>(
+        step_, static_cast<int>(kind), d, side,
+        HostPayload(Kokkos::subview(staging_out_[kind][parity()][d][toward],
+                                    std::pair<std::size_t, std::size_t>(0, size))));
+  } else {
+    peer.send<&AtomUnit::receive>(
+        step_, static_cast<int>(kind), d, side,
+        Payload(Kokkos::subview(out_[kind][parity()][d][toward],
+                                std::pair<std::size_t, std::size_t>(0, size))));
+  }
+}
+
+// ---- progress --------------------------------------------------------------------------
+
+void AtomUnit::after(kodo::Stream& stream, const char* what) {
+  if (setup_.sync) {
+    stream.space().fence(what);
+    return;
+  }
+  ++awaited_;
+  when_done(stream, [this] {
+    --awaited_;
+    advance();
+  });
+}
+
+bool AtomUnit::ready() { return awaited_ == 0; }
+
+void AtomUnit::read_counters(kodo::Stream& stream, const char* what) {
+  Kokkos::deep_copy(stream.space(), counters_host_, counters_);
+  after(stream, what);
+}
+
+void AtomUnit::check_lost(const char* when) {
+  const auto lost = counters_host_(Counter::lost);
+  if (lost == 0) return;
+  throw kodo::Error(kodo::detail::cat(
+      "minimd: ", lost, " atom(s) lost ", when, " at step ", step_, " in unit ", index(), " (box ",
+      box_.lo[0], "..", box_.hi[0], " x ", box_.lo[1], "..", box_.hi[1], " x ", box_.lo[2], "..",
+      box_.hi[2],
+      "): an atom moved farther than the next unit in one "
+      "reneighboring interval, or its position is no longer finite; use a smaller time step or "
+      "reneighbor more often"));
+}
+
+void AtomUnit::ensure_atoms(std::int64_t atoms, int keep) {
+  grow(x_, atoms, keep, comm_->space(), "atoms and ghosts");
+  grow(f_, atoms, 0, comm_->space(), "atoms and ghosts");
+}
+
+void AtomUnit::ensure_locals(std::int64_t atoms, int keep) {
+  grow(x_, atoms, keep, comm_->space(), "atoms");
+  grow(v_, atoms, keep, comm_->space(), "atoms");
+  grow(f_, atoms, 0, comm_->space(), "atoms");
+}
+
+// Room in the spare arrays for `atoms` rows (the next compaction or sort lands there).
+void AtomUnit::spares_for(std::int64_t atoms) {
+  grow(x_spare_, atoms, 0, comm_->space(), "atoms");
+  grow(v_spare_, atoms, 0, comm_->space(), "atoms");
+}
+
+void AtomUnit::advance() {
+  if (advancing_) {  // called again from within (a --sync continuation, a local call)
+    again_ = true;
+    return;
+  }
+  advancing_ = true;
+  do {
+    again_ = false;
+    while (step_once()) {
+    }
+  } while (again_);
+  advancing_ = false;
+}
+
+bool AtomUnit::step_once() {
+  const double t0 = setup_.sync ? now() : 0;
+  auto charge = [&](double Timers::* part) {
+    if (setup_.sync) setup_.timers->*part += now() - t0;
+  };
+  switch (stage_) {
+    case Stage::idle: {
+      if (!started_ || step_ >= target_) return false;
+      if (step_ - completed_ >= 2) return false;  // keep the device at most two steps ahead
+      ++step_;
+      reneighbor_ = step_ % setup_.problem.reneighbor_every == 0;
+      energy_ = setup_.thermo_step(step_);
+      initial_integrate(compute_->space(), x_, v_, f_, nlocal_, setup_.problem.dt);
+      if (comm_ != compute_) comm_->wait_for(*compute_);
+      if (reneighbor_) Kokkos::deep_copy(comm_->space(), counters_, 0);
+      stage_ = reneighbor_ ? Stage::migrate : Stage::ghosts;
+      dim_ = 0;
+      phase_ = Phase::start;
+      return true;
+    }
+    case Stage::migrate: {
+      const bool done = migrate_phase();
+      charge(&Timers::comm);
+      return done;
+    }
+    case Stage::sort: {
+      if (comm_ != compute_) compute_->wait_for(*comm_);
+      count_outside(compute_->space(), x_, nlocal_, box_, counters_);
+      // Own atoms in bin order, so neighbours sit near each other in memory.
+      grow_flat(bin_of_, static_cast<std::size_t>(nlocal_), "minimd::bin_of");
+      grow_flat(bin_atoms_, static_cast<std::size_t>(nlocal_), "minimd::bin_atoms");
+      bin_atoms(compute_->space(), x_, nlocal_, grid_, bin_of_, bin_start_, bin_fill_, bin_atoms_);
+      spares_for(nlocal_);
+      gather_atoms(compute_->space(), x_, v_, bin_atoms_, nlocal_, x_spare_, v_spare_);
+      std::swap(x_, x_spare_);
+      std::swap(v_, v_spare_);
+      natoms_ = nlocal_;
+      if (comm_ != compute_) comm_->wait_for(*compute_);
+      stage_ = Stage::borders;
+      dim_ = 0;
+      phase_ = Phase::start;
+      charge(&Timers::neighbor);
+      return true;
+    }
+    case Stage::borders: {
+      const bool done = border_phase();
+      charge(&Timers::comm);
+      return done;
+    }
+    case Stage::neighbors: {
+      const bool done = neighbor_stage();
+      charge(&Timers::neighbor);
+      return done;
+    }
+    case Stage::ghosts: {
+      const bool done = ghost_phase();
+      charge(&Timers::comm);
+      return done;
+    }
+    case Stage::force: {
+      if (comm_ != compute_) compute_->wait_for(*comm_);
+      const Problem& p = setup_.problem;
+      const double s2 = p.sigma * p.sigma;
+      const Potential potential{p.force_cutoff * p.force_cutoff, p.epsilon, s2 * s2 * s2};
+      if (energy_) Kokkos::deep_copy(compute_->space(), thermo_, 0.0);
+      force(compute_->space(), x_, f_, nlocal_, natoms_, neighbors_, neighbor_count_, setup_.list,
+            potential, energy_,
+            Payload(Kokkos::subview(thermo_, std::pair<std::size_t, std::size_t>(1, 3))));
+      if (setup_.sync) compute_->space().fence("minimd::force (sync)");
+      charge(&Timers::force);
+      if (setup_.list == ListKind::half_newton) {
+        if (comm_ != compute_) comm_->wait_for(*compute_);
+        stage_ = Stage::reverse;
+        dim_ = 2;
+      } else {
+        stage_ = Stage::finish;
+      }
+      phase_ = Phase::start;
+      return true;
+    }
+    case Stage::reverse: {
+      const bool done = reverse_phase();
+      charge(&Timers::comm);
+      return done;
+    }
+    case Stage::finish: finish_step(); return true;
+  }
+  return false;
+}
+
+void AtomUnit::finish_step() {
+  if (comm_ != compute_) compute_->wait_for(*comm_);
+  if (step_ > 0) final_integrate(compute_->space(), v_, f_, nlocal_, setup_.problem.dt);
+  if (energy_) {
+    kinetic(compute_->space(), v_, nlocal_, thermo_);
+    Kokkos::deep_copy(compute_->space(), Kokkos::subview(thermo_, 3), static_cast<double>(nlocal_));
+    contribute(*compute_, thermo_, kodo::Sum{});
+  }
+  stage_ = Stage::idle;
+  // The step's device work: done once the compute stream gets here.
+  if (setup_.sync) {
+    compute_->space().fence("minimd::step (sync)");
+    completed_ = step_;
+  } else {
+    when_done(*compute_, [this, s = step_] {
+      completed_ = std::max(completed_, s);
+      advance();
+    });
+  }
+}
+
+// Migration along dim_: atoms below the box go to the lower neighbour, atoms above it to
+// the upper one (shifted across the periodic boundary); the rest are compacted.
+bool AtomUnit::migrate_phase() {
+  const int d = dim_;
+  auto next = [&] {
+    phase_ = Phase::start;
+    if (++dim_ == 3) stage_ = Stage::sort;
+    return true;
+  };
+  if (self(d)) {
+    wrap(comm_->space(), x_, nlocal_, d, setup_.length[d]);
+    return next();
+  }
+  switch (phase_) {
+    case Phase::start:
+      for (auto& list : border_[d])
+        grow_flat(list, static_cast<std::size_t>(nlocal_), "minimd::border");
+      grow_flat(stay_, static_cast<std::size_t>(nlocal_), "minimd::stay");
+      select(comm_->space(), x_, nlocal_, d, box_.lo[d], box_.hi[d], border_[d][0], border_[d][1],
+             stay_, counters_, true);
+      read_counters(*comm_, "minimd::migrate (sync)");
+      phase_ = Phase::counting;
+      [[fallthrough]];
+    case Phase::counting: {
+      if (!ready()) return false;
+      const auto lo = counters_host_(to_lo), hi = counters_host_(to_hi),
+                 stay = counters_host_(Counter::staying);
+      if (lo + hi + stay != nlocal_)
+        throw kodo::Error(kodo::detail::cat("minimd: ", nlocal_ - lo - hi - stay,
+                                            " atom(s) of unit ", index(), " at step ", step_,
+                                            " have a position that is not a finite number"));
+      for (int toward = 0; toward < 2; ++toward) {
+        const auto count = static_cast<int>(toward == 0 ? lo : hi);
+        Payload& out = buffer(migrants, d, toward, 6 * static_cast<std::size_t>(count));
+        pack_atoms(comm_->space(), x_, v_, border_[d][toward], count, d, shift(d, toward), out);
+        if (staged_to(d, toward)) {
+          grow_flat(staging_out_[migrants][parity()][d][toward], out.size(), "minimd::staging");
+          Kokkos::deep_copy(comm_->space(),
+                            Kokkos::subview(staging_out_[migrants][parity()][d][toward],
+                                            std::pair<std::size_t, std::size_t>(0, 6 * count)),
+                            Kokkos::subview(out,
+                                            std::pair<std::size_t, std::size_t>(0, 6 * count)));
+        }
+        border_count_[d][toward] = count;
+      }
+      spares_for(stay);
+      gather_atoms(comm_->space(), x_, v_, stay_, static_cast<int>(stay), x_spare_, v_spare_);
+      std::swap(x_, x_spare_);
+      std::swap(v_, v_spare_);
+      nlocal_ = natoms_ = static_cast<int>(stay);
+      after(*comm_, "minimd::migrate pack (sync)");
+      phase_ = Phase::packing;
+      [[fallthrough]];
+    }
+    case Phase::packing:
+      if (!ready()) return false;
+      for (int toward = 0; toward < 2; ++toward)
+        send(migrants, d, toward, 6 * static_cast<std::size_t>(border_count_[d][toward]));
+      phase_ = Phase::waiting;
+      [[fallthrough]];
+    case Phase::waiting: {
+      if (!have(migrants, d)) return false;
+      Payload in[2] = {take(migrants, d, 0, 6), take(migrants, d, 1, 6)};
+      const std::int64_t arriving = static_cast<std::int64_t>((in[0].size() + in[1].size()) / 6);
+      ensure_locals(nlocal_ + arriving, nlocal_);
+      for (auto& data : in) {
+        const int count = static_cast<int>(data.size() / 6);
+        unpack_atoms(comm_->space(), data, count, x_, v_, nlocal_);
+        nlocal_ += count;
+      }
+      natoms_ = nlocal_;
+      return next();
+    }
+  }
+  return false;
+}
+
+// Ghost lists along dim_: own atoms and earlier ghosts within the cutoff of a face go to
+// the neighbour across it; what comes back is appended as ghosts.
+bool AtomUnit::border_phase() {
+  const int d = dim_;
+  const double cut = setup_.problem.neighbor_cutoff();
+  auto next = [&] {
+    phase_ = Phase::start;
+    if (++dim_ == 3) stage_ = Stage::neighbors;
+    return true;
+  };
+  switch (phase_) {
+    case Phase::start:
+      for (auto& list : border_[d])
+        grow_flat(list, static_cast<std::size_t>(natoms_), "minimd::border");
+      select(comm_->space(), x_, natoms_, d, box_.lo[d] + cut, box_.hi[d] - cut, border_[d][0],
+             border_[d][1], stay_, counters_, false);
+      read_counters(*comm_, "minimd::borders (sync)");
+      phase_ = Phase::counting;
+      [[fallthrough]];
+    case Phase::counting: {
+      if (!ready()) return false;
+      if (d == 0) check_lost("in migration");
+      for (int toward = 0; toward < 2; ++toward)
+        border_count_[d][toward] = static_cast<int>(counters_host_(toward == 0 ? to_lo : to_hi));
+      if (self(d)) {
+        // Images of our own atoms: those near the upper face appear below the lower one.
+        count_[d][0] = border_count_[d][1];
+        count_[d][1] = border_count_[d][0];
+        first_[d][0] = natoms_;
+        first_[d][1] = natoms_ + count_[d][0];
+        ensure_atoms(static_cast<std::int64_t>(natoms_) + count_[d][0] + count_[d][1], natoms_);
+        copy_positions(comm_->space(), x_, border_[d][1], count_[d][0], d, shift(d, 1),
+                       first_[d][0]);
+        copy_positions(comm_->space(), x_, border_[d][0], count_[d][1], d, shift(d, 0),
+                       first_[d][1]);
+        natoms_ += count_[d][0] + count_[d][1];
+        return next();
+      }
+      for (int toward = 0; toward < 2; ++toward) {
+        const int count = border_count_[d][toward];
+        Payload& out = buffer(borders, d, toward, 3 * static_cast<std::size_t>(count));
+        pack_positions(comm_->space(), x_, border_[d][toward], count, d, shift(d, toward), out);
+        if (staged_to(d, toward)) {
+          grow_flat(staging_out_[borders][parity()][d][toward], out.size(), "minimd::staging");
+          Kokkos::deep_copy(comm_->space(),
+                            Kokkos::subview(staging_out_[borders][parity()][d][toward],
+                                            std::pair<std::size_t, std::size_t>(0, 3 * count)),
+                            Kokkos::subview(out,
+                                            std::pair<std::size_t, std::size_t>(0, 3 * count)));
+        }
+      }
+      after(*comm_, "minimd::borders pack (sync)");
+      phase_ = Phase::packing;
+      [[fallthrough]];
+    }
+    case Phase::packing:
+      if (!ready()) return false;
+      for (int toward = 0; toward < 2; ++toward)
+        send(borders, d, toward, 3 * static_cast<std::size_t>(border_count_[d][toward]));
+      phase_ = Phase::waiting;
+      [[fallthrough]];
+    case Phase::waiting: {
+      if (!have(borders, d)) return false;
+      Payload in[2] = {take(borders, d, 0, 3), take(borders, d, 1, 3)};
+      count_[d][0] = static_cast<int>(in[0].size() / 3);
+      count_[d][1] = static_cast<int>(in[1].size() / 3);
+      ensure_atoms(static_cast<std::int64_t>(natoms_) + count_[d][0] + count_[d][1], natoms_);
+      for (int side = 0; side < 2; ++side) {
+        first_[d][side] = natoms_;
+        unpack_rows(comm_->space(), in[side], count_[d][side], x_, natoms_);
+        natoms_ += count_[d][side];
+      }
+      return next();
+    }
+  }
+  return false;
+}
+
+bool AtomUnit::neighbor_stage() {
+  const double cut = setup_.problem.neighbor_cutoff();
+  if (phase_ == Phase::start) {
+    if (comm_ != compute_) compute_->wait_for(*comm_);
+    grow_flat(bin_of_, static_cast<std::size_t>(natoms_), "minimd::bin_of");
+    grow_flat(bin_atoms_, static_cast<std::size_t>(natoms_), "minimd::bin_atoms");
+    bin_atoms(compute_->space(), x_, natoms_, grid_, bin_of_, bin_start_, bin_fill_, bin_atoms_);
+  }
+  if (phase_ == Phase::start || phase_ == Phase::packing) {  // packing: build again, larger
+    if (static_cast<int>(neighbors_.extent(0)) < nlocal_ ||
+        static_cast<int>(neighbors_.extent(1)) < most_neighbors_) {
+      const int rows = room_for(nlocal_, "atoms");
+      neighbors_ =
+          NeighborList(Kokkos::view_alloc(Kokkos::WithoutInitializing, "minimd::neighbors"), rows,
+                       most_neighbors_);
+      neighbor_count_ =
+          Indices(Kokkos::view_alloc(Kokkos::WithoutInitializing, "minimd::neighbor_count"), rows);
+    }
+    build_neighbors(compute_->space(), x_, nlocal_, grid_, stencil_, bin_of_, bin_start_,
+                    bin_atoms_, cut, setup_.list, neighbors_, neighbor_count_, counters_);
+    read_counters(*compute_, "minimd::neighbors (sync)");
+    phase_ = Phase::counting;
+  }
+  if (!ready()) return false;
+  const auto most = counters_host_(most_neighbors);
+  if (most > static_cast<std::int64_t>(neighbors_.extent(1))) {
+    most_neighbors_ = static_cast<int>(most + most / 5 + 8);
+    phase_ = Phase::packing;
+    return true;
+  }
+  stage_ = Stage::force;
+  phase_ = Phase::start;
+  return true;
+}
+
+// Ghost positions along dim_, over the lists of the last reneighboring.
+bool AtomUnit::ghost_phase() {
+  const int d = dim_;
+  auto next = [&] {
+    phase_ = Phase::start;
+    if (++dim_ == 3) stage_ = Stage::force;
+    return true;
+  };
+  if (self(d)) {
+    copy_positions(comm_->space(), x_, border_[d][1], count_[d][0], d, shift(d, 1), first_[d][0]);
+    copy_positions(comm_->space(), x_, border_[d][0], count_[d][1], d, shift(d, 0), first_[d][1]);
+    return next();
+  }
+  switch (phase_) {
+    case Phase::start:
+      for (int toward = 0; toward < 2; ++toward) {
+        const int count = border_count_[d][toward];
+        Payload& out = buffer(ghosts, d, toward, 3 * static_cast<std::size_t>(count));
+        pack_positions(comm_->space(), x_, border_[d][toward], count, d, shift(d, toward), out);
+        if (staged_to(d, toward)) {
+          grow_flat(staging_out_[ghosts][parity()][d][toward], out.size(), "minimd::staging");
+          Kokkos::deep_copy(comm_->space(),
+                            Kokkos::subview(staging_out_[ghosts][parity()][d][toward],
+                                            std::pair<std::size_t, std::size_t>(0, 3 * count)),
+                            Kokkos::subview(out,
+                                            std::pair<std::size_t, std::size_t>(0, 3 * count)));
+        }
+      }
+      after(*comm_, "minimd::ghosts pack (sync)");
+      phase_ = Phase::packing;
+      [[fallthrough]];
+    case Phase::packing:
+      if (!ready()) return false;
+      for (int toward = 0; toward < 2; ++toward)
+        send(ghosts, d, toward, 3 * static_cast<std::size_t>(border_count_[d][toward]));
+      phase_ = Phase::waiting;
+      [[fallthrough]];
+    case Phase::waiting: {
+      if (!have(ghosts, d)) return false;
+      for (int side = 0; side < 2; ++side) {
+        Payload in = take(ghosts, d, side, 3);
+        if (in.size() != 3 * static_cast<std::size_t>(count_[d][side]))
+          throw kodo::Error(kodo::detail::cat("minimd: ", in.size() / 3,
+                                              " ghost positions reached unit ", index(), " along ",
+                                              axis[d], " where ", count_[d][side],
+                                              " were expected"));
+        unpack_rows(comm_->space(), in, count_[d][side], x_, first_[d][side]);
+      }
+      return next();
+    }
+    default: break;
+  }
+  return false;
+}
+
+// Forces on ghosts back to their owners, along dim_ (z, then y, then x).
+bool AtomUnit::reverse_phase() {
+  const int d = dim_;
+  auto next = [&] {
+    phase_ = Phase::start;
+    if (--dim_ < 0) stage_ = Stage::finish;
+    return true;
+  };
+  if (self(d)) {
+    // Our ghosts from the upper side are images of border_[d][0] (toward the lower one).
+    add_ghost_forces(comm_->space(), f_, first_[d][1], border_[d][0], count_[d][1]);
+    add_ghost_forces(comm_->space(), f_, first_[d][0], border_[d][1], count_[d][0]);
+    return next();
+  }
+  switch (phase_) {
+    case Phase::start:
+      for (int side = 0; side < 2; ++side) {
+        const int count = count_[d][side];
+        Payload& out = buffer(forces, d, side, 3 * static_cast<std::size_t>(count));
+        pack_rows(comm_->space(), f_, first_[d][side], count, out);
+        if (staged_to(d, side)) {
+          grow_flat(staging_out_[forces][parity()][d][side], out.size(), "minimd::staging");
+          Kokkos::deep_copy(comm_->space(),
+                            Kokkos::subview(staging_out_[forces][parity()][d][side],
+                                            std::pair<std::size_t, std::size_t>(0, 3 * count)),
+                            Kokkos::subview(out,
+                                            std::pair<std::size_t, std::size_t>(0, 3 * count)));
+        }
+      }
+      after(*comm_, "minimd::reverse pack (sync)");
+      phase_ = Phase::packing;
+      [[fallthrough]];
+    case Phase::packing:
+      if (!ready()) return false;
+      // The ghosts from a side go back toward it.
+      for (int side = 0; side < 2; ++side)
+        send(forces, d, side, 3 * static_cast<std::size_t>(count_[d][side]));
+      phase_ = Phase::waiting;
+      [[fallthrough]];
+    case Phase::waiting: {
+      if (!have(forces, d)) return false;
+      for (int side = 0; side < 2; ++side) {
+        Payload in = take(forces, d, side, 3);
+        // From the lower neighbour: forces on the copies of what we sent toward it.
+        if (in.size() != 3 * static_cast<std::size_t>(border_count_[d][side]))
+          throw kodo::Error(kodo::detail::cat("minimd: ", in.size() / 3,
+                                              " ghost forces reached unit ", index(), " along ",
+                                              axis[d], " where ", border_count_[d][side],
+                                              " were expected"));
+        add_forces(comm_->space(), in, border_[d][side], border_count_[d][side], f_);
+      }
+      return next();
+    }
+    default: break;
+  }
+  return false;
+}
+
+}  // namespace minimd

@@ -1,0 +1,171 @@
+#pragma once
+// One cuboid of the periodic box: a kodo work unit owning the atoms inside it.
+//
+// A unit keeps its atoms in device views, rows [0, nlocal) its own and the ghosts
+// (copies of other units' atoms within the neighbour cutoff of its box) after them.
+// Ghosts come in three phases, x then y then z, each from the lower and the upper
+// neighbour along that dimension; a phase forwards the ghosts of the phases before it,
+// so edge and corner ghosts need no messages of their own (miniMD's scheme). A unit
+// must be at least one neighbour cutoff wide along each dimension, so that every ghost
+// comes from an adjacent unit (thinner units are refused). Along a dimension of one
+// unit, the unit is its own neighbour: its ghosts are periodic images copied on the
+// device, with no message.
+//
+// Each step (miniMD's order): initial integrate; every `reneighbor_every` steps,
+// migration (atoms that left go to the adjacent unit, per dimension), a spatial sort
+// of the own atoms, the ghost lists rebuilt (phases as above) and the neighbour lists
+// rebuilt; on other steps the ghosts' positions are updated over the same lists; force;
+// with half lists and Newton's law across units, the ghosts' forces go back to their
+// owners (phases z, y, x); final integrate; on thermo steps a reduction (kinetic
+// energy, potential energy, virial, atom count) that the main program reads.
+//
+// Messages are entry-method calls carrying device views (or pinned host views with
+// --comm host), of exactly the size sent: the receiver learns every count from them.
+// Packing, unpacking and ghost copies run on the unit's communication stream, the rest
+// on its compute stream; the unit never waits: each stage continues from the
+// completion engine (or, with --sync, after a fence).
+//
+// Buffers and message slots come in two by step parity. A neighbour cannot send the
+// data of step n + 2 before it has ours of n + 1, which we send after our work on its
+// data of n is done (same stream, earlier); so a buffer of step n may be written again,
+// and a received view of step n dropped, once step n + 2 comes.
+
+#include "kernels.hpp"
+#include "options.hpp"
+
+#include <kodo.hpp>
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <tuple>
+#include <vector>
+
+namespace minimd {
+
+using HostPayload = Kokkos::View<double*, Kokkos::SharedHostPinnedSpace>;
+
+// Time the rank spends in each part of a step; measured in --sync mode only, where
+// every part ends with a fence (otherwise the parts of different units overlap).
+struct Timers {
+  double force = 0, neighbor = 0, comm = 0;
+};
+
+// What every unit of a rank shares: the problem and how to run it.
+struct Setup {
+  Problem problem;
+  double length[3];  // the periodic box
+  ListKind list = ListKind::half_newton;
+  bool host_staged = false;
+  bool sync = false;
+  double bin_size[3];
+  Timers* timers = nullptr;
+  bool thermo_step(std::int64_t step) const;  // 0, every thermo_every, the last
+};
+
+class AtomUnit : public kodo::WorkUnit<AtomUnit> {
+ public:
+  AtomUnit(const kodo::UnitInit<AtomUnit>& init, const Setup& setup);
+
+  // Entry methods of the main program, in this order: each contributes one reduction
+  // round (a std::vector<double>).
+  void report_momentum();                       // sum of v over the unit's atoms
+  void remove_drift(std::vector<double> mean);  // v -= mean; then sum of |v|^2
+  void start(double factor);                    // v *= factor; ghosts, lists, force; thermo 0
+  void run(std::int64_t steps);                 // thermo rounds as they come
+
+  // Entry methods of the neighbours: data of `step`, coming from the neighbour on
+  // `side` (0 lower, 1 upper) of dimension `dim`.
+  void receive(std::int64_t step, int kind, int dim, int side, Payload data);
+  void receive_staged(std::int64_t step, int kind, int dim, int side, HostPayload data);
+
+  std::int64_t atoms() const { return nlocal_; }
+
+  // What travels between units.
+  enum Kind : int { ghosts, forces, migrants, borders, kinds };
+
+ private:
+  enum class Stage { idle, migrate, sort, borders, neighbors, ghosts, force, reverse, finish };
+  enum class Phase { start, counting, packing, waiting };
+  using Key = std::tuple<std::int64_t, int, int, int>;  // step, kind, dim, side
+
+  void advance();
+  bool step_once();
+  bool migrate_phase();
+  bool border_phase();
+  bool ghost_phase();
+  bool reverse_phase();
+  bool neighbor_stage();
+  void finish_step();
+
+  bool self(int d) const { return (d == 0 ? units_.x : d == 1 ? units_.y : units_.z) == 1; }
+  bool staged_to(int d, int toward) const;
+  kodo::Index3 neighbour(int d, int toward) const;
+  double shift(int d, int toward) const;  // periodic shift of what goes toward a side
+  // Runs `then` once the work enqueued on `stream` is done (after a fence with --sync).
+  void after(kodo::Stream& stream, const char* what);
+  bool ready();  // the awaited work is done (consumes it)
+  void read_counters(kodo::Stream& stream, const char* what);
+  Payload& buffer(Kind kind, int d, int toward, std::size_t size);
+  void send(Kind kind, int d, int toward, std::size_t size);
+  bool have(Kind kind, int d) const;
+  Payload take(Kind kind, int d, int side, std::size_t multiple);
+  void ensure_atoms(std::int64_t atoms, int keep);
+  void ensure_locals(std::int64_t atoms, int keep);
+  void spares_for(std::int64_t atoms);
+  void check_lost(const char* when);
+
+  const Setup& setup_;
+  kodo::Extent3 units_;
+  Box box_;
+  kodo::Stream* compute_;
+  kodo::Stream* comm_;  // the compute stream too when every dimension is one unit wide
+  int parity() const { return static_cast<int>(step_ % 2); }
+
+  // Atoms.
+  Vectors x_, v_, f_, x_spare_, v_spare_;
+  int nlocal_ = 0;
+  int natoms_ = 0;  // own and ghosts
+  // Ghost lists: border_[d][toward] lists what goes to the neighbour toward a side;
+  // ghosts from the neighbour on `side` sit at rows [first_[d][side], + count_[d][side]).
+  Indices border_[3][2];
+  int border_count_[3][2] = {};
+  int first_[3][2] = {}, count_[3][2] = {};
+  Indices stay_;
+  // Bins and neighbour lists.
+  BinGrid grid_;
+  Stencil stencil_;
+  Indices bin_of_, bin_start_, bin_fill_, bin_atoms_;
+  NeighborList neighbors_;
+  Indices neighbor_count_;
+  int most_neighbors_ = 0;
+  // Counts read back by the host.
+  Counters counters_;
+  Kokkos::View<std::int64_t*, Kokkos::SharedHostPinnedSpace> counters_host_;
+  // Outgoing buffers by kind, parity, dimension and side; staging copies; the received
+  // views still in use; and the data that arrived for a later phase.
+  Payload out_[kinds][2][3][2];
+  HostPayload staging_out_[kinds][2][3][2];
+  Payload staged_in_[kinds][2][3][2];
+  HostPayload held_staged_[kinds][2][3][2];
+  Payload held_[kinds][2][3][2];
+  std::map<Key, Payload> arrived_;
+  // Reductions.
+  Payload thermo_;  // kinetic, potential, virial, atoms
+  Payload setup_sums_;
+
+  // Where the unit is.
+  std::int64_t step_ = 0;  // the step being worked on (0: the start)
+  std::int64_t target_ = 0;
+  std::int64_t completed_ = 0;  // steps whose device work is known done
+  bool started_ = false;
+  Stage stage_ = Stage::idle;
+  Phase phase_ = Phase::start;
+  int dim_ = 0;
+  bool reneighbor_ = false, energy_ = false;
+  int awaited_ = 0;  // device completions awaited by the current phase
+  bool advancing_ = false, again_ = false;
+  double phase_began_ = 0;  // --sync timers
+};
+
+}  // namespace minimd

@@ -1,0 +1,443 @@
+#include "kernels.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace minimd {
+namespace {
+using Range = Kokkos::RangePolicy<Device>;
+Range over(const Device& space, int n) { return Range(space, 0, n); }
+}  // namespace
+
+void initial_integrate(const Device& space, Vectors x, Vectors v, Vectors f, int n, double dt) {
+  const double half = 0.5 * dt;  // dt / 2m, mass 1
+  Kokkos::parallel_for(
+      "minimd::initial_integrate", over(space, n), KOKKOS_LAMBDA(int i) {
+        for (int d = 0; d < 3; ++d) {
+          v(i, d) += half * f(i, d);
+          x(i, d) += dt * v(i, d);
+        }
+      });
+}
+
+void final_integrate(const Device& space, Vectors v, Vectors f, int n, double dt) {
+  const double half = 0.5 * dt;
+  Kokkos::parallel_for(
+      "minimd::final_integrate", over(space, n), KOKKOS_LAMBDA(int i) {
+        for (int d = 0; d < 3; ++d) v(i, d) += half * f(i, d);
+      });
+}
+
+void scale(const Device& space, Vectors v, int n, double factor) {
+  Kokkos::parallel_for(
+      "minimd::scale", over(space, n), KOKKOS_LAMBDA(int i) {
+        for (int d = 0; d < 3; ++d) v(i, d) *= factor;
+      });
+}
+
+void subtract(const Device& space, Vectors v, int n, double vx, double vy, double vz) {
+  Kokkos::parallel_for(
+      "minimd::subtract", over(space, n), KOKKOS_LAMBDA(int i) {
+        v(i, 0) -= vx;
+        v(i, 1) -= vy;
+        v(i, 2) -= vz;
+      });
+}
+
+void momentum(const Device& space, Vectors v, int n, Payload into) {
+  for (int d = 0; d < 3; ++d)
+    Kokkos::parallel_reduce(
+        "minimd::momentum", over(space, n), KOKKOS_LAMBDA(int i, double& sum) { sum += v(i, d); },
+        Kokkos::Sum<double, Memory>(Kokkos::subview(into, d)));
+}
+
+void kinetic(const Device& space, Vectors v, int n, Payload into) {
+  Kokkos::parallel_reduce(
+      "minimd::kinetic", over(space, n),
+      KOKKOS_LAMBDA(int i, double& sum) {
+        sum += v(i, 0) * v(i, 0) + v(i, 1) * v(i, 1) + v(i, 2) * v(i, 2);
+      },
+      Kokkos::Sum<double, Memory>(Kokkos::subview(into, 0)));
+}
+
+namespace {
+// Atoms whose coordinate d lies in [lo, hi), listed in index order.
+struct Window {
+  Vectors x;
+  int d;
+  double lo, hi;
+  KOKKOS_INLINE_FUNCTION bool operator()(int i) const { return x(i, d) >= lo && x(i, d) < hi; }
+};
+
+void list_where(const Device& space, int n, const Window& in, Indices out, Counters counters,
+                int slot) {
+  Kokkos::deep_copy(space, Kokkos::subview(counters, slot), 0);
+  Kokkos::parallel_scan(
+      "minimd::select", over(space, n), KOKKOS_LAMBDA(int i, std::int64_t& sum, bool last) {
+        if (in(i)) {
+          if (last) out(sum) = static_cast<int>(i);
+          ++sum;
+        }
+        if (last && i == n - 1) counters(slot) = sum;
+      });
+}
+}  // namespace
+
+void select(const Device& space, Vectors x, int n, int d, double below, double above, Indices lo,
+            Indices hi, Indices stay, Counters counters, bool staying) {
+  // One scan per list, each in index order (at reneighboring only). NaN coordinates
+  // fall in no window: such atoms are counted lost by the selection's users.
+  const double inf = std::numeric_limits<double>::infinity();
+  list_where(space, n, Window{x, d, -inf, below}, lo, counters, to_lo);
+  list_where(space, n, Window{x, d, above, inf}, hi, counters, to_hi);
+  if (staying) list_where(space, n, Window{x, d, below, above}, stay, counters, Counter::staying);
+}
+
+void wrap(const Device& space, Vectors x, int n, int d, double length) {
+  Kokkos::parallel_for(
+      "minimd::wrap", over(space, n), KOKKOS_LAMBDA(int i) {
+        double c = x(i, d);
+        if (c < 0) c += length;
+        if (c >= length) c -= length;
+        x(i, d) = c;
+      });
+}
+
+void pack_atoms(const Device& space, Vectors x, Vectors v, Indices list, int count, int d,
+                double shift, Payload out) {
+  Kokkos::parallel_for(
+      "minimd::pack_atoms", over(space, count), KOKKOS_LAMBDA(int k) {
+        const int i = list(k);
+        for (int e = 0; e < 3; ++e) {
+          out(6 * k + e) = x(i, e) + (e == d ? shift : 0.0);
+          out(6 * k + 3 + e) = v(i, e);
+        }
+      });
+}
+
+void gather_atoms(const Device& space, Vectors x, Vectors v, Indices list, int count, Vectors x_out,
+                  Vectors v_out) {
+  Kokkos::parallel_for(
+      "minimd::gather_atoms", over(space, count), KOKKOS_LAMBDA(int k) {
+        const int i = list(k);
+        for (int e = 0; e < 3; ++e) {
+          x_out(k, e) = x(i, e);
+          v_out(k, e) = v(i, e);
+        }
+      });
+}
+
+void unpack_atoms(const Device& space, Payload in, int count, Vectors x, Vectors v, int first) {
+  Kokkos::parallel_for(
+      "minimd::unpack_atoms", over(space, count), KOKKOS_LAMBDA(int k) {
+        for (int e = 0; e < 3; ++e) {
+          x(first + k, e) = in(6 * k + e);
+          v(first + k, e) = in(6 * k + 3 + e);
+        }
+      });
+}
+
+void count_outside(const Device& space, Vectors x, int n, Box box, Counters counters) {
+  Kokkos::parallel_for(
+      "minimd::count_outside", over(space, n), KOKKOS_LAMBDA(int i) {
+        bool inside = true;
+        for (int d = 0; d < 3; ++d) inside = inside && x(i, d) >= box.lo[d] && x(i, d) < box.hi[d];
+        if (!inside) Kokkos::atomic_inc(&counters(lost));
+      });
+}
+
+void pack_positions(const Device& space, Vectors x, Indices list, int count, int d, double shift,
+                    Payload out) {
+  Kokkos::parallel_for(
+      "minimd::pack_positions", over(space, count), KOKKOS_LAMBDA(int k) {
+        const int i = list(k);
+        for (int e = 0; e < 3; ++e) out(3 * k + e) = x(i, e) + (e == d ? shift : 0.0);
+      });
+}
+
+void unpack_rows(const Device& space, Payload in, int count, Vectors x, int first) {
+  Kokkos::parallel_for(
+      "minimd::unpack_rows", over(space, count), KOKKOS_LAMBDA(int k) {
+        for (int e = 0; e < 3; ++e) x(first + k, e) = in(3 * k + e);
+      });
+}
+
+void copy_positions(const Device& space, Vectors x, Indices list, int count, int d, double shift,
+                    int first) {
+  Kokkos::parallel_for(
+      "minimd::copy_positions", over(space, count), KOKKOS_LAMBDA(int k) {
+        const int i = list(k);
+        for (int e = 0; e < 3; ++e) x(first + k, e) = x(i, e) + (e == d ? shift : 0.0);
+      });
+}
+
+void pack_rows(const Device& space, Vectors f, int first, int count, Payload out) {
+  Kokkos::parallel_for(
+      "minimd::pack_rows", over(space, count), KOKKOS_LAMBDA(int k) {
+        for (int e = 0; e < 3; ++e) out(3 * k + e) = f(first + k, e);
+      });
+}
+
+void add_forces(const Device& space, Payload in, Indices list, int count, Vectors f) {
+  Kokkos::parallel_for(
+      "minimd::add_forces", over(space, count), KOKKOS_LAMBDA(int k) {
+        const int i = list(k);
+        for (int e = 0; e < 3; ++e) f(i, e) += in(3 * k + e);
+      });
+}
+
+void add_ghost_forces(const Device& space, Vectors f, int first, Indices list, int count) {
+  Kokkos::parallel_for(
+      "minimd::add_ghost_forces", over(space, count), KOKKOS_LAMBDA(int k) {
+        const int i = list(k);
+        for (int e = 0; e < 3; ++e) f(i, e) += f(first + k, e);
+      });
+}
+
+Stencil make_stencil(const BinGrid& grid, double cutoff) {
+  int reach[3];
+  double size[3];
+  for (int d = 0; d < 3; ++d) {
+    size[d] = 1.0 / grid.inverse_size[d];
+    reach[d] = static_cast<int>(std::ceil(cutoff * grid.inverse_size[d]));
+  }
+  // A bin dx away along d is at least (|dx| - 1) bin sizes from any point of bin 0.
+  std::vector<int> offsets;
+  for (int dz = -reach[2]; dz <= reach[2]; ++dz)
+    for (int dy = -reach[1]; dy <= reach[1]; ++dy)
+      for (int dx = -reach[0]; dx <= reach[0]; ++dx) {
+        const int o[3] = {dx, dy, dz};
+        double gap = 0;
+        for (int d = 0; d < 3; ++d) {
+          const double g = std::max(0, std::abs(o[d]) - 1) * size[d];
+          gap += g * g;
+        }
+        if (gap <= cutoff * cutoff) offsets.insert(offsets.end(), o, o + 3);
+      }
+  const auto n = offsets.size() / 3;
+  Stencil stencil("minimd::stencil", n);
+  auto host = Kokkos::create_mirror_view(stencil);
+  for (std::size_t k = 0; k < n; ++k)
+    for (int d = 0; d < 3; ++d) host(k, d) = offsets[3 * k + d];
+  Kokkos::deep_copy(stencil, host);
+  return stencil;
+}
+
+namespace {
+KOKKOS_INLINE_FUNCTION int bin_coordinate(double c, double origin, double inverse, int count) {
+  int b = static_cast<int>((c - origin) * inverse);
+  return b < 0 ? 0 : (b >= count ? count - 1 : b);
+}
+}  // namespace
+
+void bin_atoms(const Device& space, Vectors x, int n, const BinGrid& grid, Indices bin_of,
+               Indices bin_start, Indices fill, Indices bin_atoms) {
+  const int bins = grid.total();
+  Kokkos::deep_copy(space, fill, 0);
+  Kokkos::parallel_for(
+      "minimd::bin", over(space, n), KOKKOS_LAMBDA(int i) {
+        int b[3];
+        for (int d = 0; d < 3; ++d)
+          b[d] = bin_coordinate(x(i, d), grid.origin[d], grid.inverse_size[d], grid.count[d]);
+        const int bin = (b[2] * grid.count[1] + b[1]) * grid.count[0] + b[0];
+        bin_of(i) = bin;
+        Kokkos::atomic_inc(&fill(bin));
+      });
+  Kokkos::parallel_scan(
+      "minimd::bin_start", Range(space, 0, bins + 1), KOKKOS_LAMBDA(int b, int& sum, bool last) {
+        if (last) bin_start(b) = sum;
+        if (b < bins) sum += fill(b);
+      });
+  Kokkos::deep_copy(space, fill, 0);
+  Kokkos::parallel_for(
+      "minimd::bin_fill", over(space, n), KOKKOS_LAMBDA(int i) {
+        const int bin = bin_of(i);
+        bin_atoms(bin_start(bin) + Kokkos::atomic_fetch_add(&fill(bin), 1)) = i;
+      });
+  // Index order within each bin (bins hold a few dozen atoms).
+  Kokkos::parallel_for(
+      "minimd::bin_order", Range(space, 0, bins), KOKKOS_LAMBDA(int b) {
+        const int begin = bin_start(b), end = bin_start(b + 1);
+        for (int p = begin + 1; p < end; ++p) {
+          const int atom = bin_atoms(p);
+          int q = p;
+          for (; q > begin && bin_atoms(q - 1) > atom; --q) bin_atoms(q) = bin_atoms(q - 1);
+          bin_atoms(q) = atom;
+        }
+      });
+}
+
+void build_neighbors(const Device& space, Vectors x, int nlocal, const BinGrid& grid,
+                     Stencil stencil, Indices bin_of, Indices bin_start, Indices bin_atoms,
+                     double cutoff, ListKind kind, NeighborList neighbors, Indices count,
+                     Counters counters) {
+  const double cutoff_sq = cutoff * cutoff;
+  const int most = static_cast<int>(neighbors.extent(1));
+  const int offsets = static_cast<int>(stencil.extent(0));
+  Kokkos::deep_copy(space, Kokkos::subview(counters, static_cast<int>(most_neighbors)), 0);
+  Kokkos::parallel_for(
+      "minimd::build_neighbors", over(space, nlocal), KOKKOS_LAMBDA(int i) {
+        const double xi = x(i, 0), yi = x(i, 1), zi = x(i, 2);
+        const int bin = bin_of(i);
+        const int bx = bin % grid.count[0];
+        const int by = (bin / grid.count[0]) % grid.count[1];
+        const int bz = bin / (grid.count[0] * grid.count[1]);
+        int n = 0;
+        for (int s = 0; s < offsets; ++s) {
+          const int cx = bx + stencil(s, 0), cy = by + stencil(s, 1), cz = bz + stencil(s, 2);
+          if (cx < 0 || cy < 0 || cz < 0 || cx >= grid.count[0] || cy >= grid.count[1] ||
+              cz >= grid.count[2])
+            continue;
+          const int other = (cz * grid.count[1] + cy) * grid.count[0] + cx;
+          for (int p = bin_start(other); p < bin_start(other + 1); ++p) {
+            const int j = bin_atoms(p);
+            if (j == i) continue;
+            const double dx = xi - x(j, 0), dy = yi - x(j, 1), dz = zi - x(j, 2);
+            if (kind != ListKind::full) {
+              if (j < nlocal) {
+                if (j < i) continue;
+              } else if (kind == ListKind::half_newton) {
+                // The ghost copy of a pair across units: kept by the side where the
+                // other atom is above (z, then y, then x), so exactly one side keeps it.
+                const double gz = x(j, 2), gy = x(j, 1), gx = x(j, 0);
+                if (gz < zi) continue;
+                if (gz == zi && (gy < yi || (gy == yi && gx < xi))) continue;
+              }
+            }
+            if (dx * dx + dy * dy + dz * dz <= cutoff_sq) {
+              if (n < most) neighbors(i, n) = j;
+              ++n;
+            }
+          }
+        }
+        count(i) = n;
+        Kokkos::atomic_max(&counters(most_neighbors), static_cast<std::int64_t>(n));
+      });
+}
+
+namespace {
+struct Energy {};  // tag: also sum the energy and the virial
+
+// Forces of full lists: each atom sums its own force, no atomics.
+struct FullForce {
+  Vectors x, f;
+  NeighborList neighbors;
+  Indices count;
+  Potential p;
+  KOKKOS_INLINE_FUNCTION void operator()(int i) const {
+    double e = 0, w = 0;
+    compute<false>(i, e, w);
+  }
+  KOKKOS_INLINE_FUNCTION void operator()(Energy, int i, double& e, double& w) const {
+    compute<true>(i, e, w);
+  }
+  template <bool E>
+  KOKKOS_INLINE_FUNCTION void compute(int i, double& e, double& w) const {
+    const double xi = x(i, 0), yi = x(i, 1), zi = x(i, 2);
+    double fx = 0, fy = 0, fz = 0;
+    const int n = count(i);
+    for (int k = 0; k < n; ++k) {
+      const int j = neighbors(i, k);
+      const double dx = xi - x(j, 0), dy = yi - x(j, 1), dz = zi - x(j, 2);
+      const double rsq = dx * dx + dy * dy + dz * dz;
+      if (rsq < p.cutoff_sq) {
+        const double sr2 = 1.0 / rsq;
+        const double sr6 = sr2 * sr2 * sr2 * p.sigma6;
+        const double force = 48.0 * sr6 * (sr6 - 0.5) * sr2 * p.epsilon;
+        fx += dx * force;
+        fy += dy * force;
+        fz += dz * force;
+        if constexpr (E) {  // each pair is seen from both of its atoms: half each time
+          e += 0.5 * 4.0 * sr6 * (sr6 - 1.0) * p.epsilon;
+          w += 0.5 * rsq * force;
+        }
+      }
+    }
+    f(i, 0) = fx;
+    f(i, 1) = fy;
+    f(i, 2) = fz;
+  }
+};
+
+// Forces of half lists: both atoms of a pair, so f is zeroed first and added atomically.
+// Without Newton across units, a ghost's force is not kept (its owner lists the pair too).
+struct HalfForce {
+  Vectors x, f;
+  NeighborList neighbors;
+  Indices count;
+  Potential p;
+  int nlocal;
+  bool newton;
+  KOKKOS_INLINE_FUNCTION void operator()(int i) const {
+    double e = 0, w = 0;
+    compute<false>(i, e, w);
+  }
+  KOKKOS_INLINE_FUNCTION void operator()(Energy, int i, double& e, double& w) const {
+    compute<true>(i, e, w);
+  }
+  template <bool E>
+  KOKKOS_INLINE_FUNCTION void compute(int i, double& e, double& w) const {
+    const double xi = x(i, 0), yi = x(i, 1), zi = x(i, 2);
+    double fx = 0, fy = 0, fz = 0;
+    const int n = count(i);
+    for (int k = 0; k < n; ++k) {
+      const int j = neighbors(i, k);
+      const double dx = xi - x(j, 0), dy = yi - x(j, 1), dz = zi - x(j, 2);
+      const double rsq = dx * dx + dy * dy + dz * dz;
+      if (rsq < p.cutoff_sq) {
+        const double sr2 = 1.0 / rsq;
+        const double sr6 = sr2 * sr2 * sr2 * p.sigma6;
+        const double force = 48.0 * sr6 * (sr6 - 0.5) * sr2 * p.epsilon;
+        fx += dx * force;
+        fy += dy * force;
+        fz += dz * force;
+        const bool both = newton || j < nlocal;
+        if (both) {
+          Kokkos::atomic_add(&f(j, 0), -dx * force);
+          Kokkos::atomic_add(&f(j, 1), -dy * force);
+          Kokkos::atomic_add(&f(j, 2), -dz * force);
+        }
+        if constexpr (E) {  // a pair listed on both sides counts half on each
+          const double share = both ? 1.0 : 0.5;
+          e += share * 4.0 * sr6 * (sr6 - 1.0) * p.epsilon;
+          w += share * rsq * force;
+        }
+      }
+    }
+    Kokkos::atomic_add(&f(i, 0), fx);
+    Kokkos::atomic_add(&f(i, 1), fy);
+    Kokkos::atomic_add(&f(i, 2), fz);
+  }
+};
+
+template <class Functor>
+void run_force(const char* name, const Device& space, int nlocal, const Functor& functor,
+               bool energy, Payload ev) {
+  if (energy)
+    Kokkos::parallel_reduce(name, Kokkos::RangePolicy<Device, Energy>(space, 0, nlocal), functor,
+                            Kokkos::Sum<double, Memory>(Kokkos::subview(ev, 0)),
+                            Kokkos::Sum<double, Memory>(Kokkos::subview(ev, 1)));
+  else
+    Kokkos::parallel_for(name, over(space, nlocal), functor);
+}
+}  // namespace
+
+void force(const Device& space, Vectors x, Vectors f, int nlocal, int nall, NeighborList neighbors,
+           Indices count, ListKind kind, const Potential& p, bool energy, Payload ev) {
+  if (kind == ListKind::full) {
+    run_force("minimd::force_full", space, nlocal, FullForce{x, f, neighbors, count, p}, energy,
+              ev);
+    return;
+  }
+  Kokkos::parallel_for(
+      "minimd::zero_forces", over(space, nall), KOKKOS_LAMBDA(int i) {
+        for (int d = 0; d < 3; ++d) f(i, d) = 0;
+      });
+  run_force("minimd::force_half", space, nlocal,
+            HalfForce{x, f, neighbors, count, p, nlocal, kind == ListKind::half_newton}, energy,
+            ev);
+}
+
+}  // namespace minimd

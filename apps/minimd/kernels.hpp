@@ -1,0 +1,120 @@
+#pragma once
+// minimd's device kernels: plain Kokkos, one function per step of the algorithm. Each
+// runs asynchronously on the execution-space instance it is given.
+
+#include <kodo.hpp>
+
+#include <cstdint>
+
+namespace minimd {
+
+using Device = kodo::ExecutionSpace;
+using Memory = Device::memory_space;
+// Atoms as rows of three doubles (x, y, z), the unit's own atoms first, ghosts after.
+using Vectors = Kokkos::View<double* [3], Kokkos::LayoutRight, Memory>;
+using Indices = Kokkos::View<int*, Memory>;
+// Small counts written by kernels and read back by the host (see Counter).
+using Counters = Kokkos::View<std::int64_t*, Memory>;
+// Neighbour lists: (atom, k); the device's own layout, so a GPU reads them coalesced.
+using NeighborList = Kokkos::View<int**, Memory>;
+// What travels between units: flat arrays of doubles.
+using Payload = Kokkos::View<double*, Memory>;
+
+// Slots of a unit's Counters.
+enum Counter : int {
+  to_lo,           // atoms selected for the lower neighbour
+  to_hi,           // ... for the upper one
+  staying,         // atoms that stay (migration)
+  lost,            // atoms that arrived outside the unit (migration)
+  most_neighbors,  // the longest neighbour list built
+  counter_slots
+};
+
+// A unit's subdomain: [lo, hi) along each dimension.
+struct Box {
+  double lo[3], hi[3];
+};
+
+// -- integration ------------------------------------------------------------------
+void initial_integrate(const Device& space, Vectors x, Vectors v, Vectors f, int n, double dt);
+void final_integrate(const Device& space, Vectors v, Vectors f, int n, double dt);
+void scale(const Device& space, Vectors v, int n, double factor);
+void subtract(const Device& space, Vectors v, int n, double vx, double vy, double vz);
+// into(0..2) = sum of v over n atoms
+void momentum(const Device& space, Vectors v, int n, Payload into);
+// into(0) = sum of |v|^2 over n atoms (mass 1)
+void kinetic(const Device& space, Vectors v, int n, Payload into);
+
+// -- selection and movement between units ---------------------------------------------
+// Lists atoms [0, n) whose coordinate d is below `below` (into lo) and at or above
+// `above` (into hi), in index order; counts into counters(to_lo) and (to_hi). With
+// `staying`, also lists the others (into stay, counters(staying)).
+void select(const Device& space, Vectors x, int n, int d, double below, double above, Indices lo,
+            Indices hi, Indices stay, Counters counters, bool staying);
+// Wraps coordinate d of atoms [0, n) into [0, length) (a dimension of one unit).
+void wrap(const Device& space, Vectors x, int n, int d, double length);
+// out = (x + shift e_d, v) of the listed atoms, 6 doubles per atom (shift 0: no shift).
+void pack_atoms(const Device& space, Vectors x, Vectors v, Indices list, int count, int d,
+                double shift, Payload out);
+// Moves the listed atoms to rows [0, count) of (x_out, v_out).
+void gather_atoms(const Device& space, Vectors x, Vectors v, Indices list, int count, Vectors x_out,
+                  Vectors v_out);
+// Rows [first, first + count) of (x, v) = the packed atoms.
+void unpack_atoms(const Device& space, Payload in, int count, Vectors x, Vectors v, int first);
+// Counts into counters(lost) the atoms of [0, n) outside `box` (or not finite).
+void count_outside(const Device& space, Vectors x, int n, Box box, Counters counters);
+// out = x of the listed atoms, shifted by `shift` along d: 3 doubles per atom.
+void pack_positions(const Device& space, Vectors x, Indices list, int count, int d, double shift,
+                    Payload out);
+// Rows [first, first + count) of x = the packed positions.
+void unpack_rows(const Device& space, Payload in, int count, Vectors x, int first);
+// Ghost rows [first, first + count) of x from the listed atoms of the same unit, shifted.
+void copy_positions(const Device& space, Vectors x, Indices list, int count, int d, double shift,
+                    int first);
+// Reverse communication: out = rows [first, first + count) of f.
+void pack_rows(const Device& space, Vectors f, int first, int count, Payload out);
+// f of the listed atoms += the packed forces.
+void add_forces(const Device& space, Payload in, Indices list, int count, Vectors f);
+// f of the listed atoms += f of rows [first, first + count) (ghosts of the same unit).
+void add_ghost_forces(const Device& space, Vectors f, int first, Indices list, int count);
+
+// -- binning and neighbour lists ----------------------------------------------------
+// A grid of bins over a unit and its ghost region.
+struct BinGrid {
+  double origin[3];
+  double inverse_size[3];
+  int count[3];
+  int total() const { return count[0] * count[1] * count[2]; }
+};
+// Bin offsets (dx, dy, dz) whose bins can hold atoms within `cutoff` of an atom in bin 0.
+using Stencil = Kokkos::View<int* [3], Kokkos::LayoutRight, Memory>;
+Stencil make_stencil(const BinGrid& grid, double cutoff);
+
+// Sorts atoms [0, n) into bins: bin_of(i), bin_start (total + 1), and bin_atoms (the atoms
+// of bin b at [bin_start(b), bin_start(b + 1)), in index order so the result does not
+// depend on thread timing). `fill` is scratch of `total` ints.
+void bin_atoms(const Device& space, Vectors x, int n, const BinGrid& grid, Indices bin_of,
+               Indices bin_start, Indices fill, Indices bin_atoms);
+
+enum class ListKind { full, half, half_newton };
+// Neighbour lists of atoms [0, nlocal) over atoms [0, nall), within `cutoff`: full
+// (every neighbour), half (local j > i, every ghost) or half_newton (local j > i, ghosts
+// "above" i: each pair across units listed by one side only). At most
+// neighbors.extent(1) per atom; the longest list (kept or not) is counted into
+// counters(most_neighbors).
+void build_neighbors(const Device& space, Vectors x, int nlocal, const BinGrid& grid,
+                     Stencil stencil, Indices bin_of, Indices bin_start, Indices bin_atoms,
+                     double cutoff, ListKind kind, NeighborList neighbors, Indices count,
+                     Counters counters);
+
+// -- force --------------------------------------------------------------------------
+struct Potential {
+  double cutoff_sq, epsilon, sigma6;
+};
+// Lennard-Jones forces on atoms [0, nlocal) (and, for half lists, on ghosts [nlocal,
+// nall), which half_newton lists require), zeroing f first. With `energy`, also
+// ev(0) = potential energy and ev(1) = virial of the unit's pairs, each pair once.
+void force(const Device& space, Vectors x, Vectors f, int nlocal, int nall, NeighborList neighbors,
+           Indices count, ListKind kind, const Potential& p, bool energy, Payload ev);
+
+}  // namespace minimd

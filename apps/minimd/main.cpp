@@ -1,0 +1,240 @@
+// minimd: Lennard-Jones molecular dynamics (Mantevo miniMD's problem) on overdecomposed
+// work units. Every rank runs this main program; the atoms live in the units
+// (atom_unit.hpp), and the main program reads the thermo reductions they produce.
+
+#include "atom_unit.hpp"
+#include "options.hpp"
+#include "thermo_log.hpp"
+
+#include <kodo.hpp>
+
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+
+using minimd::Options;
+
+double now() { return MPI_Wtime(); }
+
+// The unit grid: ranks x odf units with the least cut surface, each at least one
+// neighbour cutoff wide (so every ghost comes from an adjacent unit).
+kodo::Extent3 cut_box(const Options& opt, const double length[3], int ranks) {
+  const double cut = opt.problem.neighbor_cutoff();
+  std::int64_t most[3];
+  for (int d = 0; d < 3; ++d) most[d] = static_cast<std::int64_t>(std::floor(length[d] / cut));
+  const std::int64_t units = opt.odf * ranks;
+  const auto fail = [&] {
+    return std::invalid_argument(kodo::detail::cat(
+        units, " units (--odf ", opt.odf, " on ", ranks, " rank(s)) do not fit the box of ",
+        length[0], " x ", length[1], " x ", length[2],
+        ": each unit must be at least the neighbour cutoff (", cut, ") wide, so at most ", most[0],
+        " x ", most[1], " x ", most[2], " units"));
+  };
+  if (most[0] < 1 || most[1] < 1 || most[2] < 1 || units > most[0] * most[1] * most[2])
+    throw fail();
+  try {
+    return kodo::split_grid({most[0], most[1], most[2]}, units);
+  } catch (const kodo::Error&) {
+    throw fail();
+  }
+}
+
+int run(kodo::Runtime& runtime, const Options& opt, const kodo::Extent3& units,
+        const minimd::Setup& setup, const minimd::ThermoLog& reference) {
+  const bool root = runtime.rank() == 0;
+  const minimd::Problem& p = setup.problem;
+  const std::int64_t natoms = p.atoms();
+  const double volume = setup.length[0] * setup.length[1] * setup.length[2];
+  const double dof = 3.0 * static_cast<double>(natoms) - 3.0;
+  if (root) {
+    std::printf("# minimd (kodo, backend %s) output ...\n", KODO_BACKEND_NAME);
+    std::printf("# Systemparameters: \n");
+    std::printf("\t# MPI processes: %d\n", runtime.size());
+    std::printf("\t# Units: %" PRId64 " (odf %" PRId64 ") as %" PRId64 " x %" PRId64 " x %" PRId64
+                "\n",
+                units.size(), opt.odf, units.x, units.y, units.z);
+    std::printf("\t# Inputfile: %s\n",
+                opt.input_file.empty() ? "none (in.lj.miniMD's values)" : opt.input_file.c_str());
+    std::printf("\t# ForceStyle: LJ\n\t# Units: LJ\n");
+    std::printf("\t# Atoms: %" PRId64 "\n", natoms);
+    std::printf("\t# System size: %.2lf %.2lf %.2lf (unit cells: %" PRId64 " %" PRId64 " %" PRId64
+                ")\n",
+                setup.length[0], setup.length[1], setup.length[2], p.nx, p.ny, p.nz);
+    std::printf("\t# Density: %lf\n", p.density);
+    std::printf("\t# Force cutoff: %lf\n", p.force_cutoff);
+    std::printf("\t# Neigh cutoff: %lf\n", p.neighbor_cutoff());
+    std::printf("\t# Half neighborlists: %d\n", opt.half_neighbor ? 1 : 0);
+    std::printf("\t# Neighbor bin size: %.3lf %.3lf %.3lf\n", setup.bin_size[0], setup.bin_size[1],
+                setup.bin_size[2]);
+    std::printf("\t# Neighbor frequency: %" PRId64 "\n", p.reneighbor_every);
+    std::printf("\t# Timestep size: %lf\n", p.dt);
+    std::printf("\t# Thermo frequency: %" PRId64 "\n", p.thermo_every);
+    std::printf("\t# Ghost Newton: %d\n", opt.ghost_newton ? 1 : 0);
+    std::printf("\t# Comm: %s, completion: %s\n", opt.comm.c_str(),
+                opt.sync ? "sync (fence)" : "engine");
+    std::printf("\t# Size of float: 8\n");
+    std::fflush(stdout);
+  }
+
+  // Every reduction round's result, in order: the momentum, the kinetic energy, then
+  // one thermo round per thermo step.
+  std::vector<std::int64_t> thermo_steps;
+  for (std::int64_t s = 0; s <= p.steps; ++s)
+    if (setup.thermo_step(s)) thermo_steps.push_back(s);
+  std::vector<std::vector<double>> results;
+  minimd::ThermoLog printed;
+  double clock_start = 0;
+  int failed = 0;
+  auto atoms = kodo::Collection<minimd::AtomUnit>::create(runtime, units, setup);
+  atoms.on_reduced<std::vector<double>>([&](std::uint64_t round, const std::vector<double>& r) {
+    results.push_back(r);
+    if (round < 2) return;
+    const std::int64_t step = thermo_steps.at(round - 2);
+    if (r.size() != 4 || r[3] != static_cast<double>(natoms)) {
+      if (root)
+        std::printf("FAILED: step %" PRId64 ": %.0f atoms where %" PRId64 " were created\n", step,
+                    r.size() == 4 ? r[3] : -1.0, natoms);
+      failed = 1;
+      return;
+    }
+    const double t = r[0] / dof;
+    const double u = r[1] / static_cast<double>(natoms);
+    const double pressure = (t * dof + r[2]) / (3.0 * volume);
+    char line[160];
+    std::snprintf(line, sizeof line, "%" PRId64 " %e %e %e %6.3lf", step, t, u, pressure,
+                  step == 0 ? 0.0 : now() - clock_start);
+    printed.add_line(line);
+    if (root) {
+      std::printf("%s\n", line);
+      std::fflush(stdout);
+    }
+  });
+  runtime.run();
+
+  atoms.broadcast_local<&minimd::AtomUnit::report_momentum>();
+  runtime.run();
+  std::vector<double> mean = results.at(0);
+  for (double& m : mean) m /= static_cast<double>(natoms);
+  atoms.broadcast_local<&minimd::AtomUnit::remove_drift>(mean);
+  runtime.run();
+  const double t_initial = results.at(1).at(0) / dof;
+  const double factor = std::sqrt(p.temperature / t_initial);
+  if (root) {
+    std::printf("# Starting dynamics ...\n# Timestep T U P Time\n");
+    std::fflush(stdout);
+  }
+  atoms.broadcast_local<&minimd::AtomUnit::start>(factor);
+  runtime.run();
+  const double setup_end = now();
+  clock_start = setup_end;
+  *setup.timers = minimd::Timers{};
+  atoms.broadcast_local<&minimd::AtomUnit::run>(p.steps);
+  runtime.run();
+  const double total = now() - clock_start;
+
+  // The time split: the longest over ranks (measured with --sync only).
+  double split[3] = {setup.timers->force, setup.timers->neighbor, setup.timers->comm};
+  MPI_Allreduce(MPI_IN_PLACE, split, 3, MPI_DOUBLE, MPI_MAX, runtime.comm());
+  const double rate = total > 0 ? static_cast<double>(natoms) * static_cast<double>(p.steps) / total
+                                : 0;
+  if (root) {
+    std::printf("\n# Performance Summary:\n");
+    if (opt.sync)
+      std::printf("# %.4e atom-steps/s: %" PRId64 " atoms, %" PRId64
+                  " steps in %.6f s (force %.6f s, "
+                  "neighbour %.6f s, communication %.6f s, other %.6f s)\n",
+                  rate, natoms, p.steps, total, split[0], split[1], split[2],
+                  total - split[0] - split[1] - split[2]);
+    else
+      std::printf("# %.4e atom-steps/s: %" PRId64 " atoms, %" PRId64
+                  " steps in %.6f s (the parts of "
+                  "a step overlap across units: run with --sync for the time split)\n",
+                  rate, natoms, p.steps, total);
+    std::printf(
+        "# PERF_SUMMARY ranks odf steps natoms t_total t_force t_neigh t_comm t_other "
+        "atom_steps_per_s\n");
+    if (opt.sync)
+      std::printf("PERF_SUMMARY %d %" PRId64 " %" PRId64 " %" PRId64
+                  " %.6f %.6f %.6f %.6f %.6f %.6e\n",
+                  runtime.size(), opt.odf, p.steps, natoms, total, split[0], split[1], split[2],
+                  total - split[0] - split[1] - split[2], rate);
+    else
+      std::printf("PERF_SUMMARY %d %" PRId64 " %" PRId64 " %" PRId64 " %.6f nan nan nan nan %.6e\n",
+                  runtime.size(), opt.odf, p.steps, natoms, total, rate);
+    if (!reference.empty()) {
+      std::string why;
+      const int compared = printed.compare_with(reference, why);
+      if (compared > 0 && why.empty()) {
+        std::printf("verified: %d thermo line(s) equal the reference's to the last printed digit\n",
+                    compared);
+      } else {
+        std::printf("FAILED: %s\n",
+                    why.empty() ? "no thermo step in common with the reference" : why.c_str());
+        failed = 1;
+      }
+    }
+    std::fflush(stdout);
+  }
+  MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, runtime.comm());
+  return failed;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::unique_ptr<kodo::Runtime> started;
+  try {
+    started = std::make_unique<kodo::Runtime>(argc, argv);
+  } catch (const kodo::Error& e) {
+    std::fprintf(stderr, "minimd: %s\n", e.what());
+    return 1;
+  }
+  kodo::Runtime& runtime = *started;
+  if (runtime.print_usage_if_requested(minimd::usage())) return 0;
+  const bool root = runtime.rank() == 0;
+  // Every rank reads the same arguments and files and so reaches the same verdict.
+  Options opt;
+  kodo::Extent3 units;
+  minimd::Timers timers;
+  minimd::Setup setup;
+  minimd::ThermoLog reference;
+  try {
+    opt = minimd::parse_options(std::vector<std::string>(argv + 1, argv + argc));
+    const minimd::Problem& p = opt.problem;
+    setup.problem = p;
+    const double lattice = std::pow(4.0 / p.density, 1.0 / 3.0);
+    const std::int64_t cells[3] = {p.nx, p.ny, p.nz};
+    for (int d = 0; d < 3; ++d) {
+      setup.length[d] = static_cast<double>(cells[d]) * lattice;
+      // miniMD's default: 5/6 of a bin per unit cell.
+      const std::int64_t bins =
+          opt.bins > 0
+              ? opt.bins
+              : std::max<std::int64_t>(1, static_cast<std::int64_t>(5.0 / 6.0 *
+                                                                    static_cast<double>(cells[d])));
+      setup.bin_size[d] = setup.length[d] / static_cast<double>(bins);
+    }
+    units = cut_box(opt, setup.length, runtime.size());
+    setup.list = !opt.half_neighbor ? minimd::ListKind::full
+                 : opt.ghost_newton ? minimd::ListKind::half_newton
+                                    : minimd::ListKind::half;
+    setup.host_staged = opt.comm == "host";
+    setup.sync = opt.sync;
+    setup.timers = &timers;
+    if (!opt.reference.empty()) reference = minimd::ThermoLog::read(opt.reference);
+  } catch (const std::exception& e) {
+    if (root) std::fprintf(stderr, "minimd: error: %s\n%s", e.what(), minimd::usage().c_str());
+    return 2;
+  }
+  try {
+    return run(runtime, opt, units, setup, reference);
+  } catch (const std::exception& e) {
+    kodo::fatal(std::string("minimd: ") + e.what());
+  }
+}

@@ -1,0 +1,52 @@
+#pragma once
+// Command line and input file of minimd (the flags and the in.lj.miniMD format of
+// Mantevo miniMD).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace minimd {
+
+// The physical problem: the input file's values, then the command line's overrides.
+struct Problem {
+  std::int64_t nx = 32, ny = 32, nz = 32;  // FCC unit cells (4 atoms each)
+  std::int64_t steps = 100;
+  double dt = 0.005;
+  double temperature = 1.44;  // initial, T0
+  double density = 0.8442;
+  std::int64_t reneighbor_every = 20;
+  double force_cutoff = 2.5;
+  double skin = 0.3;
+  std::int64_t thermo_every = 100;  // 0: at the start and the end only
+  double epsilon = 1.0, sigma = 1.0;
+  double neighbor_cutoff() const { return force_cutoff + skin; }
+  std::int64_t atoms() const;  // 4 nx ny nz; throws if that overflows 64 bits
+};
+
+struct Options {
+  Problem problem;
+  std::string input_file;     // empty: the defaults above (those of in.lj.miniMD)
+  bool half_neighbor = true;  // half lists with Newton's third law (miniMD's default)
+  bool ghost_newton = true;   // with half lists: forces on ghosts sent back to their owners
+  std::int64_t bins = -1;     // neighbour bins per dimension; -1: 5/6 of the unit cells
+  std::int64_t odf = 1;
+  std::string comm = "device";  // "device" (GPU-aware) or "host" (staged in pinned memory)
+  bool sync = false;            // fence streams instead of the completion engine
+  std::string reference;        // a thermo log to compare with (empty: none)
+  bool help = false;
+};
+
+// Parses the arguments after the program name, reading the input file (-i) first so the
+// other flags override it wherever they stand. Throws std::invalid_argument naming the
+// problem (unknown flag, missing or malformed value, value out of range, unreadable or
+// malformed input file).
+Options parse_options(const std::vector<std::string>& args);
+
+// Reads an input file in the in.lj.miniMD format into `problem`. Throws
+// std::invalid_argument naming the file, the line and the problem.
+void read_input_file(const std::string& path, Problem& problem);
+
+std::string usage();
+
+}  // namespace minimd
