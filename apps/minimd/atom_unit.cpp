@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <stdexcept>
 #include <string>
 
 namespace minimd {
@@ -27,9 +28,10 @@ double park_miller(std::int64_t& seed) {
 int room_for(std::int64_t atoms, const char* what) {
   const std::int64_t wanted = atoms + atoms / 5 + 64;
   if (wanted > INT_MAX)
-    throw kodo::Error(kodo::detail::cat("minimd: a unit would hold ", atoms, " ", what,
-                                        ", more than its 32-bit indices allow: use more units "
-                                        "(--odf or ranks)"));
+    throw std::runtime_error(
+        kodo::detail::cat("minimd: a unit would hold ", atoms, " ", what,
+                          ", more than its 32-bit indices allow: use more units "
+                          "(--odf or ranks)"));
   return static_cast<int>(wanted);
 }
 
@@ -141,7 +143,7 @@ AtomUnit::AtomUnit(const kodo::UnitInit<AtomUnit>& init, const Setup& setup)
   most_neighbors_ = setup.list == ListKind::full ? 128 : 64;
   counters_ = Counters(alloc("minimd::counters"), counter_slots);
   counters_host_ = decltype(counters_host_)(alloc("minimd::counters_host"), counter_slots);
-  thermo_ = Payload(alloc("minimd::thermo"), 4);
+  thermo_ = Payload(alloc("minimd::thermo"), 7);
   setup_sums_ = Payload(alloc("minimd::setup_sums"), 3);
   Kokkos::fence("minimd::AtomUnit");
 }
@@ -154,15 +156,17 @@ void AtomUnit::report_momentum() {
 }
 
 void AtomUnit::remove_drift(std::vector<double> mean) {
-  if (mean.size() != 3) throw kodo::Error("minimd: the mean velocity needs 3 components");
+  if (mean.size() != 3) throw std::runtime_error("minimd: the mean velocity needs 3 components");
   subtract(compute_->space(), v_, nlocal_, mean[0], mean[1], mean[2]);
   Kokkos::deep_copy(compute_->space(), setup_sums_, 0.0);
   kinetic(compute_->space(), v_, nlocal_, setup_sums_);
   contribute(*compute_, setup_sums_, kodo::Sum{});
 }
 
-void AtomUnit::start(double factor) {
+void AtomUnit::start(double factor, std::vector<double> drift) {
+  if (drift.size() != 3) throw std::runtime_error("minimd: the drift needs 3 components");
   scale(compute_->space(), v_, nlocal_, factor);
+  subtract(compute_->space(), v_, nlocal_, -drift[0], -drift[1], -drift[2]);
   // Step 0: the ghosts and lists from scratch, the force, thermo; no integration.
   started_ = true;
   step_ = 0;
@@ -185,21 +189,21 @@ void AtomUnit::run(std::int64_t steps) {
 void AtomUnit::receive(std::int64_t step, int kind, int dim, int side, Payload data) {
   // Bytes from another unit are input: every field is checked before it is used.
   if (kind < 0 || kind >= kinds || dim < 0 || dim > 2 || side < 0 || side > 1)
-    throw kodo::Error(kodo::detail::cat("minimd: a message of kind ", kind, ", dimension ", dim,
-                                        ", side ", side, " reached unit ", index()));
+    throw std::runtime_error(kodo::detail::cat("minimd: a message of kind ", kind, ", dimension ",
+                                               dim, ", side ", side, " reached unit ", index()));
   if (step < step_ || step > step_ + 2)
-    throw kodo::Error(kodo::detail::cat("minimd: ", kind_names[kind], " of step ", step,
-                                        " reached unit ", index(), " at step ", step_));
+    throw std::runtime_error(kodo::detail::cat("minimd: ", kind_names[kind], " of step ", step,
+                                               " reached unit ", index(), " at step ", step_));
   if (!arrived_.emplace(Key{step, kind, dim, side}, data).second)
-    throw kodo::Error(kodo::detail::cat("minimd: ", kind_names[kind], " of step ", step,
-                                        " arrived twice from one side at unit ", index()));
+    throw std::runtime_error(kodo::detail::cat("minimd: ", kind_names[kind], " of step ", step,
+                                               " arrived twice from one side at unit ", index()));
   advance();
 }
 
 void AtomUnit::receive_staged(std::int64_t step, int kind, int dim, int side, HostPayload data) {
   if (kind < 0 || kind >= kinds || dim < 0 || dim > 2 || side < 0 || side > 1)
-    throw kodo::Error(kodo::detail::cat("minimd: a message of kind ", kind, ", dimension ", dim,
-                                        ", side ", side, " reached unit ", index()));
+    throw std::runtime_error(kodo::detail::cat("minimd: a message of kind ", kind, ", dimension ",
+                                               dim, ", side ", side, " reached unit ", index()));
   // Onto the device, on the communication stream; the host copy is kept until the
   // slot comes round again (see atom_unit.hpp).
   const int p = static_cast<int>(step % 2);
@@ -221,9 +225,10 @@ Payload AtomUnit::take(Kind kind, int d, int side, std::size_t multiple) {
   Payload data = it->second;
   arrived_.erase(it);
   if (data.size() % multiple != 0 || data.size() / multiple > INT_MAX)
-    throw kodo::Error(kodo::detail::cat("minimd: ", kind_names[kind], " of ", data.size(),
-                                        " values reached unit ", index(), " along ", axis[d],
-                                        ": not a whole number of ", multiple, "-value records"));
+    throw std::runtime_error(kodo::detail::cat("minimd: ", kind_names[kind], " of ", data.size(),
+                                               " values reached unit ", index(), " along ", axis[d],
+                                               ": not a whole number of ", multiple,
+                                               "-value records"));
   held_[kind][parity()][d][side] = data;  // in use by the kernels enqueued now
   return data;
 }
@@ -297,7 +302,7 @@ void AtomUnit::read_counters(kodo::Stream& stream, const char* what) {
 void AtomUnit::check_lost(const char* when) {
   const auto lost = counters_host_(Counter::lost);
   if (lost == 0) return;
-  throw kodo::Error(kodo::detail::cat(
+  throw std::runtime_error(kodo::detail::cat(
       "minimd: ", lost, " atom(s) lost ", when, " at step ", step_, " in unit ", index(), " (box ",
       box_.lo[0], "..", box_.hi[0], " x ", box_.lo[1], "..", box_.hi[1], " x ", box_.lo[2], "..",
       box_.hi[2],
@@ -433,6 +438,8 @@ void AtomUnit::finish_step() {
   if (energy_) {
     kinetic(compute_->space(), v_, nlocal_, thermo_);
     Kokkos::deep_copy(compute_->space(), Kokkos::subview(thermo_, 3), static_cast<double>(nlocal_));
+    momentum(compute_->space(), v_, nlocal_,
+             Payload(Kokkos::subview(thermo_, std::pair<std::size_t, std::size_t>(4, 7))));
     contribute(*compute_, thermo_, kodo::Sum{});
   }
   stage_ = Stage::idle;
@@ -476,9 +483,9 @@ bool AtomUnit::migrate_phase() {
       const auto lo = counters_host_(to_lo), hi = counters_host_(to_hi),
                  stay = counters_host_(Counter::staying);
       if (lo + hi + stay != nlocal_)
-        throw kodo::Error(kodo::detail::cat("minimd: ", nlocal_ - lo - hi - stay,
-                                            " atom(s) of unit ", index(), " at step ", step_,
-                                            " have a position that is not a finite number"));
+        throw std::runtime_error(kodo::detail::cat("minimd: ", nlocal_ - lo - hi - stay,
+                                                   " atom(s) of unit ", index(), " at step ", step_,
+                                                   " have a position that is not a finite number"));
       for (int toward = 0; toward < 2; ++toward) {
         const auto count = static_cast<int>(toward == 0 ? lo : hi);
         Payload& out = buffer(migrants, d, toward, 6 * static_cast<std::size_t>(count));
@@ -680,10 +687,10 @@ bool AtomUnit::ghost_phase() {
       for (int side = 0; side < 2; ++side) {
         Payload in = take(ghosts, d, side, 3);
         if (in.size() != 3 * static_cast<std::size_t>(count_[d][side]))
-          throw kodo::Error(kodo::detail::cat("minimd: ", in.size() / 3,
-                                              " ghost positions reached unit ", index(), " along ",
-                                              axis[d], " where ", count_[d][side],
-                                              " were expected"));
+          throw std::runtime_error(kodo::detail::cat("minimd: ", in.size() / 3,
+                                                     " ghost positions reached unit ", index(),
+                                                     " along ", axis[d], " where ", count_[d][side],
+                                                     " were expected"));
         unpack_rows(comm_->space(), in, count_[d][side], x_, first_[d][side]);
       }
       return next();
@@ -738,10 +745,10 @@ bool AtomUnit::reverse_phase() {
         Payload in = take(forces, d, side, 3);
         // From the lower neighbour: forces on the copies of what we sent toward it.
         if (in.size() != 3 * static_cast<std::size_t>(border_count_[d][side]))
-          throw kodo::Error(kodo::detail::cat("minimd: ", in.size() / 3,
-                                              " ghost forces reached unit ", index(), " along ",
-                                              axis[d], " where ", border_count_[d][side],
-                                              " were expected"));
+          throw std::runtime_error(kodo::detail::cat("minimd: ", in.size() / 3,
+                                                     " ghost forces reached unit ", index(),
+                                                     " along ", axis[d], " where ",
+                                                     border_count_[d][side], " were expected"));
         add_forces(comm_->space(), in, border_[d][side], border_count_[d][side], f_);
       }
       return next();

@@ -17,7 +17,7 @@
 // rebuilt; on other steps the ghosts' positions are updated over the same lists; force;
 // with half lists and Newton's law across units, the ghosts' forces go back to their
 // owners (phases z, y, x); final integrate; on thermo steps a reduction (kinetic
-// energy, potential energy, virial, atom count) that the main program reads.
+// energy, potential energy, virial, atom count, momentum) that the main program reads.
 //
 // Messages are entry-method calls carrying device views (or pinned host views with
 // --comm host), of exactly the size sent: the receiver learns every count from them.
@@ -71,8 +71,9 @@ class AtomUnit : public kodo::WorkUnit<AtomUnit> {
   // round (a std::vector<double>).
   void report_momentum();                       // sum of v over the unit's atoms
   void remove_drift(std::vector<double> mean);  // v -= mean; then sum of |v|^2
-  void start(double factor);                    // v *= factor; ghosts, lists, force; thermo 0
-  void run(std::int64_t steps);                 // thermo rounds as they come
+  // v = factor v + drift; ghosts, lists, force; thermo 0
+  void start(double factor, std::vector<double> drift);
+  void run(std::int64_t steps);  // thermo rounds as they come
 
   // Entry methods of the neighbours: data of `step`, coming from the neighbour on
   // `side` (0 lower, 1 upper) of dimension `dim`.
@@ -151,7 +152,7 @@ class AtomUnit : public kodo::WorkUnit<AtomUnit> {
   Payload held_[kinds][2][3][2];
   std::map<Key, Payload> arrived_;
   // Reductions.
-  Payload thermo_;  // kinetic, potential, virial, atoms
+  Payload thermo_;  // sum |v|^2, potential energy, virial, atoms, sum v (3)
   Payload setup_sums_;
 
   // Where the unit is.

@@ -96,14 +96,17 @@ int run(kodo::Runtime& runtime, const Options& opt, const kodo::Extent3& units,
     results.push_back(r);
     if (round < 2) return;
     const std::int64_t step = thermo_steps.at(round - 2);
-    if (r.size() != 4 || r[3] != static_cast<double>(natoms)) {
+    if (r.size() != 7 || r[3] != static_cast<double>(natoms)) {
       if (root)
         std::printf("FAILED: step %" PRId64 ": %.0f atoms where %" PRId64 " were created\n", step,
-                    r.size() == 4 ? r[3] : -1.0, natoms);
+                    r.size() == 7 ? r[3] : -1.0, natoms);
       failed = 1;
       return;
     }
-    const double t = r[0] / dof;
+    // In the frame of the centre of mass (which stays at rest without --drift): the
+    // temperature does not depend on a uniform motion of the whole box.
+    const double t =
+        (r[0] - (r[4] * r[4] + r[5] * r[5] + r[6] * r[6]) / static_cast<double>(natoms)) / dof;
     const double u = r[1] / static_cast<double>(natoms);
     const double pressure = (t * dof + r[2]) / (3.0 * volume);
     char line[160];
@@ -129,7 +132,7 @@ int run(kodo::Runtime& runtime, const Options& opt, const kodo::Extent3& units,
     std::printf("# Starting dynamics ...\n# Timestep T U P Time\n");
     std::fflush(stdout);
   }
-  atoms.broadcast_local<&minimd::AtomUnit::start>(factor);
+  atoms.broadcast_local<&minimd::AtomUnit::start>(factor, opt.drift);
   runtime.run();
   const double setup_end = now();
   clock_start = setup_end;
@@ -212,12 +215,13 @@ int main(int argc, char** argv) {
     const std::int64_t cells[3] = {p.nx, p.ny, p.nz};
     for (int d = 0; d < 3; ++d) {
       setup.length[d] = static_cast<double>(cells[d]) * lattice;
-      // miniMD's default: 5/6 of a bin per unit cell.
+      // Default: bins of about half the neighbour cutoff (fewer candidates per atom than
+      // miniMD's 5/6 of a bin per unit cell, for the same lists).
       const std::int64_t bins =
           opt.bins > 0
               ? opt.bins
-              : std::max<std::int64_t>(1, static_cast<std::int64_t>(5.0 / 6.0 *
-                                                                    static_cast<double>(cells[d])));
+              : std::max<std::int64_t>(1, static_cast<std::int64_t>(setup.length[d] /
+                                                                    (0.5 * p.neighbor_cutoff())));
       setup.bin_size[d] = setup.length[d] / static_cast<double>(bins);
     }
     units = cut_box(opt, setup.length, runtime.size());

@@ -178,6 +178,8 @@ Options parse_options(const std::vector<std::string>& args) {
         throw std::invalid_argument("--comm must be device or host, not '" + o.comm + "'");
     } else if (a == "--sync") {
       o.sync = true;
+    } else if (a == "--drift") {
+      for (int d = 0; d < 3; ++d) o.drift[d] = parse_real("--drift", value(i));
     } else if (a == "--reference") {
       o.reference = value(i);
     } else {
@@ -191,7 +193,7 @@ Options parse_options(const std::vector<std::string>& args) {
 std::string usage() {
   return "usage: minimd [-i FILE] [-s N | -nx N -ny N -nz N] [-n STEPS] [--half_neigh 0|1]\n"
          "              [-gn 0|1] [-b BINS] [--odf UNITS_PER_RANK] [--comm device|host] [--sync]\n"
-         "              [--reference LOG] [--help]\n"
+         "              [--reference LOG] [--drift VX VY VZ] [--help]\n"
          "Lennard-Jones molecular dynamics (Mantevo miniMD's problem) on overdecomposed units.\n"
          "  -i FILE        input file in the in.lj.miniMD format (default: that file's values)\n"
          "  -s N           N x N x N FCC unit cells, 4 atoms each (sets -nx, -ny and -nz)\n"
@@ -200,13 +202,17 @@ std::string usage() {
          "  --half_neigh   1: half neighbour lists (default), 0: full lists\n"
          "  -gn            with half lists, 1: Newton's third law across units too (forces on\n"
          "                 ghost atoms go back to their owners; default), 0: not\n"
-         "  -b BINS        neighbour bins per dimension of the box (default 5/6 of -nx etc.)\n"
+         "  -b BINS        neighbour bins per dimension of the box (default: bins about half\n"
+         "                 the neighbour cutoff wide)\n"
          "  --odf          overdecomposition factor: work units per rank (default 1)\n"
          "  --comm         transfers between ranks: device (GPU-aware, default) or host\n"
          "                 (staged through pinned host memory)\n"
          "  --sync         wait for device work by fencing streams (default: completion engine)\n"
          "  --reference    compare the thermo lines with a miniMD log (e.g. the shared 4k.lj):\n"
-         "                 every step both print must agree to the last printed digit\n";
+         "                 every step both print must agree to the last printed digit\n"
+         "  --drift        add a uniform velocity to every atom at the start: the box moves\n"
+         "                 as a whole, atoms change units all the time, and the thermo (in\n"
+         "                 the frame of the centre of mass) is that of the box at rest\n";
 }
 
 }  // namespace minimd

@@ -29,11 +29,12 @@ struct Options {
   std::string input_file;     // empty: the defaults above (those of in.lj.miniMD)
   bool half_neighbor = true;  // half lists with Newton's third law (miniMD's default)
   bool ghost_newton = true;   // with half lists: forces on ghosts sent back to their owners
-  std::int64_t bins = -1;     // neighbour bins per dimension; -1: 5/6 of the unit cells
+  std::int64_t bins = -1;     // neighbour bins per dimension; -1: about half a cutoff wide
   std::int64_t odf = 1;
   std::string comm = "device";  // "device" (GPU-aware) or "host" (staged in pinned memory)
   bool sync = false;            // fence streams instead of the completion engine
   std::string reference;        // a thermo log to compare with (empty: none)
+  std::vector<double> drift{0.0, 0.0, 0.0};  // a uniform velocity added at the start
   bool help = false;
 };
 
