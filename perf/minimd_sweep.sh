@@ -75,7 +75,8 @@ for g in $gpus; do
         exit 1
       fi
       for v in "${f[@]:5:6}"; do
-        [[ $v =~ ^[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?$ ]] ||
+        # nan: a part of the step minimd measures with --sync only
+        [[ $v =~ ^[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?$ || $v == nan ]] ||
           { echo "minimd_sweep: $where: '$v' in '${f[*]}' is not a number" >&2; exit 1; }
       done
       [[ ${f[1]} == "$g" && ${f[2]} == "$odf" && ${f[3]} == "$steps" && ${f[4]} == "$atoms" ]] || {

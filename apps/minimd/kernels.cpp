@@ -320,9 +320,15 @@ void build_neighbors(const Device& space, Vectors x, int nlocal, const BinGrid& 
 namespace {
 struct Energy {};  // tag: also sum the energy and the virial
 
+// Positions as the force kernels read them: through the read-only cache (gathers of
+// neighbours' rows).
+using Gathered = Kokkos::View<const double* [3], Kokkos::LayoutRight, Memory,
+                              Kokkos::MemoryTraits<Kokkos::RandomAccess>>;
+
 // Forces of full lists: each atom sums its own force, no atomics.
 struct FullForce {
-  Vectors x, f;
+  Gathered x;
+  Vectors f;
   NeighborList neighbors;
   Indices count;
   Potential p;
@@ -364,7 +370,8 @@ struct FullForce {
 // Forces of half lists: both atoms of a pair, so f is zeroed first and added atomically.
 // Without Newton across units, a ghost's force is not kept (its owner lists the pair too).
 struct HalfForce {
-  Vectors x, f;
+  Gathered x;
+  Vectors f;
   NeighborList neighbors;
   Indices count;
   Potential p;
