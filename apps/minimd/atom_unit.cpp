@@ -260,6 +260,16 @@ Payload& AtomUnit::buffer(Kind kind, int d, int toward, std::size_t size) {
   return out;
 }
 
+// With --comm host toward another rank: the packed values also go to pinned host memory,
+// on the communication stream (they are sent from there).
+void AtomUnit::stage(const Payload& out, Kind kind, int d, int toward, std::size_t size) {
+  if (!staged_to(d, toward)) return;
+  HostPayload& host = staging_out_[kind][parity()][d][toward];
+  grow_flat(host, out.size(), "minimd::staging");
+  const auto first = std::pair<std::size_t, std::size_t>(0, size);
+  Kokkos::deep_copy(comm_->space(), Kokkos::subview(host, first), Kokkos::subview(out, first));
+}
+
 // Sends the first `size` values of the packed buffer toward a side; the receiver gets
 // them from the other side.
 void AtomUnit::send(Kind kind, int d, int toward, std::size_t size) {
@@ -490,14 +500,7 @@ bool AtomUnit::migrate_phase() {
         const auto count = static_cast<int>(toward == 0 ? lo : hi);
         Payload& out = buffer(migrants, d, toward, 6 * static_cast<std::size_t>(count));
         pack_atoms(comm_->space(), x_, v_, border_[d][toward], count, d, shift(d, toward), out);
-        if (staged_to(d, toward)) {
-          grow_flat(staging_out_[migrants][parity()][d][toward], out.size(), "minimd::staging");
-          Kokkos::deep_copy(comm_->space(),
-                            Kokkos::subview(staging_out_[migrants][parity()][d][toward],
-                                            std::pair<std::size_t, std::size_t>(0, 6 * count)),
-                            Kokkos::subview(out,
-                                            std::pair<std::size_t, std::size_t>(0, 6 * count)));
-        }
+        stage(out, migrants, d, toward, 6 * static_cast<std::size_t>(count));
         border_count_[d][toward] = count;
       }
       spares_for(stay);
@@ -574,14 +577,7 @@ bool AtomUnit::border_phase() {
         const int count = border_count_[d][toward];
         Payload& out = buffer(borders, d, toward, 3 * static_cast<std::size_t>(count));
         pack_positions(comm_->space(), x_, border_[d][toward], count, d, shift(d, toward), out);
-        if (staged_to(d, toward)) {
-          grow_flat(staging_out_[borders][parity()][d][toward], out.size(), "minimd::staging");
-          Kokkos::deep_copy(comm_->space(),
-                            Kokkos::subview(staging_out_[borders][parity()][d][toward],
-                                            std::pair<std::size_t, std::size_t>(0, 3 * count)),
-                            Kokkos::subview(out,
-                                            std::pair<std::size_t, std::size_t>(0, 3 * count)));
-        }
+        stage(out, borders, d, toward, 3 * static_cast<std::size_t>(count));
       }
       after(*comm_, "minimd::borders pack (sync)");
       phase_ = Phase::packing;
@@ -664,14 +660,7 @@ bool AtomUnit::ghost_phase() {
         const int count = border_count_[d][toward];
         Payload& out = buffer(ghosts, d, toward, 3 * static_cast<std::size_t>(count));
         pack_positions(comm_->space(), x_, border_[d][toward], count, d, shift(d, toward), out);
-        if (staged_to(d, toward)) {
-          grow_flat(staging_out_[ghosts][parity()][d][toward], out.size(), "minimd::staging");
-          Kokkos::deep_copy(comm_->space(),
-                            Kokkos::subview(staging_out_[ghosts][parity()][d][toward],
-                                            std::pair<std::size_t, std::size_t>(0, 3 * count)),
-                            Kokkos::subview(out,
-                                            std::pair<std::size_t, std::size_t>(0, 3 * count)));
-        }
+        stage(out, ghosts, d, toward, 3 * static_cast<std::size_t>(count));
       }
       after(*comm_, "minimd::ghosts pack (sync)");
       phase_ = Phase::packing;
@@ -720,14 +709,7 @@ bool AtomUnit::reverse_phase() {
         const int count = count_[d][side];
         Payload& out = buffer(forces, d, side, 3 * static_cast<std::size_t>(count));
         pack_rows(comm_->space(), f_, first_[d][side], count, out);
-        if (staged_to(d, side)) {
-          grow_flat(staging_out_[forces][parity()][d][side], out.size(), "minimd::staging");
-          Kokkos::deep_copy(comm_->space(),
-                            Kokkos::subview(staging_out_[forces][parity()][d][side],
-                                            std::pair<std::size_t, std::size_t>(0, 3 * count)),
-                            Kokkos::subview(out,
-                                            std::pair<std::size_t, std::size_t>(0, 3 * count)));
-        }
+        stage(out, forces, d, side, 3 * static_cast<std::size_t>(count));
       }
       after(*comm_, "minimd::reverse pack (sync)");
       phase_ = Phase::packing;

@@ -108,6 +108,7 @@ class AtomUnit : public kodo::WorkUnit<AtomUnit> {
   bool ready();  // the awaited work is done (consumes it)
   void read_counters(kodo::Stream& stream, const char* what);
   Payload& buffer(Kind kind, int d, int toward, std::size_t size);
+  void stage(const Payload& out, Kind kind, int d, int toward, std::size_t size);
   void send(Kind kind, int d, int toward, std::size_t size);
   bool have(Kind kind, int d) const;
   Payload take(Kind kind, int d, int side, std::size_t multiple);

@@ -325,6 +325,15 @@ struct Energy {};  // tag: also sum the energy and the virial
 using Gathered = Kokkos::View<const double* [3], Kokkos::LayoutRight, Memory,
                               Kokkos::MemoryTraits<Kokkos::RandomAccess>>;
 
+// The Lennard-Jones pair term at squared distance rsq (inside the cutoff): the force
+// divided by the distance, and the pair's energy.
+KOKKOS_INLINE_FUNCTION double pair_force(const Potential& p, double rsq, double& energy) {
+  const double sr2 = 1.0 / rsq;
+  const double sr6 = sr2 * sr2 * sr2 * p.sigma6;
+  energy = 4.0 * sr6 * (sr6 - 1.0) * p.epsilon;
+  return 48.0 * sr6 * (sr6 - 0.5) * sr2 * p.epsilon;
+}
+
 // Forces of full lists: each atom sums its own force, no atomics.
 struct FullForce {
   Gathered x;
@@ -349,14 +358,13 @@ struct FullForce {
       const double dx = xi - x(j, 0), dy = yi - x(j, 1), dz = zi - x(j, 2);
       const double rsq = dx * dx + dy * dy + dz * dz;
       if (rsq < p.cutoff_sq) {
-        const double sr2 = 1.0 / rsq;
-        const double sr6 = sr2 * sr2 * sr2 * p.sigma6;
-        const double force = 48.0 * sr6 * (sr6 - 0.5) * sr2 * p.epsilon;
+        double pair_energy;
+        const double force = pair_force(p, rsq, pair_energy);
         fx += dx * force;
         fy += dy * force;
         fz += dz * force;
         if constexpr (E) {  // each pair is seen from both of its atoms: half each time
-          e += 0.5 * 4.0 * sr6 * (sr6 - 1.0) * p.epsilon;
+          e += 0.5 * pair_energy;
           w += 0.5 * rsq * force;
         }
       }
@@ -394,9 +402,8 @@ struct HalfForce {
       const double dx = xi - x(j, 0), dy = yi - x(j, 1), dz = zi - x(j, 2);
       const double rsq = dx * dx + dy * dy + dz * dz;
       if (rsq < p.cutoff_sq) {
-        const double sr2 = 1.0 / rsq;
-        const double sr6 = sr2 * sr2 * sr2 * p.sigma6;
-        const double force = 48.0 * sr6 * (sr6 - 0.5) * sr2 * p.epsilon;
+        double pair_energy;
+        const double force = pair_force(p, rsq, pair_energy);
         fx += dx * force;
         fy += dy * force;
         fz += dz * force;
@@ -408,7 +415,7 @@ struct HalfForce {
         }
         if constexpr (E) {  // a pair listed on both sides counts half on each
           const double share = both ? 1.0 : 0.5;
-          e += share * 4.0 * sr6 * (sr6 - 1.0) * p.epsilon;
+          e += share * pair_energy;
           w += share * rsq * force;
         }
       }
