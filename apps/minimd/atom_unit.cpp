@@ -28,10 +28,9 @@ double park_miller(std::int64_t& seed) {
 int room_for(std::int64_t atoms, const char* what) {
   const std::int64_t wanted = atoms + atoms / 5 + 64;
   if (wanted > INT_MAX)
-    throw std::runtime_error(
-        kodo::detail::cat("minimd: a unit would hold ", atoms, " ", what,
-                          ", more than its 32-bit indices allow: use more units "
-                          "(--odf or ranks)"));
+    throw std::runtime_error(text("minimd: a unit would hold ", atoms, " ", what,
+                                  ", more than its 32-bit indices allow: use more units "
+                                  "(--odf or ranks)"));
   return static_cast<int>(wanted);
 }
 
@@ -186,24 +185,27 @@ void AtomUnit::run(std::int64_t steps) {
 
 // ---- messages ------------------------------------------------------------------------
 
-void AtomUnit::receive(std::int64_t step, int kind, int dim, int side, Payload data) {
-  // Bytes from another unit are input: every field is checked before it is used.
+// Bytes from another unit are input: every field is checked before it is used.
+void AtomUnit::check_message(std::int64_t step, int kind, int dim, int side) const {
   if (kind < 0 || kind >= kinds || dim < 0 || dim > 2 || side < 0 || side > 1)
-    throw std::runtime_error(kodo::detail::cat("minimd: a message of kind ", kind, ", dimension ",
-                                               dim, ", side ", side, " reached unit ", index()));
+    throw std::runtime_error(text("minimd: a message of kind ", kind, ", dimension ", dim,
+                                  ", side ", side, " reached unit ", index()));
   if (step < step_ || step > step_ + 2)
-    throw std::runtime_error(kodo::detail::cat("minimd: ", kind_names[kind], " of step ", step,
-                                               " reached unit ", index(), " at step ", step_));
-  if (!arrived_.emplace(Key{step, kind, dim, side}, data).second)
-    throw std::runtime_error(kodo::detail::cat("minimd: ", kind_names[kind], " of step ", step,
-                                               " arrived twice from one side at unit ", index()));
+    throw std::runtime_error(text("minimd: ", kind_names[kind], " of step ", step, " reached unit ",
+                                  index(), " at step ", step_));
+  if (arrived_.count(Key{step, kind, dim, side}))
+    throw std::runtime_error(text("minimd: ", kind_names[kind], " of step ", step,
+                                  " arrived twice from one side at unit ", index()));
+}
+
+void AtomUnit::receive(std::int64_t step, int kind, int dim, int side, Payload data) {
+  check_message(step, kind, dim, side);
+  arrived_.emplace(Key{step, kind, dim, side}, data);
   advance();
 }
 
 void AtomUnit::receive_staged(std::int64_t step, int kind, int dim, int side, HostPayload data) {
-  if (kind < 0 || kind >= kinds || dim < 0 || dim > 2 || side < 0 || side > 1)
-    throw std::runtime_error(kodo::detail::cat("minimd: a message of kind ", kind, ", dimension ",
-                                               dim, ", side ", side, " reached unit ", index()));
+  check_message(step, kind, dim, side);
   // Onto the device, on the communication stream; the host copy is kept until the
   // slot comes round again (see atom_unit.hpp).
   const int p = static_cast<int>(step % 2);
@@ -212,7 +214,8 @@ void AtomUnit::receive_staged(std::int64_t step, int kind, int dim, int side, Ho
   auto part = Kokkos::subview(in, std::pair<std::size_t, std::size_t>(0, data.size()));
   Kokkos::deep_copy(comm_->space(), part, data);
   held_staged_[kind][p][dim][side] = data;
-  receive(step, kind, dim, side, Payload(part));
+  arrived_.emplace(Key{step, kind, dim, side}, Payload(part));
+  advance();
 }
 
 bool AtomUnit::have(Kind kind, int d) const {
@@ -225,10 +228,9 @@ Payload AtomUnit::take(Kind kind, int d, int side, std::size_t multiple) {
   Payload data = it->second;
   arrived_.erase(it);
   if (data.size() % multiple != 0 || data.size() / multiple > INT_MAX)
-    throw std::runtime_error(kodo::detail::cat("minimd: ", kind_names[kind], " of ", data.size(),
-                                               " values reached unit ", index(), " along ", axis[d],
-                                               ": not a whole number of ", multiple,
-                                               "-value records"));
+    throw std::runtime_error(text("minimd: ", kind_names[kind], " of ", data.size(),
+                                  " values reached unit ", index(), " along ", axis[d],
+                                  ": not a whole number of ", multiple, "-value records"));
   held_[kind][parity()][d][side] = data;  // in use by the kernels enqueued now
   return data;
 }
@@ -268,6 +270,16 @@ void AtomUnit::stage(const Payload& out, Kind kind, int d, int toward, std::size
   grow_flat(host, out.size(), "minimd::staging");
   const auto first = std::pair<std::size_t, std::size_t>(0, size);
   Kokkos::deep_copy(comm_->space(), Kokkos::subview(host, first), Kokkos::subview(out, first));
+}
+
+// Once the packs are done: what goes toward each side, `per_atom` values for each of
+// border_count_[d][side] (count_ for forces, which go back to where their ghosts came from).
+bool AtomUnit::send_when_packed(Kind kind, int d, std::size_t per_atom, const int (&count)[2]) {
+  if (!ready()) return false;
+  for (int toward = 0; toward < 2; ++toward)
+    send(kind, d, toward, per_atom * static_cast<std::size_t>(count[toward]));
+  phase_ = Phase::waiting;
+  return true;
 }
 
 // Sends the first `size` values of the packed buffer toward a side; the receiver gets
@@ -312,7 +324,7 @@ void AtomUnit::read_counters(kodo::Stream& stream, const char* what) {
 void AtomUnit::check_lost(const char* when) {
   const auto lost = counters_host_(Counter::lost);
   if (lost == 0) return;
-  throw std::runtime_error(kodo::detail::cat(
+  throw std::runtime_error(text(
       "minimd: ", lost, " atom(s) lost ", when, " at step ", step_, " in unit ", index(), " (box ",
       box_.lo[0], "..", box_.hi[0], " x ", box_.lo[1], "..", box_.hi[1], " x ", box_.lo[2], "..",
       box_.hi[2],
@@ -493,9 +505,9 @@ bool AtomUnit::migrate_phase() {
       const auto lo = counters_host_(to_lo), hi = counters_host_(to_hi),
                  stay = counters_host_(Counter::staying);
       if (lo + hi + stay != nlocal_)
-        throw std::runtime_error(kodo::detail::cat("minimd: ", nlocal_ - lo - hi - stay,
-                                                   " atom(s) of unit ", index(), " at step ", step_,
-                                                   " have a position that is not a finite number"));
+        throw std::runtime_error(text("minimd: ", nlocal_ - lo - hi - stay, " atom(s) of unit ",
+                                      index(), " at step ", step_,
+                                      " have a position that is not a finite number"));
       for (int toward = 0; toward < 2; ++toward) {
         const auto count = static_cast<int>(toward == 0 ? lo : hi);
         Payload& out = buffer(migrants, d, toward, 6 * static_cast<std::size_t>(count));
@@ -513,10 +525,7 @@ bool AtomUnit::migrate_phase() {
       [[fallthrough]];
     }
     case Phase::packing:
-      if (!ready()) return false;
-      for (int toward = 0; toward < 2; ++toward)
-        send(migrants, d, toward, 6 * static_cast<std::size_t>(border_count_[d][toward]));
-      phase_ = Phase::waiting;
+      if (!send_when_packed(migrants, d, 6, border_count_[d])) return false;
       [[fallthrough]];
     case Phase::waiting: {
       if (!have(migrants, d)) return false;
@@ -584,10 +593,7 @@ bool AtomUnit::border_phase() {
       [[fallthrough]];
     }
     case Phase::packing:
-      if (!ready()) return false;
-      for (int toward = 0; toward < 2; ++toward)
-        send(borders, d, toward, 3 * static_cast<std::size_t>(border_count_[d][toward]));
-      phase_ = Phase::waiting;
+      if (!send_when_packed(borders, d, 3, border_count_[d])) return false;
       [[fallthrough]];
     case Phase::waiting: {
       if (!have(borders, d)) return false;
@@ -666,20 +672,16 @@ bool AtomUnit::ghost_phase() {
       phase_ = Phase::packing;
       [[fallthrough]];
     case Phase::packing:
-      if (!ready()) return false;
-      for (int toward = 0; toward < 2; ++toward)
-        send(ghosts, d, toward, 3 * static_cast<std::size_t>(border_count_[d][toward]));
-      phase_ = Phase::waiting;
+      if (!send_when_packed(ghosts, d, 3, border_count_[d])) return false;
       [[fallthrough]];
     case Phase::waiting: {
       if (!have(ghosts, d)) return false;
       for (int side = 0; side < 2; ++side) {
         Payload in = take(ghosts, d, side, 3);
         if (in.size() != 3 * static_cast<std::size_t>(count_[d][side]))
-          throw std::runtime_error(kodo::detail::cat("minimd: ", in.size() / 3,
-                                                     " ghost positions reached unit ", index(),
-                                                     " along ", axis[d], " where ", count_[d][side],
-                                                     " were expected"));
+          throw std::runtime_error(text("minimd: ", in.size() / 3, " ghost positions reached unit ",
+                                        index(), " along ", axis[d], " where ", count_[d][side],
+                                        " were expected"));
         unpack_rows(comm_->space(), in, count_[d][side], x_, first_[d][side]);
       }
       return next();
@@ -715,11 +717,8 @@ bool AtomUnit::reverse_phase() {
       phase_ = Phase::packing;
       [[fallthrough]];
     case Phase::packing:
-      if (!ready()) return false;
       // The ghosts from a side go back toward it.
-      for (int side = 0; side < 2; ++side)
-        send(forces, d, side, 3 * static_cast<std::size_t>(count_[d][side]));
-      phase_ = Phase::waiting;
+      if (!send_when_packed(forces, d, 3, count_[d])) return false;
       [[fallthrough]];
     case Phase::waiting: {
       if (!have(forces, d)) return false;
@@ -727,10 +726,9 @@ bool AtomUnit::reverse_phase() {
         Payload in = take(forces, d, side, 3);
         // From the lower neighbour: forces on the copies of what we sent toward it.
         if (in.size() != 3 * static_cast<std::size_t>(border_count_[d][side]))
-          throw std::runtime_error(kodo::detail::cat("minimd: ", in.size() / 3,
-                                                     " ghost forces reached unit ", index(),
-                                                     " along ", axis[d], " where ",
-                                                     border_count_[d][side], " were expected"));
+          throw std::runtime_error(text("minimd: ", in.size() / 3, " ghost forces reached unit ",
+                                        index(), " along ", axis[d], " where ",
+                                        border_count_[d][side], " were expected"));
         add_forces(comm_->space(), in, border_[d][side], border_count_[d][side], f_);
       }
       return next();

@@ -80,8 +80,6 @@ class AtomUnit : public kodo::WorkUnit<AtomUnit> {
   void receive(std::int64_t step, int kind, int dim, int side, Payload data);
   void receive_staged(std::int64_t step, int kind, int dim, int side, HostPayload data);
 
-  std::int64_t atoms() const { return nlocal_; }
-
   // What travels between units.
   enum Kind : int { ghosts, forces, migrants, borders, kinds };
 
@@ -110,6 +108,8 @@ class AtomUnit : public kodo::WorkUnit<AtomUnit> {
   Payload& buffer(Kind kind, int d, int toward, std::size_t size);
   void stage(const Payload& out, Kind kind, int d, int toward, std::size_t size);
   void send(Kind kind, int d, int toward, std::size_t size);
+  bool send_when_packed(Kind kind, int d, std::size_t per_atom, const int (&count)[2]);
+  void check_message(std::int64_t step, int kind, int dim, int side) const;
   bool have(Kind kind, int d) const;
   Payload take(Kind kind, int d, int side, std::size_t multiple);
   void ensure_atoms(std::int64_t atoms, int keep);
@@ -167,7 +167,6 @@ class AtomUnit : public kodo::WorkUnit<AtomUnit> {
   bool reneighbor_ = false, energy_ = false;
   int awaited_ = 0;  // device completions awaited by the current phase
   bool advancing_ = false, again_ = false;
-  double phase_began_ = 0;  // --sync timers
 };
 
 }  // namespace minimd

@@ -334,57 +334,18 @@ KOKKOS_INLINE_FUNCTION double pair_force(const Potential& p, double rsq, double&
   return 48.0 * sr6 * (sr6 - 0.5) * sr2 * p.epsilon;
 }
 
-// Forces of full lists: each atom sums its own force, no atomics.
-struct FullForce {
-  Gathered x;
-  Vectors f;
-  NeighborList neighbors;
-  Indices count;
-  Potential p;
-  KOKKOS_INLINE_FUNCTION void operator()(int i) const {
-    double e = 0, w = 0;
-    compute<false>(i, e, w);
-  }
-  KOKKOS_INLINE_FUNCTION void operator()(Energy, int i, double& e, double& w) const {
-    compute<true>(i, e, w);
-  }
-  template <bool E>
-  KOKKOS_INLINE_FUNCTION void compute(int i, double& e, double& w) const {
-    const double xi = x(i, 0), yi = x(i, 1), zi = x(i, 2);
-    double fx = 0, fy = 0, fz = 0;
-    const int n = count(i);
-    for (int k = 0; k < n; ++k) {
-      const int j = neighbors(i, k);
-      const double dx = xi - x(j, 0), dy = yi - x(j, 1), dz = zi - x(j, 2);
-      const double rsq = dx * dx + dy * dy + dz * dz;
-      if (rsq < p.cutoff_sq) {
-        double pair_energy;
-        const double force = pair_force(p, rsq, pair_energy);
-        fx += dx * force;
-        fy += dy * force;
-        fz += dz * force;
-        if constexpr (E) {  // each pair is seen from both of its atoms: half each time
-          e += 0.5 * pair_energy;
-          w += 0.5 * rsq * force;
-        }
-      }
-    }
-    f(i, 0) = fx;
-    f(i, 1) = fy;
-    f(i, 2) = fz;
-  }
-};
-
-// Forces of half lists: both atoms of a pair, so f is zeroed first and added atomically.
-// Without Newton across units, a ghost's force is not kept (its owner lists the pair too).
-struct HalfForce {
+// Forces from neighbour lists of kind K. Full lists: each atom sums its own force, no
+// atomics. Half lists: both atoms of a pair, so f is zeroed first and added atomically;
+// without Newton across units (half), a ghost's force is not kept (its owner lists the
+// pair too) and the pair counts half on each side.
+template <ListKind K>
+struct PairForces {
   Gathered x;
   Vectors f;
   NeighborList neighbors;
   Indices count;
   Potential p;
   int nlocal;
-  bool newton;
   KOKKOS_INLINE_FUNCTION void operator()(int i) const {
     double e = 0, w = 0;
     compute<false>(i, e, w);
@@ -407,22 +368,35 @@ struct HalfForce {
         fx += dx * force;
         fy += dy * force;
         fz += dz * force;
-        const bool both = newton || j < nlocal;
-        if (both) {
-          Kokkos::atomic_add(&f(j, 0), -dx * force);
-          Kokkos::atomic_add(&f(j, 1), -dy * force);
-          Kokkos::atomic_add(&f(j, 2), -dz * force);
+        // The share of the pair's energy and virial this atom's list accounts for.
+        double share = 1.0;
+        if constexpr (K == ListKind::full) {
+          share = 0.5;  // each pair is seen from both of its atoms
+        } else {
+          const bool both = K == ListKind::half_newton || j < nlocal;
+          if (both) {
+            Kokkos::atomic_add(&f(j, 0), -dx * force);
+            Kokkos::atomic_add(&f(j, 1), -dy * force);
+            Kokkos::atomic_add(&f(j, 2), -dz * force);
+          } else {
+            share = 0.5;
+          }
         }
-        if constexpr (E) {  // a pair listed on both sides counts half on each
-          const double share = both ? 1.0 : 0.5;
+        if constexpr (E) {
           e += share * pair_energy;
           w += share * rsq * force;
         }
       }
     }
-    Kokkos::atomic_add(&f(i, 0), fx);
-    Kokkos::atomic_add(&f(i, 1), fy);
-    Kokkos::atomic_add(&f(i, 2), fz);
+    if constexpr (K == ListKind::full) {
+      f(i, 0) = fx;
+      f(i, 1) = fy;
+      f(i, 2) = fz;
+    } else {
+      Kokkos::atomic_add(&f(i, 0), fx);
+      Kokkos::atomic_add(&f(i, 1), fy);
+      Kokkos::atomic_add(&f(i, 2), fz);
+    }
   }
 };
 
@@ -441,17 +415,20 @@ void run_force(const char* name, const Device& space, int nlocal, const Functor&
 void force(const Device& space, Vectors x, Vectors f, int nlocal, int nall, NeighborList neighbors,
            Indices count, ListKind kind, const Potential& p, bool energy, Payload ev) {
   if (kind == ListKind::full) {
-    run_force("minimd::force_full", space, nlocal, FullForce{x, f, neighbors, count, p}, energy,
-              ev);
+    run_force("minimd::force_full", space, nlocal,
+              PairForces<ListKind::full>{x, f, neighbors, count, p, nlocal}, energy, ev);
     return;
   }
   Kokkos::parallel_for(
       "minimd::zero_forces", over(space, nall), KOKKOS_LAMBDA(int i) {
         for (int d = 0; d < 3; ++d) f(i, d) = 0;
       });
-  run_force("minimd::force_half", space, nlocal,
-            HalfForce{x, f, neighbors, count, p, nlocal, kind == ListKind::half_newton}, energy,
-            ev);
+  if (kind == ListKind::half_newton)
+    run_force("minimd::force_half", space, nlocal,
+              PairForces<ListKind::half_newton>{x, f, neighbors, count, p, nlocal}, energy, ev);
+  else
+    run_force("minimd::force_half", space, nlocal,
+              PairForces<ListKind::half>{x, f, neighbors, count, p, nlocal}, energy, ev);
 }
 
 }  // namespace minimd

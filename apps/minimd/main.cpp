@@ -30,11 +30,12 @@ kodo::Extent3 cut_box(const Options& opt, const double length[3], int ranks) {
   for (int d = 0; d < 3; ++d) most[d] = static_cast<std::int64_t>(std::floor(length[d] / cut));
   const std::int64_t units = opt.odf * ranks;
   const auto fail = [&] {
-    return std::invalid_argument(kodo::detail::cat(
-        units, " units (--odf ", opt.odf, " on ", ranks, " rank(s)) do not fit the box of ",
-        length[0], " x ", length[1], " x ", length[2],
-        ": each unit must be at least the neighbour cutoff (", cut, ") wide, so at most ", most[0],
-        " x ", most[1], " x ", most[2], " units"));
+    return std::invalid_argument(minimd::text(units, " units (--odf ", opt.odf, " on ", ranks,
+                                              " rank(s)) do not fit the box of ", length[0], " x ",
+                                              length[1], " x ", length[2],
+                                              ": each unit must be at least the neighbour cutoff (",
+                                              cut, ") wide, so at most ", most[0], " x ", most[1],
+                                              " x ", most[2], " units"));
   };
   if (most[0] < 1 || most[1] < 1 || most[2] < 1 || units > most[0] * most[1] * most[2])
     throw fail();

@@ -3,10 +3,19 @@
 // Mantevo miniMD).
 
 #include <cstdint>
+#include <sstream>
 #include <string>
 #include <vector>
 
 namespace minimd {
+
+// The arguments written one after another (for messages).
+template <class... A>
+std::string text(const A&... parts) {
+  std::ostringstream out;
+  (out << ... << parts);
+  return out.str();
+}
 
 // The physical problem: the input file's values, then the command line's overrides.
 struct Problem {
