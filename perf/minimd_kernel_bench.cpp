@@ -182,8 +182,8 @@ KOKKOS_INLINE_FUNCTION Atom at(const GatheredRows& x, int j) {
 // The app's list build, reading padded positions or rows.
 template <class Positions>
 void build_with(const Device& space, Positions x, int nlocal, const minimd::BinGrid& grid,
-                  minimd::Stencil stencil, Indices bin_of, Indices bin_start, Indices bin_atoms,
-                  double cutoff, NeighborList neighbors, Indices count) {
+                minimd::Stencil stencil, Indices bin_of, Indices bin_start, Indices bin_atoms,
+                double cutoff, NeighborList neighbors, Indices count) {
   const double cutoff_sq = cutoff * cutoff;
   const int most = static_cast<int>(neighbors.extent(1));
   const int offsets = static_cast<int>(stencil.extent(0));
@@ -342,7 +342,8 @@ int main(int argc, char** argv) {
   const double force_cut = 2.5, cut = 2.8;
   const minimd::Potential p{force_cut * force_cut, 1.0, 1.0};
   int failures = 0;
-  for (const auto& item : perf::items(perf::option(argc, argv, "--sizes", host ? "8,16" : "32,64,100"))) {
+  for (const auto& item :
+       perf::items(perf::option(argc, argv, "--sizes", host ? "8,16" : "32,64,100"))) {
     const int cells = std::stoi(item);
     // Lists at the app's bin size (half the neighbour cutoff) and at a whole cutoff.
     // The force variants use the system, bins and lists of the app's bin size.
@@ -362,17 +363,22 @@ int main(int argc, char** argv) {
       Indices bin_of("bench::bin_of", nall), start("bench::start", sys.grid.total() + 1),
           fill("bench::fill", sys.grid.total()), atoms("bench::atoms", nall);
       const std::string bins = bin_size < cut ? "half_cutoff_bins" : "cutoff_bins";
-      row("bin", bins, time_median(space, reps, [&] {
-            minimd::bin_atoms(space, sys.x, nall, sys.grid, bin_of, start, fill, atoms);
-          }),
+      row("bin", bins,
+          time_median(space, reps,
+                      [&] {
+                        minimd::bin_atoms(space, sys.x, nall, sys.grid, bin_of, start, fill, atoms);
+                      }),
           "-");
       NeighborList list("bench::list", nlocal, 128);
       Indices count("bench::count", nlocal);
       minimd::Counters counters("bench::counters", minimd::counter_slots);
-      row("build", "app_" + bins, time_median(space, reps, [&] {
-            minimd::build_neighbors(space, sys.x, nlocal, sys.grid, stencil, bin_of, start, atoms,
-                                    cut, minimd::ListKind::full, list, count, counters);
-          }),
+      row("build", "app_" + bins,
+          time_median(space, reps,
+                      [&] {
+                        minimd::build_neighbors(space, sys.x, nlocal, sys.grid, stencil, bin_of,
+                                                start, atoms, cut, minimd::ListKind::full, list,
+                                                count, counters);
+                      }),
           "-");
       Atoms padded("bench::padded", nall);
       pad(space, sys.x, nall, padded);
@@ -409,10 +415,12 @@ int main(int argc, char** argv) {
     };
     Vectors f_app("bench::f_app", nall), f("bench::f", nall);
     minimd::Payload ev("bench::ev", 2);
-    row("app", time_median(space, reps, [&] {
-          minimd::force(space, sys.x, f_app, nlocal, nall, reference_list, reference_count,
-                        minimd::ListKind::full, p, false, ev);
-        }),
+    row("app",
+        time_median(space, reps,
+                    [&] {
+                      minimd::force(space, sys.x, f_app, nlocal, nall, reference_list,
+                                    reference_count, minimd::ListKind::full, p, false, ev);
+                    }),
         0.0);
     Atoms padded("bench::padded", nall);
     row("pad_copy", time_median(space, reps, [&] { pad(space, sys.x, nall, padded); }), 0.0);
