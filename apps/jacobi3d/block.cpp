@@ -38,17 +38,16 @@ JacobiBlock::JacobiBlock(const kodo::UnitInit<JacobiBlock>& init, const BlockCon
     channel_[f] = open_channel(across_face(index(), f), *pack_stream_, config.comm);
     // Transfer n on the link is the face of iteration n; it lands in the buffer of its
     // parity, and the ring hands faces over in iteration order.
-    faces_in_[f] =
-        channel_[f].open_ring(std::vector{receive_buffer_[0][f], receive_buffer_[1][f]},
-                              [this, f](const kodo::Arrival<Field>& a) {
-                                if (a.count != a.view.size())
-                                  throw kodo::Error(kodo::detail::cat("jacobi3d: a face of ",
-                                                                      a.count,
-                                                                      " values arrived where ",
-                                                                      a.view.size(),
-                                                                      " were expected"));
-                                on_face(static_cast<std::int64_t>(a.transfer), f);
-                              });
+    faces_in_[f] = channel_[f].open_ring(std::vector{receive_buffer_[0][f], receive_buffer_[1][f]},
+                                         [this, f](const kodo::Arrival<Field>& a) {
+                                           if (a.count != a.view.size())
+                                             throw kodo::Error("jacobi3d: a face of " +
+                                                               std::to_string(a.count) +
+                                                               " values arrived where " +
+                                                               std::to_string(a.view.size()) +
+                                                               " were expected");
+                                           on_face(static_cast<std::int64_t>(a.transfer), f);
+                                         });
   }
   if (config_.graphs)
     for (int p = 0; p < 2; ++p)
