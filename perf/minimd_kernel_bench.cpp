@@ -59,6 +59,13 @@ struct Kokkos::reduction_identity<Force3> {
 
 namespace {
 
+// The Lennard-Jones force divided by the distance, written as the app writes it.
+KOKKOS_INLINE_FUNCTION double lj_force(const minimd::Potential& p, double rsq) {
+  const double sr2 = 1.0 / rsq;
+  const double sr6 = sr2 * sr2 * sr2 * p.sigma6;
+  return 48.0 * sr6 * (sr6 - 0.5) * sr2 * p.epsilon;
+}
+
 void pad(const Device& space, Vectors x, int n, Atoms out) {
   Kokkos::parallel_for(
       "bench::pad", Kokkos::RangePolicy<Device>(space, 0, n),
@@ -78,9 +85,7 @@ void force_padded(const Device& space, GatheredAtoms x, Vectors f, int nlocal,
           const double dx = a.x - b.x, dy = a.y - b.y, dz = a.z - b.z;
           const double rsq = dx * dx + dy * dy + dz * dz;
           if (rsq < p.cutoff_sq) {
-            const double sr2 = 1.0 / rsq;
-            const double sr6 = sr2 * sr2 * sr2 * p.sigma6;
-            const double force = 48.0 * sr6 * (sr6 - 0.5) * sr2 * p.epsilon;
+            const double force = lj_force(p, rsq);
             fx += dx * force;
             fy += dy * force;
             fz += dz * force;
@@ -120,9 +125,7 @@ void force_unrolled(const Device& space, Positions x_, Vectors f, int nlocal,
           for (int u = 0; u < U; ++u) {
             const double rsq = dx[u] * dx[u] + dy[u] * dy[u] + dz[u] * dz[u];
             if (k0 + u < n && rsq < p.cutoff_sq) {
-              const double sr2 = 1.0 / rsq;
-              const double sr6 = sr2 * sr2 * sr2 * p.sigma6;
-              const double force = 48.0 * sr6 * (sr6 - 0.5) * sr2 * p.epsilon;
+              const double force = lj_force(p, rsq);
               fx += dx[u] * force;
               fy += dy[u] * force;
               fz += dz[u] * force;
@@ -155,9 +158,7 @@ void force_lanes(const Device& space, GatheredAtoms x, Vectors f, int nlocal, Ro
               const double dx = a.x - b.x, dy = a.y - b.y, dz = a.z - b.z;
               const double rsq = dx * dx + dy * dy + dz * dz;
               if (rsq < p.cutoff_sq) {
-                const double sr2 = 1.0 / rsq;
-                const double sr6 = sr2 * sr2 * sr2 * p.sigma6;
-                const double force = 48.0 * sr6 * (sr6 - 0.5) * sr2 * p.epsilon;
+                const double force = lj_force(p, rsq);
                 s.x += dx * force;
                 s.y += dy * force;
                 s.z += dz * force;
