@@ -544,6 +544,25 @@ bool AtomUnit::migrate_phase() {
   return false;
 }
 
+// Along a dimension the unit spans alone, its ghosts are images of its own atoms: those
+// near the upper face appear below the lower one, and the other way round.
+void AtomUnit::copy_own_images(int d) {
+  copy_positions(comm_->space(), x_, border_[d][1], count_[d][0], d, shift(d, 1), first_[d][0]);
+  copy_positions(comm_->space(), x_, border_[d][0], count_[d][1], d, shift(d, 0), first_[d][1]);
+}
+
+// The positions of the atoms on both border lists along d, packed (and staged) for the
+// neighbours; `kind` is borders at a reneighboring, ghosts on other steps.
+void AtomUnit::pack_border_positions(Kind kind, int d) {
+  for (int toward = 0; toward < 2; ++toward) {
+    const int count = border_count_[d][toward];
+    const std::size_t size = 3 * static_cast<std::size_t>(count);
+    Payload& out = buffer(kind, d, toward, size);
+    pack_positions(comm_->space(), x_, border_[d][toward], count, d, shift(d, toward), out);
+    stage(out, kind, d, toward, size);
+  }
+}
+
 // Ghost lists along dim_: own atoms and earlier ghosts within the cutoff of a face go to
 // the neighbour across it; what comes back is appended as ghosts.
 bool AtomUnit::border_phase() {
@@ -575,19 +594,11 @@ bool AtomUnit::border_phase() {
         first_[d][0] = natoms_;
         first_[d][1] = natoms_ + count_[d][0];
         ensure_atoms(static_cast<std::int64_t>(natoms_) + count_[d][0] + count_[d][1], natoms_);
-        copy_positions(comm_->space(), x_, border_[d][1], count_[d][0], d, shift(d, 1),
-                       first_[d][0]);
-        copy_positions(comm_->space(), x_, border_[d][0], count_[d][1], d, shift(d, 0),
-                       first_[d][1]);
+        copy_own_images(d);
         natoms_ += count_[d][0] + count_[d][1];
         return next();
       }
-      for (int toward = 0; toward < 2; ++toward) {
-        const int count = border_count_[d][toward];
-        Payload& out = buffer(borders, d, toward, 3 * static_cast<std::size_t>(count));
-        pack_positions(comm_->space(), x_, border_[d][toward], count, d, shift(d, toward), out);
-        stage(out, borders, d, toward, 3 * static_cast<std::size_t>(count));
-      }
+      pack_border_positions(borders, d);
       after(*comm_, "minimd::borders pack (sync)");
       phase_ = Phase::packing;
       [[fallthrough]];
@@ -656,18 +667,12 @@ bool AtomUnit::ghost_phase() {
     return true;
   };
   if (self(d)) {
-    copy_positions(comm_->space(), x_, border_[d][1], count_[d][0], d, shift(d, 1), first_[d][0]);
-    copy_positions(comm_->space(), x_, border_[d][0], count_[d][1], d, shift(d, 0), first_[d][1]);
+    copy_own_images(d);
     return next();
   }
   switch (phase_) {
     case Phase::start:
-      for (int toward = 0; toward < 2; ++toward) {
-        const int count = border_count_[d][toward];
-        Payload& out = buffer(ghosts, d, toward, 3 * static_cast<std::size_t>(count));
-        pack_positions(comm_->space(), x_, border_[d][toward], count, d, shift(d, toward), out);
-        stage(out, ghosts, d, toward, 3 * static_cast<std::size_t>(count));
-      }
+      pack_border_positions(ghosts, d);
       after(*comm_, "minimd::ghosts pack (sync)");
       phase_ = Phase::packing;
       [[fallthrough]];

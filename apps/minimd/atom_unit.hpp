@@ -93,6 +93,8 @@ class AtomUnit : public kodo::WorkUnit<AtomUnit> {
   bool migrate_phase();
   bool border_phase();
   bool ghost_phase();
+  void copy_own_images(int d);
+  void pack_border_positions(Kind kind, int d);
   bool reverse_phase();
   bool neighbor_stage();
   void finish_step();
