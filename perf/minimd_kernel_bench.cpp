@@ -175,16 +175,24 @@ void force_lanes(const Device& space, GatheredAtoms x, Vectors f, int nlocal, Ro
 
 using GatheredRows = Kokkos::View<const double* [3], Kokkos::LayoutRight, Memory,
                                   Kokkos::MemoryTraits<Kokkos::RandomAccess>>;
+using GatheredColumns = Kokkos::View<const double* [3], Kokkos::LayoutLeft, Memory,
+                                     Kokkos::MemoryTraits<Kokkos::RandomAccess>>;
 KOKKOS_INLINE_FUNCTION Atom at(const GatheredAtoms& x, int j) { return x(j); }
+KOKKOS_INLINE_FUNCTION Atom at(const GatheredColumns& x, int j) {
+  return Atom{x(j, 0), x(j, 1), x(j, 2), 0.0};
+}
 KOKKOS_INLINE_FUNCTION Atom at(const GatheredRows& x, int j) {
   return Atom{x(j, 0), x(j, 1), x(j, 2), 0.0};
 }
 
-// The app's list build, reading padded positions or rows.
+// The app's list build, reading padded positions, rows or columns; without the longest
+// list, or (`longest`) with one atomic max per atom into it, as the app did before it
+// skipped the atomic where a list is no longer than the longest seen.
 template <class Positions>
 void build_with(const Device& space, Positions x, int nlocal, const minimd::BinGrid& grid,
                 minimd::Stencil stencil, Indices bin_of, Indices bin_start, Indices bin_atoms,
-                double cutoff, NeighborList neighbors, Indices count) {
+                double cutoff, NeighborList neighbors, Indices count,
+                minimd::Counters longest = {}) {
   const double cutoff_sq = cutoff * cutoff;
   const int most = static_cast<int>(neighbors.extent(1));
   const int offsets = static_cast<int>(stencil.extent(0));
@@ -214,6 +222,8 @@ void build_with(const Device& space, Positions x, int nlocal, const minimd::BinG
           }
         }
         count(i) = n;
+        if (longest.extent(0) > 0)
+          Kokkos::atomic_max(&longest(minimd::most_neighbors), static_cast<std::int64_t>(n));
       });
 }
 
@@ -401,6 +411,16 @@ int main(int argc, char** argv) {
       same = same_lists(list, count, list2, count2, nlocal);
       failures += !same;
       row("build", "rows_" + bins, tr, same ? "same" : "DIFFERENT");
+      for (const bool per_atom : {false, true}) {
+        const double tc = time_median(space, reps, [&] {
+          build_with(space, GatheredColumns(sys.x), nlocal, sys.grid, stencil, bin_of, start, atoms,
+                     cut, list2, count2, per_atom ? counters : minimd::Counters{});
+        });
+        same = same_lists(list, count, list2, count2, nlocal);
+        failures += !same;
+        row("build", (per_atom ? "columns_atomic_per_atom_" : "columns_no_longest_") + bins, tc,
+            same ? "same" : "DIFFERENT");
+      }
       if (bin_size < cut) {
         reference_list = list;
         reference_count = count;

@@ -429,9 +429,12 @@ bool AtomUnit::step_once() {
       const double s2 = p.sigma * p.sigma;
       const Potential potential{p.force_cutoff * p.force_cutoff, p.epsilon, s2 * s2 * s2};
       if (energy_) Kokkos::deep_copy(compute_->space(), thermo_, 0.0);
+      // Full lists finish the step's integration in the force kernel (one pass over v
+      // and f fewer); other lists in finish_step, once every force has arrived.
+      const Kick kick = kicks_in_force() ? Kick{v_, p.dt} : Kick{};
       force(compute_->space(), x_, f_, nlocal_, natoms_, neighbors_, neighbor_count_, setup_.list,
             potential, energy_,
-            Payload(Kokkos::subview(thermo_, std::pair<std::size_t, std::size_t>(1, 3))));
+            Payload(Kokkos::subview(thermo_, std::pair<std::size_t, std::size_t>(1, 3))), kick);
       if (setup_.sync) compute_->space().fence("minimd::force (sync)");
       charge(&Timers::force);
       if (setup_.list == ListKind::half_newton) {
@@ -456,7 +459,8 @@ bool AtomUnit::step_once() {
 
 void AtomUnit::finish_step() {
   if (comm_ != compute_) compute_->wait_for(*comm_);
-  if (step_ > 0) final_integrate(compute_->space(), v_, f_, nlocal_, setup_.problem.dt);
+  if (step_ > 0 && !kicks_in_force())
+    final_integrate(compute_->space(), v_, f_, nlocal_, setup_.problem.dt);
   if (energy_) {
     kinetic(compute_->space(), v_, nlocal_, thermo_);
     Kokkos::deep_copy(compute_->space(), Kokkos::subview(thermo_, 3), static_cast<double>(nlocal_));

@@ -98,6 +98,9 @@ class AtomUnit : public kodo::WorkUnit<AtomUnit> {
   bool reverse_phase();
   bool neighbor_stage();
   void finish_step();
+  // Whether this step's final half-kick runs inside the force kernel (full lists, and a
+  // step that integrates: step 0 only computes the first forces).
+  bool kicks_in_force() const { return setup_.list == ListKind::full && step_ > 0; }
 
   bool self(int d) const { return (d == 0 ? units_.x : d == 1 ? units_.y : units_.z) == 1; }
   bool staged_to(int d, int toward) const;
