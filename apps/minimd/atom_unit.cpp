@@ -74,7 +74,11 @@ AtomUnit::AtomUnit(const kodo::UnitInit<AtomUnit>& init, const Setup& setup)
   auto& streams = this->streams();
   const auto slot = static_cast<std::size_t>(init.shape.linear(init.index));
   compute_ = &streams.compute(slot);
-  comm_ = self(0) && self(1) && self(2) ? compute_ : &streams.communication(slot);
+  // One stream for a unit alone along every dimension, unless its force can overlap the
+  // ghost update (full lists: see overlaps_ghosts).
+  comm_ = self(0) && self(1) && self(2) && setup.list != ListKind::full
+              ? compute_
+              : &streams.communication(slot);
 
   // The FCC lattice sites inside the box, with miniMD's velocities: each a function of
   // the site's lattice coordinates only, whatever the decomposition.
@@ -137,8 +141,9 @@ AtomUnit::AtomUnit(const kodo::UnitInit<AtomUnit>& init, const Setup& setup)
                                                             setup.bin_size[d])));
   }
   stencil_ = make_stencil(grid_, cut);
-  bin_start_ = Indices(alloc("minimd::bin_start"), grid_.total() + 1);
-  bin_fill_ = Indices(alloc("minimd::bin_fill"), grid_.total());
+  // Twice the bins: the order for the force's overlap sorts into two groups of bins.
+  bin_start_ = Indices(alloc("minimd::bin_start"), 2 * grid_.total() + 1);
+  bin_fill_ = Indices(alloc("minimd::bin_fill"), 2 * grid_.total());
   most_neighbors_ = setup.list == ListKind::full ? 128 : 64;
   counters_ = Counters(alloc("minimd::counters"), counter_slots);
   counters_host_ = decltype(counters_host_)(alloc("minimd::counters_host"), counter_slots);
@@ -378,6 +383,15 @@ bool AtomUnit::step_once() {
       energy_ = setup_.thermo_step(step_);
       initial_integrate(compute_->space(), x_, v_, f_, nlocal_, setup_.problem.dt);
       if (comm_ != compute_) comm_->wait_for(*compute_);
+      interior_done_ = overlaps_ghosts();
+      if (interior_done_) {
+        // Atoms without ghosts in their lists need only the positions just computed: their
+        // force runs while the ghosts are updated on the communication stream.
+        force_full(compute_->space(), x_, f_, 0, interior_, nlocal_, neighbors_, neighbor_count_,
+                   potential(), false, {}, Kick{v_, setup_.problem.dt});
+        if (setup_.sync) compute_->space().fence("minimd::force (sync)");
+        charge(&Timers::force);
+      }
       if (reneighbor_) Kokkos::deep_copy(comm_->space(), counters_, 0);
       stage_ = reneighbor_ ? Stage::migrate : Stage::ghosts;
       dim_ = 0;
@@ -395,7 +409,13 @@ bool AtomUnit::step_once() {
       // Own atoms in bin order, so neighbours sit near each other in memory.
       grow_flat(bin_of_, static_cast<std::size_t>(nlocal_), "minimd::bin_of");
       grow_flat(bin_atoms_, static_cast<std::size_t>(nlocal_), "minimd::bin_atoms");
-      bin_atoms(compute_->space(), x_, nlocal_, grid_, bin_of_, bin_start_, bin_fill_, bin_atoms_);
+      if (setup_.list == ListKind::full)
+        order_interior_first(compute_->space(), x_, nlocal_, grid_, box_,
+                             interior_margin * setup_.problem.neighbor_cutoff(), bin_of_,
+                             bin_start_, bin_fill_, bin_atoms_, counters_);
+      else
+        bin_atoms(compute_->space(), x_, nlocal_, grid_, bin_of_, bin_start_, bin_fill_,
+                  bin_atoms_);
       spares_for(nlocal_);
       gather_atoms(compute_->space(), x_, v_, bin_atoms_, nlocal_, x_spare_, v_spare_);
       std::swap(x_, x_spare_);
@@ -425,16 +445,17 @@ bool AtomUnit::step_once() {
     }
     case Stage::force: {
       if (comm_ != compute_) compute_->wait_for(*comm_);
-      const Problem& p = setup_.problem;
-      const double s2 = p.sigma * p.sigma;
-      const Potential potential{p.force_cutoff * p.force_cutoff, p.epsilon, s2 * s2 * s2};
       if (energy_) Kokkos::deep_copy(compute_->space(), thermo_, 0.0);
       // Full lists finish the step's integration in the force kernel (one pass over v
       // and f fewer); other lists in finish_step, once every force has arrived.
-      const Kick kick = kicks_in_force() ? Kick{v_, p.dt} : Kick{};
-      force(compute_->space(), x_, f_, nlocal_, natoms_, neighbors_, neighbor_count_, setup_.list,
-            potential, energy_,
-            Payload(Kokkos::subview(thermo_, std::pair<std::size_t, std::size_t>(1, 3))), kick);
+      const Kick kick = kicks_in_force() ? Kick{v_, setup_.problem.dt} : Kick{};
+      if (interior_done_)
+        force_full(compute_->space(), x_, f_, interior_, nlocal_, nlocal_, neighbors_,
+                   neighbor_count_, potential(), false, {}, kick);
+      else
+        force(compute_->space(), x_, f_, nlocal_, natoms_, neighbors_, neighbor_count_, setup_.list,
+              potential(), energy_,
+              Payload(Kokkos::subview(thermo_, std::pair<std::size_t, std::size_t>(1, 3))), kick);
       if (setup_.sync) compute_->space().fence("minimd::force (sync)");
       charge(&Timers::force);
       if (setup_.list == ListKind::half_newton) {
@@ -455,6 +476,12 @@ bool AtomUnit::step_once() {
     case Stage::finish: finish_step(); return true;
   }
   return false;
+}
+
+Potential AtomUnit::potential() const {
+  const Problem& p = setup_.problem;
+  const double s2 = p.sigma * p.sigma;
+  return Potential{p.force_cutoff * p.force_cutoff, p.epsilon, s2 * s2 * s2};
 }
 
 void AtomUnit::finish_step() {
@@ -657,6 +684,8 @@ bool AtomUnit::neighbor_stage() {
     phase_ = Phase::packing;
     return true;
   }
+  // Set by the sort's order (full lists; 0 otherwise) and read back with the counters.
+  interior_ = static_cast<int>(counters_host_(interior));
   stage_ = Stage::force;
   phase_ = Phase::start;
   return true;

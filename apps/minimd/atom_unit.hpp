@@ -101,6 +101,16 @@ class AtomUnit : public kodo::WorkUnit<AtomUnit> {
   // Whether this step's final half-kick runs inside the force kernel (full lists, and a
   // step that integrates: step 0 only computes the first forces).
   bool kicks_in_force() const { return setup_.list == ListKind::full && step_ > 0; }
+  // Whether this step's force starts, for the atoms with no ghost in their lists, before
+  // the ghost update: full lists, a step that keeps the lists, and no energy to sum (one
+  // kernel sums it).
+  bool overlaps_ghosts() const {
+    return setup_.list == ListKind::full && !reneighbor_ && !energy_ && interior_ > 0;
+  }
+  // Atoms this far inside the box, in units of the list cutoff, have no ghost in their
+  // lists (the excess covers rounding in the distance test).
+  static constexpr double interior_margin = 1.000001;
+  Potential potential() const;
 
   bool self(int d) const { return (d == 0 ? units_.x : d == 1 ? units_.y : units_.z) == 1; }
   bool staged_to(int d, int toward) const;
@@ -146,6 +156,10 @@ class AtomUnit : public kodo::WorkUnit<AtomUnit> {
   NeighborList neighbors_;
   Indices neighbor_count_;
   int most_neighbors_ = 0;
+  // Own atoms [0, interior_) have no ghost in their lists (full lists; else 0), and this
+  // step's force has been run for them already.
+  int interior_ = 0;
+  bool interior_done_ = false;
   // Counts read back by the host.
   Counters counters_;
   Kokkos::View<std::int64_t*, Kokkos::SharedHostPinnedSpace> counters_host_;

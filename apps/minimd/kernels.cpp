@@ -233,41 +233,85 @@ KOKKOS_INLINE_FUNCTION int bin_coordinate(double c, double origin, double invers
 }
 }  // namespace
 
-void bin_atoms(const Device& space, Vectors x, int n, const BinGrid& grid, Indices bin_of,
-               Indices bin_start, Indices fill, Indices bin_atoms) {
-  const int bins = grid.total();
-  Kokkos::deep_copy(space, fill, 0);
+namespace {
+// Atoms [0, n) in buckets 0 .. buckets - 1, `key(i)` being atom i's: bucket_of(i),
+// bucket_start (buckets + 1) and out (the atoms of bucket b at [bucket_start(b),
+// bucket_start(b + 1)), in index order so the result does not depend on thread timing).
+// `fill` is scratch of `buckets` ints.
+template <class Key>
+void sort_into_buckets(const Device& space, int n, int buckets, const Key& key, Indices bucket_of,
+                       Indices bucket_start, Indices fill, Indices out) {
+  Kokkos::deep_copy(space, Kokkos::subview(fill, std::make_pair(0, buckets)), 0);
   Kokkos::parallel_for(
       "minimd::bin", over(space, n), KOKKOS_LAMBDA(int i) {
-        int b[3];
-        for (int d = 0; d < 3; ++d)
-          b[d] = bin_coordinate(x(i, d), grid.origin[d], grid.inverse_size[d], grid.count[d]);
-        const int bin = (b[2] * grid.count[1] + b[1]) * grid.count[0] + b[0];
-        bin_of(i) = bin;
-        Kokkos::atomic_inc(&fill(bin));
+        const int b = key(i);
+        bucket_of(i) = b;
+        Kokkos::atomic_inc(&fill(b));
       });
   Kokkos::parallel_scan(
-      "minimd::bin_start", Range(space, 0, bins + 1), KOKKOS_LAMBDA(int b, int& sum, bool last) {
-        if (last) bin_start(b) = sum;
-        if (b < bins) sum += fill(b);
+      "minimd::bin_start", Range(space, 0, buckets + 1), KOKKOS_LAMBDA(int b, int& sum, bool last) {
+        if (last) bucket_start(b) = sum;
+        if (b < buckets) sum += fill(b);
       });
-  Kokkos::deep_copy(space, fill, 0);
+  Kokkos::deep_copy(space, Kokkos::subview(fill, std::make_pair(0, buckets)), 0);
   Kokkos::parallel_for(
       "minimd::bin_fill", over(space, n), KOKKOS_LAMBDA(int i) {
-        const int bin = bin_of(i);
-        bin_atoms(bin_start(bin) + Kokkos::atomic_fetch_add(&fill(bin), 1)) = i;
+        const int b = bucket_of(i);
+        out(bucket_start(b) + Kokkos::atomic_fetch_add(&fill(b), 1)) = i;
       });
-  // Index order within each bin (bins hold a few dozen atoms).
+  // Index order within each bucket (buckets hold a few dozen atoms).
   Kokkos::parallel_for(
-      "minimd::bin_order", Range(space, 0, bins), KOKKOS_LAMBDA(int b) {
-        const int begin = bin_start(b), end = bin_start(b + 1);
+      "minimd::bin_order", Range(space, 0, buckets), KOKKOS_LAMBDA(int b) {
+        const int begin = bucket_start(b), end = bucket_start(b + 1);
         for (int p = begin + 1; p < end; ++p) {
-          const int atom = bin_atoms(p);
+          const int atom = out(p);
           int q = p;
-          for (; q > begin && bin_atoms(q - 1) > atom; --q) bin_atoms(q) = bin_atoms(q - 1);
-          bin_atoms(q) = atom;
+          for (; q > begin && out(q - 1) > atom; --q) out(q) = out(q - 1);
+          out(q) = atom;
         }
       });
+}
+
+// The bin of a position.
+struct BinOf {
+  Vectors x;
+  BinGrid grid;
+  KOKKOS_INLINE_FUNCTION int operator()(int i) const {
+    int b[3];
+    for (int d = 0; d < 3; ++d)
+      b[d] = bin_coordinate(x(i, d), grid.origin[d], grid.inverse_size[d], grid.count[d]);
+    return (b[2] * grid.count[1] + b[1]) * grid.count[0] + b[0];
+  }
+};
+
+// The bin, moved past every bin for an atom less than `margin` inside `box` on any side.
+struct InteriorFirst {
+  BinOf bin;
+  Box box;
+  double margin;
+  KOKKOS_INLINE_FUNCTION int operator()(int i) const {
+    bool inside = true;
+    for (int d = 0; d < 3; ++d)
+      inside = inside && bin.x(i, d) >= box.lo[d] + margin && bin.x(i, d) < box.hi[d] - margin;
+    return bin(i) + (inside ? 0 : bin.grid.total());
+  }
+};
+}  // namespace
+
+void bin_atoms(const Device& space, Vectors x, int n, const BinGrid& grid, Indices bin_of,
+               Indices bin_start, Indices fill, Indices bin_atoms) {
+  sort_into_buckets(space, n, grid.total(), BinOf{x, grid}, bin_of, bin_start, fill, bin_atoms);
+}
+
+void order_interior_first(const Device& space, Vectors x, int n, const BinGrid& grid,
+                          const Box& box, double margin, Indices bin_of, Indices bin_start,
+                          Indices fill, Indices order, Counters counters) {
+  const int bins = grid.total();
+  sort_into_buckets(space, n, 2 * bins, InteriorFirst{BinOf{x, grid}, box, margin}, bin_of,
+                    bin_start, fill, order);
+  Kokkos::parallel_for(
+      "minimd::interior_count", Range(space, 0, 1),
+      KOKKOS_LAMBDA(int) { counters(interior) = bin_start(bins); });
 }
 
 namespace {
@@ -285,7 +329,10 @@ void build_neighbors(const Device& space, Vectors positions, int nlocal, const B
   const double cutoff_sq = cutoff * cutoff;
   const int most = static_cast<int>(neighbors.extent(1));
   const int offsets = static_cast<int>(stencil.extent(0));
-  Kokkos::deep_copy(space, Kokkos::subview(counters, static_cast<int>(most_neighbors)), 0);
+  if (nlocal == 0) {
+    Kokkos::deep_copy(space, Kokkos::subview(counters, static_cast<int>(most_neighbors)), 0);
+    return;
+  }
   Kokkos::parallel_for(
       "minimd::build_neighbors", over(space, nlocal), KOKKOS_LAMBDA(int i) {
         const double xi = x(i, 0), yi = x(i, 1), zi = x(i, 2);
@@ -322,13 +369,16 @@ void build_neighbors(const Device& space, Vectors positions, int nlocal, const B
           }
         }
         count(i) = n;
-        // The longest list: an atomic only where this one is longer than the longest seen
-        // so far (the maximum only grows, so a stale read can only cause a needless
-        // atomic). One atomic per atom on one address took a quarter of the build.
-        std::int64_t* longest = &counters(most_neighbors);
-        if (n > Kokkos::atomic_load(longest))
-          Kokkos::atomic_max(longest, static_cast<std::int64_t>(n));
       });
+  // The longest list, in a pass of its own: an atomic max per atom on one address made
+  // the build 1.3x slower on an H200 (perf/minimd_kernel_bench).
+  Kokkos::parallel_reduce(
+      "minimd::longest_list", over(space, nlocal),
+      KOKKOS_LAMBDA(int i, std::int64_t& most) {
+        if (count(i) > most) most = count(i);
+      },
+      Kokkos::Max<std::int64_t, Memory>(Kokkos::subview(counters,
+                                                        static_cast<int>(most_neighbors))));
 }
 
 namespace {
@@ -432,24 +482,31 @@ struct PairForces {
   }
 };
 
+// The force over atoms [first, last).
 template <class Functor>
-void run_force(const char* name, const Device& space, int nlocal, const Functor& functor,
+void run_force(const char* name, const Device& space, int first, int last, const Functor& functor,
                bool energy, Payload ev) {
   if (energy)
-    Kokkos::parallel_reduce(name, Kokkos::RangePolicy<Device, Energy>(space, 0, nlocal), functor,
+    Kokkos::parallel_reduce(name, Kokkos::RangePolicy<Device, Energy>(space, first, last), functor,
                             Kokkos::Sum<double, Memory>(Kokkos::subview(ev, 0)),
                             Kokkos::Sum<double, Memory>(Kokkos::subview(ev, 1)));
   else
-    Kokkos::parallel_for(name, over(space, nlocal), functor);
+    Kokkos::parallel_for(name, Range(space, first, last), functor);
 }
 }  // namespace
+
+void force_full(const Device& space, Vectors x, Vectors f, int first, int last, int nlocal,
+                NeighborList neighbors, Indices count, const Potential& p, bool energy, Payload ev,
+                const Kick& kick) {
+  run_force("minimd::force_full", space, first, last,
+            PairForces<ListKind::full>{x, f, neighbors, count, p, nlocal, kick}, energy, ev);
+}
 
 void force(const Device& space, Vectors x, Vectors f, int nlocal, int nall, NeighborList neighbors,
            Indices count, ListKind kind, const Potential& p, bool energy, Payload ev,
            const Kick& kick) {
   if (kind == ListKind::full) {
-    run_force("minimd::force_full", space, nlocal,
-              PairForces<ListKind::full>{x, f, neighbors, count, p, nlocal, kick}, energy, ev);
+    force_full(space, x, f, 0, nlocal, nlocal, neighbors, count, p, energy, ev, kick);
     return;
   }
   if (kick.v.extent(0) > 0)
@@ -461,10 +518,10 @@ void force(const Device& space, Vectors x, Vectors f, int nlocal, int nall, Neig
         for (int d = 0; d < 3; ++d) f(i, d) = 0;
       });
   if (kind == ListKind::half_newton)
-    run_force("minimd::force_half", space, nlocal,
+    run_force("minimd::force_half", space, 0, nlocal,
               PairForces<ListKind::half_newton>{x, f, neighbors, count, p, nlocal, {}}, energy, ev);
   else
-    run_force("minimd::force_half", space, nlocal,
+    run_force("minimd::force_half", space, 0, nlocal,
               PairForces<ListKind::half>{x, f, neighbors, count, p, nlocal, {}}, energy, ev);
 }
 

@@ -30,6 +30,7 @@ enum Counter : int {
   staying,         // atoms that stay (migration)
   lost,            // atoms that arrived outside the unit (migration)
   most_neighbors,  // the longest neighbour list built
+  interior,        // own atoms ordered first by order_interior_first
   counter_slots
 };
 
@@ -99,6 +100,14 @@ Stencil make_stencil(const BinGrid& grid, double cutoff);
 void bin_atoms(const Device& space, Vectors x, int n, const BinGrid& grid, Indices bin_of,
                Indices bin_start, Indices fill, Indices bin_atoms);
 
+// Orders atoms [0, n) as bin_atoms, but with the atoms at least `margin` inside `box` on
+// every side (with margin > the list cutoff, no ghost can be in their lists) before all
+// the others, each group in bin order; the first group's size goes into
+// counters(interior). bin_start needs 2 total + 1 ints, fill 2 total.
+void order_interior_first(const Device& space, Vectors x, int n, const BinGrid& grid,
+                          const Box& box, double margin, Indices bin_of, Indices bin_start,
+                          Indices fill, Indices order, Counters counters);
+
 enum class ListKind { full, half, half_newton };
 // Neighbour lists of atoms [0, nlocal) over atoms [0, nall), within `cutoff`: full
 // (every neighbour), half (local j > i, every ghost) or half_newton (local j > i, ghosts
@@ -127,5 +136,11 @@ struct Kick {
 void force(const Device& space, Vectors x, Vectors f, int nlocal, int nall, NeighborList neighbors,
            Indices count, ListKind kind, const Potential& p, bool energy, Payload ev,
            const Kick& kick = {});
+// Full lists: the force (and the kick) on own atoms [first, last) only, so that atoms
+// whose lists hold no ghost can run before the ghosts are updated. With `energy`, ev
+// holds the sums over that range alone.
+void force_full(const Device& space, Vectors x, Vectors f, int first, int last, int nlocal,
+                NeighborList neighbors, Indices count, const Potential& p, bool energy, Payload ev,
+                const Kick& kick = {});
 
 }  // namespace minimd
