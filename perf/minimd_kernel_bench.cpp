@@ -443,37 +443,6 @@ int main(int argc, char** argv) {
                                     reference_count, minimd::ListKind::full, p, false, ev);
                     }),
         0.0);
-    // The step's last two passes (force, then v += dt/2 f) against the force kernel that
-    // applies the kick itself, as the app runs full lists; v must come out the same.
-    {
-      const double dt = 0.005;
-      Vectors v0("bench::v0", nlocal), v_kick("bench::v_kick", nlocal),
-          v_pass("bench::v_pass", nlocal);
-      Kokkos::deep_copy(v0, 1.0);
-      Kokkos::deep_copy(v_pass, v0);
-      row("app_then_final_integrate",
-          time_median(space, reps,
-                      [&] {
-                        minimd::force(space, sys.x, f, nlocal, nall, reference_list,
-                                      reference_count, minimd::ListKind::full, p, false, ev);
-                        minimd::final_integrate(space, v_pass, f, nlocal, dt);
-                      }),
-          0.0);
-      Kokkos::deep_copy(v_pass, v0);
-      minimd::force(space, sys.x, f, nlocal, nall, reference_list, reference_count,
-                    minimd::ListKind::full, p, false, ev);
-      minimd::final_integrate(space, v_pass, f, nlocal, dt);
-      const double tk = time_median(space, reps, [&] {
-        minimd::force(space, sys.x, f, nlocal, nall, reference_list, reference_count,
-                      minimd::ListKind::full, p, false, ev, minimd::Kick{v_kick, dt});
-      });
-      Kokkos::deep_copy(v_kick, v0);
-      minimd::force(space, sys.x, f, nlocal, nall, reference_list, reference_count,
-                    minimd::ListKind::full, p, false, ev, minimd::Kick{v_kick, dt});
-      const double dk = difference(v_pass, v_kick, nlocal);
-      failures += dk != 0.0;
-      row("app_with_kick", tk, dk);
-    }
     Atoms padded("bench::padded", nall);
     row("pad_copy", time_median(space, reps, [&] { pad(space, sys.x, nall, padded); }), 0.0);
     const double t = time_median(space, reps, [&] {

@@ -388,7 +388,7 @@ bool AtomUnit::step_once() {
         // Atoms without ghosts in their lists need only the positions just computed: their
         // force runs while the ghosts are updated on the communication stream.
         force_full(compute_->space(), x_, f_, 0, interior_, nlocal_, neighbors_, neighbor_count_,
-                   potential(), false, {}, Kick{v_, setup_.problem.dt});
+                   potential(), false, {});
         if (setup_.sync) compute_->space().fence("minimd::force (sync)");
         charge(&Timers::force);
       }
@@ -446,16 +446,13 @@ bool AtomUnit::step_once() {
     case Stage::force: {
       if (comm_ != compute_) compute_->wait_for(*comm_);
       if (energy_) Kokkos::deep_copy(compute_->space(), thermo_, 0.0);
-      // Full lists finish the step's integration in the force kernel (one pass over v
-      // and f fewer); other lists in finish_step, once every force has arrived.
-      const Kick kick = kicks_in_force() ? Kick{v_, setup_.problem.dt} : Kick{};
       if (interior_done_)
         force_full(compute_->space(), x_, f_, interior_, nlocal_, nlocal_, neighbors_,
-                   neighbor_count_, potential(), false, {}, kick);
+                   neighbor_count_, potential(), false, {});
       else
         force(compute_->space(), x_, f_, nlocal_, natoms_, neighbors_, neighbor_count_, setup_.list,
               potential(), energy_,
-              Payload(Kokkos::subview(thermo_, std::pair<std::size_t, std::size_t>(1, 3))), kick);
+              Payload(Kokkos::subview(thermo_, std::pair<std::size_t, std::size_t>(1, 3))));
       if (setup_.sync) compute_->space().fence("minimd::force (sync)");
       charge(&Timers::force);
       if (setup_.list == ListKind::half_newton) {
@@ -486,8 +483,7 @@ Potential AtomUnit::potential() const {
 
 void AtomUnit::finish_step() {
   if (comm_ != compute_) compute_->wait_for(*comm_);
-  if (step_ > 0 && !kicks_in_force())
-    final_integrate(compute_->space(), v_, f_, nlocal_, setup_.problem.dt);
+  if (step_ > 0) final_integrate(compute_->space(), v_, f_, nlocal_, setup_.problem.dt);
   if (energy_) {
     kinetic(compute_->space(), v_, nlocal_, thermo_);
     Kokkos::deep_copy(compute_->space(), Kokkos::subview(thermo_, 3), static_cast<double>(nlocal_));

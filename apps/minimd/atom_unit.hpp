@@ -98,9 +98,6 @@ class AtomUnit : public kodo::WorkUnit<AtomUnit> {
   bool reverse_phase();
   bool neighbor_stage();
   void finish_step();
-  // Whether this step's final half-kick runs inside the force kernel (full lists, and a
-  // step that integrates: step 0 only computes the first forces).
-  bool kicks_in_force() const { return setup_.list == ListKind::full && step_ > 0; }
   // Whether this step's force starts, for the atoms with no ghost in their lists, before
   // the ghost update: full lists, a step that keeps the lists, and no energy to sum (one
   // kernel sums it).

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <stdexcept>
 #include <vector>
 
 namespace minimd {
@@ -407,7 +406,6 @@ struct PairForces {
   Indices count;
   Potential p;
   int nlocal;
-  Kick kick;  // full lists: v += dt/2 f as each atom's force is written
   KOKKOS_INLINE_FUNCTION void operator()(int i) const {
     double e = 0, w = 0;
     compute<false>(i, e, w);
@@ -437,12 +435,6 @@ struct PairForces {
       f(i, 0) = fx;
       f(i, 1) = fy;
       f(i, 2) = fz;
-      if (kick.v.extent(0) > 0) {
-        const double half = 0.5 * kick.dt;  // as final_integrate
-        kick.v(i, 0) += half * fx;
-        kick.v(i, 1) += half * fy;
-        kick.v(i, 2) += half * fz;
-      }
     } else {
       Kokkos::atomic_add(&f(i, 0), fx);
       Kokkos::atomic_add(&f(i, 1), fy);
@@ -496,33 +488,28 @@ void run_force(const char* name, const Device& space, int first, int last, const
 }  // namespace
 
 void force_full(const Device& space, Vectors x, Vectors f, int first, int last, int nlocal,
-                NeighborList neighbors, Indices count, const Potential& p, bool energy, Payload ev,
-                const Kick& kick) {
+                NeighborList neighbors, Indices count, const Potential& p, bool energy,
+                Payload ev) {
   run_force("minimd::force_full", space, first, last,
-            PairForces<ListKind::full>{x, f, neighbors, count, p, nlocal, kick}, energy, ev);
+            PairForces<ListKind::full>{x, f, neighbors, count, p, nlocal}, energy, ev);
 }
 
 void force(const Device& space, Vectors x, Vectors f, int nlocal, int nall, NeighborList neighbors,
-           Indices count, ListKind kind, const Potential& p, bool energy, Payload ev,
-           const Kick& kick) {
+           Indices count, ListKind kind, const Potential& p, bool energy, Payload ev) {
   if (kind == ListKind::full) {
-    force_full(space, x, f, 0, nlocal, nlocal, neighbors, count, p, energy, ev, kick);
+    force_full(space, x, f, 0, nlocal, nlocal, neighbors, count, p, energy, ev);
     return;
   }
-  if (kick.v.extent(0) > 0)
-    throw std::logic_error(
-        "minimd::force: the kick is for full lists (half lists add forces "
-        "to an atom from other atoms' lists)");
   Kokkos::parallel_for(
       "minimd::zero_forces", over(space, nall), KOKKOS_LAMBDA(int i) {
         for (int d = 0; d < 3; ++d) f(i, d) = 0;
       });
   if (kind == ListKind::half_newton)
     run_force("minimd::force_half", space, 0, nlocal,
-              PairForces<ListKind::half_newton>{x, f, neighbors, count, p, nlocal, {}}, energy, ev);
+              PairForces<ListKind::half_newton>{x, f, neighbors, count, p, nlocal}, energy, ev);
   else
     run_force("minimd::force_half", space, 0, nlocal,
-              PairForces<ListKind::half>{x, f, neighbors, count, p, nlocal, {}}, energy, ev);
+              PairForces<ListKind::half>{x, f, neighbors, count, p, nlocal}, energy, ev);
 }
 
 }  // namespace minimd

@@ -123,24 +123,15 @@ void build_neighbors(const Device& space, Vectors x, int nlocal, const BinGrid& 
 struct Potential {
   double cutoff_sq, epsilon, sigma6;
 };
-// The second half-kick of velocity Verlet, v += dt/2 f, for the force kernel to apply
-// (full lists only: there an atom's force is final once its own list is summed).
-struct Kick {
-  Vectors v;
-  double dt = 0;
-};
 // Lennard-Jones forces on atoms [0, nlocal) (and, for half lists, on ghosts [nlocal,
 // nall), which half_newton lists require), zeroing f first. With `energy`, also
 // ev(0) = potential energy and ev(1) = virial of the unit's pairs, each pair once.
-// With a kick (full lists), also final_integrate's update of v, in the same pass.
 void force(const Device& space, Vectors x, Vectors f, int nlocal, int nall, NeighborList neighbors,
-           Indices count, ListKind kind, const Potential& p, bool energy, Payload ev,
-           const Kick& kick = {});
-// Full lists: the force (and the kick) on own atoms [first, last) only, so that atoms
+           Indices count, ListKind kind, const Potential& p, bool energy, Payload ev);
+// Full lists: the force on own atoms [first, last) only, so that atoms
 // whose lists hold no ghost can run before the ghosts are updated. With `energy`, ev
 // holds the sums over that range alone.
 void force_full(const Device& space, Vectors x, Vectors f, int first, int last, int nlocal,
-                NeighborList neighbors, Indices count, const Potential& p, bool energy, Payload ev,
-                const Kick& kick = {});
+                NeighborList neighbors, Indices count, const Potential& p, bool energy, Payload ev);
 
 }  // namespace minimd
