@@ -88,7 +88,7 @@ struct BinGrid {
   double origin[3];
   double inverse_size[3];
   int count[3];
-  int total() const { return count[0] * count[1] * count[2]; }
+  KOKKOS_INLINE_FUNCTION int total() const { return count[0] * count[1] * count[2]; }
 };
 // Bin offsets (dx, dy, dz) whose bins can hold atoms within `cutoff` of an atom in bin 0.
 using Stencil = Kokkos::View<int* [3], Kokkos::LayoutRight, Memory>;
