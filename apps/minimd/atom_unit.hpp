@@ -14,7 +14,9 @@
 // Each step (miniMD's order): initial integrate; every `reneighbor_every` steps,
 // migration (atoms that left go to the adjacent unit, per dimension), a spatial sort
 // of the own atoms, the ghost lists rebuilt (phases as above) and the neighbour lists
-// rebuilt; on other steps the ghosts' positions are updated over the same lists; force;
+// rebuilt; on other steps the ghosts' positions are updated over the same lists (with
+// full lists, while the force of the atoms whose lists hold no ghost already runs: the
+// sort puts them first); force;
 // with half lists and Newton's law across units, the ghosts' forces go back to their
 // owners (phases z, y, x); final integrate; on thermo steps a reduction (kinetic
 // energy, potential energy, virial, atom count, momentum) that the main program reads.

@@ -1,0 +1,137 @@
+// MiniMD's interior-first order: the atoms it puts first have no ghost in their neighbour
+// lists, so the app may run their force before the ghosts are updated, and the force in
+// two parts equals the force in one.
+#include "test_runtime.hpp"
+
+#include <kernels.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+namespace {
+
+using minimd::Indices;
+using minimd::Vectors;
+
+constexpr double kCut = 2.8;  // the neighbour-list cutoff (force cutoff 2.5 + skin 0.3)
+
+// An FCC lattice of cells^3 cells at density 0.8442, each atom moved by a fixed pattern
+// of up to 0.2, in a periodic box [0, length)^3; then the periodic images within kCut
+// of the box, as the app's ghosts.
+struct Atoms {
+  double length = 0;
+  int nlocal = 0;
+  std::vector<double> xyz;  // own atoms, then images
+};
+
+Atoms lattice(int cells) {
+  Atoms a;
+  const double spacing = std::cbrt(4.0 / 0.8442);
+  a.length = cells * spacing;
+  const double basis[4][3] = {{0, 0, 0}, {0.5, 0.5, 0}, {0.5, 0, 0.5}, {0, 0.5, 0.5}};
+  int n = 0;
+  for (int k = 0; k < cells; ++k)
+    for (int j = 0; j < cells; ++j)
+      for (int i = 0; i < cells; ++i)
+        for (const auto& b : basis) {
+          const int cell[3] = {i, j, k};
+          for (int d = 0; d < 3; ++d) {
+            const double c = (cell[d] + b[d]) * spacing + 0.2 * std::sin(1.7 * n + 2.3 * d);
+            a.xyz.push_back(std::fmod(c + a.length, a.length));
+          }
+          ++n;
+        }
+  a.nlocal = n;
+  for (int atom = 0; atom < n; ++atom)
+    for (int s = 0; s < 27; ++s) {
+      const int shift[3] = {s % 3 - 1, s / 3 % 3 - 1, s / 9 - 1};
+      if (shift[0] == 0 && shift[1] == 0 && shift[2] == 0) continue;
+      double p[3];
+      bool near = true;
+      for (int d = 0; d < 3; ++d) {
+        p[d] = a.xyz[3 * atom + d] + shift[d] * a.length;
+        near = near && p[d] >= -kCut && p[d] < a.length + kCut;
+      }
+      if (near) a.xyz.insert(a.xyz.end(), p, p + 3);
+    }
+  return a;
+}
+
+TEST(MinimdInteriorFirst, InnerAtomsFirstWithoutGhostNeighbours) {
+  const minimd::Device space;
+  const Atoms a = lattice(8);
+  const int nlocal = a.nlocal, nall = static_cast<int>(a.xyz.size() / 3);
+  Vectors x("x", nall), v("v", nall), xs("x_sorted", nall), vs("v_sorted", nall);
+  auto hx = Kokkos::create_mirror_view(x);
+  for (int i = 0; i < nall; ++i)
+    for (int d = 0; d < 3; ++d) hx(i, d) = a.xyz[3 * i + d];
+  Kokkos::deep_copy(x, hx);
+
+  minimd::BinGrid grid{};
+  for (int d = 0; d < 3; ++d) {
+    grid.origin[d] = -kCut;
+    grid.inverse_size[d] = 2.0 / kCut;
+    grid.count[d] = static_cast<int>(std::ceil((a.length + 2 * kCut) * grid.inverse_size[d]));
+  }
+  const minimd::Box box{{0, 0, 0}, {a.length, a.length, a.length}};
+  const double margin = 1.000001 * kCut;
+  Indices bin_of("bin_of", nall), start("start", 2 * grid.total() + 1),
+      fill("fill", 2 * grid.total()), order("order", nall);
+  minimd::Counters counters("counters", minimd::counter_slots);
+  minimd::order_interior_first(space, x, nlocal, grid, box, margin, bin_of, start, fill, order,
+                               counters);
+  minimd::gather_atoms(space, x, v, order, nlocal, xs, vs);
+  Kokkos::deep_copy(space, Kokkos::subview(xs, std::make_pair(nlocal, nall), Kokkos::ALL),
+                    Kokkos::subview(x, std::make_pair(nlocal, nall), Kokkos::ALL));
+  auto hc = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), counters);
+  const int interior = static_cast<int>(hc(minimd::interior));
+  ASSERT_GT(interior, 0);
+  ASSERT_LT(interior, nlocal);
+
+  // The first group lies at least `margin` inside the box, the second does not.
+  auto hs = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), xs);
+  for (int i = 0; i < nlocal; ++i) {
+    bool inside = true;
+    for (int d = 0; d < 3; ++d)
+      inside = inside && hs(i, d) >= margin && hs(i, d) < a.length - margin;
+    EXPECT_EQ(inside, i < interior) << "atom " << i;
+  }
+
+  // Full lists over own atoms and images: no image in the first group's lists.
+  const auto stencil = minimd::make_stencil(grid, kCut);
+  minimd::bin_atoms(space, xs, nall, grid, bin_of, start, fill, order);
+  minimd::NeighborList lists("lists", nlocal, 128);
+  Indices count("count", nlocal);
+  minimd::build_neighbors(space, xs, nlocal, grid, stencil, bin_of, start, order, kCut,
+                          minimd::ListKind::full, lists, count, counters);
+  auto hl = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), lists);
+  auto hn = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), count);
+  int with_images = 0;
+  for (int i = 0; i < nlocal; ++i) {
+    ASSERT_LE(hn(i), 128);
+    bool image = false;
+    for (int k = 0; k < hn(i); ++k) image = image || hl(i, k) >= nlocal;
+    if (i < interior) {
+      EXPECT_FALSE(image) << "atom " << i;
+    }
+    with_images += image;
+  }
+  EXPECT_GT(with_images, 0);
+
+  // The force in two parts, as the app runs it, equals the force in one.
+  const minimd::Potential p{2.5 * 2.5, 1.0, 1.0};
+  minimd::Payload ev("ev", 2);
+  Vectors f_one("f_one", nall), f_two("f_two", nall);
+  minimd::force(space, xs, f_one, nlocal, nall, lists, count, minimd::ListKind::full, p, false,
+                ev);
+  minimd::force_full(space, xs, f_two, 0, interior, nlocal, lists, count, p, false, ev);
+  minimd::force_full(space, xs, f_two, interior, nlocal, nlocal, lists, count, p, false, ev);
+  auto h1 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), f_one);
+  auto h2 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), f_two);
+  for (int i = 0; i < nlocal; ++i)
+    for (int d = 0; d < 3; ++d) EXPECT_EQ(h1(i, d), h2(i, d)) << "atom " << i;
+}
+
+}  // namespace
