@@ -124,8 +124,7 @@ TEST(MinimdInteriorFirst, InnerAtomsFirstWithoutGhostNeighbours) {
   const minimd::Potential p{2.5 * 2.5, 1.0, 1.0};
   minimd::Payload ev("ev", 2);
   Vectors f_one("f_one", nall), f_two("f_two", nall);
-  minimd::force(space, xs, f_one, nlocal, nall, lists, count, minimd::ListKind::full, p, false,
-                ev);
+  minimd::force(space, xs, f_one, nlocal, nall, lists, count, minimd::ListKind::full, p, false, ev);
   minimd::force_full(space, xs, f_two, 0, interior, nlocal, lists, count, p, false, ev);
   minimd::force_full(space, xs, f_two, interior, nlocal, nlocal, lists, count, p, false, ev);
   auto h1 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), f_one);

@@ -4,8 +4,11 @@
 
 #include <mpi.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
+#include <unistd.h>
 
 namespace kodo {
 namespace {
@@ -36,8 +39,16 @@ void detail::print_fatal(const std::string& what) {
   int rank = -1;
   if (mpi_is_running()) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   const std::string text = what.rfind("kodo: ", 0) == 0 ? what.substr(6) : what;
-  std::fprintf(stderr, "kodo: fatal error on rank %d: %s\n", rank, text.c_str());
+  // One write of the whole line: a pipe takes up to PIPE_BUF bytes at once, so the
+  // launcher cannot split the line with other output (its abort banner, another rank's).
+  const std::string line = "kodo: fatal error on rank " + std::to_string(rank) + ": " + text + "\n";
   std::fflush(stderr);
+  for (std::size_t done = 0; done < line.size();) {
+    const ssize_t n = ::write(STDERR_FILENO, line.data() + done, line.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<std::size_t>(n);
+  }
 }
 
 void detail::abort_job() {
