@@ -189,7 +189,7 @@ KOKKOS_INLINE_FUNCTION Atom at(const GatheredRows& x, int j) {
 
 // The app's list build, reading padded positions, rows or columns; without the longest
 // list, or (`longest`) with one atomic max per atom into it, as the app did before it
-// skipped the atomic where a list is no longer than the longest seen.
+// took a separate reduction for the longest list.
 template <class Positions>
 void build_with(const Device& space, Positions x, int nlocal, const minimd::BinGrid& grid,
                 minimd::Stencil stencil, Indices bin_of, Indices bin_start, Indices bin_atoms,

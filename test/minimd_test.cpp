@@ -85,18 +85,36 @@ TEST(MinimdInteriorFirst, InnerAtomsFirstWithoutGhostNeighbours) {
   minimd::gather_atoms(space, x, v, order, nlocal, xs, vs);
   Kokkos::deep_copy(space, Kokkos::subview(xs, std::make_pair(nlocal, nall), Kokkos::ALL),
                     Kokkos::subview(x, std::make_pair(nlocal, nall), Kokkos::ALL));
+  auto ho = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), order);
   auto hc = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), counters);
   const int interior = static_cast<int>(hc(minimd::interior));
   ASSERT_GT(interior, 0);
   ASSERT_LT(interior, nlocal);
 
-  // The first group lies at least `margin` inside the box, the second does not.
+  // A permutation of the own atoms; the first group lies at least `margin` inside the
+  // box, the second does not; each group in bin order.
+  std::vector<int> seen(nlocal, 0);
+  for (int i = 0; i < nlocal; ++i) {
+    ASSERT_GE(ho(i), 0);
+    ASSERT_LT(ho(i), nlocal);
+    ++seen[ho(i)];
+  }
+  for (int atom = 0; atom < nlocal; ++atom) EXPECT_EQ(seen[atom], 1) << "atom " << atom;
   auto hs = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), xs);
+  auto bin = [&](int i) {
+    int b[3];
+    for (int d = 0; d < 3; ++d)
+      b[d] = static_cast<int>((hs(i, d) - grid.origin[d]) * grid.inverse_size[d]);
+    return (b[2] * grid.count[1] + b[1]) * grid.count[0] + b[0];
+  };
   for (int i = 0; i < nlocal; ++i) {
     bool inside = true;
     for (int d = 0; d < 3; ++d)
       inside = inside && hs(i, d) >= margin && hs(i, d) < a.length - margin;
     EXPECT_EQ(inside, i < interior) << "atom " << i;
+    if (i > 0 && i != interior) {
+      EXPECT_LE(bin(i - 1), bin(i)) << "atom " << i;
+    }
   }
 
   // Full lists over own atoms and images: no image in the first group's lists.
@@ -120,12 +138,16 @@ TEST(MinimdInteriorFirst, InnerAtomsFirstWithoutGhostNeighbours) {
   }
   EXPECT_GT(with_images, 0);
 
-  // The force in two parts, as the app runs it, equals the force in one.
+  // The force in two parts, as the app runs it, equals the force in one, though the
+  // first part runs with the images' positions not yet valid (NaN here).
   const minimd::Potential p{2.5 * 2.5, 1.0, 1.0};
   minimd::Payload ev("ev", 2);
-  Vectors f_one("f_one", nall), f_two("f_two", nall);
+  Vectors f_one("f_one", nall), f_two("f_two", nall), stale("x_stale", nall);
   minimd::force(space, xs, f_one, nlocal, nall, lists, count, minimd::ListKind::full, p, false, ev);
-  minimd::force_full(space, xs, f_two, 0, interior, nlocal, lists, count, p, false, ev);
+  Kokkos::deep_copy(stale, xs);
+  Kokkos::deep_copy(Kokkos::subview(stale, std::make_pair(nlocal, nall), Kokkos::ALL),
+                    std::nan(""));
+  minimd::force_full(space, stale, f_two, 0, interior, nlocal, lists, count, p, false, ev);
   minimd::force_full(space, xs, f_two, interior, nlocal, nlocal, lists, count, p, false, ev);
   auto h1 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), f_one);
   auto h2 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), f_two);

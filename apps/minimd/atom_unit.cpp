@@ -171,6 +171,7 @@ void AtomUnit::start(double factor, std::vector<double> drift) {
   if (drift.size() != 3) throw std::runtime_error("minimd: the drift needs 3 components");
   scale(compute_->space(), v_, nlocal_, factor);
   subtract(compute_->space(), v_, nlocal_, -drift[0], -drift[1], -drift[2]);
+  if (comm_ != compute_) comm_->wait_for(*compute_);  // migration packs v on comm_
   // Step 0: the ghosts and lists from scratch, the force, thermo; no integration.
   started_ = true;
   step_ = 0;
@@ -387,10 +388,14 @@ bool AtomUnit::step_once() {
       if (interior_done_) {
         // Atoms without ghosts in their lists need only the positions just computed: their
         // force runs while the ghosts are updated on the communication stream.
+        if (setup_.sync) compute_->space().fence("minimd::initial_integrate (sync)");
+        const double t_force = setup_.sync ? now() : 0;
         force_full(compute_->space(), x_, f_, 0, interior_, nlocal_, neighbors_, neighbor_count_,
                    potential(), false, {});
-        if (setup_.sync) compute_->space().fence("minimd::force (sync)");
-        charge(&Timers::force);
+        if (setup_.sync) {
+          compute_->space().fence("minimd::force (sync)");
+          setup_.timers->force += now() - t_force;
+        }
       }
       if (reneighbor_) Kokkos::deep_copy(comm_->space(), counters_, 0);
       stage_ = reneighbor_ ? Stage::migrate : Stage::ghosts;

@@ -135,7 +135,9 @@ class AtomUnit : public kodo::WorkUnit<AtomUnit> {
   kodo::Extent3 units_;
   Box box_;
   kodo::Stream* compute_;
-  kodo::Stream* comm_;  // the compute stream too when every dimension is one unit wide
+  // The compute stream too when every dimension is one unit wide and lists are half
+  // (with full lists the force overlaps the ghost copies).
+  kodo::Stream* comm_;
   int parity() const { return static_cast<int>(step_ % 2); }
 
   // Atoms.
