@@ -1,0 +1,68 @@
+#pragma once
+// Memory shared by the ranks of one node: each rank creates one POSIX shared-memory
+// segment and maps the segment of every other rank on its node. It is the ground of
+// same-node channels (issue 15): 64-bit protocol words that streams and hosts write and
+// read, and, on the host backend, the slots the data travels in.
+//
+// A segment's first bytes say whose it is; a rank checks them in every segment it maps
+// (they come from another process: magic, format version, size, owner rank, process id)
+// before it uses the memory, and refuses a mismatch with an error naming the segment
+// and the field. Every segment is unlinked once all ranks of the node have mapped it, so
+// no name is left in /dev/shm however the job ends.
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kodo::detail {
+
+class NodeSegments {
+ public:
+  // Collective over `world`: every rank creates a segment of `bytes` usable bytes
+  // (rounded up to 64; after the header), zeroed, and maps those of the ranks that share
+  // its node. Throws kodo::Error on every rank of `world` if any rank fails.
+  NodeSegments(MPI_Comm world, std::size_t bytes);
+  ~NodeSegments();
+  NodeSegments(const NodeSegments&) = delete;
+  NodeSegments& operator=(const NodeSegments&) = delete;
+
+  std::size_t bytes() const { return bytes_; }
+  // Ranks of `world` on this node, in rank order (this rank included).
+  const std::vector<int>& node_ranks() const { return node_ranks_; }
+  bool on_node(int world_rank) const;
+  // The usable bytes of `world_rank`'s segment as mapped here (this rank's own too),
+  // aligned to 64 bytes; throws kodo::Error if that rank is not on this node.
+  std::byte* of(int world_rank) const;
+
+ private:
+  struct Mapping {
+    void* base = nullptr;
+    std::size_t length = 0;
+  };
+  std::size_t bytes_ = 0;
+  std::vector<int> node_ranks_;
+  std::vector<Mapping> mappings_;  // by position in node_ranks_
+};
+
+// The header at the start of a segment (exposed for tests that forge one).
+struct SegmentHeader {
+  char magic[8];          // "kodoseg"
+  std::uint32_t version;  // kSegmentVersion
+  std::uint32_t owner;    // the owner's rank in the world communicator
+  std::uint64_t bytes;    // usable bytes after the header
+  std::int64_t pid;       // the owner's process id
+};
+inline constexpr std::uint32_t kSegmentVersion = 1;
+inline constexpr std::size_t kSegmentHeaderBytes = 64;  // the header, padded
+static_assert(sizeof(SegmentHeader) <= kSegmentHeaderBytes);
+
+// Maps the segment `name`, which rank `owner` (process `pid`) created with `bytes`
+// usable bytes, checking its size and header; throws kodo::Error naming the segment and
+// what does not match. Returns the mapping's base; its length is kSegmentHeaderBytes +
+// bytes. (The constructor's way of opening a peer's segment.)
+void* map_segment(const std::string& name, int owner, std::int64_t pid, std::size_t bytes);
+
+}  // namespace kodo::detail
