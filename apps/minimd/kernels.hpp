@@ -128,9 +128,9 @@ struct Potential {
 // ev(0) = potential energy and ev(1) = virial of the unit's pairs, each pair once.
 void force(const Device& space, Vectors x, Vectors f, int nlocal, int nall, NeighborList neighbors,
            Indices count, ListKind kind, const Potential& p, bool energy, Payload ev);
-// Full lists: the force on own atoms [first, last) only, so that atoms
-// whose lists hold no ghost can run before the ghosts are updated. With `energy`, ev
-// holds the sums over that range alone.
+// Full lists: the force on own atoms [first, last) only, so that atoms whose lists hold
+// no ghost can run before the ghosts are updated. With `energy`, ev holds the sums over
+// that range alone.
 void force_full(const Device& space, Vectors x, Vectors f, int first, int last, int nlocal,
                 NeighborList neighbors, Indices count, const Potential& p, bool energy, Payload ev);
 
