@@ -8,13 +8,12 @@
 
 #include <gtest/gtest.h>
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <cstdint>
 #include <cstring>
+#include <fcntl.h>
 #include <string>
+#include <sys/mman.h>
+#include <unistd.h>
 
 namespace {
 
@@ -91,8 +90,7 @@ TEST(NodeSegments, RefusesASegmentThatIsNotWhatItsOwnerAnnounced) {
   refused("magic", whole, [](SegmentHeader& h) { h.magic[0] = 'x'; }, "magic");
   refused("version", whole, [](SegmentHeader& h) { h.version = 99; }, "format version 99");
   refused("owner", whole, [](SegmentHeader& h) { h.owner = 5; }, "names rank 5 as its owner");
-  refused("bytes", whole, [](SegmentHeader& h) { h.bytes = 1u << 30; },
-          "says it holds 1073741824");
+  refused("bytes", whole, [](SegmentHeader& h) { h.bytes = 1u << 30; }, "says it holds 1073741824");
   refused("pid", whole, [](SegmentHeader& h) { h.pid = 1; }, "names process 1");
   refused("size", whole - 8, [](SegmentHeader&) {}, "has 184 bytes where 192 were expected");
 

@@ -3,16 +3,15 @@
 #include "../core/agree.hpp"
 #include "../core/error.hpp"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
 #include <random>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace kodo::detail {
 namespace {
@@ -21,8 +20,8 @@ constexpr char kMagic[8] = "kodoseg";
 constexpr std::size_t kNameBytes = 64;
 
 std::string system_error(const char* call, const std::string& name) {
-  return std::string(call) + " of shared-memory segment " + name + " failed: " +
-         std::strerror(errno);
+  return std::string(call) + " of shared-memory segment " + name +
+         " failed: " + std::strerror(errno);
 }
 
 // A name no other segment of this node has: the process id and a random number.
@@ -107,8 +106,7 @@ void* map_segment(const std::string& name, int owner, std::int64_t pid, std::siz
   return base;
 }
 
-NodeSegments::NodeSegments(MPI_Comm world, std::size_t bytes)
-    : bytes_((bytes + 63) / 64 * 64) {
+NodeSegments::NodeSegments(MPI_Comm world, std::size_t bytes) : bytes_((bytes + 63) / 64 * 64) {
   int rank = 0;
   check_mpi(MPI_Comm_rank(world, &rank), "MPI_Comm_rank");
   MPI_Comm node = MPI_COMM_NULL;
