@@ -384,8 +384,7 @@ bool AtomUnit::step_once() {
       energy_ = setup_.thermo_step(step_);
       initial_integrate(compute_->space(), x_, v_, f_, nlocal_, setup_.problem.dt);
       if (comm_ != compute_) comm_->wait_for(*compute_);
-      interior_done_ = overlaps_ghosts();
-      if (interior_done_) {
+      if (overlaps_ghosts()) {
         // Atoms without ghosts in their lists need only the positions just computed: their
         // force runs while the ghosts are updated on the communication stream.
         if (setup_.sync) compute_->space().fence("minimd::initial_integrate (sync)");
@@ -451,7 +450,7 @@ bool AtomUnit::step_once() {
     case Stage::force: {
       if (comm_ != compute_) compute_->wait_for(*comm_);
       if (energy_) Kokkos::deep_copy(compute_->space(), thermo_, 0.0);
-      if (interior_done_)
+      if (overlaps_ghosts())  // the inner atoms' force ran with the step's start
         force_full(compute_->space(), x_, f_, interior_, nlocal_, nlocal_, neighbors_,
                    neighbor_count_, potential(), false, {});
       else

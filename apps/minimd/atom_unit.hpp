@@ -102,7 +102,8 @@ class AtomUnit : public kodo::WorkUnit<AtomUnit> {
   void finish_step();
   // Whether this step's force starts, for the atoms with no ghost in their lists, before
   // the ghost update: full lists, a step that keeps the lists, and no energy to sum (one
-  // kernel sums it).
+  // kernel sums it). The same all through a step: interior_ changes only when the lists
+  // are rebuilt.
   bool overlaps_ghosts() const {
     return setup_.list == ListKind::full && !reneighbor_ && !energy_ && interior_ > 0;
   }
@@ -157,10 +158,8 @@ class AtomUnit : public kodo::WorkUnit<AtomUnit> {
   NeighborList neighbors_;
   Indices neighbor_count_;
   int most_neighbors_ = 0;
-  // Own atoms [0, interior_) have no ghost in their lists (full lists; else 0), and this
-  // step's force has been run for them already.
+  // Own atoms [0, interior_) have no ghost in their lists (full lists; else 0).
   int interior_ = 0;
-  bool interior_done_ = false;
   // Counts read back by the host.
   Counters counters_;
   Kokkos::View<std::int64_t*, Kokkos::SharedHostPinnedSpace> counters_host_;
