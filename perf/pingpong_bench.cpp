@@ -1,11 +1,12 @@
 // Ping-pong latency and streaming bandwidth between two units on two ranks over a
-// kodo::Channel, GPU-aware (device) and host-staged (host), and as entry-method calls
-// carrying the view (call), with views in the default memory space (device memory on
-// a GPU build: GPU 0 <-> GPU 1 with one rank per GPU). Calls carry views of up to
-// KODO_EAGER_BYTES (default 8 KiB) with the message and larger ones by rendezvous, into
-// views from the receiving rank's pool: the default sizes cover both.
+// kodo::Channel, GPU-aware (device) and host-staged (host), into a receive ring of two
+// buffers (ring: the same-node route between ranks of one node, KODO_CHANNELS=auto; UCX
+// with KODO_CHANNELS=ucx), and as entry-method calls carrying the view (call), with views in the
+// default memory space (device memory on a GPU build: GPU 0 <-> GPU 1 with one rank per GPU). Calls
+// carry views of up to KODO_EAGER_BYTES (default 8 KiB) with the message and larger ones by
+// rendezvous, into views from the receiving rank's pool: the default sizes cover both.
 //
-//   mpiexec -n 2 pingpong_bench [--sizes 8,...] [--modes device,host,call] [--window 32]
+//   mpiexec -n 2 pingpong_bench [--sizes 8,...] [--modes device,host,ring,call] [--window 32]
 //                               [--csv FILE]
 //
 // Latency: unit 0 sends, unit 1 sends back on arrival; half the round trip, averaged.
@@ -33,9 +34,9 @@ struct Trial {
   std::int64_t bytes = 0;
   int iterations = 0;
   int window = 1;  // 1: latency (ping-pong); > 1: bandwidth
-  int mode = 0;    // 0, 1: the unit's channels (device, host-staged); 2: calls
+  int mode = 0;    // 0, 1, 3: the unit's channels (device, host-staged, ring); 2: calls
 };
-constexpr int kCallMode = 2;
+constexpr int kCallMode = 2, kRingMode = 3;
 
 class Endpoint : public kodo::WorkUnit<Endpoint> {
  public:
@@ -49,6 +50,10 @@ class Endpoint : public kodo::WorkUnit<Endpoint> {
     const kodo::Index3 peer{1 - init.index.x, 0, 0};
     channel_[0] = open_channel(peer, s, kodo::CommMode::device, 0);
     channel_[1] = open_channel(peer, s, kodo::CommMode::host_staged, 1);
+    channel_[2] = open_channel(peer, s, kodo::CommMode::device, 2);
+    ring_ =
+        channel_[2].open_ring(std::vector{Buffer("ring0", max_bytes), Buffer("ring1", max_bytes)},
+                              [this](const kodo::Arrival<Buffer>& a) { on_ring(a); });
     Kokkos::deep_copy(out_, std::byte{1});
     Kokkos::fence();
   }
@@ -61,7 +66,7 @@ class Endpoint : public kodo::WorkUnit<Endpoint> {
     in_view_ = Kokkos::subview(in_, std::make_pair<std::int64_t>(0, t.bytes));
     last_ = Buffer();
     received_ = 0;
-    if (index().x == 1) return t.mode == kCallMode ? void() : post_round();
+    if (index().x == 1) return t.mode == kCallMode || t.mode == kRingMode ? void() : post_round();
     began_ = perf::seconds();
     t.mode == kCallMode ? call_round() : lead_round();
   }
@@ -85,11 +90,12 @@ class Endpoint : public kodo::WorkUnit<Endpoint> {
   double seconds = 0;  // unit 0: the trial's time
 
  private:
-  kodo::Channel& link() { return channel_[trial_.mode]; }
+  kodo::Channel& link() { return channel_[trial_.mode == kRingMode ? 2 : trial_.mode]; }
 
   // Unit 0: a round is `window` sends, then the answer.
   void lead_round() {
-    link().recv(trial_.window == 1 ? in_view_ : ack_in_, [this] { on_answer(); });
+    if (trial_.mode != kRingMode)
+      link().recv(trial_.window == 1 ? in_view_ : ack_in_, [this] { on_answer(); });
     for (int w = 0; w < trial_.window; ++w) link().send(out_view_, kodo::data_ready);
   }
   void on_answer() {
@@ -122,7 +128,24 @@ class Endpoint : public kodo::WorkUnit<Endpoint> {
     link().send(trial_.window == 1 ? in_view_ : ack_, kodo::data_ready);
   }
 
-  kodo::Channel channel_[2];
+  // Ring mode: each transfer lands in the next of the ring's two buffers (the sender waits
+  // for a buffer's release); unit 1 answers from the buffer it was handed, which is
+  // released once the answer has left it.
+  void on_ring(const kodo::Arrival<Buffer>& a) {
+    if (index().x == 0) {
+      ring_.release(a.transfer);
+      return on_answer();
+    }
+    if (++received_ < trial_.window) return ring_.release(a.transfer);
+    received_ = 0;
+    ++done_;
+    last_ = Kokkos::subview(a.view, std::make_pair<std::size_t>(0, a.count));
+    link().send(trial_.window == 1 ? last_ : ack_, kodo::data_ready);
+    ring_.release(a.transfer, streams().communication(0));
+  }
+
+  kodo::Channel channel_[3];
+  kodo::ReceiveRing<Buffer> ring_;
   Buffer out_, in_, ack_, ack_in_;
   Buffer out_view_, in_view_;  // the first `bytes` of out_ and in_
   Buffer last_;                // unit 1: the data received last
@@ -132,12 +155,14 @@ class Endpoint : public kodo::WorkUnit<Endpoint> {
 };
 
 constexpr const char* kUsage =
-    "usage: mpiexec -n 2 pingpong_bench [--sizes 8,...] [--modes device,host,call] [--window 32]\n"
+    "usage: mpiexec -n 2 pingpong_bench [--sizes 8,...] [--modes device,host,ring,call]\n"
+    "                                   [--window 32]\n"
     "                                   [--csv FILE]\n"
     "Ping-pong latency and streaming bandwidth between two units on two ranks: over a\n"
-    "channel, GPU-aware (device) and host-staged (host), and as calls carrying a view (call).\n"
+    "channel, GPU-aware (device) and host-staged (host), into a receive ring (ring), and as\n"
+    "calls carrying a view (call).\n"
     "  --sizes   message sizes in bytes, comma-separated (default 8 B to 64 MiB by powers of 2)\n"
-    "  --modes   which of device, host and call to measure (default all three)\n"
+    "  --modes   which of device, host, ring and call to measure (default all four)\n"
     "  --window  messages in flight in the bandwidth test (default 32)\n"
     "  --csv     also write the rows to FILE\n";
 
@@ -155,7 +180,7 @@ int main(int argc, char** argv) {
   std::vector<std::int64_t> sizes;
   for (const auto& item : perf::items(perf::option(argc, argv, "--sizes", default_sizes.str())))
     sizes.push_back(std::stoll(item));
-  const std::string modes = perf::option(argc, argv, "--modes", "device,host,call");
+  const std::string modes = perf::option(argc, argv, "--modes", "device,host,ring,call");
   const int window = std::stoi(perf::option(argc, argv, "--window", "32"));
   std::int64_t max_bytes = 8;
   for (auto s : sizes) max_bytes = std::max(max_bytes, s);
@@ -165,8 +190,11 @@ int main(int argc, char** argv) {
     csv.emplace(perf::csv_path(argc, argv), argc, argv,
                 "mode,test,bytes,iterations,window,latency_us,bandwidth_GBps");
   auto units = kodo::Collection<Endpoint>::create(runtime, {2, 1, 1}, max_bytes);
-  for (int mode = 0; mode < 3; ++mode) {
-    const char* name = mode == 0 ? "device" : mode == 1 ? "host" : "call";
+  for (int mode : {0, 1, kRingMode, kCallMode}) {
+    const char* name = mode == 0           ? "device"
+                       : mode == 1         ? "host"
+                       : mode == kRingMode ? "ring"
+                                           : "call";
     if (modes.find(name) == std::string::npos) continue;
     for (const std::int64_t bytes : sizes) {
       for (const int w : {1, window}) {

@@ -7,6 +7,10 @@
 //   fault_program ring-order         a receive ring whose transfers are released out of
 //                                    order
 //   fault_program peer-exit          a rank dies while others are sending to it
+//   fault_program ring-truncate      a transfer larger than a receive ring's buffers (on
+//                                    2 ranks of a node: the same-node route's sender
+//                                    finds it)
+//   fault_program ring-peer-exit     the rank a same-node ring waits on exits (status 0)
 //   fault_program different-program  rank 1 has an entry method the others lack
 //   fault_program mismatched-shapes  units contribute vectors of different lengths to
 //                                    one reduction round
@@ -65,6 +69,30 @@ class Peer : public kodo::WorkUnit<Peer> {
                             [this](const kodo::Arrival<View>& a) {
                               if (a.transfer == 1) ring_.release(1);  // transfer 0 is still held
                             });
+  }
+
+  void ring_truncate() {
+    using View = Kokkos::View<double*>;
+    if (index().x == 0) {
+      link_.send(View("big", 100));
+    } else {
+      ring_ = link_.open_ring(std::vector{View("a", 10), View("b", 10)},
+                              [](const kodo::Arrival<View>&) {
+                                std::puts("unexpected: the oversized transfer was accepted");
+                              });
+    }
+  }
+
+  // Unit 0's ring waits on unit 1, whose rank leaves without a word (or a failure).
+  void ring_peer_exit() {
+    using View = Kokkos::View<double*>;
+    if (index().x == 1) {
+      if (collection().runtime().size() > 1) _exit(0);
+      return;
+    }
+    ring_ = link_.open_ring(std::vector{View("a", 4)}, [](const kodo::Arrival<View>&) {
+      std::puts("unexpected: a transfer arrived");
+    });
   }
 
   // Unit 0 keeps calling unit 1; the rank holding unit 1 dies on the first call.
@@ -135,6 +163,10 @@ int main(int argc, char** argv) {
     units.broadcast_local<&Peer::lost_send>();
   } else if (mode == "ring-order") {
     units.broadcast_local<&Peer::ring_order>();
+  } else if (mode == "ring-truncate") {
+    units.broadcast_local<&Peer::ring_truncate>();
+  } else if (mode == "ring-peer-exit") {
+    units.broadcast_local<&Peer::ring_peer_exit>();
   } else if (mode == "peer-exit") {
     if (runtime.rank() == 0) units[{0, 0, 0}].send<&Peer::ping>(0);
   } else if (mode == "mismatched-shapes") {

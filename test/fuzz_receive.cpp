@@ -110,8 +110,37 @@ class Generator {
     return in;
   }
 
+  // A channel link announcement or a same-node ring message from the peer, about a link
+  // between one of its units and one of ours (numbered consistently).
+  Input link_message() {
+    const std::int64_t receiver = 2 * peer_ + pick(0, 1), sender = first_ + pick(0, 1);
+    const std::int32_t port = pick(0, 2);
+    const kodo::detail::LinkKey link{0, receiver, sender, port};
+    const auto number = static_cast<std::uint32_t>(receiver * 8 + (sender % 2) * 4 + port);
+    const auto epoch = static_cast<std::uint32_t>(pick(1, 3));
+    kodo::detail::Message m;
+    if (pick(0, 1)) {
+      m = kodo::detail::announcement_message({link, number, epoch, pick(0, 1) == 1}, peer_);
+    } else {
+      kodo::detail::RingMessage ring{link, number, epoch, kodo::detail::RingMessage::offer, 0, {}};
+      ring.words = 64 * static_cast<std::uint64_t>(pick(0, 4));
+      for (int b = pick(1, 3); b > 0; --b)
+        ring.buffers.push_back({static_cast<std::uint64_t>(pick(0, 64)),
+                                false,
+                                4096 + 64 * static_cast<std::uint64_t>(ring.buffers.size()),
+                                {}});
+      m = kodo::detail::ring_message(ring, peer_);
+    }
+    Input in;
+    in.header.resize(sizeof m.header);
+    std::memcpy(in.header.data(), &m.header, sizeof m.header);
+    in.data = m.payload;
+    return in;
+  }
+
   Input base() {
-    switch (pick(0, 5)) {
+    switch (pick(0, 6)) {
+      case 6: return link_message();
       case 0: return call<&Fuzzed::values>(pick(-5, 5), 0.5 * pick(0, 9), pick(0, 1) == 1);
       case 1:
         return call<&Fuzzed::text>(std::string(static_cast<std::size_t>(pick(0, 40)), 'k'),

@@ -6,6 +6,8 @@
 // Only plain C++ types cross this interface, so each backend's implementation is
 // compiled by its own toolchain (g++, nvcc, hipcc) without a Kokkos device build.
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -56,5 +58,33 @@ void free_counters(std::uint64_t* host_address);
 // Enqueues on `stream` a write of `value` to the counter at `device_address`: it
 // happens once all earlier work on the stream is done.
 void enqueue_counter_write(NativeStream stream, std::uint64_t* device_address, std::uint64_t value);
+
+// --- same-node channels (comm/node_channels.hpp) ---------------------------------------
+
+// Makes host memory that other processes map too (a POSIX shared segment) usable by
+// this process's streams; returns the address they use for it.
+void* register_shared_host(void* host, std::size_t bytes);
+void unregister_shared_host(void* host);
+
+// What another process of the node needs to map a device allocation.
+struct MemoryExport {
+  std::array<std::byte, 64> handle{};  // the allocation's IPC handle (opaque)
+  std::uint64_t offset = 0;            // of the exported bytes from the allocation's start
+};
+// Fills `out` for the device memory at `data`; false with `why` if it cannot be mapped
+// by another process (host memory, memory from a stream-ordered pool, ...).
+bool export_memory(const void* data, MemoryExport& out, std::string& why);
+// Maps an allocation another process exported; returns its start here, or nullptr with
+// `why`. One allocation is mapped once per process (callers cache).
+void* import_memory(const std::array<std::byte, 64>& handle, std::string& why);
+void release_import(void* start);
+
+// Enqueues on `stream`, after the work enqueued on it so far: a copy of `bytes` from
+// `from` to `to` (either may be memory of another device mapped here), then the stores
+// *size_word = size and then *count_word = count, each visible to other processes and
+// devices only after everything before it. `from_device`: `from` is device memory.
+void enqueue_copy_and_publish(NativeStream stream, void* to, const void* from, std::size_t bytes,
+                              bool from_device, std::uint64_t* size_word, std::uint64_t size,
+                              std::uint64_t* count_word, std::uint64_t count);
 
 }  // namespace kodo::backend

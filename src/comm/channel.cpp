@@ -1,9 +1,14 @@
 #include "channel.hpp"
 
+#include "../backends/native.hpp"
+#include "node_channels.hpp"
 #include "ucx_transport.hpp"
 #include "view_pool.hpp"
 #include "wire.hpp"
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <deque>
 #include <map>
 #include <optional>
@@ -52,6 +57,24 @@ void copy_bytes(const ExecutionSpace& space, const Segment& to, const Segment& f
 
 using Staging = ViewPool::Staging;
 
+// A 64-bit protocol word of a same-node link, as another process writes it.
+std::uint64_t load_word(const std::byte* at) {
+  return std::atomic_ref<std::uint64_t>(
+             *reinterpret_cast<std::uint64_t*>(const_cast<std::byte*>(at)))
+      .load(std::memory_order_acquire);
+}
+void store_word(std::byte* at, std::uint64_t value) {
+  std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(at))
+      .store(value, std::memory_order_release);
+}
+// A link's words in its receiver's segment: arrived (transfers published), consumed
+// (transfers whose buffers the receiver freed), then the size of each buffer's transfer.
+constexpr std::uint64_t kArrivedWord = 0, kConsumedWord = 8, kSizeWords = 16;
+std::uint64_t words_bytes(std::size_t buffers) { return kSizeWords + 8 * std::uint64_t{buffers}; }
+
+// Which way a link's transfers go: not known yet, UCX, or the same-node route.
+enum class Route : std::uint8_t { pending, ucx, node };
+
 }  // namespace
 
 class ChannelRegistry {
@@ -61,6 +84,21 @@ class ChannelRegistry {
   std::map<LinkKey, ChannelEnd*> local_receivers;    // same-rank ends, by what they receive
   std::map<LinkKey, ChannelEnd*> senders;            // every end, by what it sends
   std::set<ChannelEnd*> open;                        // every open end, for stall reports
+  // How often each end (by what it sends) has opened: both ends of a link open in step,
+  // so the receiver's count names an opening to the sender.
+  std::map<LinkKey, std::uint32_t> openings;
+  // What receivers said of the route of links this rank sends on, by (link, opening),
+  // until the sending end of that opening takes it.
+  struct RouteNote {
+    bool announced = false, ring_may_follow = false;
+    std::optional<RingMessage> ring;
+  };
+  std::map<std::pair<LinkKey, std::uint32_t>, RouteNote> notes;
+  std::set<ChannelEnd*> node_ends;  // open ends on the same-node route, polled
+  // Ring buffers of closed same-node ends: a peer's stream may still write them.
+  std::vector<std::shared_ptr<const void>> retired;
+  std::chrono::steady_clock::time_point quiet_since{};  // same-node waits without progress
+  std::size_t most_held = 0;                            // sends held back at once, at most
 
   std::uint32_t receive_number(const LinkKey& link) {
     if (const auto it = receive_numbers.find(link); it != receive_numbers.end()) return it->second;
@@ -115,7 +153,26 @@ struct ChannelEnd : std::enable_shared_from_this<ChannelEnd> {
   std::map<void*, std::pair<std::uint64_t, std::size_t>> in_flight;  // transfer, capacity
   std::map<std::uint64_t, std::size_t> sending;                      // transfer -> bytes
 
+  // The same-node route: the receiving side (this end's ring, offered to the peer) and
+  // the sending side (the peer's ring, mapped here).
+  std::uint32_t epoch = 0;  // this end's opening
+  Route send_route = Route::pending, recv_route = Route::ucx;
+  struct NodeIn {
+    std::uint64_t words;            // in this rank's segment
+    std::vector<std::byte*> slots;  // by buffer: where its data lands (host), or null
+    std::deque<Receive> awaiting;   // posted, in transfer order
+  };
+  std::optional<NodeIn> node_in;
+  struct NodeOut {
+    std::uint64_t words;         // in the peer's segment
+    std::vector<std::byte*> to;  // by buffer: where this rank's streams write it
+    std::vector<std::uint64_t> capacity;
+    std::deque<Send> held;  // waiting for their buffers to be released, in order
+  };
+  std::optional<NodeOut> node_out;
+
   bool local() const { return link.peer_rank == host->rank(); }
+  NodeChannels& node() const { return *host->node(); }
 
   std::string describe(bool outgoing) const {
     std::ostringstream os;
@@ -151,6 +208,23 @@ struct ChannelEnd : std::enable_shared_from_this<ChannelEnd> {
   void recv(Receive r);
   void match_local();
   void close();
+  // The same-node route.
+  void flush_unnumbered();
+  void settle_send_route();
+  void accept_ring(const RingMessage& ring);
+  void refuse_ring(const RingMessage& ring, const std::string& why);
+  void offer_ring(const std::vector<Segment>& buffers);
+  void choose_ucx_receives(const std::string& why);
+  void node_send(Send t);
+  void publish(Send t);
+  void land(Receive r);
+  void consumed(std::uint64_t transfers);
+  std::size_t poll_node();
+  std::string misfit_at_sender(std::uint64_t transfer, std::size_t bytes,
+                               std::uint64_t capacity) const {
+    return cat(describe(true), ": transfer ", transfer, ", a message of ", bytes,
+               " bytes does not fit the receiving view of ", capacity, " bytes");
+  }
 };
 
 void ChannelEnd::send(Send t) {
@@ -167,13 +241,23 @@ void ChannelEnd::send(Send t) {
     return;
   }
   sending.emplace(t.transfer, t.segment.bytes);
-  if (!send_base)
-    unnumbered.push_back(std::move(t));  // until the peer tells us its number of the link
+  if (!send_base || send_route == Route::pending)
+    unnumbered.push_back(std::move(t));  // until the peer tells us its number and route
   else
     start_send(std::move(t));
 }
 
+void ChannelEnd::flush_unnumbered() {
+  if (local() || !send_base || send_route == Route::pending) return;
+  while (!unnumbered.empty()) {
+    Send t = std::move(unnumbered.front());
+    unnumbered.pop_front();
+    start_send(std::move(t));
+  }
+}
+
 void ChannelEnd::start_send(Send t) {
+  if (send_route == Route::node) return node_send(std::move(t));
   const std::uint64_t tag = *send_base | (t.transfer & kTransferMask);
   auto self_ptr = shared_from_this();
   Segment from = t.segment;
@@ -207,6 +291,11 @@ void ChannelEnd::recv(Receive t) {
     match_local();
     return;
   }
+  if (recv_route == Route::node) {
+    node_in->awaiting.push_back(std::move(t));
+    return;
+  }
+  if (recv_route == Route::pending) choose_ucx_receives("");  // a plain receive: UCX
   const std::uint64_t tag = recv_base | (t.transfer & kTransferMask);
   auto self_ptr = shared_from_this();
   const std::size_t capacity = t.segment.bytes;
@@ -283,7 +372,409 @@ void ChannelEnd::close() {
     for (const auto& [request, what] :
          std::map<void*, std::pair<std::uint64_t, std::size_t>>(in_flight))
       host->transport().cancel(request);
+    registry.node_ends.erase(this);
+    if (node_in) {
+      // The peer may still write the buffers of receives it was allowed to fill.
+      for (auto& r : node_in->awaiting) registry.retired.push_back(std::move(r.keep));
+      node_in->awaiting.clear();
+    }
+    if (node_out) node_out->held.clear();
   }
+}
+
+// --- the same-node route ------------------------------------------------------------
+
+// The receiving end offers its ring: its buffers and words, in its own segment.
+void ChannelEnd::offer_ring(const std::vector<Segment>& buffers) {
+  NodeChannels& n = node();
+  RingMessage m{receives_on, static_cast<std::uint32_t>(recv_base >> kNumberBits),
+                epoch,       RingMessage::offer,
+                0,           {}};
+  NodeIn in;
+  std::string why;
+  if (buffers.size() > kMaxRingBuffers) {
+    why = cat("a ring of ", buffers.size(), " buffers (the route takes at most ", kMaxRingBuffers,
+              ")");
+  } else if (const auto words = n.allocate(words_bytes(buffers.size()))) {
+    m.words = in.words = *words;
+    for (const Segment& b : buffers) {
+      RingBufferOffer o{b.bytes, false, 0, {}};
+      in.slots.push_back(nullptr);
+      if (b.kind == MemoryKind::host) {
+        const auto slot = n.allocate(b.bytes);
+        if (!slot) {
+          why = cat("the node segment (", n.segment_bytes(),
+                    " bytes, KODO_NODE_SEGMENT_BYTES) has no room for the ring's buffers");
+          break;
+        }
+        o.place = *slot;
+        in.slots.back() = n.host(host->rank(), *slot);
+      } else {
+        backend::MemoryExport e;
+        if (b.kind == MemoryKind::cuda_managed || b.kind == MemoryKind::rocm_managed) {
+          why = "managed memory is not mapped into other processes";
+          break;
+        }
+        if (b.bytes != 0 && !backend::export_memory(b.data, e, why)) break;
+        o.exported = true;
+        o.place = e.offset;
+        o.handle = e.handle;
+      }
+      m.buffers.push_back(o);
+    }
+  } else {
+    why = cat("the node segment (", n.segment_bytes(),
+              " bytes, KODO_NODE_SEGMENT_BYTES) has no room for the ring's words");
+  }
+  if (!why.empty()) return choose_ucx_receives(why);
+  for (std::uint64_t w = 0; w < words_bytes(buffers.size()); w += 8)
+    store_word(n.host(host->rank(), in.words + w), 0);
+  recv_route = Route::node;
+  node_in = std::move(in);
+  host->channels().node_ends.insert(this);
+  host->post(link.peer_rank, ring_message(m, host->rank()));
+}
+
+// The receiving end takes UCX after announcing that a ring may follow: the peer learns
+// it (its sends wait for the route). `why`: why the same-node route could not be taken
+// ("" for a plain receive, which always goes by UCX).
+void ChannelEnd::choose_ucx_receives(const std::string& why) {
+  if (!why.empty()) {
+    const std::string line =
+        cat(describe(false), ": the same-node route is not possible (", why, "); UCX carries it");
+    if (node().selection() == ChannelSelection::device)
+      throw Error(line + " (KODO_CHANNELS=device makes this an error)");
+    node().notice(cat("a receive ring uses UCX, not the same-node route: ", why));
+  }
+  recv_route = Route::ucx;
+  host->post(link.peer_rank, ring_message({receives_on,
+                                           static_cast<std::uint32_t>(recv_base >> kNumberBits),
+                                           epoch,
+                                           RingMessage::ucx,
+                                           0,
+                                           {}},
+                                          host->rank()));
+}
+
+// The sending end maps the buffers the receiver offered.
+void ChannelEnd::accept_ring(const RingMessage& ring) {
+  NodeChannels& n = node();
+  NodeOut out{ring.words, {}, {}, {}};
+  std::string why;
+  for (const RingBufferOffer& b : ring.buffers) {
+    out.capacity.push_back(b.capacity);
+    if (!b.exported) {
+      out.to.push_back(n.device(link.peer_rank, b.place));
+    } else if (b.capacity == 0) {
+      out.to.push_back(nullptr);
+    } else if (void* start = n.import(link.peer_rank, b.handle, why)) {
+      out.to.push_back(static_cast<std::byte*>(start) + b.place);
+    } else {
+      return refuse_ring(ring, why);
+    }
+  }
+  send_route = Route::node;
+  node_out = std::move(out);
+  host->channels().node_ends.insert(this);
+}
+
+void ChannelEnd::refuse_ring(const RingMessage& ring, const std::string& why) {
+  const std::string line =
+      cat(describe(true), ": cannot map rank ", link.peer_rank, "'s ring buffers (", why, ")");
+  if (node().selection() == ChannelSelection::device)
+    throw Error(line + " (KODO_CHANNELS=device makes this an error)");
+  node().notice(cat("a receive ring uses UCX, not the same-node route: ", why));
+  send_route = Route::ucx;
+  RingMessage refusal{ring.link, ring.number, ring.epoch, RingMessage::refusal, 0, {}};
+  host->post(link.peer_rank, ring_message(refusal, host->rank()));
+}
+
+// The route of this (sending) end's opening, once its receiver has said it.
+void ChannelEnd::settle_send_route() {
+  if (local() || send_route != Route::pending) return;
+  auto& notes = host->channels().notes;
+  // Notes of this link's earlier openings are stale.
+  for (auto it = notes.lower_bound({sends_on, 0});
+       it != notes.end() && it->first.first == sends_on && it->first.second < epoch;)
+    it = notes.erase(it);
+  const auto it = notes.find({sends_on, epoch});
+  if (it == notes.end()) return;
+  const ChannelRegistry::RouteNote note = std::move(it->second);
+  if (note.ring) {
+    notes.erase(it);
+    if (note.ring->route == RingMessage::offer)
+      accept_ring(*note.ring);
+    else
+      send_route = Route::ucx;
+  } else if (note.announced && !note.ring_may_follow) {
+    notes.erase(it);
+    send_route = Route::ucx;
+  } else {
+    return;
+  }
+  flush_unnumbered();
+}
+
+void ChannelEnd::node_send(Send t) {
+  NodeOut& out = *node_out;
+  const std::size_t b = t.transfer % out.to.size();
+  if (t.segment.bytes > out.capacity[b])
+    host->fail_with_peer(link.peer_rank,
+                         misfit_at_sender(t.transfer, t.segment.bytes, out.capacity[b]));
+  if (!out.held.empty() || t.transfer >= out.to.size()) {
+    const std::uint64_t consumed =
+        load_word(node().host(link.peer_rank, out.words + kConsumedWord));
+    if (!out.held.empty() || consumed + out.to.size() <= t.transfer) {
+      out.held.push_back(std::move(t));  // its buffer is not free yet
+      auto& most = host->channels().most_held;
+      most = std::max(most, out.held.size());
+      return;
+    }
+  }
+  publish(std::move(t));
+}
+
+// Transfer t into its buffer, then its size and count, in order on this end's stream.
+void ChannelEnd::publish(Send t) {
+  NodeOut& out = *node_out;
+  const std::size_t b = t.transfer % out.to.size();
+  NodeChannels& n = node();
+  const int peer = link.peer_rank;
+  backend::enqueue_copy_and_publish(
+      link.stream->native_handle(), out.to[b], t.segment.data, t.segment.bytes,
+      t.segment.kind != MemoryKind::host,
+      reinterpret_cast<std::uint64_t*>(n.device(peer, out.words + kSizeWords + 8 * b)),
+      t.segment.bytes, reinterpret_cast<std::uint64_t*>(n.device(peer, out.words + kArrivedWord)),
+      t.transfer + 1);
+  host->when_done(*link.stream, [self_ptr = shared_from_this(), t = std::move(t)]() mutable {
+    self_ptr->sending.erase(t.transfer);
+    if (t.done) self_ptr->host->queue_callback(std::move(t.done));
+  });
+}
+
+// A transfer that arrived in this end's ring: checked, copied out of its slot (host
+// backend), handed to the unit from the loop.
+void ChannelEnd::land(Receive r) {
+  NodeIn& in = *node_in;
+  const std::size_t b = r.transfer % in.slots.size();
+  const std::uint64_t bytes = load_word(node().host(host->rank(), in.words + kSizeWords + 8 * b));
+  if (bytes > r.segment.bytes || bytes % r.element != 0)
+    host->fail_with_peer(link.peer_rank, misfit(r, static_cast<std::size_t>(bytes)));
+  if (in.slots[b] && bytes != 0)
+    copy_bytes(link.stream->space(), r.segment, Segment{in.slots[b], bytes, MemoryKind::host},
+               bytes);
+  host->queue_callback(std::move(r.done), static_cast<std::size_t>(bytes));
+}
+
+// The receiving end's buffers of transfers 0 .. transfers - 1 may be written again.
+void ChannelEnd::consumed(std::uint64_t transfers) {
+  if (node_in) store_word(node().host(host->rank(), node_in->words + kConsumedWord), transfers);
+}
+
+std::size_t ChannelEnd::poll_node() {
+  std::size_t moved = 0;
+  if (node_in && !node_in->awaiting.empty()) {
+    const std::uint64_t arrived =
+        load_word(node().host(host->rank(), node_in->words + kArrivedWord));
+    if (arrived > receives)
+      host->fail_with_peer(link.peer_rank,
+                           cat(describe(false), ": rank ", link.peer_rank, " published transfer ",
+                               arrived - 1, " into a ring that had posted transfers up to ",
+                               receives - 1, " only (a broken same-node protocol)"));
+    while (!node_in->awaiting.empty() && node_in->awaiting.front().transfer < arrived) {
+      Receive r = std::move(node_in->awaiting.front());
+      node_in->awaiting.pop_front();
+      land(std::move(r));
+      ++moved;
+    }
+  }
+  if (node_out && !node_out->held.empty()) {
+    const std::uint64_t consumed =
+        load_word(node().host(link.peer_rank, node_out->words + kConsumedWord));
+    while (!node_out->held.empty() &&
+           consumed + node_out->to.size() > node_out->held.front().transfer) {
+      Send t = std::move(node_out->held.front());
+      node_out->held.pop_front();
+      publish(std::move(t));
+      ++moved;
+    }
+  }
+  return moved;
+}
+
+std::size_t poll_node_links(ChannelRegistry& registry) {
+  std::size_t moved = 0;
+  bool waiting = false;
+  for (ChannelEnd* e : registry.node_ends) {
+    moved += e->poll_node();
+    waiting = waiting || (e->node_in && !e->node_in->awaiting.empty()) ||
+              (e->node_out && !e->node_out->held.empty());
+  }
+  if (moved != 0 || !waiting) {
+    registry.quiet_since = {};
+    return moved;
+  }
+  // Nothing moved: once a second, is every peer we wait on still running?
+  const auto now = std::chrono::steady_clock::now();
+  if (registry.quiet_since == std::chrono::steady_clock::time_point{}) {
+    registry.quiet_since = now;
+  } else if (now - registry.quiet_since >= std::chrono::seconds(1)) {
+    registry.quiet_since = now;
+    for (ChannelEnd* e : registry.node_ends) {
+      const bool receiving = e->node_in && !e->node_in->awaiting.empty();
+      if ((receiving || (e->node_out && !e->node_out->held.empty())) &&
+          !e->node().alive(e->link.peer_rank))
+        fatal(cat("rank ", e->link.peer_rank, " (process ", e->node().pid_of(e->link.peer_rank),
+                  ") exited while the ", e->describe(!receiving), " waited for it (transfer ",
+                  receiving ? e->node_in->awaiting.front().transfer
+                            : e->node_out->held.front().transfer,
+                  ")"));
+    }
+  }
+  return 0;
+}
+
+void forget_retired(ChannelRegistry& registry) { registry.retired.clear(); }
+
+NodeRouteCounts node_route_counts(const ChannelRegistry& registry) {
+  NodeRouteCounts counts;
+  for (const ChannelEnd* e : registry.node_ends) {
+    counts.receiving += e->recv_route == Route::node;
+    counts.sending += e->send_route == Route::node;
+  }
+  counts.most_held = registry.most_held;
+  return counts;
+}
+
+Message ring_message(const RingMessage& ring, int from_rank) {
+  Message m;
+  const std::int64_t target = ring.route == RingMessage::refusal ? ring.link.receiver
+                                                                 : ring.link.sender;
+  m.header = {MessageKind::channel_ring, ring.link.collection, ring.number, target, from_rank};
+  ByteWriter w;
+  pack<std::int64_t>(w, ring.link.receiver);
+  pack<std::int64_t>(w, ring.link.sender);
+  pack<std::int32_t>(w, ring.link.port);
+  pack<std::uint32_t>(w, ring.epoch);
+  pack<std::uint32_t>(w, ring.route);
+  pack<std::uint32_t>(w, static_cast<std::uint32_t>(ring.buffers.size()));
+  pack<std::uint64_t>(w, ring.words);
+  for (const RingBufferOffer& b : ring.buffers) {
+    pack<std::uint64_t>(w, b.capacity);
+    pack<std::uint32_t>(w, b.exported ? 1 : 0);
+    pack<std::uint32_t>(w, 0);
+    pack<std::uint64_t>(w, b.place);
+    for (const std::byte x : b.handle) pack<std::uint8_t>(w, static_cast<std::uint8_t>(x));
+  }
+  m.payload = WireAccess::take_bytes(w);
+  return m;
+}
+
+RingMessage read_ring_message(const Message& m, std::size_t segment_bytes) {
+  constexpr std::size_t kFixed = 8 + 8 + 4 + 4 + 4 + 4 + 8, kEntry = 8 + 4 + 4 + 8 + 64;
+  const MessageHeader& h = m.header;
+  // Every refusal names the field at fault.
+  const auto bad = [](const char* field, const std::string& what) {
+    return Error(cat("field ", field, " of a same-node ring message ", what));
+  };
+  if (m.payload.size() < kFixed)
+    throw bad("length",
+              cat("carries ", m.payload.size(), " bytes, fewer than its ", kFixed, " fixed ones"));
+  if (h.handler > kTransferMask)
+    throw bad("handler", cat("names link number ", h.handler, ", beyond the 2^32 of a rank"));
+  ByteReader r(m.payload);
+  RingMessage ring{};
+  ring.link.collection = h.collection;
+  ring.link.receiver = unpack<std::int64_t>(r);
+  ring.link.sender = unpack<std::int64_t>(r);
+  ring.link.port = unpack<std::int32_t>(r);
+  ring.epoch = unpack<std::uint32_t>(r);
+  const auto route = unpack<std::uint32_t>(r);
+  const auto count = unpack<std::uint32_t>(r);
+  ring.words = unpack<std::uint64_t>(r);
+  ring.number = static_cast<std::uint32_t>(h.handler);
+  if (route > RingMessage::refusal) throw bad("route", cat("has route ", route, ", not 0, 1 or 2"));
+  ring.route = static_cast<RingMessage::Route>(route);
+  if (ring.link.port < 0) throw bad("port", cat("names port ", ring.link.port, ", negative"));
+  if (ring.epoch == 0) throw bad("epoch", "names opening 0 (openings count from 1)");
+  const std::int64_t target = ring.route == RingMessage::refusal ? ring.link.receiver
+                                                                 : ring.link.sender;
+  if (h.target != target)
+    throw bad("target", cat("is addressed to unit ", h.target, " but names unit ", target));
+  const std::size_t most = ring.route == RingMessage::offer ? kMaxRingBuffers : 0;
+  const std::size_t least = ring.route == RingMessage::offer ? 1 : 0;
+  if (count < least || count > most)
+    throw bad("count", cat("offers ", count, " buffers, not ", least, " to ", most));
+  if (m.payload.size() != kFixed + count * kEntry)
+    throw bad("length", cat("carries ", m.payload.size(), " bytes where ", count, " buffers take ",
+                            kFixed + count * kEntry));
+  if (ring.route != RingMessage::offer) {
+    if (ring.words != 0) throw bad("words", cat("without an offer names words at ", ring.words));
+    return ring;
+  }
+  // Everything named in the receiver's segment lies inside it, apart from the rest.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> taken;  // [begin, end)
+  const auto place = [&](const char* what, std::uint64_t at, std::uint64_t bytes) {
+    if (at % 8 != 0 || at > segment_bytes || bytes > segment_bytes - at)
+      throw bad(what, cat("places it at ", at, " (", bytes, " bytes), outside a segment of ",
+                          segment_bytes, " bytes or misaligned"));
+    for (const auto& [b, e] : taken)
+      if (bytes != 0 && at < e && b < at + bytes)
+        throw bad(what, cat("places it at ", at, ", overlapping bytes ", b, " to ", e));
+    taken.emplace_back(at, at + bytes);
+  };
+  place("words", ring.words, words_bytes(count));
+  for (std::uint32_t i = 0; i < count; ++i) {
+    RingBufferOffer b{};
+    b.capacity = unpack<std::uint64_t>(r);
+    const auto exported = unpack<std::uint32_t>(r);
+    const auto pad = unpack<std::uint32_t>(r);
+    b.place = unpack<std::uint64_t>(r);
+    for (std::byte& x : b.handle) x = static_cast<std::byte>(unpack<std::uint8_t>(r));
+    if (exported > 1 || pad != 0)
+      throw bad("kind",
+                cat("describes buffer ", i, " as kind ", exported, " (", pad, "), not 0 or 1"));
+    b.exported = exported == 1;
+    if (b.capacity > kMaxViewDataBytes)
+      throw bad("capacity",
+                cat("gives buffer ", i, " ", b.capacity, " bytes, more than a view may carry"));
+    if (b.exported) {
+      if (b.place > kMaxViewDataBytes)
+        throw bad("place", cat("places buffer ", i, " at offset ", b.place, " of its allocation"));
+    } else {
+      place("place", b.place, b.capacity);
+    }
+    ring.buffers.push_back(b);
+  }
+  return ring;
+}
+
+void apply_ring_message(ChannelRegistry& registry, RingMessage ring, int from_rank) {
+  if (ring.route == RingMessage::refusal) {
+    // Our ring, refused by its sender: this opening's receives go by UCX.
+    const LinkKey ours{ring.link.collection, ring.link.sender, ring.link.receiver, ring.link.port};
+    const auto it = registry.senders.find(ours);
+    if (it == registry.senders.end() || it->second->epoch != ring.epoch ||
+        it->second->recv_route != Route::node)
+      return;  // an opening that is gone
+    ChannelEnd& e = *it->second;
+    e.host->node()->notice(
+        "a receive ring uses UCX, not the same-node route: its sender could "
+        "not map the buffers (see that rank's notice)");
+    std::deque<ChannelEnd::Receive> awaiting = std::move(e.node_in->awaiting);
+    registry.node_ends.erase(&e);
+    e.node_in.reset();
+    e.recv_route = Route::ucx;
+    // Nothing was sent on the route: the receives are posted again, with their numbers.
+    if (!awaiting.empty()) e.receives = awaiting.front().transfer;
+    for (auto& r : awaiting) e.recv(std::move(r));
+    return;
+  }
+  announce_link(registry, {ring.link, ring.number, ring.epoch, false}, from_rank, false);
+  auto& note = registry.notes[{ring.link, ring.epoch}];
+  note.ring = std::move(ring);
+  const auto end = registry.senders.find(note.ring->link);
+  if (end != registry.senders.end()) end->second->settle_send_route();
 }
 
 Message announcement_message(const LinkAnnouncement& a, int from_rank) {
@@ -292,15 +783,17 @@ Message announcement_message(const LinkAnnouncement& a, int from_rank) {
   ByteWriter w;
   pack<std::int64_t>(w, a.link.receiver);
   pack<std::int32_t>(w, a.link.port);
+  pack<std::uint32_t>(w, a.epoch);
+  pack<std::uint32_t>(w, a.ring_may_follow ? 1 : 0);
   m.payload = WireAccess::take_bytes(w);
   return m;
 }
 
 LinkAnnouncement read_announcement(const Message& m) {
   const MessageHeader& h = m.header;
-  if (m.payload.size() != sizeof(std::int64_t) + sizeof(std::int32_t))
-    throw Error(cat("a channel link announcement carries ", m.payload.size(),
-                    " bytes of arguments, not 12"));
+  if (m.payload.size() != 20)
+    throw Error(cat("field length of a channel link announcement is ", m.payload.size(),
+                    " bytes of arguments, not 20"));
   if (h.handler > kTransferMask)
     throw Error(cat("field handler of a channel link announcement is ", h.handler,
                     ", beyond the 2^32 link numbers of a rank"));
@@ -310,27 +803,38 @@ LinkAnnouncement read_announcement(const Message& m) {
   a.link.sender = h.target;
   a.link.receiver = unpack<std::int64_t>(r);
   a.link.port = unpack<std::int32_t>(r);
+  a.epoch = unpack<std::uint32_t>(r);
+  const auto may_follow = unpack<std::uint32_t>(r);
   a.number = static_cast<std::uint32_t>(h.handler);
   if (a.link.port < 0)
-    throw Error(cat("a channel link announcement names port ", a.link.port, ", negative"));
+    throw Error(cat("field port of a channel link announcement is ", a.link.port, ", negative"));
+  if (a.epoch == 0)
+    throw Error("field epoch of a channel link announcement is 0 (openings count from 1)");
+  if (may_follow > 1)
+    throw Error(cat("field ring_may_follow of a channel link announcement is ", may_follow,
+                    ", not 0 or 1"));
+  a.ring_may_follow = may_follow == 1;
   return a;
 }
 
-void announce_link(ChannelRegistry& registry, const LinkAnnouncement& a, int from_rank) {
+void announce_link(ChannelRegistry& registry, const LinkAnnouncement& a, int from_rank,
+                   bool route_news) {
   auto [it, inserted] = registry.send_numbers.try_emplace(a.link, a.number);
   if (!inserted && it->second != a.number)
-    throw Error(cat("rank ", from_rank, " numbered the channel link from unit ", a.link.sender,
-                    " to unit ", a.link.receiver, " (collection ", a.link.collection, ", port ",
-                    a.link.port, ") ", a.number, ", and ", it->second, " before"));
-  const auto end = registry.senders.find(a.link);
-  if (end == registry.senders.end() || end->second->send_base) return;
-  ChannelEnd& e = *end->second;
-  e.send_base = std::uint64_t{a.number} << kNumberBits;
-  while (!e.unnumbered.empty()) {
-    ChannelEnd::Send t = std::move(e.unnumbered.front());
-    e.unnumbered.pop_front();
-    e.start_send(std::move(t));
+    throw Error(cat("field handler: rank ", from_rank, " numbered the channel link from unit ",
+                    a.link.sender, " to unit ", a.link.receiver, " (collection ", a.link.collection,
+                    ", port ", a.link.port, ") ", a.number, ", and ", it->second, " before"));
+  if (route_news) {
+    auto& note = registry.notes[{a.link, a.epoch}];
+    note.announced = true;
+    note.ring_may_follow = a.ring_may_follow;
   }
+  const auto end = registry.senders.find(a.link);
+  if (end == registry.senders.end()) return;
+  ChannelEnd& e = *end->second;
+  if (!e.send_base) e.send_base = std::uint64_t{a.number} << kNumberBits;
+  if (route_news) e.settle_send_route();
+  e.flush_unnumbered();
 }
 
 std::string describe_waiting_transfers(const ChannelRegistry& registry) {
@@ -354,10 +858,26 @@ std::string describe_waiting_transfers(const ChannelRegistry& registry) {
       if (e->local())
         os << "\n  " << e->describe(true) << ": transfer " << t.transfer << " (" << t.segment.bytes
            << " bytes) sent, the receiving unit has not opened its end";
-    for (const auto& [transfer, bytes] : e->sending)
+    if (e->node_in)
+      for (const auto& r : e->node_in->awaiting)
+        os << "\n  " << e->describe(false) << ": receive of transfer " << r.transfer << " (up to "
+           << r.segment.bytes << " bytes) posted in a same-node ring, rank " << e->link.peer_rank
+           << " has not published it";
+    if (e->node_out)
+      for (const auto& t : e->node_out->held)
+        os << "\n  " << e->describe(true) << ": transfer " << t.transfer << " (" << t.segment.bytes
+           << " bytes) held: its buffer in the receiving unit's same-node ring "
+           << "is not released yet";
+    for (const auto& [transfer, bytes] : e->sending) {
+      if (e->node_out && std::any_of(e->node_out->held.begin(), e->node_out->held.end(),
+                                     [t = transfer](const auto& h) { return h.transfer == t; }))
+        continue;
       os << "\n  " << e->describe(true) << ": transfer " << transfer << " (" << bytes << " bytes) "
-         << (e->send_base ? "in flight, not yet received"
-                          : "waiting for the receiving unit to open its end");
+         << (!e->send_base                     ? "waiting for the receiving unit to open its end"
+             : e->send_route == Route::pending ? "waiting for the receiving unit to open a ring "
+                                                 "or post a receive"
+                                               : "in flight, not yet received");
+    }
     if (!e->local() && e->sends != 0 && e->sending.empty())
       os << "\n  " << e->describe(true) << ": transfers 0 to " << e->sends - 1
          << " sent; any the receiving unit has not posted receives for wait on its rank";
@@ -376,6 +896,10 @@ struct RingCore : std::enable_shared_from_this<RingCore> {
   std::vector<bool> free;                                             // by buffer: may be posted
   std::uint64_t posted = 0, handed = 0, released = 0;
   std::map<std::uint64_t, std::size_t> early;  // arrived ahead of `handed`: bytes
+  // Transfers whose buffers are free again: all below `freed`, and those in `freed_early`
+  // (released on streams that finished out of order).
+  std::uint64_t freed = 0;
+  std::set<std::uint64_t> freed_early;
   bool stopped = false;
 
   std::size_t size() const { return buffers.size(); }
@@ -393,6 +917,17 @@ struct RingCore : std::enable_shared_from_this<RingCore> {
                    if (const auto self = weak.lock()) self->arrive(transfer, bytes);
                  }});
     }
+  }
+
+  void free_buffer(std::uint64_t transfer) {
+    free[transfer % size()] = true;
+    post_free();
+    freed_early.insert(transfer);
+    while (!freed_early.empty() && *freed_early.begin() == freed) {
+      freed_early.erase(freed_early.begin());
+      ++freed;
+    }
+    if (!end->closed) end->consumed(freed);
   }
 
   void arrive(std::uint64_t transfer, std::size_t bytes) {
@@ -419,16 +954,9 @@ void release_ring(RingCore* core, std::uint64_t transfer, Stream* stream) {
     throw Error(cat(r.end->describe(false), ": transfer ", transfer,
                     " was released before the ring handed it over"));
   ++r.released;
-  const std::size_t b = transfer % r.size();
-  if (!stream) {
-    r.free[b] = true;
-    return r.post_free();
-  }
-  r.end->host->when_done(*stream, [weak = r.weak_from_this(), b] {
-    if (const auto self = weak.lock()) {
-      self->free[b] = true;
-      self->post_free();
-    }
+  if (!stream) return r.free_buffer(transfer);
+  r.end->host->when_done(*stream, [weak = r.weak_from_this(), transfer] {
+    if (const auto self = weak.lock()) self->free_buffer(transfer);
   });
 }
 
@@ -469,12 +997,21 @@ Channel::Channel(detail::ChannelHost& host, const detail::LinkSpec& l) {
   } else {
     const std::uint32_t number = registry.receive_number(end->receives_on);
     end->recv_base = std::uint64_t{number} << detail::kNumberBits;
+    end->epoch = ++registry.openings[end->sends_on];
     if (const auto known = registry.send_numbers.find(end->sends_on);
         known != registry.send_numbers.end())
       end->send_base = std::uint64_t{known->second} << detail::kNumberBits;
     registry.senders.emplace(end->sends_on, end.get());
+    // A ring opened on this end may take the same-node route: the peer's sends wait to
+    // learn (offer_ring, or choose_ucx_receives).
+    const bool may_ring = host.node() && host.node()->reaches(l.peer_rank) &&
+                          l.mode == CommMode::device;
+    end->recv_route = may_ring ? detail::Route::pending : detail::Route::ucx;
     // The peer's sends need our number of the link; it is announced once per opening.
-    host.post(l.peer_rank, detail::announcement_message({end->receives_on, number}, host.rank()));
+    host.post(l.peer_rank,
+              detail::announcement_message({end->receives_on, number, end->epoch, may_ring},
+                                           host.rank()));
+    end->settle_send_route();  // the peer may have spoken already
   }
   registry.open.insert(end.get());
   end_ = std::move(end);
@@ -517,6 +1054,7 @@ std::shared_ptr<detail::RingCore> Channel::start_ring(
                 ": a receive ring must own all of a channel's receives (open it first, once)");
   if (buffers.empty()) throw Error(end_->describe(false) + ": a receive ring needs a buffer");
   end_->ring = true;
+  if (end_->recv_route == detail::Route::pending) end_->offer_ring(buffers);
   auto core = std::make_shared<detail::RingCore>();
   core->end = end_;
   core->buffers = std::move(buffers);

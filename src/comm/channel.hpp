@@ -22,6 +22,16 @@
 //   destination view itself (device memory stays on the device), so no metadata round
 //   trip precedes the data. The memory type of the view's Kokkos memory space is given
 //   to UCX as a hint.
+// - a receive ring whose peer rank shares the node (same-node route, KODO_CHANNELS,
+//   node_channels.hpp): no UCX and no host on the data path. The receiver offers its
+//   ring once: each device buffer exported for the sender to map (CUDA/HIP IPC), or, on
+//   the host backend, a slot in its shared-memory segment. The sender's stream copies
+//   transfer k into buffer k % n and then publishes its size and the count k + 1 in the
+//   receiver's segment (one kernel; stores a host reads); the receiver's scheduler loop
+//   reads one count per ring, and its releases publish how far the sender may go
+//   (back-pressure, read by the sender's loop). A rank whose process exits while a ring
+//   waits on it ends the job with an error naming it. Every field of an offer is
+//   checked before use, and the published words are checked on arrival.
 // - units on the same rank: a device copy on the sending end's stream, no UCX.
 // - CommMode::host_staged (for comparison, or networks without GPU support): the
 //   sender copies the view to pinned host memory on its stream, sends from there, and
@@ -60,6 +70,7 @@
 #include "../core/error.hpp"
 #include "../core/index.hpp"
 
+#include <array>
 #include <compare>
 #include <cstdint>
 #include <functional>
@@ -87,6 +98,7 @@ class WorkUnit;
 namespace detail {
 
 class UcxTransport;
+class NodeChannels;
 struct ChannelEnd;
 struct RingCore;
 struct Message;
@@ -124,6 +136,8 @@ class ChannelHost {
   // Sends a message to `rank`'s scheduler (a link's number, announced to the peer).
   virtual void post(int rank, Message&& message) = 0;
   virtual UcxTransport& transport() = 0;
+  // Same-node channels, or null (one rank, or KODO_CHANNELS=ucx).
+  virtual NodeChannels* node() = 0;
   virtual ChannelRegistry& channels() = 0;
   // Reused memory (pinned host buffers for host-staged transfers).
   virtual ViewPool& pool() = 0;
@@ -153,15 +167,56 @@ std::shared_ptr<ChannelRegistry> make_channel_registry();
 struct LinkAnnouncement {
   LinkKey link;          // as the announcing (receiving) rank names it
   std::uint32_t number;  // its number there
+  std::uint32_t epoch;   // how many times the announcing end has opened (1, 2, ...)
+  bool ring_may_follow;  // the receiver may offer a same-node ring: sends wait to know
 };
 Message announcement_message(const LinkAnnouncement& announcement, int from_rank);
 // Reads an announcement that arrived; throws kodo::Error naming a malformed field.
 LinkAnnouncement read_announcement(const Message& message);
 // Records the number `from_rank` gave a link this rank sends on, and starts the sends
 // that waited for it; throws kodo::Error if it contradicts an earlier announcement.
-void announce_link(ChannelRegistry& registry, const LinkAnnouncement& announcement, int from_rank);
+// `route_news`: the announcement says whether a ring may follow (a ring offer does not).
+void announce_link(ChannelRegistry& registry, const LinkAnnouncement& announcement, int from_rank,
+                   bool route_news = true);
 // For stall reports: one line per transfer this rank's open ends wait for, or "".
 std::string describe_waiting_transfers(const ChannelRegistry& registry);
+
+// A same-node ring offered by the receiving end (or its refusal of the route: UCX), or
+// refused by the sending end (it could not map the buffers). Travels as channel_ring.
+inline constexpr std::size_t kMaxRingBuffers = 64;
+struct RingBufferOffer {
+  std::uint64_t capacity;            // bytes
+  bool exported;                     // device memory to map; else a slot in the segment
+  std::uint64_t place;               // exported: offset in the allocation; else slot offset
+  std::array<std::byte, 64> handle;  // exported: the allocation's handle
+};
+struct RingMessage {
+  enum Route : std::uint32_t { ucx = 0, offer = 1, refusal = 2 };
+  LinkKey link;          // as the receiving rank names it
+  std::uint32_t number;  // its number there
+  std::uint32_t epoch;   // of the receiving end
+  Route route;
+  std::uint64_t words = 0;  // offer: {arrived, consumed, sizes[n]} in the receiver's segment
+  std::vector<RingBufferOffer> buffers;
+};
+Message ring_message(const RingMessage& ring, int from_rank);
+// Reads a channel_ring message that arrived; `segment_bytes`: the size of the node's
+// segments. Throws kodo::Error naming a malformed field.
+RingMessage read_ring_message(const Message& message, std::size_t segment_bytes);
+// Applies one from `from_rank` (checked by the scheduler: its units, its node).
+void apply_ring_message(ChannelRegistry& registry, RingMessage ring, int from_rank);
+// Moves same-node transfers: hands over those that arrived, sends those their buffers
+// now take. Returns how many moved.
+std::size_t poll_node_links(ChannelRegistry& registry);
+// For tests and reports: open ends on the same-node route, and the most sends one of
+// them has held back at once (waiting for the receiver's releases).
+struct NodeRouteCounts {
+  std::size_t receiving = 0, sending = 0, most_held = 0;
+};
+NodeRouteCounts node_route_counts(const ChannelRegistry& registry);
+// Drops what closed same-node rings kept alive for their peers (at shutdown, after the
+// transport's last barrier).
+void forget_retired(ChannelRegistry& registry);
 
 // A ring's state (channel.cpp); what ReceiveRing calls of it. `core` may be null (a
 // ring that is not open: release() then throws).

@@ -150,6 +150,7 @@ NodeSegments::NodeSegments(MPI_Comm world, std::size_t bytes) : bytes_((bytes + 
             [](const Entry& a, const Entry& b) { return a.rank < b.rank; });
   for (const Entry& e : entries) {
     node_ranks_.push_back(static_cast<int>(e.rank));
+    pids_.push_back(e.pid);
     if (e.rank == rank) {
       mappings_.push_back({own, kSegmentHeaderBytes + bytes_});
       continue;
@@ -188,13 +189,18 @@ bool NodeSegments::on_node(int world_rank) const {
   return std::binary_search(node_ranks_.begin(), node_ranks_.end(), world_rank);
 }
 
-std::byte* NodeSegments::of(int world_rank) const {
+std::size_t NodeSegments::position(int world_rank) const {
   const auto it = std::lower_bound(node_ranks_.begin(), node_ranks_.end(), world_rank);
   if (it == node_ranks_.end() || *it != world_rank)
     throw Error("rank " + std::to_string(world_rank) +
                 " shares no memory with this rank: it is not on this node");
-  const auto& m = mappings_[static_cast<std::size_t>(it - node_ranks_.begin())];
-  return static_cast<std::byte*>(m.base) + kSegmentHeaderBytes;
+  return static_cast<std::size_t>(it - node_ranks_.begin());
 }
+
+std::byte* NodeSegments::of(int world_rank) const {
+  return static_cast<std::byte*>(mappings_[position(world_rank)].base) + kSegmentHeaderBytes;
+}
+
+std::int64_t NodeSegments::pid_of(int world_rank) const { return pids_[position(world_rank)]; }
 
 }  // namespace kodo::detail

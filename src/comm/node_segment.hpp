@@ -36,6 +36,8 @@ class NodeSegments {
   // The usable bytes of `world_rank`'s segment as mapped here (this rank's own too),
   // aligned to 64 bytes; throws kodo::Error if that rank is not on this node.
   std::byte* of(int world_rank) const;
+  // The process id of `world_rank` (on this node), as its segment's header gives it.
+  std::int64_t pid_of(int world_rank) const;
 
  private:
   struct Mapping {
@@ -44,7 +46,9 @@ class NodeSegments {
   };
   std::size_t bytes_ = 0;
   std::vector<int> node_ranks_;
-  std::vector<Mapping> mappings_;  // by position in node_ranks_
+  std::vector<Mapping> mappings_;              // by position in node_ranks_
+  std::vector<std::int64_t> pids_;             // by position in node_ranks_
+  std::size_t position(int world_rank) const;  // in node_ranks_; throws if not on the node
 };
 
 // The header at the start of a segment (exposed for tests that forge one).

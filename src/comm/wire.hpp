@@ -19,13 +19,14 @@ enum class MessageKind : std::uint32_t {
   reduction_result = 3,   // the final result, travelling down the tree to every rank
   callback = 4,           // rank-local only: a continuation (a channel transfer completed)
   channel_link = 5,       // the number a rank gave a channel link it receives on (channel.hpp)
+  channel_ring = 6,       // a same-node ring offered by its receiver, or refused by its sender
 };
 
 struct MessageHeader {
   MessageKind kind;
   std::uint32_t collection;
   std::uint64_t handler;  // entry method (invoke), reducer (reductions) or link number
-  std::int64_t target;    // unit's linear index (invoke, channel_link) or reduction round
+  std::int64_t target;    // unit's linear index (invoke, channel_*) or reduction round
   std::int32_t source_rank;
   std::uint32_t flags = 0;  // kHasAttachments: arguments in the UCX header, views as data
 };

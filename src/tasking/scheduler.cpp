@@ -1,5 +1,7 @@
 #include "scheduler.hpp"
 
+#include "../backends/native.hpp"
+#include "../comm/node_channels.hpp"
 #include "../comm/ucx_transport.hpp"
 #include "../core/agree.hpp"
 #include "../core/env.hpp"
@@ -56,6 +58,45 @@ Scheduler::Scheduler(MPI_Comm comm, MPI_Comm wave_comm, StreamPool& streams)
         land_eager(std::move(m), into, data);
       },
       [this](const MessageHeader& h, std::uint64_t bytes) { admit(h, bytes); });
+  start_node_channels();
+}
+
+// Same-node channels (KODO_CHANNELS), for jobs of several ranks; every rank must ask for
+// the same, and says nothing different at start-up.
+void Scheduler::start_node_channels() {
+  if (size_ == 1) return;
+  const char* text = std::getenv("KODO_CHANNELS");
+  std::string problem;
+  ChannelSelection selection = ChannelSelection::automatic;
+  std::uint64_t bytes = 0;
+  try {
+    selection = parse_channel_selection(text ? text : "");
+    const bool host = std::string_view(backend::name()) == "host";
+    // Words only on GPUs; the host backend's data travels through the segment too.
+    bytes = bytes_from_environment("KODO_NODE_SEGMENT_BYTES", host ? 8 << 20 : 1 << 20,
+                                   std::uint64_t{1} << 34);
+    if (bytes < 4096) problem = cat("KODO_NODE_SEGMENT_BYTES is ", bytes, "; at least 4096");
+  } catch (const Error& e) {
+    problem = e.what();
+  }
+  agree_on_failure(comm_, problem, "could not read its channel settings");
+  int mine = static_cast<int>(selection), least = 0, most = 0;
+  check_mpi(MPI_Allreduce(&mine, &least, 1, MPI_INT, MPI_MIN, comm_), "MPI_Allreduce");
+  check_mpi(MPI_Allreduce(&mine, &most, 1, MPI_INT, MPI_MAX, comm_), "MPI_Allreduce");
+  if (least != most) throw Error("KODO_CHANNELS differs between the job's ranks; set it alike");
+  if (selection != ChannelSelection::ucx)
+    node_ = std::make_unique<NodeChannels>(comm_, selection, bytes);
+  if (rank_ == 0)
+    std::fprintf(stderr, "kodo: channels: %s [KODO_CHANNELS=%s]\n",
+                 selection == ChannelSelection::ucx
+                     ? "UCX between all ranks"
+                     : cat("receive rings between ranks of one node by the same-node route (",
+                           std::string_view(backend::name()) == "host"
+                               ? "copies through shared memory"
+                               : "device copies into the peer's mapped buffers",
+                           "), UCX otherwise")
+                           .c_str(),
+                 to_string(selection));
 }
 
 Scheduler::~Scheduler() = default;
@@ -75,6 +116,7 @@ void Scheduler::shutdown() {
     transport_->shutdown(total[0] == total[1]);
   }
   collections_.clear();
+  forget_retired(*channels_);
   // Work never run (after a failed run(), or sends that were never matched) may hold
   // views: they go before Kokkos does.
   queue_.clear();
@@ -84,6 +126,10 @@ void Scheduler::shutdown() {
     std::fprintf(stderr, "kodo: trace written to %s (and the other ranks' beside it)\n",
                  path.c_str());
   transport_.reset();
+  if (node_) {
+    Kokkos::fence("kodo: same-node channels end");  // no stream writes the segments any more
+    node_.reset();
+  }
 }
 
 void Scheduler::add_collection(std::unique_ptr<CollectionBase> collection) {
@@ -201,6 +247,7 @@ bool Scheduler::turn() {
     const std::size_t completed = drain_.poll(engine_);
     stalls_.observe(completed, engine_);
     events = completed + transport_->progress();
+    if (node_) events += poll_node_links(*channels_);
   } catch (...) {
     fatal(what_of_current());
   }
@@ -277,11 +324,12 @@ void Scheduler::report_stall(const TerminationDetector::Wave& wave) {
 
 const std::string& Scheduler::trace_name(const Message& m) {
   static const std::string channel = "channel completion", reduction = "reduction",
-                           link = "channel link announcement";
+                           link = "channel link announcement", ring = "channel ring";
   switch (m.header.kind) {
     case MessageKind::invoke: return short_handler_name(m.header.handler);
     case MessageKind::callback: return channel;
     case MessageKind::channel_link: return link;
+    case MessageKind::channel_ring: return ring;
     default: return reduction;
   }
 }
@@ -407,6 +455,7 @@ void Scheduler::dispatch_checked(Message& message) {
       return reductions_.on_result(checked_collection(message.header), message.header,
                                    std::move(message.payload), message.from_wire);
     case MessageKind::channel_link: return on_link_announced(message);
+    case MessageKind::channel_ring: return on_ring_message(message);
   }
   throw Error(cat("field kind is ", to_string(message.header.kind), ", which no rank sends"));
 }
@@ -420,9 +469,31 @@ void Scheduler::on_link_announced(const Message& message) {
   if (a.link.receiver < 0 || a.link.receiver >= c.shape().size() ||
       a.link.receiver == a.link.sender ||
       c.map().owner(a.link.receiver) != message.header.source_rank)
-    throw Error(cat("a channel link announcement from rank ", message.header.source_rank,
-                    " names receiving unit ", a.link.receiver, ", which that rank does not hold"));
+    throw Error(cat("field receiver of a channel link announcement from rank ",
+                    message.header.source_rank, " names unit ", a.link.receiver,
+                    ", which that rank does not hold"));
   announce_link(*channels_, a, message.header.source_rank);
+}
+
+// A same-node ring offered, refused or declined by a peer: its units are checked as an
+// announcement's, and the sender shares this node and takes the route.
+void Scheduler::on_ring_message(const Message& message) {
+  const int from = message.header.source_rank;
+  if (!node_ || !node_->reaches(from))
+    throw Error(cat("field source_rank: rank ", from, " sent a same-node ring message, but ",
+                    node_ ? "it does not share this rank's node"
+                          : "this rank takes no same-node route"));
+  std::int64_t slot = 0;
+  const CollectionBase& c = checked_target(message.header, slot);
+  RingMessage ring = read_ring_message(message, node_->segment_bytes());
+  const std::int64_t other = ring.route == RingMessage::refusal ? ring.link.sender
+                                                                : ring.link.receiver;
+  if (other < 0 || other >= c.shape().size() || other == message.header.target ||
+      c.map().owner(other) != from)
+    throw Error(cat("field ", ring.route == RingMessage::refusal ? "sender" : "receiver",
+                    " of a same-node ring message from rank ", from, " names unit ", other,
+                    ", which that rank does not hold"));
+  apply_ring_message(*channels_, std::move(ring), from);
 }
 
 void Scheduler::fail_with_peer(int rank, const std::string& what) {

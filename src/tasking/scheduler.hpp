@@ -77,6 +77,7 @@ class Scheduler final : public ChannelHost {
     when_done(static_cast<CompletionSource&>(stream), std::move(continuation));
   }
   UcxTransport& transport() override { return *transport_; }
+  NodeChannels* node() override { return node_.get(); }
   ChannelRegistry& channels() override { return *channels_; }
   ViewPool& pool() override { return pool_; }
   [[noreturn]] void fail_with_peer(int rank, const std::string& what) override;
@@ -92,6 +93,8 @@ class Scheduler final : public ChannelHost {
   void dispatch_checked(Message& message);  // throws kodo::Error naming what is wrong
   void invoke(Message& message);
   void on_link_announced(const Message& message);
+  void on_ring_message(const Message& message);
+  void start_node_channels();
   // For a call from another rank: its collection and unit, checked; throws kodo::Error
   // naming the bad field.
   CollectionBase& checked_target(const MessageHeader& h, std::int64_t& slot);
@@ -120,6 +123,7 @@ class Scheduler final : public ChannelHost {
   ViewPool pool_;                  // the views of calls from other ranks (KODO_CALL_POOL_BYTES)
   bool stage_host_views_ = false;  // tests: eager data for host views takes the device path
   std::unique_ptr<UcxTransport> transport_;
+  std::unique_ptr<NodeChannels> node_;  // same-node channels (KODO_CHANNELS)
 };
 
 }  // namespace kodo::detail

@@ -3,9 +3,12 @@
 #include "../native.hpp"
 
 #include "../../core/error.hpp"
+#include "../channel_kernels.hpp"  // after the runtime header: it defines __global__ (HIP)
 
 #include <hip/hip_runtime.h>
 
+#include <algorithm>
+#include <cstring>
 #include <source_location>
 #include <string>
 
@@ -108,6 +111,76 @@ void enqueue_counter_write(NativeStream stream, std::uint64_t* device_address,
                            std::uint64_t value) {
   check(hipStreamWriteValue64(static_cast<hipStream_t>(stream), device_address, value, 0),
         "hipStreamWriteValue64");
+}
+
+void* register_shared_host(void* host, std::size_t bytes) {
+  check(hipHostRegister(host, bytes, hipHostRegisterPortable | hipHostRegisterMapped),
+        "hipHostRegister");
+  void* device = nullptr;
+  check(hipHostGetDevicePointer(&device, host, 0), "hipHostGetDevicePointer");
+  return device;
+}
+void unregister_shared_host(void* host) { (void)hipHostUnregister(host); }
+
+bool export_memory(const void* data, MemoryExport& out, std::string& why) {
+  hipDeviceptr_t start{};
+  std::size_t size = 0;
+  if (hipMemGetAddressRange(&start, &size, const_cast<void*>(data)) != hipSuccess) {
+    (void)hipGetLastError();
+    why = "the memory is not a HIP device allocation";
+    return false;
+  }
+  hipIpcMemHandle_t handle{};
+  const hipError_t e = hipIpcGetMemHandle(&handle, reinterpret_cast<void*>(start));
+  if (e != hipSuccess) {
+    (void)hipGetLastError();
+    why = std::string("hipIpcGetMemHandle refused it (") + hipGetErrorString(e) +
+          "; memory from hipMallocAsync pools, Kokkos' default on HIP, cannot be exported this "
+          "way)";
+    return false;
+  }
+  static_assert(sizeof handle <= sizeof out.handle);
+  std::memcpy(out.handle.data(), &handle, sizeof handle);
+  out.offset = static_cast<std::uint64_t>(static_cast<const char*>(data) -
+                                          reinterpret_cast<const char*>(start));
+  return true;
+}
+
+void* import_memory(const std::array<std::byte, 64>& bytes, std::string& why) {
+  hipIpcMemHandle_t handle{};
+  std::memcpy(&handle, bytes.data(), sizeof handle);
+  void* start = nullptr;
+  const hipError_t e = hipIpcOpenMemHandle(&start, handle, hipIpcMemLazyEnablePeerAccess);
+  if (e != hipSuccess) {
+    (void)hipGetLastError();
+    why = std::string("hipIpcOpenMemHandle failed: ") + hipGetErrorString(e);
+    return nullptr;
+  }
+  return start;
+}
+void release_import(void* start) { (void)hipIpcCloseMemHandle(start); }
+
+void enqueue_copy_and_publish(NativeStream stream, void* to, const void* from, std::size_t bytes,
+                              bool from_device, std::uint64_t* size_word, std::uint64_t size,
+                              std::uint64_t* count_word, std::uint64_t count) {
+  auto s = static_cast<hipStream_t>(stream);
+  auto* t = static_cast<unsigned char*>(to);
+  const auto* f = static_cast<const unsigned char*>(from);
+  constexpr std::size_t kOneBlock = 32 * 1024;
+  if (from_device && bytes <= kOneBlock) {
+    hipLaunchKernelGGL(kernels::copy_and_publish_kernel, dim3(1), dim3(512), 0, s, t, f, bytes,
+                       size_word, size, count_word, count);
+  } else {
+    if (from_device) {
+      const auto blocks = static_cast<unsigned>(std::min<std::size_t>(1024, (bytes + 8191) / 8192));
+      hipLaunchKernelGGL(kernels::copy_kernel, dim3(blocks), dim3(512), 0, s, t, f, bytes);
+    } else if (bytes != 0) {
+      check(hipMemcpyAsync(to, from, bytes, hipMemcpyDefault, s), "hipMemcpyAsync");
+    }
+    hipLaunchKernelGGL(kernels::publish_kernel, dim3(1), dim3(32), 0, s, size_word, size,
+                       count_word, count);
+  }
+  check(hipGetLastError(), "a kernel launch (channel copy)");
 }
 
 }  // namespace kodo::backend

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 
 namespace kodo::backend {
@@ -43,6 +44,28 @@ void free_counters(std::uint64_t* host_address) { delete[] host_address; }
 
 void enqueue_counter_write(NativeStream, std::uint64_t* device_address, std::uint64_t value) {
   std::atomic_ref<std::uint64_t>(*device_address).store(value, std::memory_order_release);
+}
+
+void* register_shared_host(void* host, std::size_t) { return host; }
+void unregister_shared_host(void*) {}
+
+bool export_memory(const void*, MemoryExport&, std::string& why) {
+  why = "host memory is not mapped into other processes (it travels through the node's segments)";
+  return false;
+}
+void* import_memory(const std::array<std::byte, 64>&, std::string& why) {
+  why = "the host backend maps no device memory";
+  return nullptr;
+}
+void release_import(void*) {}
+
+// Work enqueued on a host stream runs in the call: the copy is done when the stores are.
+void enqueue_copy_and_publish(NativeStream, void* to, const void* from, std::size_t bytes, bool,
+                              std::uint64_t* size_word, std::uint64_t size,
+                              std::uint64_t* count_word, std::uint64_t count) {
+  if (bytes != 0) std::memcpy(to, from, bytes);
+  std::atomic_ref<std::uint64_t>(*size_word).store(size, std::memory_order_release);
+  std::atomic_ref<std::uint64_t>(*count_word).store(count, std::memory_order_release);
 }
 
 }  // namespace kodo::backend
