@@ -141,6 +141,47 @@ TEST(SameNodeRings, HostStagedRingsKeepUcx) {
   units.for_each_local([](Burst& u) { EXPECT_TRUE(u.ok_); });
 }
 
+// A channel that never opens a ring does not hold its peer's sends: unit 0's send
+// completes (UCX, eager) before unit 1 posts the receive, which it does only when told.
+class Asker : public kodo::WorkUnit<Asker> {
+ public:
+  using View = Kokkos::View<double*, Kokkos::HostSpace>;
+  explicit Asker(const kodo::UnitInit<Asker>& init)
+      : WorkUnit(init), link_(open_channel({1 - init.index.x, 0, 0}, streams().communication(0))) {}
+  void start() {
+    if (index().x != 0) return;
+    out_ = View("out", 4);
+    Kokkos::deep_copy(out_, 7.0);
+    link_.send(out_, kodo::data_ready, [this] {
+      sent_ = true;
+      collection()[{1, 0, 0}].send<&Asker::post>();
+    });
+  }
+  void post() {
+    in_ = View("in", 4);
+    link_.recv(in_, [this] { received_ = in_(3); });
+  }
+  kodo::Channel link_;
+  View out_, in_;
+  bool sent_ = false;
+  double received_ = 0;
+};
+
+TEST(SameNodeRings, PlainChannelsDoNotWaitForARing) {
+  auto& rt = test_runtime();
+  if (rt.size() == 1) GTEST_SKIP() << "a same-rank send completes only with its receive";
+  auto units = kodo::Collection<Asker>::create(rt, {2, 1, 1});  // on two ranks
+  units.broadcast_local<&Asker::start>();
+  rt.run();
+  units.for_each_local([](Asker& u) {
+    if (u.index().x == 0) {
+      EXPECT_TRUE(u.sent_);
+    } else {
+      EXPECT_EQ(u.received_, 7.0);
+    }
+  });
+}
+
 // --- what a peer sends is checked ----------------------------------------------------
 
 constexpr std::size_t kSegment = 1 << 20;

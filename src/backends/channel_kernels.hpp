@@ -3,6 +3,12 @@
 // CUDA and HIP backends: included only by cuda/native.cpp and hip/native.cpp, compiled by
 // nvcc or hipcc.
 
+#if defined(__HIPCC__)
+#include <hip/hip_runtime.h>
+#else
+#include <cuda_runtime.h>
+#endif
+
 #include <cstddef>
 #include <cstdint>
 

@@ -74,9 +74,10 @@ struct MemoryExport {
 // Fills `out` for the device memory at `data`; false with `why` if it cannot be mapped
 // by another process (host memory, memory from a stream-ordered pool, ...).
 bool export_memory(const void* data, MemoryExport& out, std::string& why);
-// Maps an allocation another process exported; returns its start here, or nullptr with
-// `why`. One allocation is mapped once per process (callers cache).
-void* import_memory(const std::array<std::byte, 64>& handle, std::string& why);
+// Maps an allocation another process exported; returns its start here and its size in
+// `bytes`, or nullptr with `why`. One allocation is mapped once per process (callers
+// cache).
+void* import_memory(const std::array<std::byte, 64>& handle, std::size_t& bytes, std::string& why);
 void release_import(void* start);
 
 // Enqueues on `stream`, after the work enqueued on it so far: a copy of `bytes` from

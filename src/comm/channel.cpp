@@ -158,9 +158,10 @@ struct ChannelEnd : std::enable_shared_from_this<ChannelEnd> {
   std::uint32_t epoch = 0;  // this end's opening
   Route send_route = Route::pending, recv_route = Route::ucx;
   struct NodeIn {
-    std::uint64_t words;            // in this rank's segment
-    std::vector<std::byte*> slots;  // by buffer: where its data lands (host), or null
-    std::deque<Receive> awaiting;   // posted, in transfer order
+    std::uint64_t words;               // in this rank's segment
+    std::vector<std::byte*> slots;     // by buffer: where its data lands (host), or null
+    std::deque<Receive> awaiting;      // posted, in transfer order
+    std::shared_ptr<const void> keep;  // the ring's views: kept until the runtime ends
   };
   std::optional<NodeIn> node_in;
   struct NodeOut {
@@ -213,7 +214,7 @@ struct ChannelEnd : std::enable_shared_from_this<ChannelEnd> {
   void settle_send_route();
   void accept_ring(const RingMessage& ring);
   void refuse_ring(const RingMessage& ring, const std::string& why);
-  void offer_ring(const std::vector<Segment>& buffers);
+  void offer_ring(const std::vector<Segment>& buffers, std::shared_ptr<const void> keep);
   void choose_ucx_receives(const std::string& why);
   void node_send(Send t);
   void publish(Send t);
@@ -374,8 +375,8 @@ void ChannelEnd::close() {
       host->transport().cancel(request);
     registry.node_ends.erase(this);
     if (node_in) {
-      // The peer may still write the buffers of receives it was allowed to fill.
-      for (auto& r : node_in->awaiting) registry.retired.push_back(std::move(r.keep));
+      // The peer may still write them, and keeps them mapped until the runtime ends.
+      registry.retired.push_back(std::move(node_in->keep));
       node_in->awaiting.clear();
     }
     if (node_out) node_out->held.clear();
@@ -385,12 +386,13 @@ void ChannelEnd::close() {
 // --- the same-node route ------------------------------------------------------------
 
 // The receiving end offers its ring: its buffers and words, in its own segment.
-void ChannelEnd::offer_ring(const std::vector<Segment>& buffers) {
+void ChannelEnd::offer_ring(const std::vector<Segment>& buffers, std::shared_ptr<const void> keep) {
   NodeChannels& n = node();
   RingMessage m{receives_on, static_cast<std::uint32_t>(recv_base >> kNumberBits),
                 epoch,       RingMessage::offer,
                 0,           {}};
   NodeIn in;
+  in.keep = std::move(keep);
   std::string why;
   if (buffers.size() > kMaxRingBuffers) {
     why = cat("a ring of ", buffers.size(), " buffers (the route takes at most ", kMaxRingBuffers,
@@ -467,7 +469,12 @@ void ChannelEnd::accept_ring(const RingMessage& ring) {
       out.to.push_back(n.device(link.peer_rank, b.place));
     } else if (b.capacity == 0) {
       out.to.push_back(nullptr);
-    } else if (void* start = n.import(link.peer_rank, b.handle, why)) {
+    } else if (std::size_t bytes = 0;
+               void* start = n.import(link.peer_rank, b.handle, bytes, why)) {
+      if (b.place > bytes || b.capacity > bytes - b.place)
+        throw Error(cat("field place of a same-node ring message from rank ", link.peer_rank,
+                        ": a buffer of ", b.capacity, " bytes at offset ", b.place,
+                        " of an allocation of ", bytes, " bytes"));
       out.to.push_back(static_cast<std::byte*>(start) + b.place);
     } else {
       return refuse_ring(ring, why);
@@ -762,7 +769,8 @@ void apply_ring_message(ChannelRegistry& registry, RingMessage ring, int from_ra
         "a receive ring uses UCX, not the same-node route: its sender could "
         "not map the buffers (see that rank's notice)");
     std::deque<ChannelEnd::Receive> awaiting = std::move(e.node_in->awaiting);
-    registry.node_ends.erase(&e);
+    registry.retired.push_back(std::move(e.node_in->keep));
+    if (!e.node_out) registry.node_ends.erase(&e);  // its sends may still go by the route
     e.node_in.reset();
     e.recv_route = Route::ucx;
     // Nothing was sent on the route: the receives are posted again, with their numbers.
@@ -1011,10 +1019,24 @@ Channel::Channel(detail::ChannelHost& host, const detail::LinkSpec& l) {
     host.post(l.peer_rank,
               detail::announcement_message({end->receives_on, number, end->epoch, may_ring},
                                            host.rank()));
-    end->settle_send_route();  // the peer may have spoken already
+    // A ring opened before the loop's next message (in the same constructor or entry
+    // method) takes the route; otherwise the peer's sends go by UCX, without waiting.
+    if (may_ring) {
+      host.expect_event();
+      host.queue_callback([weak = std::weak_ptr<detail::ChannelEnd>(end)] {
+        if (const auto e = weak.lock(); e && !e->closed && e->recv_route == detail::Route::pending)
+          e->choose_ucx_receives("");
+      });
+    }
   }
   registry.open.insert(end.get());
   end_ = std::move(end);
+  try {
+    end_->settle_send_route();  // the peer may have spoken already
+  } catch (...) {
+    end_->close();
+    throw;
+  }
 }
 
 Channel::Channel(Channel&&) noexcept = default;
@@ -1054,7 +1076,7 @@ std::shared_ptr<detail::RingCore> Channel::start_ring(
                 ": a receive ring must own all of a channel's receives (open it first, once)");
   if (buffers.empty()) throw Error(end_->describe(false) + ": a receive ring needs a buffer");
   end_->ring = true;
-  if (end_->recv_route == detail::Route::pending) end_->offer_ring(buffers);
+  if (end_->recv_route == detail::Route::pending) end_->offer_ring(buffers, keep);
   auto core = std::make_shared<detail::RingCore>();
   core->end = end_;
   core->buffers = std::move(buffers);

@@ -31,7 +31,10 @@
 //   reads one count per ring, and its releases publish how far the sender may go
 //   (back-pressure, read by the sender's loop). A rank whose process exits while a ring
 //   waits on it ends the job with an error naming it. Every field of an offer is
-//   checked before use, and the published words are checked on arrival.
+//   checked before use, and the published words are checked on arrival. A ring takes
+//   the route when it is opened before the scheduler's next message after its channel
+//   opened (in the same constructor or entry method); the peer's sends wait that long to
+//   learn the route, and a channel without a ring then goes by UCX.
 // - units on the same rank: a device copy on the sending end's stream, no UCX.
 // - CommMode::host_staged (for comparison, or networks without GPU support): the
 //   sender copies the view to pinned host memory on its stream, sends from there, and

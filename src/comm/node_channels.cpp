@@ -63,7 +63,7 @@ NodeChannels::NodeChannels(MPI_Comm world, ChannelSelection selection, std::size
 }
 
 NodeChannels::~NodeChannels() {
-  for (const auto& [key, start] : imports_) backend::release_import(start);
+  release_imports();
   for (std::size_t i = 0; i < device_.size(); ++i)
     if (device_[i])
       backend::unregister_shared_host(segments_.of(segments_.node_ranks()[i]) -
@@ -89,12 +89,21 @@ std::byte* NodeChannels::device(int rank, std::uint64_t offset) const {
   return device_[static_cast<std::size_t>(at)] + offset;
 }
 
-void* NodeChannels::import(int rank, const std::array<std::byte, 64>& handle, std::string& why) {
+void* NodeChannels::import(int rank, const std::array<std::byte, 64>& handle, std::size_t& bytes,
+                           std::string& why) {
   const auto key = std::make_pair(rank, handle);
-  if (const auto it = imports_.find(key); it != imports_.end()) return it->second;
-  void* start = backend::import_memory(handle, why);
-  if (start) imports_.emplace(key, start);
+  if (const auto it = imports_.find(key); it != imports_.end()) {
+    bytes = it->second.bytes;
+    return it->second.start;
+  }
+  void* start = backend::import_memory(handle, bytes, why);
+  if (start) imports_.emplace(key, Import{start, bytes});
   return start;
+}
+
+void NodeChannels::release_imports() {
+  for (const auto& [key, mapped] : imports_) backend::release_import(mapped.start);
+  imports_.clear();
 }
 
 bool process_alive(std::int64_t id) {

@@ -55,9 +55,12 @@ class NodeChannels {
   std::byte* host(int rank, std::uint64_t offset) const;
   std::byte* device(int rank, std::uint64_t offset) const;
 
-  // The start here of a device allocation `rank` exported, mapped once; nullptr and
-  // `why` on failure.
-  void* import(int rank, const std::array<std::byte, 64>& handle, std::string& why);
+  // The start here of a device allocation `rank` exported, mapped once, and its size in
+  // `bytes`; nullptr and `why` on failure.
+  void* import(int rank, const std::array<std::byte, 64>& handle, std::size_t& bytes,
+               std::string& why);
+  // Unmaps every imported allocation: before their owners may free them (shutdown).
+  void release_imports();
 
   // Whether `rank`'s process still runs (a zombie does not), and its id.
   bool alive(int rank) const;
@@ -72,7 +75,11 @@ class NodeChannels {
   NodeSegments segments_;
   std::vector<std::byte*> device_;  // by rank position on the node: segments' device addresses
   std::uint64_t used_ = 0;          // of this rank's segment
-  std::map<std::pair<int, std::array<std::byte, 64>>, void*> imports_;
+  struct Import {
+    void* start;
+    std::size_t bytes;
+  };
+  std::map<std::pair<int, std::array<std::byte, 64>>, Import> imports_;
   std::set<std::string> notices_;
 };
 

@@ -115,6 +115,12 @@ void Scheduler::shutdown() {
                    static_cast<unsigned long long>(total[0] - total[1]));
     transport_->shutdown(total[0] == total[1]);
   }
+  if (node_) {
+    // Mapped ring buffers are unmapped everywhere before their owners free them.
+    Kokkos::fence("kodo: same-node channels end");
+    node_->release_imports();
+    check_mpi(MPI_Barrier(comm_), "MPI_Barrier");
+  }
   collections_.clear();
   forget_retired(*channels_);
   // Work never run (after a failed run(), or sends that were never matched) may hold
@@ -126,10 +132,7 @@ void Scheduler::shutdown() {
     std::fprintf(stderr, "kodo: trace written to %s (and the other ranks' beside it)\n",
                  path.c_str());
   transport_.reset();
-  if (node_) {
-    Kokkos::fence("kodo: same-node channels end");  // no stream writes the segments any more
-    node_.reset();
-  }
+  node_.reset();
 }
 
 void Scheduler::add_collection(std::unique_ptr<CollectionBase> collection) {

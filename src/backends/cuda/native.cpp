@@ -8,7 +8,7 @@
 #include "../native.hpp"
 
 #include "../../core/error.hpp"
-#include "../channel_kernels.hpp"  // after the runtime header: it defines __global__ (HIP)
+#include "../channel_kernels.hpp"
 
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -159,14 +159,21 @@ bool export_memory(const void* data, MemoryExport& out, std::string& why) {
   return true;
 }
 
-void* import_memory(const std::array<std::byte, 64>& bytes, std::string& why) {
+void* import_memory(const std::array<std::byte, 64>& exported, std::size_t& bytes,
+                    std::string& why) {
   cudaIpcMemHandle_t handle{};
-  std::memcpy(&handle, bytes.data(), sizeof handle);
+  std::memcpy(&handle, exported.data(), sizeof handle);
   void* start = nullptr;
   const cudaError_t e = cudaIpcOpenMemHandle(&start, handle, cudaIpcMemLazyEnablePeerAccess);
   if (e != cudaSuccess) {
     cudaGetLastError();
     why = std::string("cudaIpcOpenMemHandle failed: ") + cudaGetErrorString(e);
+    return nullptr;
+  }
+  CUdeviceptr base = 0;
+  if (cuMemGetAddressRange(&base, &bytes, reinterpret_cast<CUdeviceptr>(start)) != CUDA_SUCCESS) {
+    cudaIpcCloseMemHandle(start);
+    why = "the mapped allocation's size is unknown (cuMemGetAddressRange)";
     return nullptr;
   }
   return start;

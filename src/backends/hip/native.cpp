@@ -3,7 +3,7 @@
 #include "../native.hpp"
 
 #include "../../core/error.hpp"
-#include "../channel_kernels.hpp"  // after the runtime header: it defines __global__ (HIP)
+#include "../channel_kernels.hpp"
 
 #include <hip/hip_runtime.h>
 
@@ -146,14 +146,22 @@ bool export_memory(const void* data, MemoryExport& out, std::string& why) {
   return true;
 }
 
-void* import_memory(const std::array<std::byte, 64>& bytes, std::string& why) {
+void* import_memory(const std::array<std::byte, 64>& exported, std::size_t& bytes,
+                    std::string& why) {
   hipIpcMemHandle_t handle{};
-  std::memcpy(&handle, bytes.data(), sizeof handle);
+  std::memcpy(&handle, exported.data(), sizeof handle);
   void* start = nullptr;
   const hipError_t e = hipIpcOpenMemHandle(&start, handle, hipIpcMemLazyEnablePeerAccess);
   if (e != hipSuccess) {
     (void)hipGetLastError();
     why = std::string("hipIpcOpenMemHandle failed: ") + hipGetErrorString(e);
+    return nullptr;
+  }
+  hipDeviceptr_t base{};
+  if (hipMemGetAddressRange(&base, &bytes, start) != hipSuccess) {
+    (void)hipGetLastError();
+    (void)hipIpcCloseMemHandle(start);
+    why = "the mapped allocation's size is unknown (hipMemGetAddressRange)";
     return nullptr;
   }
   return start;

@@ -53,7 +53,7 @@ bool export_memory(const void*, MemoryExport&, std::string& why) {
   why = "host memory is not mapped into other processes (it travels through the node's segments)";
   return false;
 }
-void* import_memory(const std::array<std::byte, 64>&, std::string& why) {
+void* import_memory(const std::array<std::byte, 64>&, std::size_t&, std::string& why) {
   why = "the host backend maps no device memory";
   return nullptr;
 }
