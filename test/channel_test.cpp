@@ -3,6 +3,7 @@
 
 #include "expect_error.hpp"
 #include "test_runtime.hpp"
+#include "test_views.hpp"
 
 #include <gtest/gtest.h>
 
@@ -16,19 +17,6 @@ using kodo::CommMode;
 using kodo::Index3;
 
 constexpr int kMessages = 5;  // per link, all receives posted before any data moves
-
-Kokkos::View<double*> filled(std::int64_t n, double first) {
-  Kokkos::View<double*> v(Kokkos::view_alloc(Kokkos::WithoutInitializing, "payload"), n);
-  Kokkos::parallel_for(
-      "fill", Kokkos::RangePolicy<>(0, n), KOKKOS_LAMBDA(std::int64_t i) { v(i) = first + i; });
-  Kokkos::fence();
-  return v;
-}
-
-std::vector<double> on_host(const Kokkos::View<double*>& v) {
-  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, v);
-  return std::vector<double>(h.data(), h.data() + h.size());
-}
 
 // Units in a ring: each sends kMessages views to the next unit and receives as many
 // from the previous one. Message k from unit u holds u * 1000 + k * 100 + i.

@@ -6,6 +6,7 @@
 #include "expect_error.hpp"
 #include "test_access.hpp"
 #include "test_runtime.hpp"
+#include "test_views.hpp"
 
 #include <comm/node_channels.hpp>
 #include <comm/wire.hpp>
@@ -90,13 +91,6 @@ class Burst : public kodo::WorkUnit<Burst> {
       ring_.release(a.transfer);
     else
       ring_.release(a.transfer, *stream_);
-  }
-  static View filled(std::int64_t n, double first) {
-    View v(Kokkos::view_alloc(Kokkos::WithoutInitializing, "payload"), n);
-    Kokkos::parallel_for(
-        "fill", Kokkos::RangePolicy<>(0, n), KOKKOS_LAMBDA(std::int64_t i) { v(i) = first + i; });
-    Kokkos::fence();
-    return v;
   }
 
   kodo::Stream* stream_;

@@ -158,14 +158,15 @@ struct ChannelEnd : std::enable_shared_from_this<ChannelEnd> {
   std::uint32_t epoch = 0;  // this end's opening
   Route send_route = Route::pending, recv_route = Route::ucx;
   struct NodeIn {
-    std::uint64_t words;               // in this rank's segment
+    std::byte* words;                  // in this rank's segment, as this host reads it
     std::vector<std::byte*> slots;     // by buffer: where its data lands (host), or null
     std::deque<Receive> awaiting;      // posted, in transfer order
     std::shared_ptr<const void> keep;  // the ring's views: kept until the runtime ends
   };
   std::optional<NodeIn> node_in;
   struct NodeOut {
-    std::uint64_t words;         // in the peer's segment
+    const std::byte* words;      // in the peer's segment, as this host reads it
+    std::byte* device_words;     // the same, as this rank's streams write it
     std::vector<std::byte*> to;  // by buffer: where this rank's streams write it
     std::vector<std::uint64_t> capacity;
     std::deque<Send> held;  // waiting for their buffers to be released, in order
@@ -398,7 +399,8 @@ void ChannelEnd::offer_ring(const std::vector<Segment>& buffers, std::shared_ptr
     why = cat("a ring of ", buffers.size(), " buffers (the route takes at most ", kMaxRingBuffers,
               ")");
   } else if (const auto words = n.allocate(words_bytes(buffers.size()))) {
-    m.words = in.words = *words;
+    m.words = *words;
+    in.words = n.host(host->rank(), *words);
     for (const Segment& b : buffers) {
       RingBufferOffer o{b.bytes, false, 0, {}};
       in.slots.push_back(nullptr);
@@ -430,7 +432,7 @@ void ChannelEnd::offer_ring(const std::vector<Segment>& buffers, std::shared_ptr
   }
   if (!why.empty()) return choose_ucx_receives(why);
   for (std::uint64_t w = 0; w < words_bytes(buffers.size()); w += 8)
-    store_word(n.host(host->rank(), in.words + w), 0);
+    store_word(in.words + w, 0);
   recv_route = Route::node;
   node_in = std::move(in);
   host->channels().node_ends.insert(this);
@@ -461,7 +463,7 @@ void ChannelEnd::choose_ucx_receives(const std::string& why) {
 // The sending end maps the buffers the receiver offered.
 void ChannelEnd::accept_ring(const RingMessage& ring) {
   NodeChannels& n = node();
-  NodeOut out{ring.words, {}, {}, {}};
+  NodeOut out{n.host(link.peer_rank, ring.words), n.device(link.peer_rank, ring.words), {}, {}, {}};
   std::string why;
   for (const RingBufferOffer& b : ring.buffers) {
     out.capacity.push_back(b.capacity);
@@ -530,7 +532,7 @@ void ChannelEnd::node_send(Send t) {
                          misfit_at_sender(t.transfer, t.segment.bytes, out.capacity[b]));
   if (!out.held.empty() || t.transfer >= out.to.size()) {
     const std::uint64_t consumed =
-        load_word(node().host(link.peer_rank, out.words + kConsumedWord));
+        load_word(out.words + kConsumedWord);
     if (!out.held.empty() || consumed + out.to.size() <= t.transfer) {
       out.held.push_back(std::move(t));  // its buffer is not free yet
       auto& most = host->channels().most_held;
@@ -545,13 +547,11 @@ void ChannelEnd::node_send(Send t) {
 void ChannelEnd::publish(Send t) {
   NodeOut& out = *node_out;
   const std::size_t b = t.transfer % out.to.size();
-  NodeChannels& n = node();
-  const int peer = link.peer_rank;
   backend::enqueue_copy_and_publish(
       link.stream->native_handle(), out.to[b], t.segment.data, t.segment.bytes,
       t.segment.kind != MemoryKind::host,
-      reinterpret_cast<std::uint64_t*>(n.device(peer, out.words + kSizeWords + 8 * b)),
-      t.segment.bytes, reinterpret_cast<std::uint64_t*>(n.device(peer, out.words + kArrivedWord)),
+      reinterpret_cast<std::uint64_t*>(out.device_words + kSizeWords + 8 * b), t.segment.bytes,
+      reinterpret_cast<std::uint64_t*>(out.device_words + kArrivedWord),
       t.transfer + 1);
   host->when_done(*link.stream, [self_ptr = shared_from_this(), t = std::move(t)]() mutable {
     self_ptr->sending.erase(t.transfer);
@@ -564,7 +564,7 @@ void ChannelEnd::publish(Send t) {
 void ChannelEnd::land(Receive r) {
   NodeIn& in = *node_in;
   const std::size_t b = r.transfer % in.slots.size();
-  const std::uint64_t bytes = load_word(node().host(host->rank(), in.words + kSizeWords + 8 * b));
+  const std::uint64_t bytes = load_word(in.words + kSizeWords + 8 * b);
   if (bytes > r.segment.bytes || bytes % r.element != 0)
     host->fail_with_peer(link.peer_rank, misfit(r, static_cast<std::size_t>(bytes)));
   if (in.slots[b] && bytes != 0)
@@ -575,14 +575,14 @@ void ChannelEnd::land(Receive r) {
 
 // The receiving end's buffers of transfers 0 .. transfers - 1 may be written again.
 void ChannelEnd::consumed(std::uint64_t transfers) {
-  if (node_in) store_word(node().host(host->rank(), node_in->words + kConsumedWord), transfers);
+  if (node_in) store_word(node_in->words + kConsumedWord, transfers);
 }
 
 std::size_t ChannelEnd::poll_node() {
   std::size_t moved = 0;
   if (node_in && !node_in->awaiting.empty()) {
     const std::uint64_t arrived =
-        load_word(node().host(host->rank(), node_in->words + kArrivedWord));
+        load_word(node_in->words + kArrivedWord);
     if (arrived > receives)
       host->fail_with_peer(link.peer_rank,
                            cat(describe(false), ": rank ", link.peer_rank, " published transfer ",
@@ -597,7 +597,7 @@ std::size_t ChannelEnd::poll_node() {
   }
   if (node_out && !node_out->held.empty()) {
     const std::uint64_t consumed =
-        load_word(node().host(link.peer_rank, node_out->words + kConsumedWord));
+        load_word(node_out->words + kConsumedWord);
     while (!node_out->held.empty() &&
            consumed + node_out->to.size() > node_out->held.front().transfer) {
       Send t = std::move(node_out->held.front());

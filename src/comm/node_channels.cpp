@@ -3,7 +3,6 @@
 #include "../core/agree.hpp"
 #include "../core/error.hpp"
 
-#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -83,10 +82,7 @@ std::byte* NodeChannels::host(int rank, std::uint64_t offset) const {
 }
 
 std::byte* NodeChannels::device(int rank, std::uint64_t offset) const {
-  const auto& ranks = segments_.node_ranks();
-  const auto at = std::lower_bound(ranks.begin(), ranks.end(), rank) - ranks.begin();
-  segments_.of(rank);  // throws for a rank not on this node
-  return device_[static_cast<std::size_t>(at)] + offset;
+  return device_[segments_.position(rank)] + offset;
 }
 
 void* NodeChannels::import(int rank, const std::array<std::byte, 64>& handle, std::size_t& bytes,

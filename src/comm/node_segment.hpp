@@ -38,6 +38,8 @@ class NodeSegments {
   std::byte* of(int world_rank) const;
   // The process id of `world_rank` (on this node), as its segment's header gives it.
   std::int64_t pid_of(int world_rank) const;
+  // Where `world_rank` stands in node_ranks(); throws kodo::Error if not on this node.
+  std::size_t position(int world_rank) const;
 
  private:
   struct Mapping {
@@ -48,7 +50,6 @@ class NodeSegments {
   std::vector<int> node_ranks_;
   std::vector<Mapping> mappings_;              // by position in node_ranks_
   std::vector<std::int64_t> pids_;             // by position in node_ranks_
-  std::size_t position(int world_rank) const;  // in node_ranks_; throws if not on the node
 };
 
 // The header at the start of a segment (exposed for tests that forge one).
