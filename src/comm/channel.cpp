@@ -431,8 +431,7 @@ void ChannelEnd::offer_ring(const std::vector<Segment>& buffers, std::shared_ptr
               " bytes, KODO_NODE_SEGMENT_BYTES) has no room for the ring's words");
   }
   if (!why.empty()) return choose_ucx_receives(why);
-  for (std::uint64_t w = 0; w < words_bytes(buffers.size()); w += 8)
-    store_word(in.words + w, 0);
+  for (std::uint64_t w = 0; w < words_bytes(buffers.size()); w += 8) store_word(in.words + w, 0);
   recv_route = Route::node;
   node_in = std::move(in);
   host->channels().node_ends.insert(this);
@@ -531,8 +530,7 @@ void ChannelEnd::node_send(Send t) {
     host->fail_with_peer(link.peer_rank,
                          misfit_at_sender(t.transfer, t.segment.bytes, out.capacity[b]));
   if (!out.held.empty() || t.transfer >= out.to.size()) {
-    const std::uint64_t consumed =
-        load_word(out.words + kConsumedWord);
+    const std::uint64_t consumed = load_word(out.words + kConsumedWord);
     if (!out.held.empty() || consumed + out.to.size() <= t.transfer) {
       out.held.push_back(std::move(t));  // its buffer is not free yet
       auto& most = host->channels().most_held;
@@ -551,8 +549,7 @@ void ChannelEnd::publish(Send t) {
       link.stream->native_handle(), out.to[b], t.segment.data, t.segment.bytes,
       t.segment.kind != MemoryKind::host,
       reinterpret_cast<std::uint64_t*>(out.device_words + kSizeWords + 8 * b), t.segment.bytes,
-      reinterpret_cast<std::uint64_t*>(out.device_words + kArrivedWord),
-      t.transfer + 1);
+      reinterpret_cast<std::uint64_t*>(out.device_words + kArrivedWord), t.transfer + 1);
   host->when_done(*link.stream, [self_ptr = shared_from_this(), t = std::move(t)]() mutable {
     self_ptr->sending.erase(t.transfer);
     if (t.done) self_ptr->host->queue_callback(std::move(t.done));
@@ -581,8 +578,7 @@ void ChannelEnd::consumed(std::uint64_t transfers) {
 std::size_t ChannelEnd::poll_node() {
   std::size_t moved = 0;
   if (node_in && !node_in->awaiting.empty()) {
-    const std::uint64_t arrived =
-        load_word(node_in->words + kArrivedWord);
+    const std::uint64_t arrived = load_word(node_in->words + kArrivedWord);
     if (arrived > receives)
       host->fail_with_peer(link.peer_rank,
                            cat(describe(false), ": rank ", link.peer_rank, " published transfer ",
@@ -596,8 +592,7 @@ std::size_t ChannelEnd::poll_node() {
     }
   }
   if (node_out && !node_out->held.empty()) {
-    const std::uint64_t consumed =
-        load_word(node_out->words + kConsumedWord);
+    const std::uint64_t consumed = load_word(node_out->words + kConsumedWord);
     while (!node_out->held.empty() &&
            consumed + node_out->to.size() > node_out->held.front().transfer) {
       Send t = std::move(node_out->held.front());

@@ -48,8 +48,8 @@ class NodeSegments {
   };
   std::size_t bytes_ = 0;
   std::vector<int> node_ranks_;
-  std::vector<Mapping> mappings_;              // by position in node_ranks_
-  std::vector<std::int64_t> pids_;             // by position in node_ranks_
+  std::vector<Mapping> mappings_;   // by position in node_ranks_
+  std::vector<std::int64_t> pids_;  // by position in node_ranks_
 };
 
 // The header at the start of a segment (exposed for tests that forge one).
