@@ -34,9 +34,9 @@ struct Trial {
   std::int64_t bytes = 0;
   int iterations = 0;
   int window = 1;  // 1: latency (ping-pong); > 1: bandwidth
-  int mode = 0;    // 0, 1, 3: the unit's channels (device, host-staged, ring); 2: calls
+  int mode = 0;    // 0, 1, 3, 4: the unit's channels (device, host-staged, ring, stream); 2: calls
 };
-constexpr int kCallMode = 2, kRingMode = 3;
+constexpr int kCallMode = 2, kRingMode = 3, kStreamMode = 4;
 
 class Endpoint : public kodo::WorkUnit<Endpoint> {
  public:
@@ -51,9 +51,9 @@ class Endpoint : public kodo::WorkUnit<Endpoint> {
     channel_[0] = open_channel(peer, s, kodo::CommMode::device, 0);
     channel_[1] = open_channel(peer, s, kodo::CommMode::host_staged, 1);
     channel_[2] = open_channel(peer, s, kodo::CommMode::device, 2);
-    ring_ =
-        channel_[2].open_ring(std::vector{Buffer("ring0", max_bytes), Buffer("ring1", max_bytes)},
-                              [this](const kodo::Arrival<Buffer>& a) { on_ring(a); });
+    ring_buffers_ = {Buffer("ring0", max_bytes), Buffer("ring1", max_bytes)};
+    ring_ = channel_[2].open_ring(ring_buffers_,
+                                  [this](const kodo::Arrival<Buffer>& a) { on_ring(a); });
     Kokkos::deep_copy(out_, std::byte{1});
     Kokkos::fence();
   }
@@ -66,10 +66,13 @@ class Endpoint : public kodo::WorkUnit<Endpoint> {
     in_view_ = Kokkos::subview(in_, std::make_pair<std::int64_t>(0, t.bytes));
     last_ = Buffer();
     received_ = 0;
+    if (t.mode == kStreamMode) return stream_trial();
     if (index().x == 1) return t.mode == kCallMode || t.mode == kRingMode ? void() : post_round();
     began_ = perf::seconds();
     t.mode == kCallMode ? call_round() : lead_round();
   }
+  // Whether the stream mode can run: the ring takes the same-node route.
+  bool ring_waits() const { return ring_.waits_on_streams(); }
 
   // Calls mode: an entry method carrying the view (the receiving runtime takes a view
   // from its pool and the data lands in it). Only the trial's last view is kept, for
@@ -90,7 +93,31 @@ class Endpoint : public kodo::WorkUnit<Endpoint> {
   double seconds = 0;  // unit 0: the trial's time
 
  private:
-  kodo::Channel& link() { return channel_[trial_.mode == kRingMode ? 2 : trial_.mode]; }
+  kodo::Channel& link() {
+    return channel_[trial_.mode == kRingMode || trial_.mode == kStreamMode ? 2 : trial_.mode];
+  }
+
+  // Stream mode (latency only): every hop queued up front on the ring's stream, no host
+  // in between: unit 0 sends, its stream waits for the answer (ReceiveRing::wait) and
+  // releases it; unit 1's stream waits for each transfer, sends it back from the ring's
+  // buffer and releases it. Unit 0's time ends when the last answer is handed over.
+  void stream_trial() {
+    kodo::Stream& s = streams().communication(0);
+    const std::uint64_t first = ring_next_;
+    ring_next_ += static_cast<std::uint64_t>(trial_.iterations);
+    if (index().x == 0) began_ = perf::seconds();
+    for (int i = 0; i < trial_.iterations; ++i) {
+      const std::uint64_t k = first + static_cast<std::uint64_t>(i);
+      if (index().x == 0) link().send(out_view_);
+      ring_.wait(k, s);
+      if (index().x == 1) {
+        last_ =
+            Kokkos::subview(ring_buffers_[k % 2], std::make_pair<std::int64_t>(0, trial_.bytes));
+        link().send(last_);
+      }
+      ring_.release(k, s);
+    }
+  }
 
   // Unit 0: a round is `window` sends, then the answer.
   void lead_round() {
@@ -132,6 +159,11 @@ class Endpoint : public kodo::WorkUnit<Endpoint> {
   // for a buffer's release); unit 1 answers from the buffer it was handed, which is
   // released once the answer has left it.
   void on_ring(const kodo::Arrival<Buffer>& a) {
+    if (trial_.mode == kStreamMode) {  // waited for and released on the stream already
+      if (index().x == 0 && ++done_ == trial_.iterations) seconds = perf::seconds() - began_;
+      return;
+    }
+    ring_next_ = a.transfer + 1;
     if (index().x == 0) {
       ring_.release(a.transfer);
       return on_answer();
@@ -146,6 +178,10 @@ class Endpoint : public kodo::WorkUnit<Endpoint> {
 
   kodo::Channel channel_[3];
   kodo::ReceiveRing<Buffer> ring_;
+  std::vector<Buffer> ring_buffers_;
+  // The ring's next transfer to take: handed over (ring mode) or waited for (stream
+  // mode, whose hand-overs may come before the unit's trial starts).
+  std::uint64_t ring_next_ = 0;
   Buffer out_, in_, ack_, ack_in_;
   Buffer out_view_, in_view_;  // the first `bytes` of out_ and in_
   Buffer last_;                // unit 1: the data received last
@@ -155,14 +191,15 @@ class Endpoint : public kodo::WorkUnit<Endpoint> {
 };
 
 constexpr const char* kUsage =
-    "usage: mpiexec -n 2 pingpong_bench [--sizes 8,...] [--modes device,host,ring,call]\n"
+    "usage: mpiexec -n 2 pingpong_bench [--sizes 8,...] [--modes device,host,ring,stream,call]\n"
     "                                   [--window 32]\n"
     "                                   [--csv FILE]\n"
     "Ping-pong latency and streaming bandwidth between two units on two ranks: over a\n"
     "channel, GPU-aware (device) and host-staged (host), into a receive ring (ring), and as\n"
-    "calls carrying a view (call).\n"
+    "calls carrying a view (call); stream: the ring's latency with every hop queued up front\n"
+    "behind waits on the device (ReceiveRing::wait; the same-node route only).\n"
     "  --sizes   message sizes in bytes, comma-separated (default 8 B to 64 MiB by powers of 2)\n"
-    "  --modes   which of device, host, ring and call to measure (default all four)\n"
+    "  --modes   which of device, host, ring, stream and call to measure (default all five)\n"
     "  --window  messages in flight in the bandwidth test (default 32)\n"
     "  --csv     also write the rows to FILE\n";
 
@@ -180,7 +217,7 @@ int main(int argc, char** argv) {
   std::vector<std::int64_t> sizes;
   for (const auto& item : perf::items(perf::option(argc, argv, "--sizes", default_sizes.str())))
     sizes.push_back(std::stoll(item));
-  const std::string modes = perf::option(argc, argv, "--modes", "device,host,ring,call");
+  const std::string modes = perf::option(argc, argv, "--modes", "device,host,ring,stream,call");
   const int window = std::stoi(perf::option(argc, argv, "--window", "32"));
   std::int64_t max_bytes = 8;
   for (auto s : sizes) max_bytes = std::max(max_bytes, s);
@@ -190,14 +227,31 @@ int main(int argc, char** argv) {
     csv.emplace(perf::csv_path(argc, argv), argc, argv,
                 "mode,test,bytes,iterations,window,latency_us,bandwidth_GBps");
   auto units = kodo::Collection<Endpoint>::create(runtime, {2, 1, 1}, max_bytes);
-  for (int mode : {0, 1, kRingMode, kCallMode}) {
-    const char* name = mode == 0           ? "device"
-                       : mode == 1         ? "host"
-                       : mode == kRingMode ? "ring"
-                                           : "call";
+  for (int mode : {0, 1, kRingMode, kStreamMode, kCallMode}) {
+    const char* name = mode == 0             ? "device"
+                       : mode == 1           ? "host"
+                       : mode == kRingMode   ? "ring"
+                       : mode == kStreamMode ? "stream"
+                                             : "call";
     if (modes.find(name) == std::string::npos) continue;
+    if (mode == kStreamMode) {
+      // The ring must have carried a transfer by the route (the ring mode, or a warm-up).
+      units.broadcast_local<&Endpoint::start>(Trial{8, 2, 1, kRingMode});
+      runtime.run();
+      int waits = 0, all = 0;
+      units.for_each_local([&](Endpoint& e) { waits = e.ring_waits(); });
+      MPI_Allreduce(&waits, &all, 1, MPI_INT, MPI_MIN, runtime.comm());
+      if (!all) {
+        if (runtime.rank() == 0)
+          std::fprintf(stderr,
+                       "pingpong_bench: stream mode skipped: the ring does not take the "
+                       "same-node route (KODO_CHANNELS=ucx, or ranks on two nodes)\n");
+        continue;
+      }
+    }
     for (const std::int64_t bytes : sizes) {
       for (const int w : {1, window}) {
+        if (mode == kStreamMode && w != 1) continue;  // latency only
         // Enough repetitions for a stable time, few for large messages.
         const double volume = static_cast<double>(bytes) * w;
         const int iterations = static_cast<int>(std::clamp(2e9 / std::max(volume, 1.0), 20.0,

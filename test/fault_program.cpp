@@ -11,6 +11,10 @@
 //                                    2 ranks of a node: the same-node route's sender
 //                                    finds it)
 //   fault_program ring-peer-exit     the rank a same-node ring waits on exits (status 0)
+//   fault_program ring-wait-peer-exit
+//                                    ... while a stream waits for its next transfer
+//   fault_program ring-wait-timeout  a stream waits for a transfer that never comes (run
+//                                    with KODO_DEVICE_WAIT_SECONDS=1)
 //   fault_program different-program  rank 1 has an entry method the others lack
 //   fault_program mismatched-shapes  units contribute vectors of different lengths to
 //                                    one reduction round
@@ -111,6 +115,42 @@ class Peer : public kodo::WorkUnit<Peer> {
   kodo::ReceiveRing<Kokkos::View<double*>> ring_;
 };
 
+// Unit 1 sends unit 0 one transfer and then (its rank) exits, or stays silent; unit 0's
+// stream waits for the second one. The ring opens with the channel (so it may take the
+// same-node route).
+class RingWaiter : public kodo::WorkUnit<RingWaiter> {
+ public:
+  using View = Kokkos::View<double*>;
+  explicit RingWaiter(const kodo::UnitInit<RingWaiter>& init)
+      : WorkUnit(init), link_(open_channel({1 - init.index.x, 0, 0}, streams().compute(0))) {
+    if (index().x == 0)
+      ring_ = link_.open_ring(std::vector{View("a", 4), View("b", 4)},
+                              [this](const kodo::Arrival<View>& a) { first(a.transfer); });
+  }
+  void start(bool exit_after_send) {
+    if (index().x != 1) return;
+    one_ = View("one", 4);
+    link_.send(one_, kodo::data_ready, [this, exit_after_send] {
+      if (exit_after_send && collection().runtime().size() > 1) _exit(0);
+    });
+  }
+
+ private:
+  void first(std::uint64_t transfer) {
+    if (transfer != 0) return;
+    ring_.release(0);
+    if (!ring_.waits_on_streams()) {
+      std::puts("the same-node route was not taken");
+      std::exit(5);
+    }
+    ring_.wait(1, streams().compute(0));
+    std::puts("unexpected: the wait for transfer 1 ended");
+  }
+  kodo::Channel link_;
+  kodo::ReceiveRing<View> ring_;
+  View one_;
+};
+
 // Unit x contributes a vector of 2 + x elements, or the scalar x.
 class Contributor : public kodo::WorkUnit<Contributor> {
  public:
@@ -167,6 +207,10 @@ int main(int argc, char** argv) {
     units.broadcast_local<&Peer::ring_truncate>();
   } else if (mode == "ring-peer-exit") {
     units.broadcast_local<&Peer::ring_peer_exit>();
+  } else if (mode == "ring-wait-peer-exit" || mode == "ring-wait-timeout") {
+    auto waiters = kodo::Collection<RingWaiter>::create(runtime, {2, 1, 1});
+    waiters.broadcast_local<&RingWaiter::start>(mode == "ring-wait-peer-exit");
+    runtime.run();
   } else if (mode == "peer-exit") {
     if (runtime.rank() == 0) units[{0, 0, 0}].send<&Peer::ping>(0);
   } else if (mode == "mismatched-shapes") {

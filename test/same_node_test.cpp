@@ -135,6 +135,104 @@ TEST(SameNodeRings, HostStagedRingsKeepUcx) {
   units.for_each_local([](Burst& u) { EXPECT_TRUE(u.ok_); });
 }
 
+// Waits on streams: units in a ring as in Burst, two buffers each. Once transfer 0 has
+// been handed over (the route is then known), a unit reads every later transfer behind
+// ReceiveRing::wait and releases it on the stream before its hand-over.
+class Awaiter : public kodo::WorkUnit<Awaiter> {
+ public:
+  using View = Kokkos::View<double*>;
+  static constexpr int kCount = 120;
+  static constexpr std::int64_t kLength = 64;
+
+  explicit Awaiter(const kodo::UnitInit<Awaiter>& init)
+      : WorkUnit(init), stream_(&streams().compute(0)) {
+    const auto& shape = collection().shape();
+    const std::int64_t n = shape.size();
+    to_next_ = open_channel(shape.delinear((me() + 1) % n), *stream_);
+    from_previous_ = open_channel(shape.delinear((me() + n - 1) % n), *stream_);
+    buffers_ = {View("a", kLength), View("b", kLength)};
+    ring_ =
+        from_previous_.open_ring(buffers_, [this](const kodo::Arrival<View>& a) { on_arrival(a); });
+  }
+  std::int64_t me() const { return collection().shape().linear(index()); }
+  std::int64_t previous() const {
+    return (me() + collection().shape().size() - 1) % collection().shape().size();
+  }
+  static double value(std::int64_t unit, int k, std::int64_t i) {
+    return unit * 1e6 + k * 1000.0 + static_cast<double>(i);
+  }
+
+  void send_all() {
+    for (int k = 0; k < kCount; ++k) {
+      outbox_.push_back(filled(kLength, value(me(), k, 0)));
+      to_next_.send(outbox_.back(), kodo::data_ready);
+    }
+  }
+  void on_arrival(const kodo::Arrival<View>& a) {
+    ok_ = ok_ && a.transfer == handed_ && a.count == static_cast<std::size_t>(kLength);
+    ++handed_;
+    if (a.transfer >= waited_) {  // handed over before any wait for it: read here
+      check(a.view, static_cast<int>(a.transfer));
+      ring_.release(a.transfer);
+    }
+    if (a.transfer != 0) return;
+    could_wait_ = ring_.waits_on_streams();
+    if (!could_wait_) return;
+    for (int k = 1; k < kCount; ++k) {
+      ring_.wait(static_cast<std::uint64_t>(k), *stream_);
+      // Work that reads the buffer goes on the stream behind the wait.
+      const View copy(Kokkos::view_alloc(Kokkos::WithoutInitializing, "copy"), kLength);
+      Kokkos::deep_copy(stream_->space(), copy, buffers_[k % 2]);
+      stream_->space().fence();
+      check(copy, k);
+      ring_.release(static_cast<std::uint64_t>(k), *stream_);
+      waited_ = static_cast<std::uint64_t>(k) + 1;
+    }
+  }
+  void check(const View& v, int k) {
+    const std::vector<double> host = on_host(v);
+    for (std::int64_t i = 0; i < kLength; ++i)
+      ok_ = ok_ && host[static_cast<std::size_t>(i)] == value(previous(), k, i);
+  }
+
+  kodo::Stream* stream_;
+  kodo::Channel to_next_, from_previous_;
+  kodo::ReceiveRing<View> ring_;
+  std::vector<View> outbox_, buffers_;
+  std::uint64_t handed_ = 0, waited_ = 0;  // transfers below waited_ were read behind waits
+  bool ok_ = true, could_wait_ = false;
+};
+
+TEST(SameNodeRings, StreamsWaitForTransfersAndReleaseThem) {
+  auto& rt = test_runtime();
+  auto units = kodo::Collection<Awaiter>::create(rt, {std::max(3, 2 * rt.size()), 1, 1});
+  units.for_each_local([&](Awaiter& u) {
+    // Before a transfer has come by the route the ring cannot tell it is taken.
+    EXPECT_FALSE(u.ring_.waits_on_streams());
+    EXPECT_ERROR(u.ring_.wait(0, *u.stream_),
+                 "a stream can wait for a ring's transfer only on the same-node route");
+  });
+  MPI_Barrier(rt.comm());  // no rank sends before every rank has checked
+  units.for_each_local([](Awaiter& u) { u.send_all(); });
+  rt.run();
+  const bool route = route_expected(rt);
+  units.for_each_local([&](Awaiter& u) {
+    EXPECT_TRUE(u.ok_) << "unit " << u.me() << ": a transfer out of order or with wrong data";
+    EXPECT_EQ(u.handed_, static_cast<std::uint64_t>(Awaiter::kCount));
+    // A unit whose previous unit is on another rank of the node waits on its stream.
+    const bool remote = u.collection().owner(u.collection().shape().delinear(u.previous())) !=
+                        rt.rank();
+    EXPECT_EQ(u.could_wait_, route && remote) << "unit " << u.me();
+    if (u.could_wait_) {
+      EXPECT_EQ(u.waited_, static_cast<std::uint64_t>(Awaiter::kCount));
+      // Beyond the buffers' window, and once released: refused, naming the transfers held.
+      EXPECT_ERROR(u.ring_.wait(Awaiter::kCount + 2, *u.stream_),
+                   "where the ring's buffers hold transfers 120 to 121");
+      EXPECT_ERROR(u.ring_.wait(3, *u.stream_), "a stream waits for transfer 3 where");
+    }
+  });
+}
+
 // A channel that never opens a ring does not hold its peer's sends: unit 0's send
 // completes (UCX, eager) before unit 1 posts the receive, which it does only when told.
 class Asker : public kodo::WorkUnit<Asker> {

@@ -1,5 +1,6 @@
 #include "block.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -72,7 +73,14 @@ void JacobiBlock::advance() {
         update_inner(compute_->space(), field_[p], field_[1 - p], shape_, receive_buffer_[p],
                      send_buffer_[1 - p]);
     }
-    if (received_[p] < neighbours_) return;  // wait for the missing faces
+    const bool on_device = faces_wait_on_device();
+    if (on_device) {
+      if (iteration_ - least_handed() >= kRunAhead) return;  // hand-overs let it go on
+      for (int f = 0; f < 6; ++f)
+        if (has_neighbour_[f]) faces_in_[f].wait(static_cast<std::uint64_t>(iteration_), *compute_);
+    } else if (received_[p] < neighbours_) {
+      return;  // wait for the missing faces
+    }
     received_[p] = 0;
     if (faces_read_from_buffers()) {
       // Update n (with overlap, its boundary), and the faces of n + 1 packed on the way.
@@ -85,6 +93,11 @@ void JacobiBlock::advance() {
         step(compute_->space(), config_.fusion, field_[p], field_[1 - p], shape_,
              receive_buffer_[p], send_buffer_[1 - p]);
       faces_packed_for_ = iteration_ + 1;
+      // Their buffers take the faces of n + 2 once the step has read them.
+      if (on_device)
+        for (int f = 0; f < 6; ++f)
+          if (has_neighbour_[f])
+            faces_in_[f].release(static_cast<std::uint64_t>(iteration_), *compute_);
     } else {
       if (config_.fusion == Fusion::B)
         unpack_faces(comm_->space(), field_[p], shape_, receive_buffer_[p]);
@@ -93,7 +106,33 @@ void JacobiBlock::advance() {
     }
     ++iteration_;
   }
-  if (checksum_requested_) contribute_checksum();
+  // The checksum fences the compute stream: with device waits, only once every face it
+  // waits for is in (the neighbours may need this rank's loop until then).
+  if (checksum_requested_ && (waits_from_ < 0 || least_handed() >= iteration_))
+    contribute_checksum();
+}
+
+bool JacobiBlock::faces_wait_on_device() {
+  if (waits_from_ >= 0) return true;
+  if (!config_.device_waits || !faces_read_from_buffers() ||
+      config_.completion != Completion::engine || neighbours_ == 0)
+    return false;
+  // Switch only between iterations with no face in hand: faces from iteration_ on are
+  // then all handed over after the stream has waited for them.
+  if (received_[0] != 0 || received_[1] != 0) return false;
+  for (int f = 0; f < 6; ++f)
+    if (has_neighbour_[f] && !faces_in_[f].waits_on_streams()) return false;
+  waits_from_ = iteration_;
+  for (int f = 0; f < 6; ++f) handed_[f] = iteration_;
+  ++config_.report->units_waiting_on_device;
+  return true;
+}
+
+std::int64_t JacobiBlock::least_handed() const {
+  std::int64_t least = iteration_;
+  for (int f = 0; f < 6; ++f)
+    if (has_neighbour_[f]) least = std::min(least, handed_[f]);
+  return least;
 }
 
 // Faces of iteration n are packed from A[n % 2], after the update that produced it.
@@ -126,6 +165,12 @@ void JacobiBlock::send_faces() {
 }
 
 void JacobiBlock::on_face(std::int64_t n, int f) {
+  if (waits_from_ >= 0 && n >= waits_from_) {
+    // Awaited on the device (or about to be) and released by the stream already.
+    handed_[f] = n + 1;
+    advance();
+    return;
+  }
   if (n != iteration_ && n != iteration_ + 1)
     throw kodo::Error("jacobi3d: a face for iteration " + std::to_string(n) +
                       " reached a block at iteration " + std::to_string(iteration_));

@@ -23,6 +23,7 @@ struct RankReport {
   bool have_checksum = false;
   double residual = 0;  // L2 norm of the last update (0 before any)
   bool have_residual = false;
+  int units_waiting_on_device = 0;  // blocks whose stream awaits their faces
 };
 
 // How a block learns that its device work is done.
@@ -39,6 +40,10 @@ struct BlockConfig {
   Fusion fusion = Fusion::none;
   bool graphs = false;   // each iteration's kernels as one graph, replayed
   bool overlap = false;  // update the inner box while the faces travel (fusion none, no graphs)
+  // Where faces come by the same-node route, the compute stream waits for them (with
+  // fusion C, graphs or overlap, and the completion engine): see JacobiBlock. Only for
+  // units that do not share their compute stream (a wait holds all work behind it).
+  bool device_waits = false;
 };
 
 // Device work of a block runs on two streams of the rank's pool: updates on a compute
@@ -60,6 +65,12 @@ struct BlockConfig {
 // reads the faces from the receive buffers and writes the faces of n + 1 into the send
 // buffers; those are sent at once, before the next inner box is launched behind them.
 // The faces then travel while the inner box of n + 1 runs.
+// Device waits (BlockConfig::device_waits): once every face of a block comes by the
+// same-node route, the host queues whole iterations ahead on the compute stream, each
+// behind waits (on the device) for its faces and followed by the releases of their
+// buffers, up to kRunAhead iterations past the last faces handed over; the faces'
+// hand-overs then only let the host queue more. No host step stands between a face's
+// arrival and the work that reads it.
 // Send and receive buffers come in two by parity. A neighbour cannot send its faces of
 // n + 2 (or read our send buffer of n again) before it has our faces of n + 1, which
 // we send only after our unpacks of n (our step n) have completed on their stream; so
@@ -83,6 +94,11 @@ class JacobiBlock : public kodo::WorkUnit<JacobiBlock> {
   bool faces_read_from_buffers() const { return whole_steps() || config_.overlap; }
   void on_face(std::int64_t iteration, int face);
   void contribute_checksum();
+  // Whether iteration_ may wait for its faces on the compute stream (and does, from
+  // waits_from_ on).
+  bool faces_wait_on_device();
+  std::int64_t least_handed() const;  // faces handed over on every face, in iterations
+  static constexpr std::int64_t kRunAhead = 3;
 
   BlockConfig config_;
   BlockShape shape_;
@@ -103,6 +119,8 @@ class JacobiBlock : public kodo::WorkUnit<JacobiBlock> {
   std::int64_t faces_packed_for_ = -1;  // the last iteration whose faces are packed
   std::int64_t faces_sent_for_ = -1;    // ... and sent
   int received_[2] = {0, 0};            // faces in hand for iterations of each parity
+  std::int64_t waits_from_ = -1;        // the first iteration whose faces the stream awaits
+  std::int64_t handed_[6] = {};         // device waits: faces handed over, per face
   bool checksum_requested_ = false;
 };
 

@@ -55,14 +55,11 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
     total_seconds = result.seconds;
     report = result.report;
   } else {
-    const jacobi::BlockConfig config{grid,
-                                     opt.sync ? jacobi::Completion::sync
-                                              : jacobi::Completion::engine,
-                                     kodo::parse_comm_mode(opt.comm),
-                                     &report,
-                                     opt.fusion,
-                                     opt.graphs,
-                                     opt.overlap};
+    const jacobi::BlockConfig config{
+        grid, opt.sync ? jacobi::Completion::sync : jacobi::Completion::engine,
+        kodo::parse_comm_mode(opt.comm), &report, opt.fusion, opt.graphs, opt.overlap,
+        // Units of a rank take its streams in turn: one each.
+        opt.device_waits && opt.odf <= runtime.streams().per_priority()};
     const double t0 = now();
     auto blocks = kodo::Collection<jacobi::JacobiBlock>::create(runtime, units, config);
     runtime.run();
@@ -77,6 +74,11 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
     total_seconds = now() - t1;
     blocks.broadcast_local<&jacobi::JacobiBlock::compute_checksum>();
     runtime.run();
+    int waiting = 0;
+    MPI_Reduce(&report.units_waiting_on_device, &waiting, 1, MPI_INT, MPI_SUM, 0, runtime.comm());
+    if (root && opt.device_waits)
+      std::printf("units whose stream awaited their faces on the device: %d of %" PRId64 "\n",
+                  waiting, units.size());
   }
 
   int failed = 0;

@@ -68,6 +68,10 @@ Options parse_options(const std::vector<std::string>& args) {
       o.comm = parse_choice(args, i, {"device", "host"});
       continue;
     }
+    if (a == "--waits") {
+      o.device_waits = parse_choice(args, i, {"device", "host"}) == "device";
+      continue;
+    }
     std::int64_t* target = nullptr;
     std::int64_t min = 1;
     if (a == "-x")
@@ -93,7 +97,7 @@ Options parse_options(const std::vector<std::string>& args) {
 std::string usage() {
   return "usage: jacobi3d [-x N] [-y N] [-z N] [-i ITERATIONS] [-w WARMUP] [--odf UNITS_PER_RANK]\n"
          "                [--comm device|host] [--fusion none|A|B|C] [--graphs] [--overlap]\n"
-         "                [--verify] [--sync] [--baseline] [--help]\n"
+         "                [--waits device|host] [--verify] [--sync] [--baseline] [--help]\n"
          "  -x, -y, -z   global grid size (default 64 each)\n"
          "  -i           timed iterations (default 100)\n"
          "  -w           warm-up iterations before timing (default 10)\n"
@@ -110,6 +114,11 @@ std::string usage() {
          "               after its faces arrive (reading them from the receive buffers,\n"
          "               writing the next faces to the send buffers), the rest while they\n"
          "               travel; takes neither --fusion nor --graphs\n"
+         "  --waits      with --fusion C, --graphs or --overlap, where a unit waits for its\n"
+         "               neighbours' faces: device (default: its compute stream waits for\n"
+         "               them on the device, queued ahead, where every face comes by the\n"
+         "               same-node route and the unit has a compute stream of its own; the\n"
+         "               host hands faces over elsewhere) or host (always)\n"
          "  --sync       wait for device work by fencing streams (default: completion engine)\n"
          "  --baseline   run the bulk-synchronous MPI version instead (one block per rank,\n"
          "               fence, host-staged MPI exchange, wait; for comparison; --odf 1)\n";

@@ -21,6 +21,7 @@ struct Options {
   bool graphs = false;           // each unit iteration as one replayed graph
   bool overlap = false;          // update each unit's inner box while its faces travel
   std::string comm = "device";   // halo transfers: "device" (GPU-aware) or "host" (staged)
+  bool device_waits = true;      // faces awaited by the compute stream where the route allows
   bool help = false;
 };
 

@@ -1,7 +1,7 @@
 #pragma once
-// Kernels of same-node channels (native.hpp: enqueue_copy_and_publish), shared by the
-// CUDA and HIP backends: included only by cuda/native.cpp and hip/native.cpp, compiled by
-// nvcc or hipcc.
+// Kernels of same-node channels (native.hpp: enqueue_wait, enqueue_copy_and_publish),
+// shared by the CUDA and HIP backends: included only by cuda/native.cpp and hip/native.cpp,
+// compiled by nvcc or hipcc.
 
 #if defined(__HIPCC__)
 #include <hip/hip_runtime.h>
@@ -9,10 +9,63 @@
 #include <cuda_runtime.h>
 #endif
 
+#include "native.hpp"
+
 #include <cstddef>
 #include <cstdint>
 
 namespace kodo::backend::kernels {
+
+// A clock for bounding waits: nanoseconds on CUDA; on HIP the wall clock's ticks (the
+// host converts DeviceWait::timeout_ns to them before the launch).
+__device__ inline std::uint64_t wait_clock() {
+#if defined(__HIPCC__)
+  return wall_clock64();
+#else
+  std::uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+#endif
+}
+
+__device__ inline void pause_briefly() {
+#if defined(__HIPCC__)
+  __builtin_amdgcn_s_sleep(2);
+#else
+  __nanosleep(200);
+#endif
+}
+
+// DeviceWait's loop, for one thread: true once the count is reached or abandoned, false
+// (with the failure stored) once the bound is spent.
+__device__ bool wait_for_count(const DeviceWait& w) {
+  if (!w.word) return true;
+  const auto* word = reinterpret_cast<const volatile std::uint64_t*>(w.word);
+  const auto* abandon = reinterpret_cast<const volatile std::uint64_t*>(w.abandon);
+  auto* failure = reinterpret_cast<volatile std::uint64_t*>(w.failure_word);
+  const std::uint64_t start = wait_clock();
+  while (*word < w.value && !(abandon && *abandon != 0)) {
+    if (*failure != 0) return false;  // another wait failed: the job is ending
+    if (wait_clock() - start > w.timeout_ns) {
+      *failure = w.failure;
+      __threadfence_system();
+      return false;
+    }
+    pause_briefly();
+  }
+  __threadfence_system();  // what the other side wrote before the count, seen after it
+  return true;
+}
+
+// Thread 0 waits for the whole block; false for every thread when the wait failed.
+__device__ bool block_waits(const DeviceWait& w) {
+  __shared__ int ok;
+  if (threadIdx.x == 0) ok = wait_for_count(w);
+  __syncthreads();
+  return ok != 0;
+}
+
+__global__ void wait_kernel(DeviceWait w) { wait_for_count(w); }
 
 // Copies with 16-byte words when both ends allow it.
 __device__ void copy_part(unsigned char* to, const unsigned char* from, std::size_t bytes,
@@ -43,19 +96,25 @@ __device__ void publish(std::uint64_t* size_word, std::uint64_t size, std::uint6
   }
 }
 
-__global__ void copy_and_publish_kernel(unsigned char* to, const unsigned char* from,
-                                        std::size_t bytes, std::uint64_t* size_word,
-                                        std::uint64_t size, std::uint64_t* count_word,
-                                        std::uint64_t count) {
+__global__ void copy_and_publish_kernel(DeviceWait first, unsigned char* to,
+                                        const unsigned char* from, std::size_t bytes,
+                                        std::uint64_t* size_word, std::uint64_t size,
+                                        std::uint64_t* count_word, std::uint64_t count) {
+  if (!block_waits(first)) return;
   copy_part(to, from, bytes, threadIdx.x, blockDim.x);
   publish(size_word, size, count_word, count);
 }
-__global__ void copy_kernel(unsigned char* to, const unsigned char* from, std::size_t bytes) {
+// Every block waits (a block cannot see another's wait end); the publish after it
+// waits again, which then passes at once, so a failed wait also skips the stores.
+__global__ void copy_kernel(DeviceWait first, unsigned char* to, const unsigned char* from,
+                            std::size_t bytes) {
+  if (!block_waits(first)) return;
   copy_part(to, from, bytes, std::size_t(blockIdx.x) * blockDim.x + threadIdx.x,
             std::size_t(gridDim.x) * blockDim.x);
 }
-__global__ void publish_kernel(std::uint64_t* size_word, std::uint64_t size,
+__global__ void publish_kernel(DeviceWait first, std::uint64_t* size_word, std::uint64_t size,
                                std::uint64_t* count_word, std::uint64_t count) {
+  if (!block_waits(first)) return;
   publish(size_word, size, count_word, count);
 }
 

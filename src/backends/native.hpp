@@ -80,12 +80,38 @@ bool export_memory(const void* data, MemoryExport& out, std::string& why);
 void* import_memory(const std::array<std::byte, 64>& handle, std::size_t& bytes, std::string& why);
 void release_import(void* start);
 
-// Enqueues on `stream`, after the work enqueued on it so far: a copy of `bytes` from
-// `from` to `to` (either may be memory of another device mapped here), then the stores
-// *size_word = size and then *count_word = count, each visible to other processes and
-// devices only after everything before it. `from_device`: `from` is device memory.
-void enqueue_copy_and_publish(NativeStream stream, void* to, const void* from, std::size_t bytes,
-                              bool from_device, std::uint64_t* size_word, std::uint64_t size,
+// Whether work enqueued on a stream runs in the call that enqueues it (the host
+// backend): a wait enqueued there holds the caller.
+bool streams_run_in_call();
+
+// A wait on a stream for a count that another process or device raises: until
+// *word >= value, or *abandon != 0 (the other side gave up). Bounded: after `timeout_ns`
+// without either, `failure` is stored into *failure_word and the stream goes on. The
+// words are host memory the device reads (a node segment), as the device addresses it.
+// No wait when `word` is null.
+struct DeviceWait {
+  const std::uint64_t* word = nullptr;
+  std::uint64_t value = 0;
+  const std::uint64_t* abandon = nullptr;
+  std::uint64_t* failure_word = nullptr;
+  std::uint64_t failure = 0;
+  std::uint64_t timeout_ns = 0;
+};
+// Enqueues `wait` on `stream`: work enqueued after it runs once it is over; true. The
+// host backend cannot wait without holding the caller: it only tells whether the wait
+// is over already (the caller makes progress and asks again).
+bool enqueue_wait(NativeStream stream, const DeviceWait& wait);
+
+// Enqueues on `stream`, after the work enqueued on it so far and after `first` (a wait
+// for the receiving buffer to be free; ignored on the host backend, whose callers hold
+// the transfer instead): a copy of `bytes` from `from` to `to` (either may be memory of
+// another device mapped here), then the stores *size_word = size and then
+// *count_word = count, each visible to other processes and devices only after
+// everything before it. `from_device`: `from` is device memory. A wait that times out
+// skips the copy and the stores.
+void enqueue_copy_and_publish(NativeStream stream, const DeviceWait& first, void* to,
+                              const void* from, std::size_t bytes, bool from_device,
+                              std::uint64_t* size_word, std::uint64_t size,
                               std::uint64_t* count_word, std::uint64_t count);
 
 }  // namespace kodo::backend

@@ -68,8 +68,9 @@ void store_word(std::byte* at, std::uint64_t value) {
       .store(value, std::memory_order_release);
 }
 // A link's words in its receiver's segment: arrived (transfers published), consumed
-// (transfers whose buffers the receiver freed), then the size of each buffer's transfer.
-constexpr std::uint64_t kArrivedWord = 0, kConsumedWord = 8, kSizeWords = 16;
+// (transfers whose buffers the receiver freed), abandoned (either end closed: waits on
+// streams for the others stop), then the size of each buffer's transfer.
+constexpr std::uint64_t kArrivedWord = 0, kConsumedWord = 8, kAbandonedWord = 16, kSizeWords = 24;
 std::uint64_t words_bytes(std::size_t buffers) { return kSizeWords + 8 * std::uint64_t{buffers}; }
 
 // Which way a link's transfers go: not known yet, UCX, or the same-node route.
@@ -158,14 +159,17 @@ struct ChannelEnd : std::enable_shared_from_this<ChannelEnd> {
   std::uint32_t epoch = 0;  // this end's opening
   Route send_route = Route::pending, recv_route = Route::ucx;
   struct NodeIn {
-    std::byte* words;                  // in this rank's segment, as this host reads it
-    std::vector<std::byte*> slots;     // by buffer: where its data lands (host), or null
-    std::deque<Receive> awaiting;      // posted, in transfer order
-    std::shared_ptr<const void> keep;  // the ring's views: kept until the runtime ends
+    std::byte* words;                   // in this rank's segment, as this host reads it
+    std::byte* device_words;            // the same, as this rank's streams read it
+    std::uint64_t released = 0;         // transfers whose buffers were given back
+    Stream* consumed_stream = nullptr;  // the stream of the last release that publishes
+    std::vector<std::byte*> slots;      // by buffer: where its data lands (host), or null
+    std::deque<Receive> awaiting;       // posted, in transfer order
+    std::shared_ptr<const void> keep;   // the ring's views: kept until the runtime ends
   };
   std::optional<NodeIn> node_in;
   struct NodeOut {
-    const std::byte* words;      // in the peer's segment, as this host reads it
+    std::byte* words;            // in the peer's segment, as this host reads it
     std::byte* device_words;     // the same, as this rank's streams write it
     std::vector<std::byte*> to;  // by buffer: where this rank's streams write it
     std::vector<std::uint64_t> capacity;
@@ -220,7 +224,22 @@ struct ChannelEnd : std::enable_shared_from_this<ChannelEnd> {
   void node_send(Send t);
   void publish(Send t);
   void land(Receive r);
-  void consumed(std::uint64_t transfers);
+  void consumed(std::uint64_t transfers, Stream* stream);
+  void wait_on_stream(std::uint64_t transfer, Stream& stream);
+  void abandon_node_route();
+  // What a wait on a stream for this end stores when it runs out (NodeChannels).
+  std::uint64_t failure_code(bool outgoing) const {
+    return 1 + (((outgoing ? *send_base : recv_base) >> kNumberBits) << 1 | (outgoing ? 1 : 0));
+  }
+  backend::DeviceWait device_wait(bool outgoing, std::byte* words, std::uint64_t word,
+                                  std::uint64_t value) const {
+    return {reinterpret_cast<const std::uint64_t*>(words + word),
+            value,
+            reinterpret_cast<const std::uint64_t*>(words + kAbandonedWord),
+            node().failure_word_device(),
+            failure_code(outgoing),
+            node().wait_timeout_ns()};
+  }
   std::size_t poll_node();
   std::string misfit_at_sender(std::uint64_t transfer, std::size_t bytes,
                                std::uint64_t capacity) const {
@@ -375,6 +394,7 @@ void ChannelEnd::close() {
          std::map<void*, std::pair<std::uint64_t, std::size_t>>(in_flight))
       host->transport().cancel(request);
     registry.node_ends.erase(this);
+    abandon_node_route();
     if (node_in) {
       // The peer may still write them, and keeps them mapped until the runtime ends.
       registry.retired.push_back(std::move(node_in->keep));
@@ -385,6 +405,13 @@ void ChannelEnd::close() {
 }
 
 // --- the same-node route ------------------------------------------------------------
+
+// Stops the waits on streams for this link's words, on both ranks: the other end will
+// never raise them now.
+void ChannelEnd::abandon_node_route() {
+  if (node_in) store_word(node_in->words + kAbandonedWord, 1);
+  if (node_out) store_word(node_out->words + kAbandonedWord, 1);
+}
 
 // The receiving end offers its ring: its buffers and words, in its own segment.
 void ChannelEnd::offer_ring(const std::vector<Segment>& buffers, std::shared_ptr<const void> keep) {
@@ -401,6 +428,7 @@ void ChannelEnd::offer_ring(const std::vector<Segment>& buffers, std::shared_ptr
   } else if (const auto words = n.allocate(words_bytes(buffers.size()))) {
     m.words = *words;
     in.words = n.host(host->rank(), *words);
+    in.device_words = n.device(host->rank(), *words);
     for (const Segment& b : buffers) {
       RingBufferOffer o{b.bytes, false, 0, {}};
       in.slots.push_back(nullptr);
@@ -529,7 +557,10 @@ void ChannelEnd::node_send(Send t) {
   if (t.segment.bytes > out.capacity[b])
     host->fail_with_peer(link.peer_rank,
                          misfit_at_sender(t.transfer, t.segment.bytes, out.capacity[b]));
-  if (!out.held.empty() || t.transfer >= out.to.size()) {
+  // On GPUs the transfer's kernel waits for its buffer on the device (publish), so work
+  // enqueued after it stays after it; the host backend, whose streams cannot wait
+  // without holding the rank, holds the transfer here instead.
+  if (backend::streams_run_in_call() && (!out.held.empty() || t.transfer >= out.to.size())) {
     const std::uint64_t consumed = load_word(out.words + kConsumedWord);
     if (!out.held.empty() || consumed + out.to.size() <= t.transfer) {
       out.held.push_back(std::move(t));  // its buffer is not free yet
@@ -545,8 +576,12 @@ void ChannelEnd::node_send(Send t) {
 void ChannelEnd::publish(Send t) {
   NodeOut& out = *node_out;
   const std::size_t b = t.transfer % out.to.size();
+  // Buffer b is free once the receiver consumed transfer t - buffers.
+  backend::DeviceWait free{};
+  if (t.transfer >= out.to.size())
+    free = device_wait(true, out.device_words, kConsumedWord, t.transfer + 1 - out.to.size());
   backend::enqueue_copy_and_publish(
-      link.stream->native_handle(), out.to[b], t.segment.data, t.segment.bytes,
+      link.stream->native_handle(), free, out.to[b], t.segment.data, t.segment.bytes,
       t.segment.kind != MemoryKind::host,
       reinterpret_cast<std::uint64_t*>(out.device_words + kSizeWords + 8 * b), t.segment.bytes,
       reinterpret_cast<std::uint64_t*>(out.device_words + kArrivedWord), t.transfer + 1);
@@ -570,20 +605,62 @@ void ChannelEnd::land(Receive r) {
   host->queue_callback(std::move(r.done), static_cast<std::size_t>(bytes));
 }
 
-// The receiving end's buffers of transfers 0 .. transfers - 1 may be written again.
-void ChannelEnd::consumed(std::uint64_t transfers) {
-  if (node_in) store_word(node_in->words + kConsumedWord, transfers);
+// The receiving end's buffers of transfers 0 .. transfers - 1 may be written again once
+// the work enqueued on `stream` so far is done (now, without a stream). The count is
+// stored in stream order (never on the host while an earlier store is still to run on a
+// stream: it would then go back), so the sender's streams need no host to learn it.
+void ChannelEnd::consumed(std::uint64_t transfers, Stream* stream) {
+  if (!node_in) return;
+  NodeIn& in = *node_in;
+  in.released = transfers;
+  if (in.consumed_stream && !stream) stream = in.consumed_stream;
+  if (!stream || backend::streams_run_in_call()) {
+    store_word(in.words + kConsumedWord, transfers);
+    return;
+  }
+  if (in.consumed_stream && in.consumed_stream != stream) stream->wait_for(*in.consumed_stream);
+  in.consumed_stream = stream;
+  backend::enqueue_counter_write(stream->native_handle(),
+                                 reinterpret_cast<std::uint64_t*>(in.device_words + kConsumedWord),
+                                 transfers);
+}
+
+// Work enqueued on `stream` from now on runs once `transfer` has arrived (its data in
+// its buffer) or either end closed: on GPUs a wait on the device. The host backend's
+// streams run work in the call, so there the rank moves same-node transfers (landing
+// this one in its view) until it is in, checking that the peer still runs.
+void ChannelEnd::wait_on_stream(std::uint64_t transfer, Stream& stream) {
+  const backend::DeviceWait w =
+      device_wait(false, node_in->device_words, kArrivedWord, transfer + 1);
+  if (!backend::streams_run_in_call()) {
+    backend::enqueue_wait(stream.native_handle(), w);
+    return;
+  }
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::nanoseconds(node().wait_timeout_ns());
+  for (;;) {
+    const bool over = backend::enqueue_wait(stream.native_handle(), w);  // here: a test
+    poll_node_links(host->channels(), node());
+    if (closed || load_word(node_in->words + kAbandonedWord) != 0) return;
+    if (over && (node_in->awaiting.empty() || node_in->awaiting.front().transfer > transfer))
+      return;
+    if (std::chrono::steady_clock::now() > deadline)
+      fatal(cat(describe(false), ": a wait for transfer ", transfer, " from rank ", link.peer_rank,
+                " ran out (KODO_DEVICE_WAIT_SECONDS)"));
+  }
 }
 
 std::size_t ChannelEnd::poll_node() {
   std::size_t moved = 0;
   if (node_in && !node_in->awaiting.empty()) {
     const std::uint64_t arrived = load_word(node_in->words + kArrivedWord);
-    if (arrived > receives)
+    if (arrived > node_in->released + node_in->slots.size())
       host->fail_with_peer(link.peer_rank,
                            cat(describe(false), ": rank ", link.peer_rank, " published transfer ",
-                               arrived - 1, " into a ring that had posted transfers up to ",
-                               receives - 1, " only (a broken same-node protocol)"));
+                               arrived - 1, " into a ring of ", node_in->slots.size(),
+                               " buffers that had released transfers up to ",
+                               static_cast<std::int64_t>(node_in->released) - 1,
+                               " only (a broken same-node protocol)"));
     while (!node_in->awaiting.empty() && node_in->awaiting.front().transfer < arrived) {
       Receive r = std::move(node_in->awaiting.front());
       node_in->awaiting.pop_front();
@@ -604,7 +681,29 @@ std::size_t ChannelEnd::poll_node() {
   return moved;
 }
 
-std::size_t poll_node_links(ChannelRegistry& registry) {
+// What a wait on a stream that ran out (its failure code) waited for.
+std::string describe_failed_wait(const ChannelRegistry& registry, const NodeChannels& node,
+                                 std::uint64_t code) {
+  for (const ChannelEnd* e : registry.node_ends)
+    for (const bool outgoing : {false, true}) {
+      if ((outgoing ? !e->node_out.has_value() : !e->node_in.has_value()) ||
+          e->failure_code(outgoing) != code)
+        continue;
+      const int peer = e->link.peer_rank;
+      return cat(e->describe(outgoing), ": a wait on the device ",
+                 outgoing ? "for the receiver to free a buffer" : "for a transfer", " from rank ",
+                 peer, " ran out after ", node.wait_timeout_ns() / 1e9,
+                 " s (KODO_DEVICE_WAIT_SECONDS); rank ", peer,
+                 node.alive(peer) ? " still runs" : " has exited");
+    }
+  return cat("a wait on the device for a same-node channel ran out after ",
+             node.wait_timeout_ns() / 1e9, " s (KODO_DEVICE_WAIT_SECONDS; failure code ", code,
+             ")");
+}
+
+std::size_t poll_node_links(ChannelRegistry& registry, NodeChannels& node) {
+  if (const std::uint64_t code = load_word(reinterpret_cast<std::byte*>(node.failure_word())))
+    fatal(describe_failed_wait(registry, node, code));
   std::size_t moved = 0;
   bool waiting = false;
   for (ChannelEnd* e : registry.node_ends) {
@@ -637,6 +736,10 @@ std::size_t poll_node_links(ChannelRegistry& registry) {
 }
 
 void forget_retired(ChannelRegistry& registry) { registry.retired.clear(); }
+
+void abandon_node_routes(ChannelRegistry& registry) {
+  for (ChannelEnd* e : registry.node_ends) e->abandon_node_route();
+}
 
 NodeRouteCounts node_route_counts(const ChannelRegistry& registry) {
   NodeRouteCounts counts;
@@ -898,11 +1001,8 @@ struct RingCore : std::enable_shared_from_this<RingCore> {
   std::function<void(std::uint64_t, std::size_t, std::size_t)> hand;  // transfer, bytes, buffer
   std::vector<bool> free;                                             // by buffer: may be posted
   std::uint64_t posted = 0, handed = 0, released = 0;
+  std::uint64_t waited = 0;                    // transfers below it were waited for on a stream
   std::map<std::uint64_t, std::size_t> early;  // arrived ahead of `handed`: bytes
-  // Transfers whose buffers are free again: all below `freed`, and those in `freed_early`
-  // (released on streams that finished out of order).
-  std::uint64_t freed = 0;
-  std::set<std::uint64_t> freed_early;
   bool stopped = false;
 
   std::size_t size() const { return buffers.size(); }
@@ -925,12 +1025,6 @@ struct RingCore : std::enable_shared_from_this<RingCore> {
   void free_buffer(std::uint64_t transfer) {
     free[transfer % size()] = true;
     post_free();
-    freed_early.insert(transfer);
-    while (!freed_early.empty() && *freed_early.begin() == freed) {
-      freed_early.erase(freed_early.begin());
-      ++freed;
-    }
-    if (!end->closed) end->consumed(freed);
   }
 
   void arrive(std::uint64_t transfer, std::size_t bytes) {
@@ -953,10 +1047,19 @@ void release_ring(RingCore* core, std::uint64_t transfer, Stream* stream) {
     throw Error(cat(r.end->describe(false), ": a receive ring's transfers are released in order; ",
                     "transfer ", transfer, " was released while transfer ", r.released,
                     " is the oldest not released"));
-  if (transfer >= r.handed)
+  if (transfer >= std::max(r.handed, r.waited))
     throw Error(cat(r.end->describe(false), ": transfer ", transfer,
-                    " was released before the ring handed it over"));
+                    " was released before the ring handed it over or a stream waited for it"));
   ++r.released;
+  if (r.end->recv_route == Route::node) {
+    // The receive of transfer + buffers is bookkeeping only here (its data comes once
+    // the sender sees the count this release publishes, in stream order), so it is
+    // posted now, and neither end's host needs to see the release finish.
+    r.free[transfer % r.size()] = true;
+    r.post_free();
+    r.end->consumed(transfer + 1, stream);
+    return;
+  }
   if (!stream) return r.free_buffer(transfer);
   r.end->host->when_done(*stream, [weak = r.weak_from_this(), transfer] {
     if (const auto self = weak.lock()) self->free_buffer(transfer);
@@ -964,6 +1067,29 @@ void release_ring(RingCore* core, std::uint64_t transfer, Stream* stream) {
 }
 
 void stop_ring(RingCore& core) { core.stopped = true; }
+
+bool ring_waits_on_streams(const RingCore* core) {
+  if (!core || core->stopped || core->end->closed || core->end->recv_route != Route::node)
+    return false;
+  // The sender maps the ring when the offer reaches it, or refuses it: the first
+  // transfer that comes by the route shows the route taken.
+  return load_word(core->end->node_in->words + kArrivedWord) != 0;
+}
+
+void wait_on_ring(RingCore* core, std::uint64_t transfer, Stream& stream) {
+  if (!core || core->stopped) throw Error("a wait on a receive ring that is not open");
+  RingCore& r = *core;
+  if (!ring_waits_on_streams(core))
+    throw Error(cat(r.end->describe(false),
+                    ": a stream can wait for a ring's transfer only on the same-node route, once "
+                    "a transfer came that way (ReceiveRing::waits_on_streams)"));
+  if (transfer < r.released || transfer >= r.released + r.size())
+    throw Error(cat(r.end->describe(false), ": a stream waits for transfer ", transfer,
+                    " where the ring's buffers hold transfers ", r.released, " to ",
+                    r.released + r.size() - 1, " (those released and not yet released)"));
+  r.waited = std::max(r.waited, transfer + 1);
+  r.end->wait_on_stream(transfer, stream);
+}
 
 }  // namespace detail
 

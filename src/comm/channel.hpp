@@ -209,8 +209,9 @@ RingMessage read_ring_message(const Message& message, std::size_t segment_bytes)
 // Applies one from `from_rank` (checked by the scheduler: its units, its node).
 void apply_ring_message(ChannelRegistry& registry, RingMessage ring, int from_rank);
 // Moves same-node transfers: hands over those that arrived, sends those their buffers
-// now take. Returns how many moved.
-std::size_t poll_node_links(ChannelRegistry& registry);
+// now take. Returns how many moved. Ends the job when a wait on a stream ran out, or a
+// peer that a link waits on has exited.
+std::size_t poll_node_links(ChannelRegistry& registry, NodeChannels& node);
 // For tests and reports: open ends on the same-node route, and the most sends one of
 // them has held back at once (waiting for the receiver's releases).
 struct NodeRouteCounts {
@@ -220,11 +221,16 @@ NodeRouteCounts node_route_counts(const ChannelRegistry& registry);
 // Drops what closed same-node rings kept alive for their peers (at shutdown, after the
 // transport's last barrier).
 void forget_retired(ChannelRegistry& registry);
+// Lets every wait on a stream for a same-node link end (at shutdown: what was not sent
+// by now never will be).
+void abandon_node_routes(ChannelRegistry& registry);
 
 // A ring's state (channel.cpp); what ReceiveRing calls of it. `core` may be null (a
 // ring that is not open: release() then throws).
 void release_ring(RingCore* core, std::uint64_t transfer, Stream* stream);
 void stop_ring(RingCore& core);
+bool ring_waits_on_streams(const RingCore* core);
+void wait_on_ring(RingCore* core, std::uint64_t transfer, Stream& stream);
 
 }  // namespace detail
 
@@ -240,8 +246,19 @@ struct Arrival {
 // buffer posted, hands transfers to the unit in transfer order however they travel
 // (transfer t lands in buffer t % buffers()), and reposts a buffer once the unit
 // releases the transfer in it. Transfers are released in order, each after it was
-// handed over; anything else is an error. Destroying the ring stops its hand-overs;
-// close the channel with it (its posted receives belong to the channel).
+// handed over or waited for on a stream; anything else is an error. Destroying the
+// ring stops its hand-overs; close the channel with it (its posted receives belong to
+// the channel).
+//
+// Waits on streams (same-node route): the unit may queue the work that reads transfer t
+// before t arrives, behind wait(t, stream), and release t on that stream at once; no
+// host then stands between t's arrival and that work, nor between the work's end and
+// the sender's next transfer into the buffer (on GPUs the release's count is stored by
+// the stream, and the sender's stream waits for it on the device). on_arrival still
+// runs for every transfer, later. Waits are bounded (KODO_DEVICE_WAIT_SECONDS, default
+// 60 s; running out ends the job naming the link), and end early when either end
+// closes. A stream waiting on the device holds the work queued behind it: queue the
+// sends the peer needs before the waits for its answers.
 template <class V>
 class ReceiveRing {
  public:
@@ -263,6 +280,17 @@ class ReceiveRing {
     detail::release_ring(core_.get(), transfer, &stream);
   }
   bool is_open() const { return core_ != nullptr; }
+
+  // Whether wait() may be called: the ring takes the same-node route and a transfer has
+  // come that way (so the sender mapped it); false until then, and on other routes.
+  bool waits_on_streams() const { return detail::ring_waits_on_streams(core_.get()); }
+  // Work enqueued on `stream` from now on runs once `transfer` is in its buffer
+  // (transfer % buffers()). `transfer` is not released yet, and its buffer is free: it
+  // is below the oldest transfer not released + buffers(). On the host backend, whose
+  // streams run work in the call, this returns once the transfer is in.
+  void wait(std::uint64_t transfer, Stream& stream) {
+    detail::wait_on_ring(core_.get(), transfer, stream);
+  }
 
  private:
   friend class Channel;

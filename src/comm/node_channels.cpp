@@ -1,6 +1,7 @@
 #include "node_channels.hpp"
 
 #include "../core/agree.hpp"
+#include "../core/env.hpp"
 #include "../core/error.hpp"
 
 #include <cerrno>
@@ -39,6 +40,14 @@ const char* to_string(ChannelSelection selection) {
 NodeChannels::NodeChannels(MPI_Comm world, ChannelSelection selection, std::size_t segment_bytes)
     : rank_(rank_of(world)), selection_(selection), segments_(world, segment_bytes) {
   std::string problem;
+  try {
+    wait_timeout_ns_ = static_cast<std::uint64_t>(
+        seconds_from_environment("KODO_DEVICE_WAIT_SECONDS").value_or(60.0) * 1e9);
+  } catch (const Error& e) {
+    problem = e.what();
+  }
+  failure_at_ = *allocate(8);  // a segment has at least 4096 bytes
+  *failure_word() = 0;
   for (const int r : segments_.node_ranks()) {
     try {
       device_.push_back(static_cast<std::byte*>(backend::register_shared_host(
@@ -100,6 +109,14 @@ void* NodeChannels::import(int rank, const std::array<std::byte, 64>& handle, st
 void NodeChannels::release_imports() {
   for (const auto& [key, mapped] : imports_) backend::release_import(mapped.start);
   imports_.clear();
+}
+
+std::uint64_t* NodeChannels::failure_word() const {
+  return reinterpret_cast<std::uint64_t*>(host(rank_, failure_at_));
+}
+
+std::uint64_t* NodeChannels::failure_word_device() const {
+  return reinterpret_cast<std::uint64_t*>(device(rank_, failure_at_));
 }
 
 bool process_alive(std::int64_t id) {

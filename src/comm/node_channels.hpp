@@ -69,12 +69,21 @@ class NodeChannels {
   // Prints `line` once per runtime (fallbacks to UCX, one line per reason).
   void notice(const std::string& line);
 
+  // Waits on streams (backend::DeviceWait) are bounded by KODO_DEVICE_WAIT_SECONDS
+  // (default 60); one that runs out stores its code into this rank's failure word (in
+  // its segment, 0 until then), which the scheduler loop reads.
+  std::uint64_t wait_timeout_ns() const { return wait_timeout_ns_; }
+  std::uint64_t* failure_word() const;         // as the host reads it
+  std::uint64_t* failure_word_device() const;  // as the streams write it
+
  private:
   int rank_ = 0;
   ChannelSelection selection_;
   NodeSegments segments_;
   std::vector<std::byte*> device_;  // by rank position on the node: segments' device addresses
   std::uint64_t used_ = 0;          // of this rank's segment
+  std::uint64_t failure_at_ = 0;    // the failure word's offset there
+  std::uint64_t wait_timeout_ns_ = 0;
   struct Import {
     void* start;
     std::size_t bytes;

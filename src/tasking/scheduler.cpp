@@ -116,7 +116,9 @@ void Scheduler::shutdown() {
     transport_->shutdown(total[0] == total[1]);
   }
   if (node_) {
-    // Mapped ring buffers are unmapped everywhere before their owners free them.
+    // Waits on streams for transfers never sent end; mapped ring buffers are unmapped
+    // everywhere before their owners free them.
+    abandon_node_routes(*channels_);
     Kokkos::fence("kodo: same-node channels end");
     node_->release_imports();
     check_mpi(MPI_Barrier(comm_), "MPI_Barrier");
@@ -250,7 +252,7 @@ bool Scheduler::turn() {
     const std::size_t completed = drain_.poll(engine_);
     stalls_.observe(completed, engine_);
     events = completed + transport_->progress();
-    if (node_) events += poll_node_links(*channels_);
+    if (node_) events += poll_node_links(*channels_, *node_);
   } catch (...) {
     fatal(what_of_current());
   }

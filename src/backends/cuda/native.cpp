@@ -180,26 +180,37 @@ void* import_memory(const std::array<std::byte, 64>& exported, std::size_t& byte
 }
 void release_import(void* start) { cudaIpcCloseMemHandle(start); }
 
-void enqueue_copy_and_publish(NativeStream stream, void* to, const void* from, std::size_t bytes,
-                              bool from_device, std::uint64_t* size_word, std::uint64_t size,
+bool streams_run_in_call() { return false; }
+
+bool enqueue_wait(NativeStream stream, const DeviceWait& wait) {
+  if (!wait.word) return true;
+  kernels::wait_kernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(wait);
+  check(cudaGetLastError(), "a kernel launch (channel wait)");
+  return true;
+}
+
+void enqueue_copy_and_publish(NativeStream stream, const DeviceWait& first, void* to,
+                              const void* from, std::size_t bytes, bool from_device,
+                              std::uint64_t* size_word, std::uint64_t size,
                               std::uint64_t* count_word, std::uint64_t count) {
   auto s = static_cast<cudaStream_t>(stream);
   auto* t = static_cast<unsigned char*>(to);
   const auto* f = static_cast<const unsigned char*>(from);
-  // Small transfers: one block copies and publishes (one launch). Larger ones: the copy
-  // on every SM, then one thread publishes.
+  // Small transfers: one block waits, copies and publishes (one launch). Larger ones:
+  // the copy on every SM, then one thread publishes.
   constexpr std::size_t kOneBlock = 32 * 1024;
   if (from_device && bytes <= kOneBlock) {
-    kernels::copy_and_publish_kernel<<<1, 512, 0, s>>>(t, f, bytes, size_word, size, count_word,
-                                                       count);
+    kernels::copy_and_publish_kernel<<<1, 512, 0, s>>>(first, t, f, bytes, size_word, size,
+                                                       count_word, count);
   } else {
     if (from_device) {
       const auto blocks = static_cast<unsigned>(std::min<std::size_t>(1024, (bytes + 8191) / 8192));
-      kernels::copy_kernel<<<blocks, 512, 0, s>>>(t, f, bytes);
+      kernels::copy_kernel<<<blocks, 512, 0, s>>>(first, t, f, bytes);
     } else if (bytes != 0) {
+      kernels::wait_kernel<<<1, 1, 0, s>>>(first);
       check(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDefault, s), "cudaMemcpyAsync");
     }
-    kernels::publish_kernel<<<1, 32, 0, s>>>(size_word, size, count_word, count);
+    kernels::publish_kernel<<<1, 32, 0, s>>>(first, size_word, size, count_word, count);
   }
   check(cudaGetLastError(), "a kernel launch (channel copy)");
 }

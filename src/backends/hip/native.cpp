@@ -168,24 +168,49 @@ void* import_memory(const std::array<std::byte, 64>& exported, std::size_t& byte
 }
 void release_import(void* start) { (void)hipIpcCloseMemHandle(start); }
 
-void enqueue_copy_and_publish(NativeStream stream, void* to, const void* from, std::size_t bytes,
-                              bool from_device, std::uint64_t* size_word, std::uint64_t size,
+bool streams_run_in_call() { return false; }
+
+namespace {
+// DeviceWait::timeout_ns in the device's wall-clock ticks (what the kernels read).
+DeviceWait in_ticks(DeviceWait wait) {
+  int device = 0, khz = 0;
+  check(hipGetDevice(&device), "hipGetDevice");
+  check(hipDeviceGetAttribute(&khz, hipDeviceAttributeWallClockRate, device),
+        "hipDeviceGetAttribute(wall clock rate)");
+  wait.timeout_ns = wait.timeout_ns / 1000000 * static_cast<std::uint64_t>(khz);
+  return wait;
+}
+}  // namespace
+
+bool enqueue_wait(NativeStream stream, const DeviceWait& wait) {
+  if (!wait.word) return true;
+  hipLaunchKernelGGL(kernels::wait_kernel, dim3(1), dim3(1), 0, static_cast<hipStream_t>(stream),
+                     in_ticks(wait));
+  check(hipGetLastError(), "a kernel launch (channel wait)");
+  return true;
+}
+
+void enqueue_copy_and_publish(NativeStream stream, const DeviceWait& wait, void* to,
+                              const void* from, std::size_t bytes, bool from_device,
+                              std::uint64_t* size_word, std::uint64_t size,
                               std::uint64_t* count_word, std::uint64_t count) {
   auto s = static_cast<hipStream_t>(stream);
   auto* t = static_cast<unsigned char*>(to);
   const auto* f = static_cast<const unsigned char*>(from);
+  const DeviceWait first = in_ticks(wait);
   constexpr std::size_t kOneBlock = 32 * 1024;
   if (from_device && bytes <= kOneBlock) {
-    hipLaunchKernelGGL(kernels::copy_and_publish_kernel, dim3(1), dim3(512), 0, s, t, f, bytes,
-                       size_word, size, count_word, count);
+    hipLaunchKernelGGL(kernels::copy_and_publish_kernel, dim3(1), dim3(512), 0, s, first, t, f,
+                       bytes, size_word, size, count_word, count);
   } else {
     if (from_device) {
       const auto blocks = static_cast<unsigned>(std::min<std::size_t>(1024, (bytes + 8191) / 8192));
-      hipLaunchKernelGGL(kernels::copy_kernel, dim3(blocks), dim3(512), 0, s, t, f, bytes);
+      hipLaunchKernelGGL(kernels::copy_kernel, dim3(blocks), dim3(512), 0, s, first, t, f, bytes);
     } else if (bytes != 0) {
+      hipLaunchKernelGGL(kernels::wait_kernel, dim3(1), dim3(1), 0, s, first);
       check(hipMemcpyAsync(to, from, bytes, hipMemcpyDefault, s), "hipMemcpyAsync");
     }
-    hipLaunchKernelGGL(kernels::publish_kernel, dim3(1), dim3(32), 0, s, size_word, size,
+    hipLaunchKernelGGL(kernels::publish_kernel, dim3(1), dim3(32), 0, s, first, size_word, size,
                        count_word, count);
   }
   check(hipGetLastError(), "a kernel launch (channel copy)");

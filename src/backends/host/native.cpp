@@ -59,9 +59,20 @@ void* import_memory(const std::array<std::byte, 64>&, std::size_t&, std::string&
 }
 void release_import(void*) {}
 
+bool streams_run_in_call() { return true; }
+
+bool enqueue_wait(NativeStream, const DeviceWait& wait) {
+  auto load = [](const std::uint64_t* word) {
+    return std::atomic_ref<std::uint64_t>(*const_cast<std::uint64_t*>(word))
+        .load(std::memory_order_acquire);
+  };
+  return !wait.word || load(wait.word) >= wait.value || (wait.abandon && load(wait.abandon) != 0);
+}
+
 // Work enqueued on a host stream runs in the call: the copy is done when the stores are.
-void enqueue_copy_and_publish(NativeStream, void* to, const void* from, std::size_t bytes, bool,
-                              std::uint64_t* size_word, std::uint64_t size,
+// `first` is the caller's to honour (it holds the transfer until its buffer is free).
+void enqueue_copy_and_publish(NativeStream, const DeviceWait&, void* to, const void* from,
+                              std::size_t bytes, bool, std::uint64_t* size_word, std::uint64_t size,
                               std::uint64_t* count_word, std::uint64_t count) {
   if (bytes != 0) std::memcpy(to, from, bytes);
   std::atomic_ref<std::uint64_t>(*size_word).store(size, std::memory_order_release);
