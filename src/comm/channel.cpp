@@ -14,6 +14,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 namespace kodo {
@@ -647,6 +648,9 @@ void ChannelEnd::wait_on_stream(std::uint64_t transfer, Stream& stream) {
     if (std::chrono::steady_clock::now() > deadline)
       fatal(cat(describe(false), ": a wait for transfer ", transfer, " from rank ", link.peer_rank,
                 " ran out (KODO_DEVICE_WAIT_SECONDS)"));
+    // The peer may share this core: let it run (a rank that spins without yielding
+    // makes each hop cost a scheduler time slice when cores are oversubscribed).
+    std::this_thread::yield();
   }
 }
 
