@@ -148,7 +148,9 @@ class Awaiter : public kodo::WorkUnit<Awaiter> {
       : WorkUnit(init), stream_(&streams().compute(0)) {
     const auto& shape = collection().shape();
     const std::int64_t n = shape.size();
-    to_next_ = open_channel(shape.delinear((me() + 1) % n), *stream_);
+    // Sends leave from a stream of their own: on GPUs a send waits on its stream for the
+    // receiver's buffer, and must not wait behind this unit's waits (nor they behind it).
+    to_next_ = open_channel(shape.delinear((me() + 1) % n), streams().communication(0));
     from_previous_ = open_channel(shape.delinear((me() + n - 1) % n), *stream_);
     buffers_ = {View("a", kLength), View("b", kLength)};
     ring_ =

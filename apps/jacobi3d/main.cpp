@@ -13,6 +13,7 @@
 #include <exception>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -58,8 +59,11 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
     const jacobi::BlockConfig config{
         grid, opt.sync ? jacobi::Completion::sync : jacobi::Completion::engine,
         kodo::parse_comm_mode(opt.comm), &report, opt.fusion, opt.graphs, opt.overlap,
-        // Units of a rank take its streams in turn: one each.
-        opt.device_waits && opt.odf <= runtime.streams().per_priority()};
+        // Units of a rank take its streams in turn: one each. On the host backend a wait
+        // holds the rank, and with it the rank's other units: one unit per rank.
+        opt.device_waits && opt.odf <= runtime.streams().per_priority() &&
+            (opt.odf == 1 ||
+             !std::is_same_v<kodo::ExecutionSpace::memory_space, Kokkos::HostSpace>)};
     const double t0 = now();
     auto blocks = kodo::Collection<jacobi::JacobiBlock>::create(runtime, units, config);
     runtime.run();

@@ -36,15 +36,17 @@ __device__ inline void pause_briefly() {
 #endif
 }
 
-// DeviceWait's loop, for one thread: true once the count is reached or abandoned, false
-// (with the failure stored) once the bound is spent.
+// DeviceWait's loop, for one thread: true once the count is reached; false once the
+// other side abandoned the link (work behind a receive wait goes on; a copy into a
+// buffer the receiver may still read is skipped) or the bound is spent (failure stored).
 __device__ bool wait_for_count(const DeviceWait& w) {
   if (!w.word) return true;
   const auto* word = reinterpret_cast<const volatile std::uint64_t*>(w.word);
   const auto* abandon = reinterpret_cast<const volatile std::uint64_t*>(w.abandon);
   auto* failure = reinterpret_cast<volatile std::uint64_t*>(w.failure_word);
   const std::uint64_t start = wait_clock();
-  while (*word < w.value && !(abandon && *abandon != 0)) {
+  while (*word < w.value) {
+    if (abandon && *abandon != 0) return false;
     if (*failure != 0) return false;  // another wait failed: the job is ending
     if (wait_clock() - start > w.timeout_ns) {
       *failure = w.failure;

@@ -85,8 +85,9 @@ void release_import(void* start);
 bool streams_run_in_call();
 
 // A wait on a stream for a count that another process or device raises: until
-// *word >= value, or *abandon != 0 (the other side gave up). Bounded: after `timeout_ns`
-// without either, `failure` is stored into *failure_word and the stream goes on. The
+// *word >= value, or *abandon != 0 (the link closed: the stream goes on, and a copy
+// behind the wait is skipped). Bounded: after `timeout_ns` without either, `failure` is
+// stored into *failure_word and the stream goes on. The
 // words are host memory the device reads (a node segment), as the device addresses it.
 // No wait when `word` is null.
 struct DeviceWait {
@@ -108,7 +109,7 @@ bool enqueue_wait(NativeStream stream, const DeviceWait& wait);
 // another device mapped here), then the stores *size_word = size and then
 // *count_word = count, each visible to other processes and devices only after
 // everything before it. `from_device`: `from` is device memory. A wait that times out
-// skips the copy and the stores.
+// or finds the link abandoned skips the copy and the stores.
 void enqueue_copy_and_publish(NativeStream stream, const DeviceWait& first, void* to,
                               const void* from, std::size_t bytes, bool from_device,
                               std::uint64_t* size_word, std::uint64_t size,

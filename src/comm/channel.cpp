@@ -101,6 +101,7 @@ class ChannelRegistry {
   std::vector<std::shared_ptr<const void>> retired;
   std::chrono::steady_clock::time_point quiet_since{};  // same-node waits without progress
   std::size_t most_held = 0;                            // sends held back at once, at most
+  std::uint64_t last_wait_code = 0;                     // ChannelEnd::wait_codes given out
 
   std::uint32_t receive_number(const LinkKey& link) {
     if (const auto it = receive_numbers.find(link); it != receive_numbers.end()) return it->second;
@@ -229,9 +230,8 @@ struct ChannelEnd : std::enable_shared_from_this<ChannelEnd> {
   void wait_on_stream(std::uint64_t transfer, Stream& stream);
   void abandon_node_route();
   // What a wait on a stream for this end stores when it runs out (NodeChannels).
-  std::uint64_t failure_code(bool outgoing) const {
-    return 1 + (((outgoing ? *send_base : recv_base) >> kNumberBits) << 1 | (outgoing ? 1 : 0));
-  }
+  std::uint64_t failure_code(bool outgoing) const { return wait_codes[outgoing ? 1 : 0]; }
+  std::uint64_t wait_codes[2] = {0, 0};  // receiving, sending side: unique on this rank
   backend::DeviceWait device_wait(bool outgoing, std::byte* words, std::uint64_t word,
                                   std::uint64_t value) const {
     return {reinterpret_cast<const std::uint64_t*>(words + word),
@@ -462,6 +462,7 @@ void ChannelEnd::offer_ring(const std::vector<Segment>& buffers, std::shared_ptr
   if (!why.empty()) return choose_ucx_receives(why);
   for (std::uint64_t w = 0; w < words_bytes(buffers.size()); w += 8) store_word(in.words + w, 0);
   recv_route = Route::node;
+  wait_codes[0] = ++host->channels().last_wait_code;
   node_in = std::move(in);
   host->channels().node_ends.insert(this);
   host->post(link.peer_rank, ring_message(m, host->rank()));
@@ -511,6 +512,7 @@ void ChannelEnd::accept_ring(const RingMessage& ring) {
     }
   }
   send_route = Route::node;
+  wait_codes[1] = ++host->channels().last_wait_code;
   node_out = std::move(out);
   host->channels().node_ends.insert(this);
 }
@@ -1075,9 +1077,15 @@ void stop_ring(RingCore& core) { core.stopped = true; }
 bool ring_waits_on_streams(const RingCore* core) {
   if (!core || core->stopped || core->end->closed || core->end->recv_route != Route::node)
     return false;
+  // A buffer in host memory is filled from its slot by this rank's loop, after the count
+  // is up: a device wait would run ahead of that copy.
+  const auto& in = *core->end->node_in;
+  if (!backend::streams_run_in_call())
+    for (const std::byte* slot : in.slots)
+      if (slot) return false;
   // The sender maps the ring when the offer reaches it, or refuses it: the first
   // transfer that comes by the route shows the route taken.
-  return load_word(core->end->node_in->words + kArrivedWord) != 0;
+  return load_word(in.words + kArrivedWord) != 0;
 }
 
 void wait_on_ring(RingCore* core, std::uint64_t transfer, Stream& stream) {

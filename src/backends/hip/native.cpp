@@ -172,12 +172,16 @@ bool streams_run_in_call() { return false; }
 
 namespace {
 // DeviceWait::timeout_ns in the device's wall-clock ticks (what the kernels read).
+// (A process uses one device: the rate is read once.)
 DeviceWait in_ticks(DeviceWait wait) {
-  int device = 0, khz = 0;
-  check(hipGetDevice(&device), "hipGetDevice");
-  check(hipDeviceGetAttribute(&khz, hipDeviceAttributeWallClockRate, device),
-        "hipDeviceGetAttribute(wall clock rate)");
-  wait.timeout_ns = wait.timeout_ns / 1000000 * static_cast<std::uint64_t>(khz);
+  static const std::uint64_t khz = [] {
+    int device = 0, rate = 0;
+    check(hipGetDevice(&device), "hipGetDevice");
+    check(hipDeviceGetAttribute(&rate, hipDeviceAttributeWallClockRate, device),
+          "hipDeviceGetAttribute(wall clock rate)");
+    return static_cast<std::uint64_t>(rate);
+  }();
+  if (wait.word) wait.timeout_ns = std::max<std::uint64_t>(1, wait.timeout_ns / 1000000 * khz);
   return wait;
 }
 }  // namespace
