@@ -192,7 +192,7 @@ class Endpoint : public kodo::WorkUnit<Endpoint> {
 
 constexpr const char* kUsage =
     "usage: mpiexec -n 2 pingpong_bench [--sizes 8,...] [--modes device,host,ring,stream,call]\n"
-    "                                   [--window 32]\n"
+    "                                   [--window 32] [--iterations 5000]\n"
     "                                   [--csv FILE]\n"
     "Ping-pong latency and streaming bandwidth between two units on two ranks: over a\n"
     "channel, GPU-aware (device) and host-staged (host), into a receive ring (ring), and as\n"
@@ -201,6 +201,8 @@ constexpr const char* kUsage =
     "  --sizes   message sizes in bytes, comma-separated (default 8 B to 64 MiB by powers of 2)\n"
     "  --modes   which of device, host, ring, stream and call to measure (default all five)\n"
     "  --window  messages in flight in the bandwidth test (default 32)\n"
+    "  --iterations  the most round trips of a latency test (default 5000; a tenth of it,\n"
+    "            at least 20, for a bandwidth test); fewer for large messages\n"
     "  --csv     also write the rows to FILE\n";
 
 }  // namespace
@@ -219,6 +221,7 @@ int main(int argc, char** argv) {
     sizes.push_back(std::stoll(item));
   const std::string modes = perf::option(argc, argv, "--modes", "device,host,ring,stream,call");
   const int window = std::stoi(perf::option(argc, argv, "--window", "32"));
+  const double most = std::max(20, std::stoi(perf::option(argc, argv, "--iterations", "5000")));
   std::int64_t max_bytes = 8;
   for (auto s : sizes) max_bytes = std::max(max_bytes, s);
 
@@ -254,8 +257,9 @@ int main(int argc, char** argv) {
         if (mode == kStreamMode && w != 1) continue;  // latency only
         // Enough repetitions for a stable time, few for large messages.
         const double volume = static_cast<double>(bytes) * w;
-        const int iterations = static_cast<int>(std::clamp(2e9 / std::max(volume, 1.0), 20.0,
-                                                           w == 1 ? 5000.0 : 500.0));
+        const int iterations =
+            static_cast<int>(std::clamp(2e9 / std::max(volume, 1.0), 20.0,
+                                        w == 1 ? most : std::max(20.0, most / 10)));
         Trial t{bytes, iterations, w, mode};
         // Warm-up (connections, staging buffers, UCX registration caches), then timed.
         for (const Trial& run : {Trial{bytes, std::min(iterations, 20), w, mode}, t}) {

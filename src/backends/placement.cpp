@@ -104,6 +104,14 @@ Placement place_rank(MPI_Comm comm, int device) {
       problem = e.what();
     }
   }
+  // Ranks sharing a GPU are time-sliced by it: a kernel that waits for another rank holds
+  // the GPU for a whole slice (the channels then wait on the host).
+  std::vector<int> devices(p.local_ranks);
+  check_mpi(MPI_Allgather(&p.device, 1, MPI_INT, devices.data(), 1, MPI_INT, node),
+            "MPI_Allgather");
+  for (int r = 0; r < p.local_ranks; ++r)
+    p.shares_device = p.shares_device ||
+                      (r != p.local_rank && p.device >= 0 && devices[r] == p.device);
   MPI_Comm_free(&node);
   agree_on_failure(comm, problem, "could not be placed on a GPU");
   return p;

@@ -19,7 +19,8 @@ namespace kodo {
 
 struct Placement {
   int local_rank = 0, local_ranks = 1;
-  int device = -1;  // -1: the host backend, no GPU
+  int device = -1;             // -1: the host backend, no GPU
+  bool shares_device = false;  // another rank of the node has the same GPU (KODO_SHARE_GPUS)
   std::string device_name = "host";
   std::string cpus = "unknown", numa = "unknown";  // from hwloc where present
 };

@@ -562,8 +562,10 @@ void ChannelEnd::node_send(Send t) {
                          misfit_at_sender(t.transfer, t.segment.bytes, out.capacity[b]));
   // On GPUs the transfer's kernel waits for its buffer on the device (publish), so work
   // enqueued after it stays after it; the host backend, whose streams cannot wait
-  // without holding the rank, holds the transfer here instead.
-  if (backend::streams_run_in_call() && (!out.held.empty() || t.transfer >= out.to.size())) {
+  // without holding the rank, holds the transfer here instead, and so do ranks sharing
+  // a GPU (a kernel waiting there holds the GPU for its time slice).
+  const bool hold_on_host = backend::streams_run_in_call() || !node().streams_may_wait();
+  if (hold_on_host && (!out.held.empty() || t.transfer >= out.to.size())) {
     const std::uint64_t consumed = load_word(out.words + kConsumedWord);
     if (!out.held.empty() || consumed + out.to.size() <= t.transfer) {
       out.held.push_back(std::move(t));  // its buffer is not free yet
@@ -1075,7 +1077,8 @@ void release_ring(RingCore* core, std::uint64_t transfer, Stream* stream) {
 void stop_ring(RingCore& core) { core.stopped = true; }
 
 bool ring_waits_on_streams(const RingCore* core) {
-  if (!core || core->stopped || core->end->closed || core->end->recv_route != Route::node)
+  if (!core || core->stopped || core->end->closed || core->end->recv_route != Route::node ||
+      !core->end->node().streams_may_wait())
     return false;
   // A buffer in host memory is filled from its slot by this rank's loop, after the count
   // is up: a device wait would run ahead of that copy.

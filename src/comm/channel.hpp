@@ -282,7 +282,9 @@ class ReceiveRing {
   bool is_open() const { return core_ != nullptr; }
 
   // Whether wait() may be called: the ring takes the same-node route and a transfer has
-  // come that way (so the sender mapped it); false until then, and on other routes.
+  // come that way (so the sender mapped it); false until then, on other routes, and
+  // where ranks share a GPU (KODO_SHARE_GPUS: the GPU time-slices them, and a kernel
+  // waiting for the other rank would hold it for a whole slice, ~2 ms on an H100).
   bool waits_on_streams() const { return detail::ring_waits_on_streams(core_.get()); }
   // Work enqueued on `stream` from now on runs once `transfer` is in its buffer
   // (transfer % buffers()). `transfer` is not released yet, and its buffer is free: it

@@ -37,8 +37,12 @@ const char* to_string(ChannelSelection selection) {
   return "?";
 }
 
-NodeChannels::NodeChannels(MPI_Comm world, ChannelSelection selection, std::size_t segment_bytes)
-    : rank_(rank_of(world)), selection_(selection), segments_(world, segment_bytes) {
+NodeChannels::NodeChannels(MPI_Comm world, ChannelSelection selection, std::size_t segment_bytes,
+                           bool streams_may_wait)
+    : rank_(rank_of(world)),
+      selection_(selection),
+      segments_(world, segment_bytes),
+      streams_may_wait_(streams_may_wait) {
   std::string problem;
   try {
     wait_timeout_ns_ = static_cast<std::uint64_t>(

@@ -38,7 +38,10 @@ bool process_alive(std::int64_t pid);
 class NodeChannels {
  public:
   // Collective over `world`: maps the node's segments (`segment_bytes` each).
-  NodeChannels(MPI_Comm world, ChannelSelection selection, std::size_t segment_bytes);
+  // `streams_may_wait`: whether streams may wait on the device for transfers (not where
+  // ranks share a GPU, which time-slices them: a waiting kernel would hold it).
+  NodeChannels(MPI_Comm world, ChannelSelection selection, std::size_t segment_bytes,
+               bool streams_may_wait);
   ~NodeChannels();
   NodeChannels(const NodeChannels&) = delete;
   NodeChannels& operator=(const NodeChannels&) = delete;
@@ -73,6 +76,7 @@ class NodeChannels {
   // (default 60); one that runs out stores its code into this rank's failure word (in
   // its segment, 0 until then), which the scheduler loop reads.
   std::uint64_t wait_timeout_ns() const { return wait_timeout_ns_; }
+  bool streams_may_wait() const { return streams_may_wait_; }
   std::uint64_t* failure_word() const;         // as the host reads it
   std::uint64_t* failure_word_device() const;  // as the streams write it
 
@@ -84,6 +88,7 @@ class NodeChannels {
   std::uint64_t used_ = 0;          // of this rank's segment
   std::uint64_t failure_at_ = 0;    // the failure word's offset there
   std::uint64_t wait_timeout_ns_ = 0;
+  bool streams_may_wait_ = true;
   struct Import {
     void* start;
     std::size_t bytes;

@@ -147,7 +147,8 @@ void Runtime::start(int& argc, char**& argv) {
     problem = e.what();
   }
   agree_on_failure(comm_, problem, "could not create its streams");
-  scheduler_ = std::make_unique<detail::Scheduler>(comm_, wave_comm_, *streams_);
+  scheduler_ =
+      std::make_unique<detail::Scheduler>(comm_, wave_comm_, *streams_, !placement_.shares_device);
 }
 
 // Releases what start() acquired, in reverse order; safe after a partial start.

@@ -41,7 +41,7 @@ int size_of(MPI_Comm comm) {
 
 }  // namespace
 
-Scheduler::Scheduler(MPI_Comm comm, MPI_Comm wave_comm, StreamPool& streams)
+Scheduler::Scheduler(MPI_Comm comm, MPI_Comm wave_comm, StreamPool& streams, bool streams_may_wait)
     : comm_(comm),
       rank_(rank_in(comm)),
       size_(size_of(comm)),
@@ -58,12 +58,12 @@ Scheduler::Scheduler(MPI_Comm comm, MPI_Comm wave_comm, StreamPool& streams)
         land_eager(std::move(m), into, data);
       },
       [this](const MessageHeader& h, std::uint64_t bytes) { admit(h, bytes); });
-  start_node_channels();
+  start_node_channels(streams_may_wait);
 }
 
 // Same-node channels (KODO_CHANNELS), for jobs of several ranks; every rank must ask for
 // the same, and says nothing different at start-up.
-void Scheduler::start_node_channels() {
+void Scheduler::start_node_channels(bool streams_may_wait) {
   if (size_ == 1) return;
   const char* text = std::getenv("KODO_CHANNELS");
   std::string problem;
@@ -85,7 +85,7 @@ void Scheduler::start_node_channels() {
   check_mpi(MPI_Allreduce(&mine, &most, 1, MPI_INT, MPI_MAX, comm_), "MPI_Allreduce");
   if (least != most) throw Error("KODO_CHANNELS differs between the job's ranks; set it alike");
   if (selection != ChannelSelection::ucx)
-    node_ = std::make_unique<NodeChannels>(comm_, selection, bytes);
+    node_ = std::make_unique<NodeChannels>(comm_, selection, bytes, streams_may_wait);
   if (rank_ == 0)
     std::fprintf(stderr, "kodo: channels: %s [KODO_CHANNELS=%s]\n",
                  selection == ChannelSelection::ucx

@@ -36,7 +36,9 @@ struct TestAccess;  // defined by kodo's own tests only
 class Scheduler final : public ChannelHost {
  public:
   // `comm` carries the transport's bootstrap, `wave_comm` the termination waves only.
-  Scheduler(MPI_Comm comm, MPI_Comm wave_comm, StreamPool& streams);
+  // `streams_may_wait`: whether streams may wait for other ranks' transfers on the device
+  // (not where ranks share a GPU).
+  Scheduler(MPI_Comm comm, MPI_Comm wave_comm, StreamPool& streams, bool streams_may_wait);
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
@@ -94,7 +96,7 @@ class Scheduler final : public ChannelHost {
   void invoke(Message& message);
   void on_link_announced(const Message& message);
   void on_ring_message(const Message& message);
-  void start_node_channels();
+  void start_node_channels(bool streams_may_wait);
   // For a call from another rank: its collection and unit, checked; throws kodo::Error
   // naming the bad field.
   CollectionBase& checked_target(const MessageHeader& h, std::int64_t& slot);
