@@ -105,6 +105,7 @@ void JacobiBlock::advance() {
       update(compute_->space(), field_[p], field_[1 - p], shape_);
     }
     ++iteration_;
+    ++step_;
   }
   // The checksum fences the compute stream: with device waits, only once every face it
   // waits for is in (the neighbours may need this rank's loop until then).
@@ -183,6 +184,63 @@ void JacobiBlock::on_face(std::int64_t n, int f) {
   // our faces of n + 1, which leave after the work that reads this one (see block.hpp).
   faces_in_[f].release(static_cast<std::uint64_t>(n));
   if (n == iteration_) advance();
+}
+
+namespace {
+// A saved block, read on the host to be cut into the blocks of another unit grid.
+struct SavedBlock {
+  std::int64_t step = 0;
+  Kokkos::View<double*, Kokkos::HostSpace> field;
+  template <class State>
+  void state(State& s) {
+    s("step", step);
+    s("field", field);
+  }
+};
+}  // namespace
+
+void JacobiBlock::restore(const kodo::SavedCollection& saved, std::int64_t step) {
+  if (iteration_ != 0)
+    throw kodo::Error("jacobi3d: a block is restored before its first iteration");
+  auto wrong_step = [&](std::int64_t found, const kodo::Index3& block) {
+    return kodo::Error("jacobi3d: saved block " + std::to_string(block.x) + "," +
+                       std::to_string(block.y) + "," + std::to_string(block.z) + " is at step " +
+                       std::to_string(found) + ", the checkpoint at step " + std::to_string(step));
+  };
+  if (saved.shape() == collection().shape()) {
+    saved.read(index(), *this);  // into A[0], in place
+    if (step_ != step) throw wrong_step(step_, index());
+    return;
+  }
+  // Interior points of every saved block that overlaps this one; ghosts stay as built.
+  auto mine = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, field_[0]);
+  const kodo::Extent3 old = saved.shape();
+  for (std::int64_t l = 0; l < old.size(); ++l) {
+    const kodo::Index3 at = old.delinear(l);
+    const BlockPlace p = place_block(config_.grid, old, at);
+    std::int64_t lo[3], hi[3];
+    bool overlaps = true;
+    for (int d = 0; d < 3; ++d) {
+      lo[d] = std::max(origin_[d], p.origin[d]);
+      hi[d] = std::min(origin_[d] + shape_.n[d], p.origin[d] + p.shape.n[d]);
+      overlaps = overlaps && lo[d] < hi[d];
+    }
+    if (!overlaps) continue;
+    SavedBlock b;
+    saved.read(at, b);
+    if (b.step != step) throw wrong_step(b.step, at);
+    if (static_cast<std::int64_t>(b.field.size()) != p.shape.padded_size())
+      throw kodo::Error("jacobi3d: a saved block holds " + std::to_string(b.field.size()) +
+                        " points where its place in the grid has " +
+                        std::to_string(p.shape.padded_size()));
+    for (std::int64_t x = lo[0]; x < hi[0]; ++x)
+      for (std::int64_t y = lo[1]; y < hi[1]; ++y)
+        for (std::int64_t z = lo[2]; z < hi[2]; ++z)
+          mine(shape_.at(x - origin_[0] + 1, y - origin_[1] + 1, z - origin_[2] + 1)) =
+              b.field(p.shape.at(x - p.origin[0] + 1, y - p.origin[1] + 1, z - p.origin[2] + 1));
+  }
+  Kokkos::deep_copy(field_[0], mine);
+  step_ = step;
 }
 
 void JacobiBlock::compute_checksum() {

@@ -85,6 +85,20 @@ class JacobiBlock : public kodo::WorkUnit<JacobiBlock> {
   void checksum_done(std::uint64_t checksum);
   void residual_done(double squares);
 
+  // The state a checkpoint holds (kodo's unit_state.hpp): the updates done since the
+  // computation began, across restarts, and the current array. Restored only before the
+  // first iteration, into A[0] (whose ghosts the faces fill; the global boundary's are
+  // the same in every checkpoint).
+  template <class State>
+  void state(State& s) {
+    s("step", step_);
+    s("field", field_[iteration_ % 2]);
+  }
+  // Restores this block, before its first iteration, from the checkpoint's blocks at
+  // step `step`: its own saved state when the unit grid is the saved one, else the
+  // interior points of every saved block that overlaps it (another rank count or ODF).
+  void restore(const kodo::SavedCollection& saved, std::int64_t step);
+
  private:
   void advance();
   void send_faces();
@@ -115,6 +129,7 @@ class JacobiBlock : public kodo::WorkUnit<JacobiBlock> {
   std::array<bool, 6> has_neighbour_{};
   int neighbours_ = 0;
   std::int64_t iteration_ = 0;          // the next update to run
+  std::int64_t step_ = 0;               // updates done, across restarts
   std::int64_t target_ = 0;             // run updates while iteration_ < target_
   std::int64_t faces_packed_for_ = -1;  // the last iteration whose faces are packed
   std::int64_t faces_sent_for_ = -1;    // ... and sent

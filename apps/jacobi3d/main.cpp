@@ -7,11 +7,13 @@
 
 #include <kodo.hpp>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
 #include <exception>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -19,6 +21,64 @@
 namespace {
 
 double now() { return MPI_Wtime(); }
+
+// A checkpoint that cannot be written or read is the same kodo::Error on every rank:
+// rank 0 says what is wrong, and every rank exits with status 1.
+struct CheckpointFailure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct CheckpointTotals {
+  int count = 0;
+  double seconds = 0, bytes = 0;
+  void add(const kodo::CheckpointReport& r, bool root, std::int64_t step) {
+    ++count;
+    seconds += r.seconds;
+    bytes += static_cast<double>(r.bytes);
+    if (root)
+      std::printf("checkpoint at update %" PRId64 ": %s, %.3f MB in %.4f s (%.2f GB/s)\n", step,
+                  r.path.c_str(), static_cast<double>(r.bytes) / 1e6, r.seconds,
+                  static_cast<double>(r.bytes) / 1e9 / r.seconds);
+  }
+};
+
+kodo::CheckpointReport checkpoint(kodo::Runtime& runtime, const jacobi::Options& opt,
+                                  const std::string& grid, std::int64_t step,
+                                  const kodo::Collection<jacobi::JacobiBlock>& blocks) {
+  try {
+    return kodo::write_checkpoint(runtime, opt.checkpoint_dir,
+                                  {"jacobi3d", {{"grid", grid}, {"step", std::to_string(step)}}},
+                                  blocks);
+  } catch (const kodo::Error& e) {
+    throw CheckpointFailure(e.what());
+  }
+}
+
+// Restores the blocks from the latest checkpoint in --restart's directory, on any rank
+// count and ODF; returns its step.
+std::int64_t restart(kodo::Runtime& runtime, const jacobi::Options& opt, const std::string& grid,
+                     const kodo::Collection<jacobi::JacobiBlock>& blocks) {
+  try {
+    const auto saved = kodo::Checkpoint::open(runtime, opt.restart_dir, "jacobi3d");
+    if (saved.value("grid") != grid)
+      throw kodo::Error("checkpoint " + saved.path() + " is of grid " + saved.value("grid") +
+                        ", not this run's " + grid);
+    const std::int64_t step = saved.integer("step");
+    if (step < 0 || step > opt.warmup + opt.iterations)
+      throw kodo::Error("checkpoint " + saved.path() + " is at update " + std::to_string(step) +
+                        ", past this run's last (" + std::to_string(opt.warmup + opt.iterations) +
+                        ")");
+    saved.restore(blocks, [&](jacobi::JacobiBlock& block, const kodo::SavedCollection& old) {
+      block.restore(old, step);
+    });
+    if (runtime.rank() == 0)
+      std::printf("restarted from %s at update %" PRId64 " (written by %d rank(s))\n",
+                  saved.path().c_str(), step, saved.ranks());
+    return step;
+  } catch (const kodo::Error& e) {
+    throw CheckpointFailure(e.what());
+  }
+}
 
 // `units`: the unit grid, already cut (and so checked) by main.
 int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3& units) {
@@ -50,6 +110,7 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
 
   jacobi::RankReport report;
   double init_seconds = 0, total_seconds = 0;
+  std::int64_t timed_iterations = opt.iterations;
   if (opt.baseline) {
     const auto result =
         jacobi::run_baseline(runtime.comm(), grid, units, opt.warmup, opt.iterations);
@@ -67,15 +128,34 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
     const double t0 = now();
     auto blocks = kodo::Collection<jacobi::JacobiBlock>::create(runtime, units, config);
     runtime.run();
+    const std::string grid_text = std::to_string(grid.x) + " " + std::to_string(grid.y) + " " +
+                                  std::to_string(grid.z);
+    std::int64_t step = 0;  // updates done
+    if (!opt.restart_dir.empty()) step = restart(runtime, opt, grid_text, blocks);
     init_seconds = now() - t0;
-    if (opt.warmup > 0) {
-      blocks.broadcast_local<&jacobi::JacobiBlock::iterate>(opt.warmup);
-      runtime.run();
-    }
+    // Runs the blocks up to update `target`, writing a checkpoint at every multiple of
+    // --checkpoint-every on the way.
+    CheckpointTotals written;
+    auto advance_to = [&](std::int64_t target) {
+      while (step < target) {
+        const std::int64_t every = opt.checkpoint_every;
+        const std::int64_t next = every > 0 ? std::min(target, (step / every + 1) * every) : target;
+        blocks.broadcast_local<&jacobi::JacobiBlock::iterate>(next - step);
+        runtime.run();
+        step = next;
+        if (every > 0 && step % every == 0)
+          written.add(checkpoint(runtime, opt, grid_text, step, blocks), root, step);
+      }
+    };
+    advance_to(opt.warmup);
+    const std::int64_t timed_from = std::max(step, opt.warmup);
     const double t1 = now();
-    blocks.broadcast_local<&jacobi::JacobiBlock::iterate>(opt.iterations);
-    runtime.run();
+    advance_to(opt.warmup + opt.iterations);
     total_seconds = now() - t1;
+    timed_iterations = opt.warmup + opt.iterations - timed_from;
+    if (root && written.count > 0)
+      std::printf("checkpoints: %d written, %.3f s in all (%.2f GB/s)\n", written.count,
+                  written.seconds, written.bytes / 1e9 / written.seconds);
     blocks.broadcast_local<&jacobi::JacobiBlock::compute_checksum>();
     runtime.run();
     int waiting = 0;
@@ -90,8 +170,8 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
     std::printf("init time: %.6f s\n", init_seconds);
     std::printf("total time: %.6f s\n", total_seconds);
     std::printf("average iteration time: %.3f us\n",
-                opt.iterations > 0 ? total_seconds / static_cast<double>(opt.iterations) * 1e6
-                                   : 0.0);
+                timed_iterations > 0 ? total_seconds / static_cast<double>(timed_iterations) * 1e6
+                                     : 0.0);
     std::printf("checksum: 0x%016" PRIx64 "\n", report.checksum);
     if (report.have_residual)
       std::printf("residual: %.6e (L2 norm of the last update, by %s)\n", report.residual,
@@ -145,6 +225,8 @@ int main(int argc, char** argv) {
       throw std::invalid_argument(
           "--baseline is its own method: it takes no --graphs, --overlap, --fusion, --sync or "
           "--comm");
+    if (opt.baseline && (opt.checkpoint_every > 0 || !opt.restart_dir.empty()))
+      throw std::invalid_argument("--baseline writes no checkpoints and restarts from none");
     if (opt.overlap && (opt.graphs || opt.fusion != jacobi::Fusion::none))
       throw std::invalid_argument(
           "--overlap has its own kernels: it takes no --fusion or --graphs");
@@ -155,6 +237,9 @@ int main(int argc, char** argv) {
   }
   try {
     return run(runtime, opt, units);
+  } catch (const CheckpointFailure& e) {
+    if (root) std::fprintf(stderr, "jacobi3d: %s\n", e.what());
+    return 1;
   } catch (const std::exception& e) {
     kodo::fatal(std::string("jacobi3d: ") + e.what());
   }

@@ -72,6 +72,12 @@ Options parse_options(const std::vector<std::string>& args) {
       o.device_waits = parse_choice(args, i, {"device", "host"}) == "device";
       continue;
     }
+    if (a == "--checkpoint-dir" || a == "--restart") {
+      if (i + 1 >= args.size() || args[i + 1].empty())
+        throw std::invalid_argument(a + " needs a directory");
+      (a == "--restart" ? o.restart_dir : o.checkpoint_dir) = args[++i];
+      continue;
+    }
     std::int64_t* target = nullptr;
     std::int64_t min = 1;
     if (a == "-x")
@@ -86,11 +92,15 @@ Options parse_options(const std::vector<std::string>& args) {
       target = &o.warmup, min = 0;
     else if (a == "--odf")
       target = &o.odf;
+    else if (a == "--checkpoint-every")
+      target = &o.checkpoint_every;
     else
       throw std::invalid_argument("unknown option '" + a + "'");
     if (i + 1 >= args.size()) throw std::invalid_argument(a + " needs a value");
     *target = parse_integer(a, args[++i], min);
   }
+  if ((o.checkpoint_every > 0) != !o.checkpoint_dir.empty())
+    throw std::invalid_argument("--checkpoint-every and --checkpoint-dir go together");
   return o;
 }
 
@@ -98,6 +108,7 @@ std::string usage() {
   return "usage: jacobi3d [-x N] [-y N] [-z N] [-i ITERATIONS] [-w WARMUP] [--odf UNITS_PER_RANK]\n"
          "                [--comm device|host] [--fusion none|A|B|C] [--graphs] [--overlap]\n"
          "                [--waits device|host] [--verify] [--sync] [--baseline] [--help]\n"
+         "                [--checkpoint-every N --checkpoint-dir DIR] [--restart DIR]\n"
          "  -x, -y, -z   global grid size (default 64 each)\n"
          "  -i           timed iterations (default 100)\n"
          "  -w           warm-up iterations before timing (default 10)\n"
@@ -121,7 +132,14 @@ std::string usage() {
          "               host hands faces over elsewhere) or host (always)\n"
          "  --sync       wait for device work by fencing streams (default: completion engine)\n"
          "  --baseline   run the bulk-synchronous MPI version instead (one block per rank,\n"
-         "               fence, host-staged MPI exchange, wait; for comparison; --odf 1)\n";
+         "               fence, host-staged MPI exchange, wait; for comparison; --odf 1)\n"
+         "  --checkpoint-every, --checkpoint-dir\n"
+         "               write a checkpoint of every block into DIR after every N-th update\n"
+         "               (counted from the start of the computation, warm-up included); DIR\n"
+         "               keeps the latest complete one\n"
+         "  --restart    continue from the latest checkpoint in DIR, on any rank count and\n"
+         "               ODF: the run ends at update -w + -i, as a run without restart would\n"
+         "               (updates the checkpoint holds are not repeated, warm-up included)\n";
 }
 
 }  // namespace jacobi

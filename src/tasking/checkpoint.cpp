@@ -1,0 +1,693 @@
+#include "checkpoint.hpp"
+
+#include "../core/agree.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <sstream>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace kodo {
+namespace detail {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kFormat = 1;
+constexpr char kUnitMagic[8] = {'k', 'o', 'd', 'o', 'u', 'n', 'i', 't'};
+constexpr std::uint64_t kManifestLimit = std::uint64_t{1} << 30;
+constexpr std::uint32_t kNameLimit = 4096;
+
+std::string system_error(const std::string& what, const std::string& path) {
+  return cat(what, " ", path, ": ", std::strerror(errno));
+}
+
+// A 64-bit checksum of a byte stream, four lanes of multiply-rotate rounds over 32-byte
+// blocks (fast enough to keep up with a disk), then the tail and a final mix.
+class Checksum {
+ public:
+  void update(const void* data, std::uint64_t n) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    total_ += n;
+    if (held_ > 0) {
+      const std::uint64_t take = std::min<std::uint64_t>(n, 32 - held_);
+      std::memcpy(block_ + held_, p, take);
+      held_ += take, p += take, n -= take;
+      if (held_ < 32) return;
+      round(block_);
+      held_ = 0;
+    }
+    for (; n >= 32; p += 32, n -= 32) round(p);
+    std::memcpy(block_, p, n);
+    held_ = n;
+  }
+  std::uint64_t value() const {
+    std::uint64_t h = total_ * kB;
+    for (int l = 0; l < 4; ++l) h = (h ^ std::rotl(lane_[l] * kA, 29)) * kB + l;
+    for (std::uint64_t i = 0; i < held_; ++i) h = std::rotl((h ^ block_[i]) * kA, 23);
+    h ^= h >> 33;
+    h *= kB;
+    h ^= h >> 29;
+    return h;
+  }
+
+ private:
+  static constexpr std::uint64_t kA = 0x9E3779B185EBCA87ULL, kB = 0xC2B2AE3D27D4EB4FULL;
+  void round(const unsigned char* p) {
+    for (int l = 0; l < 4; ++l) {
+      std::uint64_t w;
+      std::memcpy(&w, p + 8 * l, 8);
+      lane_[l] = std::rotl(lane_[l] + w * kB, 31) * kA;
+    }
+  }
+  std::uint64_t lane_[4] = {kA, kB, ~kA, ~kB};
+  unsigned char block_[32] = {};
+  std::uint64_t held_ = 0, total_ = 0;
+};
+
+// A file written in full or not at all: data, then fsync, then close.
+class OutputFile {
+ public:
+  explicit OutputFile(std::string path) : path_(std::move(path)) {
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw Error(system_error("cannot create", path_));
+  }
+  ~OutputFile() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+  void write(const void* data, std::uint64_t n) {
+    checksum_.update(data, n);
+    bytes_ += n;
+    const auto* p = static_cast<const char*>(data);
+    while (n > 0) {
+      const ssize_t w = ::write(fd_, p, std::min<std::uint64_t>(n, std::uint64_t{1} << 30));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) throw Error(system_error("cannot write", path_));
+      p += w, n -= static_cast<std::uint64_t>(w);
+    }
+  }
+  template <class T>
+  void put(const T& value) {
+    write(&value, sizeof value);
+  }
+  void close() {
+    if (::fsync(fd_) != 0) throw Error(system_error("cannot flush", path_));
+    const int fd = fd_;
+    fd_ = -1;
+    if (::close(fd) != 0) throw Error(system_error("cannot close", path_));
+  }
+  std::uint64_t bytes() const { return bytes_; }
+  std::uint64_t checksum() const { return checksum_.value(); }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  Checksum checksum_;
+  std::uint64_t bytes_ = 0;
+};
+
+// The whole of a file, at most `limit` bytes.
+std::vector<std::byte> read_file(const std::string& path, std::uint64_t expected_bytes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) throw Error(cat("checkpoint file ", path, " is missing"));
+    throw Error(system_error("cannot open checkpoint file", path));
+  }
+  struct stat st{};
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    throw Error(system_error("cannot read checkpoint file", path));
+  }
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  if (size != expected_bytes) {
+    ::close(fd);
+    throw Error(cat("checkpoint file ", path, " holds ", size, " bytes where its manifest says ",
+                    expected_bytes, size < expected_bytes ? " (truncated)" : ""));
+  }
+  std::vector<std::byte> data(size);
+  std::uint64_t done = 0;
+  while (done < size) {
+    const ssize_t r = ::read(fd, data.data() + done, size - done);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      ::close(fd);
+      throw Error(system_error("cannot read checkpoint file", path));
+    }
+    done += static_cast<std::uint64_t>(r);
+  }
+  ::close(fd);
+  return data;
+}
+
+void sync_directory(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) throw Error(system_error("cannot open directory", path));
+  const int rc = ::fsync(fd);
+  ::close(fd);
+  if (rc != 0) throw Error(system_error("cannot flush directory", path));
+}
+
+void rename_durably(const std::string& from, const std::string& to, const std::string& dir) {
+  if (::rename(from.c_str(), to.c_str()) != 0)
+    throw Error(system_error(cat("cannot rename ", from, " to"), to));
+  sync_directory(dir);
+}
+
+// N of a directory entry named checkpoint-N or checkpoint-N.partial, else -1.
+std::int64_t checkpoint_number(const std::string& name, bool* partial) {
+  constexpr std::string_view prefix = "checkpoint-", suffix = ".partial";
+  if (!name.starts_with(prefix)) return -1;
+  std::string_view digits = std::string_view(name).substr(prefix.size());
+  *partial = digits.ends_with(suffix);
+  if (*partial) digits.remove_suffix(suffix.size());
+  std::int64_t n = -1;
+  const auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+  if (ec != std::errc() || p != digits.data() + digits.size() || digits.empty() || n < 0) return -1;
+  return n;
+}
+
+std::string unit_file(const std::string& checkpoint, std::uint32_t collection,
+                      std::int64_t linear) {
+  return cat(checkpoint, "/c", collection, "-u", linear, ".state");
+}
+
+// Every rank learns the first failing rank's problem and throws it (a rank with none
+// names where it came from), so each can say which file and what went wrong.
+void agree_and_share(MPI_Comm comm, const std::string& problem) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  int mine = problem.empty() ? INT32_MAX : rank, first = INT32_MAX;
+  check_mpi(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+  if (first == INT32_MAX) return;
+  int length = static_cast<int>(problem.size());
+  check_mpi(MPI_Bcast(&length, 1, MPI_INT, first, comm), "MPI_Bcast");
+  std::string text = rank == first ? problem : std::string(static_cast<std::size_t>(length), ' ');
+  check_mpi(MPI_Bcast(text.data(), length, MPI_CHAR, first, comm), "MPI_Bcast");
+  if (rank == first) throw Error(text);
+  std::string_view bare = text;
+  if (bare.starts_with("kodo: ")) bare.remove_prefix(6);
+  throw Error(cat("rank ", first, ": ", bare));
+}
+
+// The fields of one unit file, checked as they are read.
+class FileSource final : public StateSource {
+ public:
+  FileSource(const std::string& path, std::vector<std::byte> data, const ExecutionSpace& space)
+      : path_(path), data_(std::move(data)), space_(space) {}
+
+  template <class T>
+  T take(const char* what) {
+    T v;
+    bytes(&v, sizeof v, what);
+    return v;
+  }
+  void bytes(void* into, std::uint64_t n, const char* what) {
+    if (n > data_.size() - at_) throw Error(cat("checkpoint file ", path_, " ends inside ", what));
+    std::memcpy(into, data_.data() + at_, n);
+    at_ += n;
+  }
+  bool at_end() const { return at_ == data_.size(); }
+  FieldShape next(std::string_view name, FieldKind kind, std::uint32_t element_size,
+                  std::uint32_t rank) override {
+    ++field_;
+    if (at_end())
+      throw Error(cat("checkpoint file ", path_, " holds ", field_ - 1,
+                      " fields; the unit's state() reads more (field '", name, "')"));
+    const auto length = take<std::uint32_t>("a field name");
+    if (length > kNameLimit || length > data_.size() - at_)
+      throw Error(cat("checkpoint file ", path_, ": field ", field_, " has a malformed name"));
+    std::string saved(length, '\0');
+    bytes(saved.data(), length, "a field name");
+    FieldShape s;
+    s.kind = static_cast<FieldKind>(take<std::uint8_t>("a field"));
+    s.element_size = take<std::uint32_t>("a field");
+    s.rank = take<std::uint32_t>("a field");
+    if (s.rank > 8)
+      throw Error(cat("checkpoint file ", path_, ": field '", saved, "' has rank ", s.rank));
+    std::uint64_t count = 1;
+    bool overflow = false;
+    for (std::uint32_t d = 0; d < s.rank; ++d) {
+      s.extents[d] = take<std::int64_t>("a field's extents");
+      if (s.extents[d] < 0)
+        overflow = true;
+      else if (s.extents[d] > 0 && count > UINT64_MAX / static_cast<std::uint64_t>(s.extents[d]))
+        overflow = true;
+      else
+        count *= static_cast<std::uint64_t>(s.extents[d]);
+    }
+    s.bytes = take<std::uint64_t>("a field");
+    if (overflow || (s.element_size > 0 && count > UINT64_MAX / s.element_size) ||
+        s.bytes != count * s.element_size || s.bytes > data_.size() - at_)
+      throw Error(cat("checkpoint file ", path_, ": field '", saved,
+                      "' has a malformed size or extends past the end of the file"));
+    if (saved != name || s.kind != kind || s.element_size != element_size || s.rank != rank)
+      throw Error(cat("checkpoint file ", path_, ": field ", field_, " is '", saved, "' (",
+                      describe(s.kind, s.element_size, s.rank), "); the unit's state() reads '",
+                      name, "' (", describe(kind, element_size, rank), ") there"));
+    pending_ = s.bytes;
+    return s;
+  }
+
+  void read(void* data, std::uint64_t n, bool on_device) override {
+    if (n != pending_) throw Error(cat("checkpoint file ", path_, ": a field read out of turn"));
+    pending_ = 0;
+    if (n == 0) return;
+    const std::byte* from = data_.data() + at_;
+    at_ += n;
+    if (!on_device) {
+      std::memcpy(data, from, n);
+      return;
+    }
+    using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
+    Kokkos::deep_copy(space_,
+                      Kokkos::View<std::byte*, ExecutionSpace::memory_space, Unmanaged>(
+                          static_cast<std::byte*>(data), n),
+                      Kokkos::View<const std::byte*, Kokkos::HostSpace, Unmanaged>(from, n));
+    space_.fence("kodo::checkpoint read");  // data_ is pageable memory of this object
+  }
+
+ private:
+  static std::string describe(FieldKind kind, std::uint32_t element_size, std::uint32_t rank) {
+    const char* k = kind == FieldKind::value      ? "a value"
+                    : kind == FieldKind::sequence ? "a sequence"
+                    : kind == FieldKind::view     ? "a view"
+                                                  : "an unknown kind";
+    return kind == FieldKind::view ? cat(k, " of rank ", rank, " of ", element_size, "-byte values")
+                                   : cat(k, " of ", element_size, " bytes");
+  }
+
+  std::string path_;
+  std::vector<std::byte> data_;
+  std::uint64_t at_ = 0, pending_ = 0;
+  int field_ = 0;
+  const ExecutionSpace& space_;
+};
+
+}  // namespace
+
+std::uint64_t checkpoint_checksum(const void* data, std::uint64_t bytes) {
+  Checksum c;
+  c.update(data, bytes);
+  return c.value();
+}
+
+// Two pinned host buffers: a device field is copied into one while the other is written.
+class CheckpointWrite::Staging {
+ public:
+  static constexpr std::uint64_t kChunk = std::uint64_t{16} << 20;
+  Kokkos::View<std::byte*, Kokkos::SharedHostPinnedSpace> buffer[2];
+  Staging() {
+    for (auto& b : buffer)
+      b = Kokkos::View<std::byte*, Kokkos::SharedHostPinnedSpace>(
+          Kokkos::view_alloc(Kokkos::WithoutInitializing, "kodo::checkpoint staging"), kChunk);
+  }
+};
+
+struct CheckpointWrite::Unit {
+  std::uint32_t collection;
+  std::int64_t linear;
+  std::uint64_t bytes, checksum;
+};
+
+CheckpointWrite::CheckpointWrite(Runtime& runtime, const std::string& dir,
+                                 const CheckpointInfo& info)
+    : runtime_(runtime), dir_(dir), info_(info), started_(MPI_Wtime()) {
+  std::string problem;
+  long long number = 0;
+  if (runtime.rank() == 0) {
+    try {
+      if (info.application.empty() || info.application.find_first_of(" \n") != std::string::npos)
+        throw Error(cat("a checkpoint's application name is one word, not '", info.application,
+                        "'"));
+      for (const auto& [key, value] : info.keys)
+        if (key.empty() || key.find_first_of(" \n") != std::string::npos ||
+            value.find('\n') != std::string::npos)
+          throw Error(cat("a checkpoint key is one word and its value one line, not '", key,
+                          "' = '", value, "'"));
+      std::error_code ec;
+      fs::create_directories(dir, ec);
+      if (ec) throw Error(cat("cannot create checkpoint directory ", dir, ": ", ec.message()));
+      // The next number; leftovers of a checkpoint that was never completed go.
+      for (const auto& entry : fs::directory_iterator(dir)) {
+        bool partial = false;
+        const std::int64_t n = checkpoint_number(entry.path().filename().string(), &partial);
+        if (n < 0) continue;
+        number = std::max<long long>(number, n + 1);
+        if (partial) fs::remove_all(entry.path());
+      }
+      fs::create_directory(cat(dir, "/checkpoint-", number, ".partial"));
+    } catch (...) {
+      problem = what_of_current();
+    }
+  }
+  agree_and_share(runtime.comm(), problem);
+  check_mpi(MPI_Bcast(&number, 1, MPI_LONG_LONG, 0, runtime.comm()), "MPI_Bcast");
+  final_ = cat(dir, "/checkpoint-", number);
+  partial_ = final_ + ".partial";
+}
+
+CheckpointWrite::~CheckpointWrite() = default;
+
+void CheckpointWrite::add_collection(std::uint32_t id, const Extent3& shape,
+                                     const char* unit_type) {
+  for (const auto& c : collections_)
+    if (c.id == id) throw Error(cat("collection ", id, " is listed twice in a checkpoint"));
+  collections_.push_back({id, shape, unit_type, {}});
+}
+
+void CheckpointWrite::write_unit(std::uint32_t collection, std::int64_t linear,
+                                 const std::function<void(StateWriter&)>& visit) {
+  OutputFile file(unit_file(partial_, collection, linear));
+  file.write(kUnitMagic, sizeof kUnitMagic);
+  file.put(static_cast<std::uint32_t>(kFormat));
+  file.put(collection);
+  file.put(linear);
+  const ExecutionSpace& space = runtime_.streams().communication(0).space();
+  struct Sink final : StateSink {
+    OutputFile& file;
+    CheckpointWrite& write;
+    const ExecutionSpace& space;
+    Sink(OutputFile& f, CheckpointWrite& w, const ExecutionSpace& s)
+        : file(f), write(w), space(s) {}
+    void field(std::string_view name, const FieldShape& shape, const void* data,
+               bool on_device) override {
+      file.put(static_cast<std::uint32_t>(name.size()));
+      file.write(name.data(), name.size());
+      file.put(static_cast<std::uint8_t>(shape.kind));
+      file.put(shape.element_size);
+      file.put(shape.rank);
+      for (std::uint32_t d = 0; d < shape.rank; ++d) file.put(shape.extents[d]);
+      file.put(shape.bytes);
+      if (!on_device) {
+        file.write(data, shape.bytes);
+        return;
+      }
+      // Chunk k + 1 is copied on the stream while chunk k is written.
+      if (!write.staging_) write.staging_ = std::make_unique<Staging>();
+      auto& buffer = write.staging_->buffer;
+      using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
+      const auto* from = static_cast<const std::byte*>(data);
+      auto copy = [&](std::uint64_t at, int into) {
+        const std::uint64_t n = std::min(Staging::kChunk, shape.bytes - at);
+        Kokkos::deep_copy(
+            space, Kokkos::View<std::byte*, Kokkos::HostSpace, Unmanaged>(buffer[into].data(), n),
+            Kokkos::View<const std::byte*, ExecutionSpace::memory_space, Unmanaged>(from + at, n));
+      };
+      if (shape.bytes > 0) copy(0, 0);
+      for (std::uint64_t at = 0, k = 0; at < shape.bytes; at += Staging::kChunk, ++k) {
+        space.fence("kodo::checkpoint write");
+        if (at + Staging::kChunk < shape.bytes) copy(at + Staging::kChunk, int((k + 1) % 2));
+        file.write(buffer[k % 2].data(), std::min(Staging::kChunk, shape.bytes - at));
+      }
+    }
+  } sink(file, *this, space);
+  StateWriter writer(sink);
+  visit(writer);
+  file.close();
+  written_.push_back({collection, linear, file.bytes(), file.checksum()});
+  bytes_ += file.bytes();
+}
+
+CheckpointReport CheckpointWrite::finish(const std::string& problem) {
+  MPI_Comm comm = runtime_.comm();
+  agree_and_share(comm, problem);
+  // Every unit's file size and checksum, to rank 0.
+  const int ranks = runtime_.size(), rank = runtime_.rank();
+  int count = static_cast<int>(written_.size() * sizeof(Unit));
+  std::vector<int> counts(ranks), offsets(ranks);
+  check_mpi(MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, comm), "MPI_Gather");
+  std::vector<Unit> all;
+  if (rank == 0) {
+    std::int64_t total = 0;
+    for (int r = 0; r < ranks; ++r) offsets[r] = static_cast<int>(total), total += counts[r];
+    all.resize(static_cast<std::size_t>(total) / sizeof(Unit));
+  }
+  check_mpi(MPI_Gatherv(written_.data(), count, MPI_BYTE, all.data(), counts.data(), offsets.data(),
+                        MPI_BYTE, 0, comm),
+            "MPI_Gatherv");
+  std::string failed;
+  if (rank == 0) {
+    try {
+      std::ostringstream m;
+      m << "kodo-checkpoint " << kFormat << "\nkodo-version " << KODO_VERSION << "\napplication "
+        << info_.application << "\nranks " << ranks << '\n';
+      for (const auto& [key, value] : info_.keys) m << "key " << key << ' ' << value << '\n';
+      for (const auto& c : collections_) {
+        const std::int64_t units = c.shape.size();
+        m << "collection " << c.id << ' ' << c.shape.x << ' ' << c.shape.y << ' ' << c.shape.z
+          << " odf " << (units + ranks - 1) / ranks << " type " << c.unit_type << '\n';
+        std::vector<const Unit*> by_linear(static_cast<std::size_t>(units), nullptr);
+        for (const auto& u : all)
+          if (u.collection == c.id) by_linear[static_cast<std::size_t>(u.linear)] = &u;
+        for (std::int64_t l = 0; l < units; ++l) {
+          const Unit* u = by_linear[static_cast<std::size_t>(l)];
+          if (!u) throw Error(cat("unit ", l, " of collection ", c.id, " was not written"));
+          m << "unit " << c.id << ' ' << l << ' ' << u->bytes << ' ' << std::hex << u->checksum
+            << std::dec << '\n';
+        }
+      }
+      m << "end\n";
+      const std::string manifest = m.str();
+      OutputFile file(partial_ + "/manifest");
+      file.write(manifest.data(), manifest.size());
+      file.close();
+      sync_directory(partial_);
+      rename_durably(partial_, final_, dir_);
+      const std::string name = fs::path(final_).filename().string();
+      {
+        OutputFile latest(dir_ + "/latest.partial");
+        const std::string line = cat(name, ' ', std::hex, file.checksum(), '\n');
+        latest.write(line.data(), line.size());
+        latest.close();
+      }
+      rename_durably(dir_ + "/latest.partial", dir_ + "/latest", dir_);
+      // The previous checkpoints are no longer needed.
+      for (const auto& entry : fs::directory_iterator(dir_)) {
+        bool partial = false;
+        const std::string other = entry.path().filename().string();
+        if (other != name && checkpoint_number(other, &partial) >= 0 && !partial)
+          fs::remove_all(entry.path());
+      }
+    } catch (...) {
+      failed = what_of_current();
+    }
+  }
+  agree_and_share(comm, failed);
+  CheckpointReport report;
+  report.path = final_;
+  const double seconds = MPI_Wtime() - started_;
+  check_mpi(MPI_Allreduce(&seconds, &report.seconds, 1, MPI_DOUBLE, MPI_MAX, comm),
+            "MPI_Allreduce");
+  unsigned long long bytes = bytes_, total = 0;
+  check_mpi(MPI_Allreduce(&bytes, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, comm),
+            "MPI_Allreduce");
+  report.bytes = total;
+  return report;
+}
+
+void read_unit(Runtime& runtime, const std::string& path, const SavedCollectionRecord& collection,
+               std::int64_t linear, const std::function<void(StateReader&)>& visit) {
+  const SavedUnit& unit = collection.units.at(static_cast<std::size_t>(linear));
+  const std::string name = unit_file(path, collection.id, linear);
+  std::vector<std::byte> data = read_file(name, unit.bytes);
+  if (checkpoint_checksum(data.data(), data.size()) != unit.checksum)
+    throw Error(cat("checkpoint file ", name,
+                    " does not match its checksum in the manifest: the file is corrupted"));
+  FileSource source(name, std::move(data), runtime.streams().communication(0).space());
+  char magic[sizeof kUnitMagic];
+  source.bytes(magic, sizeof magic, "its header");
+  const auto format = source.take<std::uint32_t>("its header");
+  const auto saved_collection = source.take<std::uint32_t>("its header");
+  const auto saved_linear = source.take<std::int64_t>("its header");
+  if (std::memcmp(magic, kUnitMagic, sizeof magic) != 0 || format != kFormat ||
+      saved_collection != collection.id || saved_linear != linear)
+    throw Error(cat("checkpoint file ", name, " is not the state of unit ", linear,
+                    " of collection ", collection.id, " in format ", kFormat));
+  StateReader reader(source);
+  visit(reader);
+  if (!source.at_end())
+    throw Error(cat("checkpoint file ", name, " holds more fields than the unit's state() reads"));
+}
+
+}  // namespace detail
+
+using detail::cat;
+
+Checkpoint Checkpoint::open(Runtime& runtime, const std::string& dir,
+                            std::string_view application) {
+  Checkpoint c;
+  c.runtime_ = &runtime;
+  std::string problem;
+  try {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec))
+      throw Error(cat("checkpoint directory ", dir, " does not exist"));
+    const std::string latest = dir + "/latest";
+    if (!fs::exists(latest, ec))
+      throw Error(cat("checkpoint directory ", dir, " holds no complete checkpoint (no ", latest,
+                      ")"));
+    const auto latest_size = fs::file_size(latest, ec);
+    if (ec || latest_size > 256) throw Error(cat(latest, " is not a checkpoint's name"));
+    const auto latest_bytes = detail::read_file(latest, latest_size);
+    std::istringstream line(std::string(reinterpret_cast<const char*>(latest_bytes.data()),
+                                        latest_bytes.size()));
+    std::string name;
+    std::uint64_t manifest_sum = 0;
+    bool partial = false;
+    if (!(line >> name >> std::hex >> manifest_sum) ||
+        detail::checkpoint_number(name, &partial) < 0 || partial)
+      throw Error(cat(latest, " is not a checkpoint's name"));
+    c.path_ = cat(dir, "/", name);
+    const std::string manifest = c.path_ + "/manifest";
+    const auto manifest_size = fs::file_size(manifest, ec);
+    if (ec) throw Error(cat("checkpoint file ", manifest, " is missing"));
+    if (manifest_size > detail::kManifestLimit)
+      throw Error(cat("checkpoint file ", manifest, " is too large for a manifest"));
+    const auto bytes = detail::read_file(manifest, manifest_size);
+    if (detail::checkpoint_checksum(bytes.data(), bytes.size()) != manifest_sum)
+      throw Error(cat("checkpoint file ", manifest, " does not match its checksum in ", latest,
+                      ": the file is corrupted"));
+    std::istringstream in(std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+    auto bad = [&](std::size_t number, const std::string& what) {
+      return Error(cat("checkpoint file ", manifest, ", line ", number, ": ", what));
+    };
+    std::string text;
+    std::size_t number = 0;
+    bool ended = false, have_application = false;
+    while (std::getline(in, text)) {
+      ++number;
+      if (ended) throw bad(number, "text after 'end'");
+      std::istringstream words(text);
+      std::string word;
+      words >> word;
+      auto rest = [&] {
+        std::string r;
+        std::getline(words >> std::ws, r);
+        return r;
+      };
+      auto integer = [&](std::int64_t min, std::int64_t max) {
+        std::string w;
+        words >> w;
+        std::int64_t v = 0;
+        const auto [p, e] = std::from_chars(w.data(), w.data() + w.size(), v);
+        if (e != std::errc() || p != w.data() + w.size() || w.empty() || v < min || v > max)
+          throw bad(number, cat("'", w, "' is not a number from ", min, " to ", max));
+        return v;
+      };
+      if (number == 1) {
+        if (word != "kodo-checkpoint") throw bad(number, "not a kodo checkpoint manifest");
+        std::string format = rest();
+        if (format != std::to_string(detail::kFormat))
+          throw bad(number, cat("the checkpoint is in format ", format, "; this kodo (",
+                                KODO_VERSION, ") reads format ", detail::kFormat));
+      } else if (word == "kodo-version") {
+        c.kodo_version_ = rest();
+      } else if (word == "application") {
+        const std::string app = rest();
+        if (app != application)
+          throw Error(cat("checkpoint ", c.path_, " was written by ", app, ", not ", application));
+        have_application = true;
+      } else if (word == "ranks") {
+        c.ranks_ = static_cast<int>(integer(1, INT32_MAX));
+      } else if (word == "key") {
+        std::string key;
+        words >> key;
+        c.keys_.emplace_back(key, rest());
+      } else if (word == "collection") {
+        detail::SavedCollectionRecord r;
+        r.id = static_cast<std::uint32_t>(integer(0, UINT32_MAX));
+        r.shape.x = integer(1, INT64_MAX);
+        r.shape.y = integer(1, INT64_MAX);
+        r.shape.z = integer(1, INT64_MAX);
+        if (r.shape.x > (std::int64_t{1} << 62) / r.shape.y ||
+            r.shape.x * r.shape.y > (std::int64_t{1} << 62) / r.shape.z)
+          throw bad(number, "a collection of more than 2^62 units");
+        std::string odf, type;
+        words >> odf;
+        integer(1, INT64_MAX);
+        words >> type >> r.unit_type;
+        if (odf != "odf" || type != "type" || r.unit_type.empty())
+          throw bad(number, "a malformed collection line");
+        for (const auto& other : c.collections_)
+          if (other.id == r.id) throw bad(number, cat("collection ", r.id, " appears twice"));
+        c.collections_.push_back(std::move(r));
+      } else if (word == "unit") {
+        const auto id = static_cast<std::uint32_t>(integer(0, UINT32_MAX));
+        auto found = std::find_if(c.collections_.begin(), c.collections_.end(),
+                                  [&](const auto& r) { return r.id == id; });
+        if (found == c.collections_.end())
+          throw bad(number, cat("a unit of collection ", id, ", which is not listed before it"));
+        const std::int64_t linear = integer(0, found->shape.size() - 1);
+        detail::SavedUnit u;
+        u.bytes = static_cast<std::uint64_t>(integer(0, INT64_MAX));
+        std::string sum;
+        words >> sum;
+        const auto [p, e] = std::from_chars(sum.data(), sum.data() + sum.size(), u.checksum, 16);
+        if (e != std::errc() || p != sum.data() + sum.size() || sum.empty())
+          throw bad(number, cat("'", sum, "' is not a checksum"));
+        // Units come in order, so the list grows by one each time.
+        if (static_cast<std::int64_t>(found->units.size()) != linear)
+          throw bad(number, cat("unit ", linear, " of collection ", id, " out of order"));
+        found->units.push_back(u);
+      } else if (word == "end") {
+        ended = true;
+      } else {
+        throw bad(number, cat("unknown entry '", word, "'"));
+      }
+    }
+    if (!ended) throw Error(cat("checkpoint file ", manifest, " is truncated (no 'end')"));
+    if (!have_application || c.ranks_ == 0 || c.collections_.empty())
+      throw Error(cat("checkpoint file ", manifest,
+                      " lacks its application, ranks or collections"));
+    for (const auto& r : c.collections_)
+      if (static_cast<std::int64_t>(r.units.size()) != r.shape.size())
+        throw Error(cat("checkpoint file ", manifest, " lists ", r.units.size(), " of the ",
+                        r.shape.size(), " units of collection ", r.id));
+  } catch (...) {
+    problem = detail::what_of_current();
+  }
+  detail::agree_and_share(runtime.comm(), problem);
+  return c;
+}
+
+const std::string& Checkpoint::value(std::string_view key) const {
+  for (const auto& [k, v] : keys_)
+    if (k == key) return v;
+  throw Error(cat("checkpoint ", path_, " has no key '", key, "'"));
+}
+
+std::int64_t Checkpoint::integer(std::string_view key) const {
+  const std::string& v = value(key);
+  std::int64_t n = 0;
+  const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc() || p != v.data() + v.size() || v.empty())
+    throw Error(cat("checkpoint ", path_, ": key '", key, "' is '", v, "', not an integer"));
+  return n;
+}
+
+const detail::SavedCollectionRecord& Checkpoint::find(std::uint32_t id,
+                                                      const char* unit_type) const {
+  for (const auto& r : collections_) {
+    if (r.id != id) continue;
+    if (r.unit_type != unit_type)
+      throw Error(cat("checkpoint ", path_, " holds collection ", id, " with units of type ",
+                      r.unit_type, ", not ", unit_type));
+    return r;
+  }
+  throw Error(cat("checkpoint ", path_, " holds no collection ", id));
+}
+
+void Checkpoint::agree(const std::string& problem) const {
+  detail::agree_and_share(runtime_->comm(), problem);
+}
+
+}  // namespace kodo

@@ -1,0 +1,201 @@
+// Checkpoints of a collection whose units hold every kind of state field, written on one
+// rank count and restored on another (test/checkpoint_test.sh runs it):
+//   checkpoint_program write DIR STEPS   writes checkpoints at steps 1..STEPS
+//   checkpoint_program read DIR [APP]    restores the latest (opened as application APP,
+//                                        default checkpoint_program) and checks every
+//                                        field of every unit
+//   checkpoint_program read-renamed DIR  ... with a unit whose state() names a field
+//                                        otherwise
+//   checkpoint_program kill DIR          writes step 1, then rank 1 is killed while it
+//                                        writes step 2
+//   checkpoint_program forge DIR LINE TEXT
+//                                        replaces line LINE of the latest manifest by
+//                                        TEXT and updates its checksum in DIR/latest
+//                                        (one process, no runtime)
+// A restore prints "restored U units at step S" on rank 0; a failure prints the error on
+// rank 0 and exits 1 on every rank.
+
+#include <kodo.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <array>
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr kodo::Extent3 kShape{7, 1, 1};
+bool renamed_field = false;
+int kill_rank = -1;  // the rank killed while writing step 2
+
+double pattern(std::int64_t unit, std::int64_t step, std::int64_t i) {
+  return static_cast<double>(unit * 1000003 + step * 7919 + i) * 0.25;
+}
+
+class Cell : public kodo::WorkUnit<Cell> {
+ public:
+  explicit Cell(const kodo::UnitInit<Cell>& init)
+      : WorkUnit(init),
+        unit_(init.index.x),
+        values_("values", static_cast<std::size_t>(100 + 37 * unit_)),
+        grid_("grid", 3, 4) {}
+
+  void fill(std::int64_t step) {
+    step_ = step;
+    point_ = {pattern(unit_, step, 0), pattern(unit_, step, 1), -1.5};
+    list_.assign(static_cast<std::size_t>(unit_ + step), static_cast<int>(unit_ * 10 + step));
+    name_ = "unit " + std::to_string(unit_) + " at step " + std::to_string(step);
+    auto host = Kokkos::create_mirror_view(values_);
+    for (std::size_t i = 0; i < host.size(); ++i)
+      host(i) = pattern(unit_, step, static_cast<std::int64_t>(i));
+    Kokkos::deep_copy(values_, host);
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 4; ++j) grid_(i, j) = static_cast<int>(unit_ + step + 10 * i + j);
+    extra_ = Kokkos::View<float*>("extra", static_cast<std::size_t>(step + 1));
+    Kokkos::deep_copy(extra_, static_cast<float>(step));
+  }
+
+  // Everything fill(step) would have set; throws naming the first difference.
+  void check(std::int64_t step) const {
+    auto fail = [&](const char* what) {
+      throw kodo::Error("unit " + std::to_string(unit_) + ": restored " + what +
+                        " differs from step " + std::to_string(step));
+    };
+    if (step_ != step) fail("step");
+    if (point_ != std::array<double, 3>{pattern(unit_, step, 0), pattern(unit_, step, 1), -1.5})
+      fail("point");
+    if (list_ != std::vector<int>(static_cast<std::size_t>(unit_ + step),
+                                  static_cast<int>(unit_ * 10 + step)))
+      fail("list");
+    if (name_ != "unit " + std::to_string(unit_) + " at step " + std::to_string(step)) fail("name");
+    auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, values_);
+    for (std::size_t i = 0; i < host.size(); ++i)
+      if (host(i) != pattern(unit_, step, static_cast<std::int64_t>(i))) fail("device view");
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 4; ++j)
+        if (grid_(i, j) != static_cast<int>(unit_ + step + 10 * i + j)) fail("host view");
+    auto extra = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, extra_);
+    if (extra.size() != static_cast<std::size_t>(step + 1)) fail("allocated view's size");
+    for (std::size_t i = 0; i < extra.size(); ++i)
+      if (extra(i) != static_cast<float>(step)) fail("allocated view");
+  }
+
+  template <class State>
+  void state(State& s) {
+    s(renamed_field ? "steps" : "step", step_);
+    s("point", point_);
+    s("list", list_);
+    if (kill_rank >= 0 && step_ == 2) {
+      std::fflush(stdout);
+      std::raise(SIGKILL);  // half-way through the unit's file
+    }
+    s("name", name_);
+    s("values", values_);
+    s("grid", grid_);
+    s("extra", extra_);  // unallocated in a unit being restored: allocated by the restore
+  }
+
+ private:
+  std::int64_t unit_;
+  std::int64_t step_ = -1;
+  std::array<double, 3> point_{};
+  std::vector<int> list_;
+  std::string name_;
+  Kokkos::View<double*> values_;
+  Kokkos::View<int**, Kokkos::HostSpace> grid_;
+  Kokkos::View<float*> extra_;
+};
+
+int write(kodo::Runtime& runtime, const std::string& dir, std::int64_t steps) {
+  auto cells = kodo::Collection<Cell>::create(runtime, kShape);
+  for (std::int64_t step = 1; step <= steps; ++step) {
+    if (kill_rank >= 0 && step == 2 && runtime.rank() != kill_rank) kill_rank = -1;
+    cells.for_each_local([&](Cell& c) { c.fill(step); });
+    const auto report =
+        kodo::write_checkpoint(runtime, dir,
+                               {"checkpoint_program", {{"step", std::to_string(step)}}}, cells);
+    if (runtime.rank() == 0)
+      std::printf("wrote step %lld: %s, %llu bytes\n", static_cast<long long>(step),
+                  report.path.c_str(), static_cast<unsigned long long>(report.bytes));
+  }
+  return 0;
+}
+
+int read(kodo::Runtime& runtime, const std::string& dir, const std::string& application) {
+  auto cells = kodo::Collection<Cell>::create(runtime, kShape);
+  const auto saved = kodo::Checkpoint::open(runtime, dir, application);
+  const std::int64_t step = saved.integer("step");
+  saved.restore(cells);
+  int checked = 0, all = 0;
+  std::string problem;
+  try {
+    cells.for_each_local([&](const Cell& c) {
+      c.check(step);
+      ++checked;
+    });
+  } catch (const kodo::Error& e) {
+    problem = e.what();
+  }
+  int failed = problem.empty() ? 0 : 1, any = 0;
+  MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, runtime.comm());
+  if (failed)
+    std::fprintf(stderr, "checkpoint_program: rank %d: %s\n", runtime.rank(), problem.c_str());
+  if (any) return 1;
+  MPI_Reduce(&checked, &all, 1, MPI_INT, MPI_SUM, 0, runtime.comm());
+  if (runtime.rank() == 0)
+    std::printf("restored %d units at step %lld\n", all, static_cast<long long>(step));
+  return 0;
+}
+
+// Rewrites a manifest line, keeping the checkpoint self-consistent otherwise, so that
+// the reader's own checks (not the checksum) meet the forged text.
+int forge(const std::string& dir, int line, const std::string& text) {
+  std::ifstream latest_in(dir + "/latest");
+  std::string name;
+  latest_in >> name;
+  const std::string path = dir + "/" + name + "/manifest";
+  std::ifstream in(path);
+  std::ostringstream out;
+  std::string l;
+  for (int n = 1; std::getline(in, l); ++n) out << (n == line ? text : l) << '\n';
+  const std::string manifest = out.str();
+  std::ofstream(path, std::ios::trunc) << manifest;
+  std::ofstream(dir + "/latest", std::ios::trunc)
+      << name << ' ' << std::hex
+      << kodo::detail::checkpoint_checksum(manifest.data(), manifest.size()) << '\n';
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.size() == 3 + 1 && args[0] == "forge")
+    return forge(args[1], std::stoi(args[2]), args[3]);
+  kodo::Runtime runtime(argc, argv);
+  if (args.size() < 2) {
+    std::fprintf(stderr, "usage: checkpoint_program write|read|read-renamed|kill DIR ...\n");
+    return 2;
+  }
+  try {
+    if (args[0] == "write" && args.size() == 3) return write(runtime, args[1], std::stoll(args[2]));
+    if (args[0] == "kill") {
+      kill_rank = runtime.size() > 1 ? 1 : 0;
+      return write(runtime, args[1], 2);
+    }
+    if (args[0] == "read-renamed") renamed_field = true;
+    if (args[0] == "read" || args[0] == "read-renamed")
+      return read(runtime, args[1], args.size() > 2 ? args[2] : "checkpoint_program");
+  } catch (const kodo::Error& e) {
+    if (runtime.rank() == 0) std::fprintf(stderr, "checkpoint_program: %s\n", e.what());
+    return 1;
+  }
+  std::fprintf(stderr, "checkpoint_program: unknown mode %s\n", args[0].c_str());
+  return 2;
+}

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Checkpoints and restarts across rank counts, bad checkpoints, and a rank killed while
+# writing one.
+#   test/checkpoint_test.sh CASE CHECKPOINT_PROGRAM JACOBI3D WORKDIR NUMPROC_FLAG LAUNCHER...
+# CASE: program (every kind of state field, restored on 1 to 4 ranks), jacobi (restarts on
+# another rank count and ODF give the uninterrupted run's checksum), bad (missing,
+# truncated, corrupted, forged and incompatible checkpoints) or kill.
+set -uo pipefail
+case=$1 program=$2 jacobi=$3 work=$4 np=$5
+shift 5
+launch=("$@")
+rm -rf "$work" && mkdir -p "$work"
+out="$work/out.txt"
+
+fail() {
+  echo "checkpoint_test ($case): $*"
+  echo "--- last output:"
+  cat "$out"
+  exit 1
+}
+# run RANKS PROGRAM ARGS...: must exit 0.
+run() {
+  local ranks=$1
+  shift
+  echo "+ $ranks rank(s): $*" >"$out"
+  timeout 120 "${launch[@]}" "$np" "$ranks" "$@" >>"$out" 2>&1 || fail "exit status $? from: $*"
+}
+# fails TEXT RANKS PROGRAM ARGS...: must exit non-zero, saying TEXT.
+fails() {
+  local text=$1 ranks=$2
+  shift 2
+  echo "+ $ranks rank(s): $*" >"$out"
+  if timeout 120 "${launch[@]}" "$np" "$ranks" "$@" >>"$out" 2>&1; then
+    fail "exit status 0 from: $*"
+  fi
+  grep -qF -- "$text" "$out" || fail "no '$text' in the output of: $*"
+}
+expect() { grep -qF -- "$1" "$out" || fail "no '$1' in the output"; }
+checksum() { grep '^checksum:' "$out" || fail "no checksum"; }
+
+grid=(-x 24 -y 20 -z 18)
+case $case in
+  program)
+    run 2 "$program" write "$work/p" 3
+    listing=$(cd "$work/p" && ls | tr '\n' ' ')
+    [[ $listing == "checkpoint-2 latest " ]] || fail "the directory holds: $listing"
+    for ranks in 1 2 3 4; do
+      run "$ranks" "$program" read "$work/p"
+      expect "restored 7 units at step 3"
+    done
+    ;;
+  jacobi)
+    for warmup in 0 5; do
+      dir="$work/j$warmup"
+      run 2 "$jacobi" "${grid[@]}" -i $((40 - warmup)) -w "$warmup" --odf 2
+      whole=$(checksum)
+      run 2 "$jacobi" "${grid[@]}" -i $((20 - warmup)) -w "$warmup" --odf 2 \
+        --checkpoint-every 7 --checkpoint-dir "$dir"
+      expect "checkpoint at update 14"
+      [[ $(checksum) != "$whole" ]] || fail "the checkpointed run did not stop early"
+      # The same unit grid (2 x 2 and 4 x 1), then others; the last two with fused
+      # kernels and with overlap.
+      for shape in "2 2" "4 1" "1 1" "3 2" "1 8" "2 3 --fusion C" "3 1 --overlap"; do
+        read -r ranks odf extra <<<"$shape"
+        # shellcheck disable=SC2086
+        run "$ranks" "$jacobi" "${grid[@]}" -i $((40 - warmup)) -w "$warmup" --odf "$odf" \
+          --restart "$dir" $extra
+        expect "restarted from $dir/checkpoint-1 at update 14"
+        [[ $(checksum) == "$whole" ]] || fail "restarted on $ranks rank(s), ODF $odf: $(checksum), not $whole"
+      done
+    done
+    ;;
+  bad)
+    fails "checkpoint directory $work/none does not exist" 2 "$program" read "$work/none"
+    mkdir -p "$work/empty"
+    fails "holds no complete checkpoint" 2 "$program" read "$work/empty"
+    run 2 "$program" write "$work/b" 1
+    unit="$work/b/checkpoint-0/c0-u5.state"
+    cp "$unit" "$work/saved"
+    truncate -s -3 "$unit"
+    fails "checkpoint file $unit holds" 3 "$program" read "$work/b"
+    expect "(truncated)"
+    cp "$work/saved" "$unit"
+    printf '\x7f' | dd of="$unit" bs=1 seek=60 conv=notrunc status=none
+    fails "checkpoint file $unit does not match its checksum in the manifest" 2 "$program" read "$work/b"
+    cp "$work/saved" "$unit"
+    fails "field 1 is 'step'" 2 "$program" read-renamed "$work/b"
+    expect "the unit's state() reads 'steps'"
+    fails "was written by checkpoint_program, not jacobi3d" 2 "$program" read "$work/b" jacobi3d
+    rm "$work/b/checkpoint-0/c0-u2.state"
+    fails "checkpoint file $work/b/checkpoint-0/c0-u2.state is missing" 4 "$program" read "$work/b"
+    run 2 "$program" write "$work/b" 1
+    sed -i 's/^ranks 2$/ranks 3/' "$work/b/checkpoint-1/manifest"
+    fails "manifest does not match its checksum in $work/b/latest" 2 "$program" read "$work/b"
+    "$program" forge "$work/b" 1 "kodo-checkpoint 2" || fail "forge"
+    fails "is in format 2; this kodo" 2 "$program" read "$work/b"
+    "$program" forge "$work/b" 1 "kodo-checkpoint 1" || fail "forge"
+    "$program" forge "$work/b" 6 "collection 0 7 1 1 odf 4 type" || fail "forge"
+    fails "a malformed collection line" 2 "$program" read "$work/b"
+    # Jacobi3D: another grid, a checkpoint past the run's end.
+    run 2 "$jacobi" "${grid[@]}" -i 10 -w 0 --checkpoint-every 10 --checkpoint-dir "$work/j"
+    fails "is of grid 24 20 18, not this run's 24 20 16" 2 "$jacobi" -x 24 -y 20 -z 16 -i 20 \
+      -w 0 --restart "$work/j"
+    fails "is at update 10, past this run's last (5)" 2 "$jacobi" "${grid[@]}" -i 5 -w 0 \
+      --restart "$work/j"
+    fails "--checkpoint-every and --checkpoint-dir go together" 1 "$jacobi" --checkpoint-every 3
+    ;;
+  kill)
+    fails "" 2 "$program" kill "$work/k"
+    [[ -d $work/k/checkpoint-1.partial ]] || fail "no partial checkpoint left behind"
+    run 3 "$program" read "$work/k"
+    expect "restored 7 units at step 1"
+    run 2 "$program" write "$work/k" 3
+    [[ ! -e $work/k/checkpoint-1.partial ]] || fail "the partial checkpoint was not removed"
+    run 1 "$program" read "$work/k"
+    expect "restored 7 units at step 3"
+    ;;
+  *)
+    fail "unknown case"
+    ;;
+esac
+echo "checkpoint_test ($case): ok"
