@@ -248,7 +248,8 @@ int main(int argc, char** argv) {
         if (runtime.rank() == 0)
           std::fprintf(stderr,
                        "pingpong_bench: stream mode skipped: the ring does not take the "
-                       "same-node route (KODO_CHANNELS=ucx, or ranks on two nodes)\n");
+                       "same-node route, or may not wait on streams there (KODO_CHANNELS=ucx, "
+                       "ranks on two nodes, or ranks sharing a GPU)\n");
         continue;
       }
     }

@@ -109,9 +109,11 @@ Placement place_rank(MPI_Comm comm, int device) {
   std::vector<int> devices(p.local_ranks);
   check_mpi(MPI_Allgather(&p.device, 1, MPI_INT, devices.data(), 1, MPI_INT, node),
             "MPI_Allgather");
+  // The same GPU: the same index among the same visible GPUs (ranks given a GPU each by
+  // the launcher all see theirs as GPU 0, but see different sets).
   for (int r = 0; r < p.local_ranks; ++r)
-    p.shares_device = p.shares_device ||
-                      (r != p.local_rank && p.device >= 0 && devices[r] == p.device);
+    p.shares_device = p.shares_device || (r != p.local_rank && p.device >= 0 &&
+                                          sets[r] == sets[p.local_rank] && devices[r] == p.device);
   MPI_Comm_free(&node);
   agree_on_failure(comm, problem, "could not be placed on a GPU");
   return p;

@@ -82,7 +82,8 @@ std::string what_of_current() {
   try {
     throw;
   } catch (const std::exception& e) {
-    return e.what();
+    // Never empty: callers take an empty text for "no problem".
+    return *e.what() ? e.what() : "an exception with an empty message";
   } catch (...) {
     return "an exception that is not a std::exception";
   }

@@ -43,7 +43,7 @@ std::string call_failed(const char* library, const char* call, const char* file,
                         const std::string& reason);
 
 // Inside a catch block: what the exception being handled says (its what() for a
-// std::exception).
+// std::exception), never empty.
 std::string what_of_current();
 
 }  // namespace detail

@@ -6,6 +6,7 @@
 #include <bit>
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
@@ -23,6 +24,9 @@ constexpr int kFormat = 1;
 constexpr char kUnitMagic[8] = {'k', 'o', 'd', 'o', 'u', 'n', 'i', 't'};
 constexpr std::uint64_t kManifestLimit = std::uint64_t{1} << 30;
 constexpr std::uint32_t kNameLimit = 4096;
+constexpr std::int64_t kExtentLimit = std::int64_t{1} << 48;
+// In every checkpoint directory this code makes: only those are ever removed.
+constexpr const char* kMarker = "/kodo-checkpoint";
 
 std::string system_error(const std::string& what, const std::string& path) {
   return cat(what, " ", path, ": ", std::strerror(errno));
@@ -116,15 +120,16 @@ class OutputFile {
 
 // The whole of a file, at most `limit` bytes.
 std::vector<std::byte> read_file(const std::string& path, std::uint64_t expected_bytes) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // Non-blocking: a FIFO in its place must not hold the rank.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     if (errno == ENOENT) throw Error(cat("checkpoint file ", path, " is missing"));
     throw Error(system_error("cannot open checkpoint file", path));
   }
   struct stat st{};
-  if (::fstat(fd, &st) != 0) {
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    throw Error(system_error("cannot read checkpoint file", path));
+    throw Error(cat("checkpoint file ", path, " is not a readable regular file"));
   }
   const auto size = static_cast<std::uint64_t>(st.st_size);
   if (size != expected_bytes) {
@@ -170,8 +175,17 @@ std::int64_t checkpoint_number(const std::string& name, bool* partial) {
   if (*partial) digits.remove_suffix(suffix.size());
   std::int64_t n = -1;
   const auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
-  if (ec != std::errc() || p != digits.data() + digits.size() || digits.empty() || n < 0) return -1;
+  if (ec != std::errc() || p != digits.data() + digits.size() || digits.empty() || n < 0 ||
+      n > (std::int64_t{1} << 62))
+    return -1;
   return n;
+}
+
+// `s` without white space at either end (the manifest keeps a value's inner text only).
+std::string trimmed(const std::string& s) {
+  const auto first = s.find_first_not_of(" \t\r\n\v\f");
+  if (first == std::string::npos) return {};
+  return s.substr(first, s.find_last_not_of(" \t\r\n\v\f") - first + 1);
 }
 
 std::string unit_file(const std::string& checkpoint, std::uint32_t collection,
@@ -233,10 +247,10 @@ class FileSource final : public StateSource {
     if (s.rank > 8)
       throw Error(cat("checkpoint file ", path_, ": field '", saved, "' has rank ", s.rank));
     std::uint64_t count = 1;
-    bool overflow = false;
+    bool overflow = s.element_size == 0 || s.element_size > (1u << 20);
     for (std::uint32_t d = 0; d < s.rank; ++d) {
       s.extents[d] = take<std::int64_t>("a field's extents");
-      if (s.extents[d] < 0)
+      if (s.extents[d] < 0 || s.extents[d] > kExtentLimit)
         overflow = true;
       else if (s.extents[d] > 0 && count > UINT64_MAX / static_cast<std::uint64_t>(s.extents[d]))
         overflow = true;
@@ -324,12 +338,13 @@ CheckpointWrite::CheckpointWrite(Runtime& runtime, const std::string& dir,
   long long number = 0;
   if (runtime.rank() == 0) {
     try {
-      if (info.application.empty() || info.application.find_first_of(" \n") != std::string::npos)
+      if (info.application.empty() ||
+          info.application.find_first_of(" \t\r\n\v\f") != std::string::npos)
         throw Error(cat("a checkpoint's application name is one word, not '", info.application,
                         "'"));
       for (const auto& [key, value] : info.keys)
-        if (key.empty() || key.find_first_of(" \n") != std::string::npos ||
-            value.find('\n') != std::string::npos)
+        if (key.empty() || key.find_first_of(" \t\r\n\v\f") != std::string::npos ||
+            value.find_first_of("\r\n") != std::string::npos || value != trimmed(value))
           throw Error(cat("a checkpoint key is one word and its value one line, not '", key,
                           "' = '", value, "'"));
       std::error_code ec;
@@ -341,9 +356,13 @@ CheckpointWrite::CheckpointWrite(Runtime& runtime, const std::string& dir,
         const std::int64_t n = checkpoint_number(entry.path().filename().string(), &partial);
         if (n < 0) continue;
         number = std::max<long long>(number, n + 1);
-        if (partial) fs::remove_all(entry.path());
+        if (partial && fs::exists(entry.path().string() + kMarker)) fs::remove_all(entry.path());
       }
-      fs::create_directory(cat(dir, "/checkpoint-", number, ".partial"));
+      const std::string partial = cat(dir, "/checkpoint-", number, ".partial");
+      if (!fs::create_directory(partial, ec))
+        throw Error(cat("cannot create checkpoint directory ", partial, ": ",
+                        ec ? ec.message() : "it exists"));
+      OutputFile(partial + kMarker).close();
     } catch (...) {
       problem = what_of_current();
     }
@@ -379,6 +398,9 @@ void CheckpointWrite::write_unit(std::uint32_t collection, std::int64_t linear,
         : file(f), write(w), space(s) {}
     void field(std::string_view name, const FieldShape& shape, const void* data,
                bool on_device) override {
+      if (name.empty() || name.size() > kNameLimit)
+        throw Error(cat("a state field's name has 1 to ", kNameLimit, " characters, not ",
+                        name.size()));
       file.put(static_cast<std::uint32_t>(name.size()));
       file.write(name.data(), name.size());
       file.put(static_cast<std::uint8_t>(shape.kind));
@@ -469,12 +491,19 @@ CheckpointReport CheckpointWrite::finish(const std::string& problem) {
         latest.close();
       }
       rename_durably(dir_ + "/latest.partial", dir_ + "/latest", dir_);
-      // The previous checkpoints are no longer needed.
-      for (const auto& entry : fs::directory_iterator(dir_)) {
+      // The previous checkpoints (this code's own) are no longer needed; one that cannot
+      // be removed is left, with a warning: the new one is complete.
+      std::error_code ec;
+      for (const auto& entry : fs::directory_iterator(dir_, ec)) {
         bool partial = false;
         const std::string other = entry.path().filename().string();
-        if (other != name && checkpoint_number(other, &partial) >= 0 && !partial)
-          fs::remove_all(entry.path());
+        if (other == name || checkpoint_number(other, &partial) < 0 || partial ||
+            !fs::exists(entry.path().string() + kMarker))
+          continue;
+        fs::remove_all(entry.path(), ec);
+        if (ec)
+          std::fprintf(stderr, "kodo: warning: the previous checkpoint %s was not removed: %s\n",
+                       entry.path().c_str(), ec.message().c_str());
       }
     } catch (...) {
       failed = what_of_current();
@@ -521,141 +550,192 @@ void read_unit(Runtime& runtime, const std::string& path, const SavedCollectionR
 
 using detail::cat;
 
+namespace {
+
+// Rank 0's reading of D/latest and the manifest it names (checked against its checksum).
+struct LatestManifest {
+  std::string name, text;
+};
+LatestManifest read_latest(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw Error(cat("checkpoint directory ", dir, " does not exist"));
+  const std::string latest = dir + "/latest";
+  if (!fs::exists(latest, ec))
+    throw Error(cat("checkpoint directory ", dir, " holds no complete checkpoint (no ", latest,
+                    ")"));
+  const auto latest_size = fs::file_size(latest, ec);
+  if (ec || latest_size > 256) throw Error(cat(latest, " is not a checkpoint's name"));
+  const auto latest_bytes = detail::read_file(latest, latest_size);
+  std::istringstream line(std::string(reinterpret_cast<const char*>(latest_bytes.data()),
+                                      latest_bytes.size()));
+  LatestManifest m;
+  std::string sum, extra;
+  std::uint64_t manifest_sum = 0;
+  bool partial = false;
+  if (!(line >> m.name >> sum) || (line >> extra) ||
+      detail::checkpoint_number(m.name, &partial) < 0 || partial ||
+      std::from_chars(sum.data(), sum.data() + sum.size(), manifest_sum, 16).ptr !=
+          sum.data() + sum.size())
+    throw Error(cat(latest, " is not a checkpoint's name"));
+  const std::string manifest = cat(dir, "/", m.name, "/manifest");
+  const auto manifest_size = fs::file_size(manifest, ec);
+  if (ec) throw Error(cat("checkpoint file ", manifest, " is missing"));
+  if (manifest_size > detail::kManifestLimit)
+    throw Error(cat("checkpoint file ", manifest, " is too large for a manifest"));
+  const auto bytes = detail::read_file(manifest, manifest_size);
+  if (detail::checkpoint_checksum(bytes.data(), bytes.size()) != manifest_sum)
+    throw Error(cat("checkpoint file ", manifest, " does not match its checksum in ", latest,
+                    ": the file is corrupted"));
+  m.text.assign(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  return m;
+}
+
+void broadcast_string(std::string& s, MPI_Comm comm) {
+  unsigned long long length = s.size();
+  check_mpi(MPI_Bcast(&length, 1, MPI_UNSIGNED_LONG_LONG, 0, comm), "MPI_Bcast");
+  s.resize(length);
+  for (unsigned long long at = 0; at < length; at += 1 << 30) {
+    const int n = static_cast<int>(std::min<unsigned long long>(length - at, 1 << 30));
+    check_mpi(MPI_Bcast(s.data() + at, n, MPI_CHAR, 0, comm), "MPI_Bcast");
+  }
+}
+
+}  // namespace
+
 Checkpoint Checkpoint::open(Runtime& runtime, const std::string& dir,
                             std::string_view application) {
   Checkpoint c;
   c.runtime_ = &runtime;
+  // Rank 0 reads which checkpoint is the latest, and its manifest, for every rank: they
+  // all restore the same one.
+  LatestManifest m;
   std::string problem;
-  try {
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    if (!fs::is_directory(dir, ec))
-      throw Error(cat("checkpoint directory ", dir, " does not exist"));
-    const std::string latest = dir + "/latest";
-    if (!fs::exists(latest, ec))
-      throw Error(cat("checkpoint directory ", dir, " holds no complete checkpoint (no ", latest,
-                      ")"));
-    const auto latest_size = fs::file_size(latest, ec);
-    if (ec || latest_size > 256) throw Error(cat(latest, " is not a checkpoint's name"));
-    const auto latest_bytes = detail::read_file(latest, latest_size);
-    std::istringstream line(std::string(reinterpret_cast<const char*>(latest_bytes.data()),
-                                        latest_bytes.size()));
-    std::string name;
-    std::uint64_t manifest_sum = 0;
-    bool partial = false;
-    if (!(line >> name >> std::hex >> manifest_sum) ||
-        detail::checkpoint_number(name, &partial) < 0 || partial)
-      throw Error(cat(latest, " is not a checkpoint's name"));
-    c.path_ = cat(dir, "/", name);
-    const std::string manifest = c.path_ + "/manifest";
-    const auto manifest_size = fs::file_size(manifest, ec);
-    if (ec) throw Error(cat("checkpoint file ", manifest, " is missing"));
-    if (manifest_size > detail::kManifestLimit)
-      throw Error(cat("checkpoint file ", manifest, " is too large for a manifest"));
-    const auto bytes = detail::read_file(manifest, manifest_size);
-    if (detail::checkpoint_checksum(bytes.data(), bytes.size()) != manifest_sum)
-      throw Error(cat("checkpoint file ", manifest, " does not match its checksum in ", latest,
-                      ": the file is corrupted"));
-    std::istringstream in(std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
-    auto bad = [&](std::size_t number, const std::string& what) {
-      return Error(cat("checkpoint file ", manifest, ", line ", number, ": ", what));
-    };
-    std::string text;
-    std::size_t number = 0;
-    bool ended = false, have_application = false;
-    while (std::getline(in, text)) {
-      ++number;
-      if (ended) throw bad(number, "text after 'end'");
-      std::istringstream words(text);
-      std::string word;
-      words >> word;
-      auto rest = [&] {
-        std::string r;
-        std::getline(words >> std::ws, r);
-        return r;
-      };
-      auto integer = [&](std::int64_t min, std::int64_t max) {
-        std::string w;
-        words >> w;
-        std::int64_t v = 0;
-        const auto [p, e] = std::from_chars(w.data(), w.data() + w.size(), v);
-        if (e != std::errc() || p != w.data() + w.size() || w.empty() || v < min || v > max)
-          throw bad(number, cat("'", w, "' is not a number from ", min, " to ", max));
-        return v;
-      };
-      if (number == 1) {
-        if (word != "kodo-checkpoint") throw bad(number, "not a kodo checkpoint manifest");
-        std::string format = rest();
-        if (format != std::to_string(detail::kFormat))
-          throw bad(number, cat("the checkpoint is in format ", format, "; this kodo (",
-                                KODO_VERSION, ") reads format ", detail::kFormat));
-      } else if (word == "kodo-version") {
-        c.kodo_version_ = rest();
-      } else if (word == "application") {
-        const std::string app = rest();
-        if (app != application)
-          throw Error(cat("checkpoint ", c.path_, " was written by ", app, ", not ", application));
-        have_application = true;
-      } else if (word == "ranks") {
-        c.ranks_ = static_cast<int>(integer(1, INT32_MAX));
-      } else if (word == "key") {
-        std::string key;
-        words >> key;
-        c.keys_.emplace_back(key, rest());
-      } else if (word == "collection") {
-        detail::SavedCollectionRecord r;
-        r.id = static_cast<std::uint32_t>(integer(0, UINT32_MAX));
-        r.shape.x = integer(1, INT64_MAX);
-        r.shape.y = integer(1, INT64_MAX);
-        r.shape.z = integer(1, INT64_MAX);
-        if (r.shape.x > (std::int64_t{1} << 62) / r.shape.y ||
-            r.shape.x * r.shape.y > (std::int64_t{1} << 62) / r.shape.z)
-          throw bad(number, "a collection of more than 2^62 units");
-        std::string odf, type;
-        words >> odf;
-        integer(1, INT64_MAX);
-        words >> type >> r.unit_type;
-        if (odf != "odf" || type != "type" || r.unit_type.empty())
-          throw bad(number, "a malformed collection line");
-        for (const auto& other : c.collections_)
-          if (other.id == r.id) throw bad(number, cat("collection ", r.id, " appears twice"));
-        c.collections_.push_back(std::move(r));
-      } else if (word == "unit") {
-        const auto id = static_cast<std::uint32_t>(integer(0, UINT32_MAX));
-        auto found = std::find_if(c.collections_.begin(), c.collections_.end(),
-                                  [&](const auto& r) { return r.id == id; });
-        if (found == c.collections_.end())
-          throw bad(number, cat("a unit of collection ", id, ", which is not listed before it"));
-        const std::int64_t linear = integer(0, found->shape.size() - 1);
-        detail::SavedUnit u;
-        u.bytes = static_cast<std::uint64_t>(integer(0, INT64_MAX));
-        std::string sum;
-        words >> sum;
-        const auto [p, e] = std::from_chars(sum.data(), sum.data() + sum.size(), u.checksum, 16);
-        if (e != std::errc() || p != sum.data() + sum.size() || sum.empty())
-          throw bad(number, cat("'", sum, "' is not a checksum"));
-        // Units come in order, so the list grows by one each time.
-        if (static_cast<std::int64_t>(found->units.size()) != linear)
-          throw bad(number, cat("unit ", linear, " of collection ", id, " out of order"));
-        found->units.push_back(u);
-      } else if (word == "end") {
-        ended = true;
-      } else {
-        throw bad(number, cat("unknown entry '", word, "'"));
-      }
+  if (runtime.rank() == 0) {
+    try {
+      m = read_latest(dir);
+    } catch (...) {
+      problem = detail::what_of_current();
     }
-    if (!ended) throw Error(cat("checkpoint file ", manifest, " is truncated (no 'end')"));
-    if (!have_application || c.ranks_ == 0 || c.collections_.empty())
-      throw Error(cat("checkpoint file ", manifest,
-                      " lacks its application, ranks or collections"));
-    for (const auto& r : c.collections_)
-      if (static_cast<std::int64_t>(r.units.size()) != r.shape.size())
-        throw Error(cat("checkpoint file ", manifest, " lists ", r.units.size(), " of the ",
-                        r.shape.size(), " units of collection ", r.id));
-  } catch (...) {
-    problem = detail::what_of_current();
   }
   detail::agree_and_share(runtime.comm(), problem);
+  broadcast_string(m.name, runtime.comm());
+  broadcast_string(m.text, runtime.comm());
+  c.path_ = cat(dir, "/", m.name);
+  const std::string manifest = c.path_ + "/manifest";
+  // Every rank parses the same text, and so reaches the same verdict.
+  std::istringstream in(m.text);
+  auto bad = [&](std::size_t number, const std::string& what) {
+    return Error(cat("checkpoint file ", manifest, ", line ", number, ": ", what));
+  };
+  std::string text;
+  std::size_t number = 0;
+  bool ended = false, have_application = false, have_version = false, have_ranks = false;
+  while (std::getline(in, text)) {
+    ++number;
+    if (ended) throw bad(number, "text after 'end'");
+    std::istringstream words(text);
+    std::string word;
+    words >> word;
+    auto rest = [&] {
+      std::string r;
+      std::getline(words >> std::ws, r);
+      return r;
+    };
+    auto integer = [&](std::int64_t min, std::int64_t max) {
+      std::string w;
+      words >> w;
+      std::int64_t v = 0;
+      const auto [p, e] = std::from_chars(w.data(), w.data() + w.size(), v);
+      if (e != std::errc() || p != w.data() + w.size() || w.empty() || v < min || v > max)
+        throw bad(number, cat("'", w, "' is not a number from ", min, " to ", max));
+      return v;
+    };
+    auto no_more = [&] {
+      std::string extra;
+      if (words >> extra) throw bad(number, cat("unexpected '", extra, "'"));
+    };
+    auto once = [&](bool& seen) {
+      if (seen) throw bad(number, cat("a second '", word, "' line"));
+      seen = true;
+    };
+    if (number == 1) {
+      if (word != "kodo-checkpoint") throw bad(number, "not a kodo checkpoint manifest");
+      const std::string format = rest();
+      if (format != std::to_string(detail::kFormat))
+        throw bad(number, cat("the checkpoint is in format ", format, "; this kodo (", KODO_VERSION,
+                              ") reads format ", detail::kFormat));
+    } else if (word == "kodo-version") {
+      once(have_version);
+      c.kodo_version_ = rest();
+    } else if (word == "application") {
+      once(have_application);
+      const std::string app = rest();
+      if (app != application)
+        throw Error(cat("checkpoint ", c.path_, " was written by ", app, ", not ", application));
+    } else if (word == "ranks") {
+      once(have_ranks);
+      c.ranks_ = static_cast<int>(integer(1, INT32_MAX));
+      no_more();
+    } else if (word == "key") {
+      std::string key;
+      words >> key;
+      if (key.empty()) throw bad(number, "a key without a name");
+      for (const auto& [k, v] : c.keys_)
+        if (k == key) throw bad(number, cat("key '", key, "' appears twice"));
+      c.keys_.emplace_back(key, rest());
+    } else if (word == "collection") {
+      detail::SavedCollectionRecord r;
+      r.id = static_cast<std::uint32_t>(integer(0, UINT32_MAX));
+      r.shape.x = integer(1, INT64_MAX);
+      r.shape.y = integer(1, INT64_MAX);
+      r.shape.z = integer(1, INT64_MAX);
+      if (r.shape.x > (std::int64_t{1} << 62) / r.shape.y ||
+          r.shape.x * r.shape.y > (std::int64_t{1} << 62) / r.shape.z)
+        throw bad(number, "a collection of more than 2^62 units");
+      std::string odf, type;
+      words >> odf;
+      integer(1, INT64_MAX);
+      words >> type >> r.unit_type;
+      if (odf != "odf" || type != "type" || r.unit_type.empty())
+        throw bad(number, "a malformed collection line");
+      no_more();
+      for (const auto& other : c.collections_)
+        if (other.id == r.id) throw bad(number, cat("collection ", r.id, " appears twice"));
+      c.collections_.push_back(std::move(r));
+    } else if (word == "unit") {
+      const auto id = static_cast<std::uint32_t>(integer(0, UINT32_MAX));
+      auto found = std::find_if(c.collections_.begin(), c.collections_.end(),
+                                [&](const auto& r) { return r.id == id; });
+      if (found == c.collections_.end())
+        throw bad(number, cat("a unit of collection ", id, ", which is not listed before it"));
+      const std::int64_t linear = integer(0, found->shape.size() - 1);
+      detail::SavedUnit u;
+      u.bytes = static_cast<std::uint64_t>(integer(0, INT64_MAX));
+      std::string sum;
+      words >> sum;
+      const auto [p, e] = std::from_chars(sum.data(), sum.data() + sum.size(), u.checksum, 16);
+      if (e != std::errc() || p != sum.data() + sum.size() || sum.empty())
+        throw bad(number, cat("'", sum, "' is not a checksum"));
+      no_more();
+      // Units come in order, so the list grows by one each time.
+      if (static_cast<std::int64_t>(found->units.size()) != linear)
+        throw bad(number, cat("unit ", linear, " of collection ", id, " out of order"));
+      found->units.push_back(u);
+    } else if (word == "end") {
+      no_more();
+      ended = true;
+    } else {
+      throw bad(number, cat("unknown entry '", word, "'"));
+    }
+  }
+  if (!ended) throw Error(cat("checkpoint file ", manifest, " is truncated (no 'end')"));
+  if (!have_application || c.ranks_ == 0 || c.collections_.empty())
+    throw Error(cat("checkpoint file ", manifest, " lacks its application, ranks or collections"));
+  for (const auto& r : c.collections_)
+    if (static_cast<std::int64_t>(r.units.size()) != r.shape.size())
+      throw Error(cat("checkpoint file ", manifest, " lists ", r.units.size(), " of the ",
+                      r.shape.size(), " units of collection ", r.id));
   return c;
 }
 

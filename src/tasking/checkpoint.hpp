@@ -135,7 +135,7 @@ CheckpointReport write_checkpoint(Runtime& runtime, const std::string& dir,
   return write.finish(problem);
 }
 
-// One collection as a checkpoint holds it.
+// One collection as a checkpoint holds it; valid while its Checkpoint is.
 class SavedCollection {
  public:
   const Extent3& shape() const { return record_->shape; }
