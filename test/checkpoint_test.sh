@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Checkpoints and restarts across rank counts, bad checkpoints, and a rank killed while
 # writing one.
-#   test/checkpoint_test.sh CASE CHECKPOINT_PROGRAM JACOBI3D WORKDIR NUMPROC_FLAG LAUNCHER...
+#   test/checkpoint_test.sh CASE CHECKPOINT_PROGRAM JACOBI3D MINIMD MINIMD_REFERENCE WORKDIR
+#                           NUMPROC_FLAG LAUNCHER...
 # CASE: program (every kind of state field, restored on 1 to 4 ranks), jacobi (restarts on
-# another rank count and ODF give the uninterrupted run's checksum), bad (missing,
-# truncated, corrupted, forged and incompatible checkpoints) or kill.
+# another rank count and ODF give the uninterrupted run's checksum), minimd (restarts give
+# miniMD's thermo), bad (missing, truncated, corrupted, forged and incompatible
+# checkpoints) or kill.
 set -uo pipefail
-case=$1 program=$2 jacobi=$3 work=$4 np=$5
-shift 5
+case=$1 program=$2 jacobi=$3 minimd=$4 reference=$5 work=$6 np=$7
+shift 7
 launch=("$@")
 rm -rf "$work" && mkdir -p "$work"
 out="$work/out.txt"
@@ -88,6 +90,26 @@ case $case in
     run 1 "$jacobi" "${grid[@]}" -i 40 -w 0 --odf 3 --restart "$dir"
     expect "restarted from $dir/checkpoint-3 at update 28"
     [[ $(checksum) == "$whole" ]] || fail "a chain of restarts: $(checksum), not $whole"
+    ;;
+  minimd)
+    # 4000 atoms (the reference's), a checkpoint at step 100 of 200, restarts up to 300 on
+    # other rank counts, ODFs and list kinds: miniMD's thermo at 100, 200 and 300.
+    run 2 "$minimd" -s 10 -n 200 --checkpoint-every 100 --checkpoint-dir "$work/m"
+    expect "# checkpoint at step 200: $work/m/checkpoint-1"
+    run 2 "$minimd" -s 10 -n 100 --checkpoint-every 100 --checkpoint-dir "$work/m100"
+    for shape in "2 1" "1 1" "3 2" "4 1 --half_neigh 0" "2 2 -gn 0"; do
+      read -r ranks odf extra <<<"$shape"
+      # shellcheck disable=SC2086
+      run "$ranks" "$minimd" -s 10 -n 300 --odf "$odf" --restart "$work/m100" --reference "$reference" $extra
+      expect "# Restarted from $work/m100/checkpoint-0 at step 100"
+      expect "verified: 3 thermo line(s) equal the reference's"
+    done
+    fails "--checkpoint-every must be a multiple of the neighbour frequency (20)" 1 "$minimd" -s 10 \
+      -n 50 --checkpoint-every 30 --checkpoint-dir "$work/bad"
+    fails "is of another problem" 2 "$minimd" -s 9 -n 300 --restart "$work/m"
+    fails "is at step 200: not a step of this run (-n 150)" 2 "$minimd" -s 10 -n 150 --restart "$work/m"
+    run 1 "$jacobi" -x 24 -y 20 -z 18 -i 10 -w 0 --checkpoint-every 10 --checkpoint-dir "$work/j"
+    fails "was written by jacobi3d, not minimd" 2 "$minimd" -s 10 -n 300 --restart "$work/j"
     ;;
   bad)
     fails "checkpoint directory $work/none does not exist" 2 "$program" read "$work/none"

@@ -24,6 +24,29 @@ double park_miller(std::int64_t& seed) {
   return (1.0 / m) * static_cast<double>(seed);
 }
 
+// The box of unit `index` of a grid of `units`. Both neighbours compute a shared face the
+// same way, so they agree on it exactly.
+Box unit_box(const double length[3], const kodo::Extent3& units, const kodo::Index3& index) {
+  const std::int64_t c[3] = {index.x, index.y, index.z};
+  const std::int64_t u[3] = {units.x, units.y, units.z};
+  Box box;
+  for (int d = 0; d < 3; ++d) {
+    box.lo[d] = length[d] * static_cast<double>(c[d]) / static_cast<double>(u[d]);
+    box.hi[d] = c[d] + 1 == u[d]
+                    ? length[d]
+                    : length[d] * static_cast<double>(c[d] + 1) / static_cast<double>(u[d]);
+  }
+  return box;
+}
+
+// Rows 0 .. n - 1 of `into` from `xyz` (n triples, on the host).
+void fill_rows(const Vectors& into, const std::vector<double>& xyz) {
+  auto host = Kokkos::create_mirror_view(into);
+  for (std::size_t a = 0; a < xyz.size() / 3; ++a)
+    for (int d = 0; d < 3; ++d) host(a, d) = xyz[3 * a + d];
+  Kokkos::deep_copy(into, host);
+}
+
 // A capacity with room to grow, within the int indices of a unit.
 int room_for(std::int64_t atoms, const char* what) {
   const std::int64_t wanted = atoms + atoms / 5 + 64;
@@ -62,15 +85,7 @@ bool Setup::thermo_step(std::int64_t step) const {
 
 AtomUnit::AtomUnit(const kodo::UnitInit<AtomUnit>& init, const Setup& setup)
     : WorkUnit(init), setup_(setup), units_(init.shape) {
-  const std::int64_t c[3] = {init.index.x, init.index.y, init.index.z};
-  const std::int64_t u[3] = {units_.x, units_.y, units_.z};
-  for (int d = 0; d < 3; ++d) {
-    // Both neighbours compute a shared face the same way, so they agree on it exactly.
-    box_.lo[d] = setup.length[d] * static_cast<double>(c[d]) / static_cast<double>(u[d]);
-    box_.hi[d] = c[d] + 1 == u[d]
-                     ? setup.length[d]
-                     : setup.length[d] * static_cast<double>(c[d] + 1) / static_cast<double>(u[d]);
-  }
+  box_ = unit_box(setup.length, units_, init.index);
   auto& streams = this->streams();
   const auto slot = static_cast<std::size_t>(init.shape.linear(init.index));
   compute_ = &streams.compute(slot);
@@ -118,16 +133,8 @@ AtomUnit::AtomUnit(const kodo::UnitInit<AtomUnit>& init, const Setup& setup)
   f_ = Vectors(alloc("minimd::f"), capacity);
   x_spare_ = Vectors(alloc("minimd::x_spare"), capacity);
   v_spare_ = Vectors(alloc("minimd::v_spare"), capacity);
-  {
-    auto hx = Kokkos::create_mirror_view(x_), hv = Kokkos::create_mirror_view(v_);
-    for (std::int64_t a = 0; a < n; ++a)
-      for (int d = 0; d < 3; ++d) {
-        hx(a, d) = xs[3 * a + d];
-        hv(a, d) = vs[3 * a + d];
-      }
-    Kokkos::deep_copy(x_, hx);
-    Kokkos::deep_copy(v_, hv);
-  }
+  fill_rows(x_, xs);
+  fill_rows(v_, vs);
   nlocal_ = natoms_ = static_cast<int>(n);
   stay_ = Indices(alloc("minimd::stay"), capacity);
   for (auto& side : border_)
@@ -171,10 +178,18 @@ void AtomUnit::start(double factor, std::vector<double> drift) {
   if (drift.size() != 3) throw std::runtime_error("minimd: the drift needs 3 components");
   scale(compute_->space(), v_, nlocal_, factor);
   subtract(compute_->space(), v_, nlocal_, -drift[0], -drift[1], -drift[2]);
-  if (comm_ != compute_) comm_->wait_for(*compute_);  // migration packs v on comm_
-  // Step 0: the ghosts and lists from scratch, the force, thermo; no integration.
-  started_ = true;
   step_ = 0;
+  begin_setup_pass();
+}
+
+void AtomUnit::resume() { begin_setup_pass(); }
+
+// The step the unit is at (0, or a restored one): the ghosts and lists from scratch, the
+// force, thermo; no integration.
+void AtomUnit::begin_setup_pass() {
+  if (comm_ != compute_) comm_->wait_for(*compute_);  // migration packs v on comm_
+  started_ = true;
+  setup_pass_ = true;
   reneighbor_ = true;
   energy_ = true;
   Kokkos::deep_copy(comm_->space(), counters_, 0);
@@ -187,6 +202,81 @@ void AtomUnit::start(double factor, std::vector<double> drift) {
 void AtomUnit::run(std::int64_t steps) {
   target_ += steps;
   advance();
+}
+
+// ---- checkpoints ---------------------------------------------------------------------
+
+SavedAtoms<Memory> AtomUnit::own_atoms() const {
+  SavedAtoms<Memory> a;
+  a.step = step_;
+  const auto own = std::pair<std::size_t, std::size_t>(0, static_cast<std::size_t>(nlocal_));
+  a.x = Vectors(Kokkos::view_alloc(Kokkos::WithoutInitializing, "minimd::saved_x"), nlocal_);
+  a.v = Vectors(Kokkos::view_alloc(Kokkos::WithoutInitializing, "minimd::saved_v"), nlocal_);
+  Kokkos::deep_copy(compute_->space(), a.x, Kokkos::subview(x_, own, Kokkos::ALL));
+  Kokkos::deep_copy(compute_->space(), a.v, Kokkos::subview(v_, own, Kokkos::ALL));
+  compute_->space().fence("minimd::own_atoms");
+  return a;
+}
+
+void AtomUnit::take_atoms(std::int64_t step, const Vectors& x, const Vectors& v) {
+  if (started_) throw std::runtime_error("minimd: a unit is restored before it starts");
+  if (x.extent(0) != v.extent(0))
+    throw std::runtime_error(text("minimd: unit ", index(), " was saved with ", x.extent(0),
+                                  " positions and ", v.extent(0), " velocities"));
+  const auto n = static_cast<std::int64_t>(x.extent(0));
+  ensure_locals(n, 0);
+  spares_for(n);
+  comm_->space().fence("minimd::take_atoms");
+  const auto own = std::pair<std::size_t, std::size_t>(0, static_cast<std::size_t>(n));
+  Kokkos::deep_copy(compute_->space(), Kokkos::subview(x_, own, Kokkos::ALL), x);
+  Kokkos::deep_copy(compute_->space(), Kokkos::subview(v_, own, Kokkos::ALL), v);
+  compute_->space().fence("minimd::take_atoms");
+  nlocal_ = natoms_ = static_cast<int>(n);
+  step_ = target_ = completed_ = step;
+}
+
+void AtomUnit::restore(const kodo::SavedCollection& saved, std::int64_t step) {
+  auto wrong_step = [&](std::int64_t found, const kodo::Index3& unit) {
+    return std::runtime_error(text("minimd: saved unit ", unit, " is at step ", found,
+                                   ", the checkpoint at step ", step));
+  };
+  if (saved.shape() == units_) {
+    saved.read(index(), *this);
+    if (step_ != step) throw wrong_step(step_, index());
+    return;
+  }
+  // The atoms inside this box, from every saved unit whose box overlaps it.
+  std::vector<double> xs, vs;
+  for (std::int64_t l = 0; l < saved.shape().size(); ++l) {
+    const kodo::Index3 at = saved.shape().delinear(l);
+    const Box old = unit_box(setup_.length, saved.shape(), at);
+    bool overlaps = true;
+    for (int d = 0; d < 3; ++d)
+      overlaps = overlaps && old.lo[d] < box_.hi[d] && box_.lo[d] < old.hi[d];
+    if (!overlaps) continue;
+    SavedAtoms<Kokkos::HostSpace> a;
+    saved.read(at, a);
+    if (a.step != step) throw wrong_step(a.step, at);
+    if (a.x.extent(0) != a.v.extent(0))
+      throw std::runtime_error(text("minimd: saved unit ", at, " holds ", a.x.extent(0),
+                                    " positions and ", a.v.extent(0), " velocities"));
+    for (std::size_t i = 0; i < a.x.extent(0); ++i) {
+      bool inside = true;
+      for (int d = 0; d < 3; ++d)
+        inside = inside && a.x(i, d) >= box_.lo[d] && a.x(i, d) < box_.hi[d];
+      if (!inside) continue;
+      for (int d = 0; d < 3; ++d) {
+        xs.push_back(a.x(i, d));
+        vs.push_back(a.v(i, d));
+      }
+    }
+  }
+  const auto n = static_cast<std::int64_t>(xs.size() / 3);
+  Vectors x(Kokkos::view_alloc(Kokkos::WithoutInitializing, "minimd::restored_x"), n);
+  Vectors v(Kokkos::view_alloc(Kokkos::WithoutInitializing, "minimd::restored_v"), n);
+  fill_rows(x, xs);
+  fill_rows(v, vs);
+  take_atoms(step, x, v);
 }
 
 // ---- messages ------------------------------------------------------------------------
@@ -487,7 +577,8 @@ Potential AtomUnit::potential() const {
 
 void AtomUnit::finish_step() {
   if (comm_ != compute_) compute_->wait_for(*comm_);
-  if (step_ > 0) final_integrate(compute_->space(), v_, f_, nlocal_, setup_.problem.dt);
+  if (!setup_pass_) final_integrate(compute_->space(), v_, f_, nlocal_, setup_.problem.dt);
+  setup_pass_ = false;
   if (energy_) {
     kinetic(compute_->space(), v_, nlocal_, thermo_);
     Kokkos::deep_copy(compute_->space(), Kokkos::subview(thermo_, 3), static_cast<double>(nlocal_));

@@ -65,6 +65,21 @@ struct Setup {
   bool thermo_step(std::int64_t step) const;  // 0, every thermo_every, the last
 };
 
+// What a checkpoint holds of a unit: its step and its own atoms (rows 0 .. n - 1),
+// saved between steps that rebuilt the lists, when every atom is inside its unit's box.
+// M: the memory they are read into.
+template <class M>
+struct SavedAtoms {
+  std::int64_t step = 0;
+  Kokkos::View<double* [3], Kokkos::LayoutLeft, M> x, v;
+  template <class State>
+  void state(State& s) {
+    s("step", step);
+    s("x", x);
+    s("v", v);
+  }
+};
+
 class AtomUnit : public kodo::WorkUnit<AtomUnit> {
  public:
   AtomUnit(const kodo::UnitInit<AtomUnit>& init, const Setup& setup);
@@ -76,6 +91,22 @@ class AtomUnit : public kodo::WorkUnit<AtomUnit> {
   // v = factor v + drift; ghosts, lists, force; thermo 0
   void start(double factor, std::vector<double> drift);
   void run(std::int64_t steps);  // thermo rounds as they come
+  // After a restore, instead of start: ghosts, lists, force and thermo at the restored
+  // step, the velocities as saved.
+  void resume();
+
+  // Checkpoints (kodo's unit_state.hpp), between steps that rebuilt the lists.
+  template <class State>
+  void state(State& s) {
+    SavedAtoms<Memory> atoms;
+    if constexpr (!kodo::restoring<State>) atoms = own_atoms();
+    atoms.state(s);
+    if constexpr (kodo::restoring<State>) take_atoms(atoms.step, atoms.x, atoms.v);
+  }
+  // Restores this unit, before resume(), from the checkpoint's units at `step`: its own
+  // saved atoms when the unit grid is the saved one, else the atoms inside its box from
+  // every saved unit whose box overlaps it (another rank count or ODF).
+  void restore(const kodo::SavedCollection& saved, std::int64_t step);
 
   // Entry methods of the neighbours: data of `step`, coming from the neighbour on
   // `side` (0 lower, 1 upper) of dimension `dim`.
@@ -90,6 +121,9 @@ class AtomUnit : public kodo::WorkUnit<AtomUnit> {
   enum class Phase { start, counting, packing, waiting };
   using Key = std::tuple<std::int64_t, int, int, int>;  // step, kind, dim, side
 
+  void begin_setup_pass();
+  SavedAtoms<Memory> own_atoms() const;
+  void take_atoms(std::int64_t step, const Vectors& x, const Vectors& v);
   void advance();
   bool step_once();
   bool migrate_phase();
@@ -180,6 +214,7 @@ class AtomUnit : public kodo::WorkUnit<AtomUnit> {
   std::int64_t target_ = 0;
   std::int64_t completed_ = 0;  // steps whose device work is known done
   bool started_ = false;
+  bool setup_pass_ = false;  // start or resume: no integration
   Stage stage_ = Stage::idle;
   Phase phase_ = Phase::start;
   int dim_ = 0;

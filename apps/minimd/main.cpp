@@ -8,11 +8,14 @@
 
 #include <kodo.hpp>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
 #include <exception>
 #include <memory>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -21,6 +24,24 @@ namespace {
 using minimd::Options;
 
 double now() { return MPI_Wtime(); }
+
+// A checkpoint that cannot be written or read is the same kodo::Error on every rank:
+// rank 0 says what is wrong, and every rank exits with status 1.
+struct CheckpointFailure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// The physical problem, as a checkpoint records it: a restart must continue the same one.
+std::string problem_text(const minimd::Problem& p) {
+  char s[400];
+  std::snprintf(s, sizeof s,
+                "cells %lld %lld %lld density %.17g dt %.17g cutoff %.17g skin %.17g "
+                "neighbor-every %lld epsilon %.17g sigma %.17g",
+                static_cast<long long>(p.nx), static_cast<long long>(p.ny),
+                static_cast<long long>(p.nz), p.density, p.dt, p.force_cutoff, p.skin,
+                static_cast<long long>(p.reneighbor_every), p.epsilon, p.sigma);
+  return s;
+}
 
 // The unit grid: ranks x odf units with the least cut surface, each at least one
 // neighbour cutoff wide (so every ghost comes from an adjacent unit).
@@ -83,11 +104,31 @@ int run(kodo::Runtime& runtime, const Options& opt, const kodo::Extent3& units,
     std::fflush(stdout);
   }
 
-  // Every reduction round's result, in order: the momentum, the kinetic energy, then
-  // one thermo round per thermo step.
-  std::vector<std::int64_t> thermo_steps;
-  for (std::int64_t s = 0; s <= p.steps; ++s)
-    if (setup.thermo_step(s)) thermo_steps.push_back(s);
+  // A restart: the checkpoint's step, checked against this run's problem.
+  std::int64_t step = 0;  // steps done
+  std::optional<kodo::Checkpoint> saved;
+  if (!opt.restart_dir.empty()) {
+    try {
+      saved = kodo::Checkpoint::open(runtime, opt.restart_dir, "minimd");
+      if (saved->value("problem") != problem_text(p))
+        throw kodo::Error("checkpoint " + saved->path() + " is of another problem (" +
+                          saved->value("problem") + ") than this run's (" + problem_text(p) + ")");
+      step = saved->integer("step");
+      if (step < 0 || step > p.steps || step % p.reneighbor_every != 0)
+        throw kodo::Error("checkpoint " + saved->path() + " is at step " + std::to_string(step) +
+                          ": not a step of this run (-n " + std::to_string(p.steps) +
+                          ") that rebuilt the lists");
+    } catch (const kodo::Error& e) {
+      throw CheckpointFailure(e.what());
+    }
+  }
+  // Every reduction round's step, in order: the momentum and the kinetic energy (-1;
+  // not on a restart), the start (or the restored step), then one per thermo step.
+  std::vector<std::int64_t> round_steps;
+  if (!saved) round_steps = {-1, -1};
+  round_steps.push_back(step);
+  for (std::int64_t s = step + 1; s <= p.steps; ++s)
+    if (setup.thermo_step(s)) round_steps.push_back(s);
   std::vector<std::vector<double>> results;
   minimd::ThermoLog printed;
   double clock_start = 0;
@@ -95,8 +136,8 @@ int run(kodo::Runtime& runtime, const Options& opt, const kodo::Extent3& units,
   auto atoms = kodo::Collection<minimd::AtomUnit>::create(runtime, units, setup);
   atoms.on_reduced<std::vector<double>>([&](std::uint64_t round, const std::vector<double>& r) {
     results.push_back(r);
-    if (round < 2) return;
-    const std::int64_t step = thermo_steps.at(round - 2);
+    const std::int64_t step = round_steps.at(round);
+    if (step < 0) return;
     if (r.size() != 7 || r[3] != static_cast<double>(natoms)) {
       if (root)
         std::printf("FAILED: step %" PRId64 ": %.0f atoms where %" PRId64 " were created\n", step,
@@ -121,56 +162,99 @@ int run(kodo::Runtime& runtime, const Options& opt, const kodo::Extent3& units,
   });
   runtime.run();
 
-  atoms.broadcast_local<&minimd::AtomUnit::report_momentum>();
-  runtime.run();
-  std::vector<double> mean = results.at(0);
-  for (double& m : mean) m /= static_cast<double>(natoms);
-  atoms.broadcast_local<&minimd::AtomUnit::remove_drift>(mean);
-  runtime.run();
-  const double t_initial = results.at(1).at(0) / dof;
-  const double factor = std::sqrt(p.temperature / t_initial);
-  if (root) {
-    std::printf("# Starting dynamics ...\n# Timestep T U P Time\n");
-    std::fflush(stdout);
+  if (saved) {
+    try {
+      saved->restore(atoms, [&](minimd::AtomUnit& unit, const kodo::SavedCollection& old) {
+        unit.restore(old, step);
+      });
+    } catch (const kodo::Error& e) {
+      throw CheckpointFailure(e.what());
+    }
+    if (root) {
+      std::printf("# Restarted from %s at step %" PRId64 " (written by %d rank(s))\n",
+                  saved->path().c_str(), step, saved->ranks());
+      std::printf("# Starting dynamics ...\n# Timestep T U P Time\n");
+      std::fflush(stdout);
+    }
+    clock_start = now();
+    atoms.broadcast_local<&minimd::AtomUnit::resume>();
+    runtime.run();
+  } else {
+    atoms.broadcast_local<&minimd::AtomUnit::report_momentum>();
+    runtime.run();
+    std::vector<double> mean = results.at(0);
+    for (double& m : mean) m /= static_cast<double>(natoms);
+    atoms.broadcast_local<&minimd::AtomUnit::remove_drift>(mean);
+    runtime.run();
+    const double t_initial = results.at(1).at(0) / dof;
+    const double factor = std::sqrt(p.temperature / t_initial);
+    if (root) {
+      std::printf("# Starting dynamics ...\n# Timestep T U P Time\n");
+      std::fflush(stdout);
+    }
+    atoms.broadcast_local<&minimd::AtomUnit::start>(factor, opt.drift);
+    runtime.run();
   }
-  atoms.broadcast_local<&minimd::AtomUnit::start>(factor, opt.drift);
-  runtime.run();
   const double setup_end = now();
   clock_start = setup_end;
   *setup.timers = minimd::Timers{};
-  atoms.broadcast_local<&minimd::AtomUnit::run>(p.steps);
-  runtime.run();
-  const double total = now() - clock_start;
+  // Up to the last step, with a checkpoint at every multiple of --checkpoint-every.
+  const std::int64_t first_step = step;
+  double checkpoint_seconds = 0;
+  while (step < p.steps) {
+    const std::int64_t every = opt.checkpoint_every;
+    const std::int64_t next = every > 0 ? std::min(p.steps, (step / every + 1) * every) : p.steps;
+    atoms.broadcast_local<&minimd::AtomUnit::run>(next - step);
+    runtime.run();
+    step = next;
+    if (every == 0 || step % every != 0) continue;
+    try {
+      const auto r =
+          kodo::write_checkpoint(runtime, opt.checkpoint_dir,
+                                 {"minimd",
+                                  {{"problem", problem_text(p)}, {"step", std::to_string(step)}}},
+                                 atoms);
+      checkpoint_seconds += r.seconds;
+      if (root)
+        std::printf("# checkpoint at step %" PRId64 ": %s, %.3f MB in %.4f s (%.2f GB/s)\n", step,
+                    r.path.c_str(), static_cast<double>(r.bytes) / 1e6, r.seconds,
+                    static_cast<double>(r.bytes) / 1e9 / r.seconds);
+    } catch (const kodo::Error& e) {
+      throw CheckpointFailure(e.what());
+    }
+  }
+  const double total = now() - clock_start - checkpoint_seconds;
+  const std::int64_t steps_run = p.steps - first_step;
 
   // The time split: the longest over ranks (measured with --sync only).
   double split[3] = {setup.timers->force, setup.timers->neighbor, setup.timers->comm};
   MPI_Allreduce(MPI_IN_PLACE, split, 3, MPI_DOUBLE, MPI_MAX, runtime.comm());
-  const double rate = total > 0 ? static_cast<double>(natoms) * static_cast<double>(p.steps) / total
-                                : 0;
+  const double rate =
+      total > 0 ? static_cast<double>(natoms) * static_cast<double>(steps_run) / total : 0;
   if (root) {
     std::printf("\n# Performance Summary:\n");
     if (opt.sync)
       std::printf("# %.4e atom-steps/s: %" PRId64 " atoms, %" PRId64
                   " steps in %.6f s (force %.6f s, "
                   "neighbour %.6f s, communication %.6f s, other %.6f s)\n",
-                  rate, natoms, p.steps, total, split[0], split[1], split[2],
+                  rate, natoms, steps_run, total, split[0], split[1], split[2],
                   total - split[0] - split[1] - split[2]);
     else
       std::printf("# %.4e atom-steps/s: %" PRId64 " atoms, %" PRId64
                   " steps in %.6f s (the parts of "
                   "a step overlap across units: run with --sync for the time split)\n",
-                  rate, natoms, p.steps, total);
+                  rate, natoms, steps_run, total);
     std::printf(
         "# PERF_SUMMARY ranks odf steps natoms t_total t_force t_neigh t_comm t_other "
         "atom_steps_per_s\n");
     if (opt.sync)
       std::printf("PERF_SUMMARY %d %" PRId64 " %" PRId64 " %" PRId64
                   " %.6f %.6f %.6f %.6f %.6f %.6e\n",
-                  runtime.size(), opt.odf, p.steps, natoms, total, split[0], split[1], split[2],
+                  runtime.size(), opt.odf, steps_run, natoms, total, split[0], split[1], split[2],
                   total - split[0] - split[1] - split[2], rate);
     else
       std::printf("PERF_SUMMARY %d %" PRId64 " %" PRId64 " %" PRId64 " %.6f nan nan nan nan %.6e\n",
-                  runtime.size(), opt.odf, p.steps, natoms, total, rate);
+                  runtime.size(), opt.odf, steps_run, natoms, total, rate);
     if (!reference.empty()) {
       std::string why;
       const int compared = printed.compare_with(reference, why);
@@ -239,6 +323,9 @@ int main(int argc, char** argv) {
   }
   try {
     return run(runtime, opt, units, setup, reference);
+  } catch (const CheckpointFailure& e) {
+    if (root) std::fprintf(stderr, "minimd: %s\n", e.what());
+    return 1;
   } catch (const std::exception& e) {
     kodo::fatal(std::string("minimd: ") + e.what());
   }

@@ -182,11 +182,25 @@ Options parse_options(const std::vector<std::string>& args) {
       for (int d = 0; d < 3; ++d) o.drift[d] = parse_real("--drift", value(i));
     } else if (a == "--reference") {
       o.reference = value(i);
+    } else if (a == "--checkpoint-every") {
+      o.checkpoint_every = parse_integer(a, value(i), 1);
+    } else if (a == "--checkpoint-dir" || a == "--restart") {
+      const std::string& dir = value(i);
+      if (dir.empty()) throw std::invalid_argument(a + " needs a directory");
+      (a == "--restart" ? o.restart_dir : o.checkpoint_dir) = dir;
     } else {
       throw std::invalid_argument("unknown option '" + a + "'");
     }
   }
   check(o.problem);
+  if ((o.checkpoint_every > 0) != !o.checkpoint_dir.empty())
+    throw std::invalid_argument("--checkpoint-every and --checkpoint-dir go together");
+  // A restart rebuilds the lists, as the run without one does at these steps only.
+  if (o.checkpoint_every % o.problem.reneighbor_every != 0)
+    throw std::invalid_argument(
+        text("--checkpoint-every must be a multiple of the neighbour "
+             "frequency (",
+             o.problem.reneighbor_every, "), so a restart continues as the run would have"));
   return o;
 }
 
@@ -194,6 +208,7 @@ std::string usage() {
   return "usage: minimd [-i FILE] [-s N | -nx N -ny N -nz N] [-n STEPS] [--half_neigh 0|1]\n"
          "              [-gn 0|1] [-b BINS] [--odf UNITS_PER_RANK] [--comm device|host] [--sync]\n"
          "              [--reference LOG] [--drift VX VY VZ] [--help]\n"
+         "              [--checkpoint-every N --checkpoint-dir DIR] [--restart DIR]\n"
          "Lennard-Jones molecular dynamics (Mantevo miniMD's problem) on overdecomposed units.\n"
          "  -i FILE        input file in the in.lj.miniMD format (default: that file's values)\n"
          "  -s N           N x N x N FCC unit cells, 4 atoms each (sets -nx, -ny and -nz)\n"
@@ -212,7 +227,13 @@ std::string usage() {
          "                 every step both print must agree to the last printed digit\n"
          "  --drift        add a uniform velocity to every atom at the start: the box moves\n"
          "                 as a whole, atoms change units all the time, and the thermo (in\n"
-         "                 the frame of the centre of mass) is that of the box at rest\n";
+         "                 the frame of the centre of mass) is that of the box at rest\n"
+         "  --checkpoint-every, --checkpoint-dir\n"
+         "                 write a checkpoint of every unit into DIR after every N-th step\n"
+         "                 (a multiple of the neighbour frequency); DIR keeps the latest one\n"
+         "  --restart      continue from the latest checkpoint in DIR, on any rank count and\n"
+         "                 ODF, up to step -n (the same physical problem; its thermo from\n"
+         "                 the checkpoint's step on)\n";
 }
 
 }  // namespace minimd

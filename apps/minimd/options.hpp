@@ -44,6 +44,9 @@ struct Options {
   bool sync = false;            // fence streams instead of the completion engine
   std::string reference;        // a thermo log to compare with (empty: none)
   std::vector<double> drift{0.0, 0.0, 0.0};  // a uniform velocity added at the start
+  std::int64_t checkpoint_every = 0;         // a checkpoint after every N-th step (0: never)
+  std::string checkpoint_dir;                // ... into this directory
+  std::string restart_dir;                   // restart from the latest checkpoint in this directory
   bool help = false;
 };
 

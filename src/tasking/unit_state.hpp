@@ -16,6 +16,9 @@
 // restored keeps its allocation (kernels and graphs may hold it) and must have the
 // saved extents, unless it is unallocated (default-constructed): then it is allocated
 // with them. A std::vector or std::string takes the saved length.
+//
+// A unit that keeps its state in another form than it saves it (compacted, say) asks
+// kodo::restoring<State>, a constant, which way the walk goes.
 
 #include "../backends/stream.hpp"
 #include "../core/error.hpp"
@@ -188,3 +191,9 @@ class StateReader {
 };
 
 }  // namespace kodo::detail
+
+namespace kodo {
+// Whether a state() walk restores the fields (true) or writes them (false).
+template <class State>
+inline constexpr bool restoring = std::is_same_v<State, detail::StateReader>;
+}  // namespace kodo
