@@ -12,6 +12,11 @@
 //                                        replaces line LINE of the latest manifest by
 //                                        TEXT and updates its checksum in DIR/latest
 //                                        (one process, no runtime)
+//   checkpoint_program forge-unit DIR UNIT OFFSET HEX
+//                                        writes the bytes HEX (or, with OFFSET "end",
+//                                        appends them) into unit UNIT's file of the latest
+//                                        checkpoint, and updates its size and checksum in
+//                                        the manifest and the manifest's in DIR/latest
 // A restore prints "restored U units at step S" on rank 0; a failure prints the error on
 // rank 0 and exits 1 on every rank.
 
@@ -24,6 +29,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -172,12 +178,55 @@ int forge(const std::string& dir, int line, const std::string& text) {
   return 0;
 }
 
+// A unit file changed and the checkpoint's checksums made to agree with it, so that the
+// reader's field checks (not the checksums) meet the change.
+int forge_unit(const std::string& dir, int unit, const std::string& offset,
+               const std::string& hex) {
+  std::ifstream latest_in(dir + "/latest");
+  std::string name;
+  latest_in >> name;
+  const std::string path = dir + "/" + name;
+  const std::string file = path + "/c0-u" + std::to_string(unit) + ".state";
+  std::string data;
+  {
+    std::ifstream in(file, std::ios::binary);
+    data.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  std::string bytes;
+  for (std::size_t i = 0; i + 1 < hex.size(); i += 2)
+    bytes.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+  if (offset == "end")
+    data += bytes;
+  else
+    data.replace(std::stoul(offset), bytes.size(), bytes);
+  std::ofstream(file, std::ios::binary | std::ios::trunc) << data;
+  // The unit's manifest line: "unit 0 L BYTES CHECKSUM".
+  std::ifstream in(path + "/manifest");
+  std::ostringstream out;
+  const std::string prefix = "unit 0 " + std::to_string(unit) + " ";
+  for (std::string l; std::getline(in, l);) {
+    if (l.rfind(prefix, 0) == 0)
+      out << prefix << data.size() << ' ' << std::hex
+          << kodo::detail::checkpoint_checksum(data.data(), data.size()) << std::dec << '\n';
+    else
+      out << l << '\n';
+  }
+  const std::string manifest = out.str();
+  std::ofstream(path + "/manifest", std::ios::trunc) << manifest;
+  std::ofstream(dir + "/latest", std::ios::trunc)
+      << name << ' ' << std::hex
+      << kodo::detail::checkpoint_checksum(manifest.data(), manifest.size()) << '\n';
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
   if (args.size() == 3 + 1 && args[0] == "forge")
     return forge(args[1], std::stoi(args[2]), args[3]);
+  if (args.size() == 4 + 1 && args[0] == "forge-unit")
+    return forge_unit(args[1], std::stoi(args[2]), args[3], args[4]);
   kodo::Runtime runtime(argc, argv);
   if (args.size() < 2) {
     std::fprintf(stderr, "usage: checkpoint_program write|read|read-renamed|kill DIR ...\n");

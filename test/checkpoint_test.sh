@@ -142,6 +142,20 @@ case $case in
     "$program" forge "$work/b" 1 "kodo-checkpoint 1" || fail "forge"
     "$program" forge "$work/b" 6 "collection 0 7 1 1 odf 4 type" || fail "forge"
     fails "a malformed collection line" 2 "$program" read "$work/b"
+    # Unit files whose checksums agree with a change: the field checks meet it. Unit 3's
+    # file: a 24-byte header, then "step" (a value: name length at 24, kind 32, element
+    # size 33, rank 37, bytes 41, data 49), "point" (from 57), "list" (rank at 120, its
+    # extent at 124).
+    for forged in "120 09000000:has rank 9" "124 ffffffffffffffff:has a malformed size" \
+      "24 ffffff7f:has a malformed name" "33 04000000:has a malformed size" \
+      "end 01020304:holds more fields than the unit's state() reads" \
+      "16 04000000:is not the state of unit 3"; do
+      rm -rf "$work/f" && run 2 "$program" write "$work/f" 1
+      "$program" forge-unit "$work/f" 3 "${forged%% *}" "$(echo "${forged#* }" | cut -d: -f1)" ||
+        fail "forge-unit"
+      fails "${forged#*:}" 2 "$program" read "$work/f"
+      expect "c0-u3.state"
+    done
     # Jacobi3D: another grid, a checkpoint past the run's end.
     run 2 "$jacobi" "${grid[@]}" -i 10 -w 0 --checkpoint-every 10 --checkpoint-dir "$work/j"
     fails "is of grid 24 20 18, not this run's 24 20 16" 2 "$jacobi" -x 24 -y 20 -z 16 -i 20 \
