@@ -3,6 +3,7 @@
 #include "../core/agree.hpp"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cerrno>
 #include <charconv>
@@ -118,8 +119,8 @@ class OutputFile {
   std::uint64_t bytes_ = 0;
 };
 
-// The whole of a file, at most `limit` bytes.
-std::vector<std::byte> read_file(const std::string& path, std::uint64_t expected_bytes) {
+// A checkpoint file opened for reading, checked to be a regular file of `expected_bytes`.
+int open_checked(const std::string& path, std::uint64_t expected_bytes) {
   // Non-blocking: a FIFO in its place must not hold the rank.
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
@@ -137,6 +138,12 @@ std::vector<std::byte> read_file(const std::string& path, std::uint64_t expected
     throw Error(cat("checkpoint file ", path, " holds ", size, " bytes where its manifest says ",
                     expected_bytes, size < expected_bytes ? " (truncated)" : ""));
   }
+  return fd;
+}
+
+// The whole of a file of `size` bytes.
+std::vector<std::byte> read_file(const std::string& path, std::uint64_t size) {
+  const int fd = open_checked(path, size);
   std::vector<std::byte> data(size);
   std::uint64_t done = 0;
   while (done < size) {
@@ -211,11 +218,34 @@ void agree_and_share(MPI_Comm comm, const std::string& problem) {
   throw Error(cat("rank ", first, ": ", bare));
 }
 
-// The fields of one unit file, checked as they are read.
+}  // namespace
+
+// Two pinned host buffers: a device field is copied through one while the other is
+// read or written.
+class PinnedChunks {
+ public:
+  static constexpr std::uint64_t kChunk = std::uint64_t{16} << 20;
+  Kokkos::View<std::byte*, Kokkos::SharedHostPinnedSpace> buffer[2];
+  PinnedChunks() {
+    for (auto& b : buffer)
+      b = Kokkos::View<std::byte*, Kokkos::SharedHostPinnedSpace>(
+          Kokkos::view_alloc(Kokkos::WithoutInitializing, "kodo::checkpoint staging"), kChunk);
+  }
+};
+
+namespace {
+
+// The fields of one unit file, checked as they are read: streamed, with the file's
+// checksum taken on the way and compared at the end (finish()), so a unit's state is
+// never held whole on the host; device fields go through pinned chunks.
 class FileSource final : public StateSource {
  public:
-  FileSource(const std::string& path, std::vector<std::byte> data, const ExecutionSpace& space)
-      : path_(path), data_(std::move(data)), space_(space) {}
+  FileSource(const std::string& path, std::uint64_t size, const ExecutionSpace& space,
+             PinnedChunksSlot& staging)
+      : path_(path), size_(size), fd_(open_checked(path, size)), space_(space), staging_(staging) {}
+  ~FileSource() { ::close(fd_); }
+  FileSource(const FileSource&) = delete;
+  FileSource& operator=(const FileSource&) = delete;
 
   template <class T>
   T take(const char* what) {
@@ -224,11 +254,19 @@ class FileSource final : public StateSource {
     return v;
   }
   void bytes(void* into, std::uint64_t n, const char* what) {
-    if (n > data_.size() - at_) throw Error(cat("checkpoint file ", path_, " ends inside ", what));
-    std::memcpy(into, data_.data() + at_, n);
-    at_ += n;
+    if (n > size_ - at_) throw Error(cat("checkpoint file ", path_, " ends inside ", what));
+    raw(into, n);
   }
-  bool at_end() const { return at_ == data_.size(); }
+  // The rest of the file through the checksum; throws when it differs from `expected`.
+  void finish(std::uint64_t expected) {
+    std::byte scrap[4096];
+    while (at_ < size_) raw(scrap, std::min<std::uint64_t>(sizeof scrap, size_ - at_));
+    if (checksum_.value() != expected)
+      throw Error(cat("checkpoint file ", path_,
+                      " does not match its checksum in the manifest: the file is corrupted"));
+  }
+  bool at_end() const { return at_ == size_; }
+
   FieldShape next(std::string_view name, FieldKind kind, std::uint32_t element_size,
                   std::uint32_t rank) override {
     ++field_;
@@ -236,7 +274,7 @@ class FileSource final : public StateSource {
       throw Error(cat("checkpoint file ", path_, " holds ", field_ - 1,
                       " fields; the unit's state() reads more (field '", name, "')"));
     const auto length = take<std::uint32_t>("a field name");
-    if (length > kNameLimit || length > data_.size() - at_)
+    if (length > kNameLimit || length > size_ - at_)
       throw Error(cat("checkpoint file ", path_, ": field ", field_, " has a malformed name"));
     std::string saved(length, '\0');
     bytes(saved.data(), length, "a field name");
@@ -259,7 +297,7 @@ class FileSource final : public StateSource {
     }
     s.bytes = take<std::uint64_t>("a field");
     if (overflow || (s.element_size > 0 && count > UINT64_MAX / s.element_size) ||
-        s.bytes != count * s.element_size || s.bytes > data_.size() - at_)
+        s.bytes != count * s.element_size || s.bytes > size_ - at_)
       throw Error(cat("checkpoint file ", path_, ": field '", saved,
                       "' has a malformed size or extends past the end of the file"));
     if (saved != name || s.kind != kind || s.element_size != element_size || s.rank != rank)
@@ -273,19 +311,24 @@ class FileSource final : public StateSource {
   void read(void* data, std::uint64_t n, bool on_device) override {
     if (n != pending_) throw Error(cat("checkpoint file ", path_, ": a field read out of turn"));
     pending_ = 0;
-    if (n == 0) return;
-    const std::byte* from = data_.data() + at_;
-    at_ += n;
     if (!on_device) {
-      std::memcpy(data, from, n);
+      raw(data, n);
       return;
     }
+    // Chunk k is read into one pinned buffer while chunk k - 1 is copied from the other.
+    if (!staging_.chunks) staging_.chunks = std::make_unique<PinnedChunks>();
+    auto& buffer = staging_.chunks->buffer;
     using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
-    Kokkos::deep_copy(space_,
-                      Kokkos::View<std::byte*, ExecutionSpace::memory_space, Unmanaged>(
-                          static_cast<std::byte*>(data), n),
-                      Kokkos::View<const std::byte*, Kokkos::HostSpace, Unmanaged>(from, n));
-    space_.fence("kodo::checkpoint read");  // data_ is pageable memory of this object
+    auto* to = static_cast<std::byte*>(data);
+    for (std::uint64_t at = 0, k = 0; at < n; at += PinnedChunks::kChunk, ++k) {
+      const std::uint64_t len = std::min(PinnedChunks::kChunk, n - at);
+      raw(buffer[k % 2].data(), len);
+      space_.fence("kodo::checkpoint read");  // chunk k - 1's copy, from the other buffer
+      Kokkos::deep_copy(
+          space_, Kokkos::View<std::byte*, ExecutionSpace::memory_space, Unmanaged>(to + at, len),
+          Kokkos::View<const std::byte*, Kokkos::HostSpace, Unmanaged>(buffer[k % 2].data(), len));
+    }
+    space_.fence("kodo::checkpoint read");
   }
 
  private:
@@ -298,11 +341,47 @@ class FileSource final : public StateSource {
                                    : cat(k, " of ", element_size, " bytes");
   }
 
+  // n bytes of the file, through a buffer for the small ones, and the checksum.
+  void raw(void* into, std::uint64_t n) {
+    auto* p = static_cast<std::byte*>(into);
+    while (n > 0) {
+      std::uint64_t k = 0;
+      if (held_at_ < held_end_) {
+        k = std::min<std::uint64_t>(n, held_end_ - held_at_);
+        std::memcpy(p, held_.data() + held_at_, k);
+        held_at_ += k;
+      } else if (n >= held_.size()) {
+        k = fill(p, n);
+      } else {
+        held_end_ = fill(held_.data(), std::min<std::uint64_t>(held_.size(), size_ - file_at_));
+        held_at_ = 0;
+        continue;
+      }
+      checksum_.update(p, k);
+      p += k, n -= k, at_ += k;
+    }
+  }
+  // Up to n bytes from the file into `into` (at least one); the file has them.
+  std::uint64_t fill(std::byte* into, std::uint64_t n) {
+    for (;;) {
+      const ssize_t r = ::read(fd_, into, std::min<std::uint64_t>(n, std::uint64_t{1} << 30));
+      if (r < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      if (r <= 0) throw Error(system_error("cannot read checkpoint file", path_));
+      file_at_ += static_cast<std::uint64_t>(r);
+      return static_cast<std::uint64_t>(r);
+    }
+  }
+
   std::string path_;
-  std::vector<std::byte> data_;
-  std::uint64_t at_ = 0, pending_ = 0;
+  std::uint64_t size_;
+  int fd_ = -1;
+  std::uint64_t at_ = 0, file_at_ = 0, pending_ = 0;  // bytes consumed, read from the file
+  std::array<std::byte, 65536> held_{};
+  std::uint64_t held_at_ = 0, held_end_ = 0;
+  Checksum checksum_;
   int field_ = 0;
   const ExecutionSpace& space_;
+  PinnedChunksSlot& staging_;
 };
 
 }  // namespace
@@ -313,17 +392,8 @@ std::uint64_t checkpoint_checksum(const void* data, std::uint64_t bytes) {
   return c.value();
 }
 
-// Two pinned host buffers: a device field is copied into one while the other is written.
-class CheckpointWrite::Staging {
- public:
-  static constexpr std::uint64_t kChunk = std::uint64_t{16} << 20;
-  Kokkos::View<std::byte*, Kokkos::SharedHostPinnedSpace> buffer[2];
-  Staging() {
-    for (auto& b : buffer)
-      b = Kokkos::View<std::byte*, Kokkos::SharedHostPinnedSpace>(
-          Kokkos::view_alloc(Kokkos::WithoutInitializing, "kodo::checkpoint staging"), kChunk);
-  }
-};
+PinnedChunksSlot::PinnedChunksSlot() = default;
+PinnedChunksSlot::~PinnedChunksSlot() = default;
 
 struct CheckpointWrite::Unit {
   std::uint32_t collection;
@@ -413,21 +483,22 @@ void CheckpointWrite::write_unit(std::uint32_t collection, std::int64_t linear,
         return;
       }
       // Chunk k + 1 is copied on the stream while chunk k is written.
-      if (!write.staging_) write.staging_ = std::make_unique<Staging>();
+      if (!write.staging_) write.staging_ = std::make_unique<PinnedChunks>();
       auto& buffer = write.staging_->buffer;
       using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
       const auto* from = static_cast<const std::byte*>(data);
       auto copy = [&](std::uint64_t at, int into) {
-        const std::uint64_t n = std::min(Staging::kChunk, shape.bytes - at);
+        const std::uint64_t n = std::min(PinnedChunks::kChunk, shape.bytes - at);
         Kokkos::deep_copy(
             space, Kokkos::View<std::byte*, Kokkos::HostSpace, Unmanaged>(buffer[into].data(), n),
             Kokkos::View<const std::byte*, ExecutionSpace::memory_space, Unmanaged>(from + at, n));
       };
       if (shape.bytes > 0) copy(0, 0);
-      for (std::uint64_t at = 0, k = 0; at < shape.bytes; at += Staging::kChunk, ++k) {
+      for (std::uint64_t at = 0, k = 0; at < shape.bytes; at += PinnedChunks::kChunk, ++k) {
         space.fence("kodo::checkpoint write");
-        if (at + Staging::kChunk < shape.bytes) copy(at + Staging::kChunk, int((k + 1) % 2));
-        file.write(buffer[k % 2].data(), std::min(Staging::kChunk, shape.bytes - at));
+        if (at + PinnedChunks::kChunk < shape.bytes)
+          copy(at + PinnedChunks::kChunk, int((k + 1) % 2));
+        file.write(buffer[k % 2].data(), std::min(PinnedChunks::kChunk, shape.bytes - at));
       }
     }
   } sink(file, *this, space);
@@ -523,27 +594,32 @@ CheckpointReport CheckpointWrite::finish(const std::string& problem) {
 }
 
 void read_unit(Runtime& runtime, const std::string& path, const SavedCollectionRecord& collection,
-               std::int64_t linear, const std::function<void(StateReader&)>& visit) {
+               std::int64_t linear, PinnedChunksSlot& staging,
+               const std::function<void(StateReader&)>& visit) {
   const SavedUnit& unit = collection.units.at(static_cast<std::size_t>(linear));
   const std::string name = unit_file(path, collection.id, linear);
-  std::vector<std::byte> data = read_file(name, unit.bytes);
-  if (checkpoint_checksum(data.data(), data.size()) != unit.checksum)
-    throw Error(cat("checkpoint file ", name,
-                    " does not match its checksum in the manifest: the file is corrupted"));
-  FileSource source(name, std::move(data), runtime.streams().communication(0).space());
-  char magic[sizeof kUnitMagic];
-  source.bytes(magic, sizeof magic, "its header");
-  const auto format = source.take<std::uint32_t>("its header");
-  const auto saved_collection = source.take<std::uint32_t>("its header");
-  const auto saved_linear = source.take<std::int64_t>("its header");
-  if (std::memcmp(magic, kUnitMagic, sizeof magic) != 0 || format != kFormat ||
-      saved_collection != collection.id || saved_linear != linear)
-    throw Error(cat("checkpoint file ", name, " is not the state of unit ", linear,
-                    " of collection ", collection.id, " in format ", kFormat));
-  StateReader reader(source);
-  visit(reader);
-  if (!source.at_end())
-    throw Error(cat("checkpoint file ", name, " holds more fields than the unit's state() reads"));
+  FileSource source(name, unit.bytes, runtime.streams().communication(0).space(), staging);
+  try {
+    char magic[sizeof kUnitMagic];
+    source.bytes(magic, sizeof magic, "its header");
+    const auto format = source.take<std::uint32_t>("its header");
+    const auto saved_collection = source.take<std::uint32_t>("its header");
+    const auto saved_linear = source.take<std::int64_t>("its header");
+    if (std::memcmp(magic, kUnitMagic, sizeof magic) != 0 || format != kFormat ||
+        saved_collection != collection.id || saved_linear != linear)
+      throw Error(cat("checkpoint file ", name, " is not the state of unit ", linear,
+                      " of collection ", collection.id, " in format ", kFormat));
+    StateReader reader(source);
+    visit(reader);
+    if (!source.at_end())
+      throw Error(cat("checkpoint file ", name,
+                      " holds more fields than the unit's state() reads"));
+  } catch (const Error&) {
+    // A corrupted file is named as such, whatever field check it tripped first.
+    source.finish(unit.checksum);
+    throw;
+  }
+  source.finish(unit.checksum);
 }
 
 }  // namespace detail

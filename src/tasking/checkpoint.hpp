@@ -75,6 +75,14 @@ struct SavedCollectionRecord {
   std::vector<SavedUnit> units;  // by linear index
 };
 
+// Pinned host memory for a checkpoint's device copies, made when first needed.
+class PinnedChunks;
+struct PinnedChunksSlot {
+  PinnedChunksSlot();
+  ~PinnedChunksSlot();
+  std::unique_ptr<PinnedChunks> chunks;
+};
+
 // One checkpoint being written: the parts that are not templates.
 class CheckpointWrite {
  public:
@@ -98,8 +106,7 @@ class CheckpointWrite {
   std::vector<Unit> written_;
   std::uint64_t bytes_ = 0;
   double started_ = 0;
-  class Staging;
-  std::unique_ptr<Staging> staging_;  // pinned host memory for device copies
+  std::unique_ptr<PinnedChunks> staging_;
 };
 
 // The checksum the manifest keeps of each file (and D/latest of the manifest).
@@ -107,7 +114,8 @@ std::uint64_t checkpoint_checksum(const void* data, std::uint64_t bytes);
 
 // Reads one unit file of a checkpoint, checked, and restores `visit`'s fields from it.
 void read_unit(Runtime& runtime, const std::string& path, const SavedCollectionRecord& collection,
-               std::int64_t linear, const std::function<void(StateReader&)>& visit);
+               std::int64_t linear, PinnedChunksSlot& staging,
+               const std::function<void(StateReader&)>& visit);
 
 }  // namespace detail
 
@@ -147,17 +155,19 @@ class SavedCollection {
     if (!record_->shape.contains(index))
       throw Error(detail::cat("unit ", index, " is outside the saved collection of shape ",
                               record_->shape));
-    detail::read_unit(*runtime_, path_, *record_, record_->shape.linear(index),
+    detail::read_unit(*runtime_, path_, *record_, record_->shape.linear(index), *staging_,
                       [&](detail::StateReader& s) { into.state(s); });
   }
 
  private:
   friend class Checkpoint;
-  SavedCollection(Runtime* runtime, std::string path, const detail::SavedCollectionRecord* record)
-      : runtime_(runtime), path_(std::move(path)), record_(record) {}
+  SavedCollection(Runtime* runtime, std::string path, const detail::SavedCollectionRecord* record,
+                  detail::PinnedChunksSlot* staging)
+      : runtime_(runtime), path_(std::move(path)), record_(record), staging_(staging) {}
   Runtime* runtime_;
   std::string path_;
   const detail::SavedCollectionRecord* record_;
+  detail::PinnedChunksSlot* staging_;
 };
 
 // A complete checkpoint, opened for a restart.
@@ -179,7 +189,7 @@ class Checkpoint {
   // kodo::Error when the checkpoint has none or it holds another unit type.
   template <class U>
   SavedCollection collection(const Collection<U>& c) const {
-    return SavedCollection(runtime_, path_, &find(c.id(), typeid(U).name()));
+    return SavedCollection(runtime_, path_, &find(c.id(), typeid(U).name()), staging_.get());
   }
 
   // Collective: restores every local unit of `c` from its saved state; the unit grid
@@ -217,6 +227,7 @@ class Checkpoint {
   std::string kodo_version_;
   std::vector<std::pair<std::string, std::string>> keys_;
   std::vector<detail::SavedCollectionRecord> collections_;
+  std::shared_ptr<detail::PinnedChunksSlot> staging_ = std::make_shared<detail::PinnedChunksSlot>();
 };
 
 }  // namespace kodo
