@@ -94,16 +94,33 @@ case $case in
   minimd)
     # 4000 atoms (the reference's), a checkpoint at step 100 of 200, restarts up to 300 on
     # other rank counts, ODFs and list kinds: miniMD's thermo at 100, 200 and 300.
-    run 2 "$minimd" -s 10 -n 200 --checkpoint-every 100 --checkpoint-dir "$work/m"
+    run 2 "$minimd" -s 10 -n 200 --checkpoint-every 100 --checkpoint-dir "$work/m" \
+      --reference "$reference"
     expect "# checkpoint at step 200: $work/m/checkpoint-1"
+    expect "verified: 3 thermo line(s) equal the reference's"
     run 2 "$minimd" -s 10 -n 100 --checkpoint-every 100 --checkpoint-dir "$work/m100"
-    for shape in "2 1" "1 1" "3 2" "4 1 --half_neigh 0" "2 2 -gn 0"; do
+    for shape in "2 1" "1 1" "3 2" "4 1 --half_neigh 0" "2 2 -gn 0" "2 1 --sync --comm host"; do
       read -r ranks odf extra <<<"$shape"
       # shellcheck disable=SC2086
       run "$ranks" "$minimd" -s 10 -n 300 --odf "$odf" --restart "$work/m100" --reference "$reference" $extra
       expect "# Restarted from $work/m100/checkpoint-0 at step 100"
       expect "verified: 3 thermo line(s) equal the reference's"
     done
+    # Eight units onto one; a checkpoint at a step with no thermo line (40); a restart at
+    # the last step.
+    run 4 "$minimd" -s 10 -n 40 --odf 2 --checkpoint-every 40 --checkpoint-dir "$work/m40"
+    run 1 "$minimd" -s 10 -n 300 --restart "$work/m40" --reference "$reference"
+    expect "verified: 3 thermo line(s) equal the reference's"
+    grep -q "^40 " "$out" || fail "no thermo line at the restored step"
+    run 3 "$minimd" -s 10 -n 200 --restart "$work/m" --reference "$reference"
+    expect "verified: 1 thermo line(s) equal the reference's"
+    # A saved atom outside its unit's box (x = 1000, checksums made to agree) is refused,
+    # not dropped: unit 0's file holds "step" (to byte 56), then "x" (data from byte 95).
+    cp -r "$work/m100" "$work/mf"
+    "$program" forge-unit "$work/mf" 0 95 0000000000408f40 || fail "forge-unit"
+    fails "not a finite atom inside its box" 1 "$minimd" -s 10 -n 300 --restart "$work/mf"
+    fails "is not a finite atom inside the unit's box" 2 "$minimd" -s 10 -n 300 --restart "$work/mf"
+    fails "--drift applies at the start" 1 "$minimd" -s 10 -n 300 --restart "$work/m" --drift 1 0 0
     fails "--checkpoint-every must be a multiple of the neighbour frequency (20)" 1 "$minimd" -s 10 \
       -n 50 --checkpoint-every 30 --checkpoint-dir "$work/bad"
     fails "is of another problem" 2 "$minimd" -s 9 -n 300 --restart "$work/m"

@@ -224,6 +224,16 @@ void AtomUnit::take_atoms(std::int64_t step, const Vectors& x, const Vectors& v)
     throw std::runtime_error(text("minimd: unit ", index(), " was saved with ", x.extent(0),
                                   " positions and ", v.extent(0), " velocities"));
   const auto n = static_cast<std::int64_t>(x.extent(0));
+  // Saved atoms are input: each finite, and inside this unit's box.
+  auto hx = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, x);
+  auto hv = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, v);
+  for (std::int64_t a = 0; a < n; ++a)
+    for (int d = 0; d < 3; ++d)
+      if (!std::isfinite(hv(a, d)) || !(hx(a, d) >= box_.lo[d] && hx(a, d) < box_.hi[d]))
+        throw std::runtime_error(text("minimd: a restored atom of unit ", index(), " at (",
+                                      hx(a, 0), ", ", hx(a, 1), ", ", hx(a, 2), ") with velocity (",
+                                      hv(a, 0), ", ", hv(a, 1), ", ", hv(a, 2),
+                                      ") is not a finite atom inside the unit's box"));
   ensure_locals(n, 0);
   spares_for(n);
   comm_->space().fence("minimd::take_atoms");
@@ -261,6 +271,13 @@ void AtomUnit::restore(const kodo::SavedCollection& saved, std::int64_t step) {
       throw std::runtime_error(text("minimd: saved unit ", at, " holds ", a.x.extent(0),
                                     " positions and ", a.v.extent(0), " velocities"));
     for (std::size_t i = 0; i < a.x.extent(0); ++i) {
+      // Each saved atom inside its own unit's box (so in exactly one new box), finite.
+      for (int d = 0; d < 3; ++d)
+        if (!std::isfinite(a.v(i, d)) || !(a.x(i, d) >= old.lo[d] && a.x(i, d) < old.hi[d]))
+          throw std::runtime_error(text("minimd: saved unit ", at, " holds an atom at (", a.x(i, 0),
+                                        ", ", a.x(i, 1), ", ", a.x(i, 2), ") with velocity (",
+                                        a.v(i, 0), ", ", a.v(i, 1), ", ", a.v(i, 2),
+                                        "): not a finite atom inside its box"));
       bool inside = true;
       for (int d = 0; d < 3; ++d)
         inside = inside && a.x(i, d) >= box_.lo[d] && a.x(i, d) < box_.hi[d];

@@ -107,6 +107,7 @@ class AtomUnit : public kodo::WorkUnit<AtomUnit> {
   // saved atoms when the unit grid is the saved one, else the atoms inside its box from
   // every saved unit whose box overlaps it (another rank count or ODF).
   void restore(const kodo::SavedCollection& saved, std::int64_t step);
+  int own_atom_count() const { return nlocal_; }
 
   // Entry methods of the neighbours: data of `step`, coming from the neighbour on
   // `side` (0 lower, 1 upper) of dimension `dim`.

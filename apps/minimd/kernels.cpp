@@ -107,11 +107,15 @@ void wrap(const Device& space, Vectors x, int n, int d, double length) {
 
 void pack_atoms(const Device& space, Vectors x, Vectors v, Indices list, int count, int d,
                 double shift, Payload out) {
+  // An atom a hair below the lower face, shifted up by the box length, can round to the
+  // length itself: outside the box. It goes to the last double below it.
+  const double top = shift > 0 ? std::nextafter(shift, 0.0) : 0.0;
   Kokkos::parallel_for(
       "minimd::pack_atoms", over(space, count), KOKKOS_LAMBDA(int k) {
         const int i = list(k);
         for (int e = 0; e < 3; ++e) {
-          out(6 * k + e) = x(i, e) + (e == d ? shift : 0.0);
+          const double c = x(i, e) + (e == d ? shift : 0.0);
+          out(6 * k + e) = e == d && shift > 0 && c > top ? top : c;
           out(6 * k + 3 + e) = v(i, e);
         }
       });

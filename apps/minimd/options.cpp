@@ -193,6 +193,9 @@ Options parse_options(const std::vector<std::string>& args) {
     }
   }
   check(o.problem);
+  if (!o.restart_dir.empty() && (o.drift[0] != 0 || o.drift[1] != 0 || o.drift[2] != 0))
+    throw std::invalid_argument(
+        "--drift applies at the start; a restart goes on with the saved velocities");
   if ((o.checkpoint_every > 0) != !o.checkpoint_dir.empty())
     throw std::invalid_argument("--checkpoint-every and --checkpoint-dir go together");
   // A restart rebuilds the lists, as the run without one does at these steps only.
