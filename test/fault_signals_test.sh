@@ -16,14 +16,18 @@ fail() {
   cat "$out"
   exit 1
 }
-# The pid of rank $1 of the job started from this shell (its environment names its rank).
+# The pid of rank $2 among the processes descending from pid $1 (the job started from
+# this shell; other jobs on the machine, such as a concurrent test, are never touched).
 pid_of_rank() {
-  local pid
-  for pid in $(pgrep -f -- "$jacobi -x 40 -y 36 -z 32"); do
-    if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1"; then
+  local todo=("$1") pid child
+  while ((${#todo[@]} > 0)); do
+    pid=${todo[0]}
+    todo=("${todo[@]:1}")
+    if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2"; then
       echo "$pid"
       return 0
     fi
+    for child in $(pgrep -P "$pid"); do todo+=("$child"); done
   done
   return 1
 }
@@ -43,7 +47,7 @@ case $case in
     job=$!
     wait_for_start
     sleep 1
-    victim=$(pid_of_rank 1) || fail "rank 1 not found"
+    victim=$(pid_of_rank "$job" 1) || fail "rank 1 not found"
     kill -KILL "$victim"
     killed=$(date +%s.%N)
     wait "$job"
@@ -55,11 +59,11 @@ case $case in
     echo "fault_signals_test (kill): the job ended $took s after rank 1 was killed"
     ;;
   stop)
-    timeout 120 "${launch[@]}" "$np" 2 "$jacobi" -x 40 -y 36 -z 32 -i 1500 -w 0 --odf 2 --verify \
+    timeout 120 "${launch[@]}" "$np" 2 "$jacobi" -x 40 -y 36 -z 32 -i 10000 -w 0 --odf 2 --verify \
       >"$out" 2>&1 &
     job=$!
     wait_for_start
-    victim=$(pid_of_rank 1) || fail "rank 1 not found"
+    victim=$(pid_of_rank "$job" 1) || fail "rank 1 not found"
     kill -STOP "$victim"
     sleep 10
     kill -CONT "$victim"
