@@ -64,6 +64,7 @@ class Cell : public kodo::WorkUnit<Cell> {
     for (int i = 0; i < 3; ++i)
       for (int j = 0; j < 4; ++j) grid_(i, j) = static_cast<int>(unit_ + step + 10 * i + j);
     extra_ = Kokkos::View<float*>("extra", static_cast<std::size_t>(step + 1));
+    for (int i = 0; i < 4; ++i) tag_store_[i] = static_cast<int>(unit_ * 4 + i + step);
     Kokkos::deep_copy(extra_, static_cast<float>(step));
   }
 
@@ -86,6 +87,8 @@ class Cell : public kodo::WorkUnit<Cell> {
     for (int i = 0; i < 3; ++i)
       for (int j = 0; j < 4; ++j)
         if (grid_(i, j) != static_cast<int>(unit_ + step + 10 * i + j)) fail("host view");
+    for (int i = 0; i < 4; ++i)
+      if (tag_store_[i] != static_cast<int>(unit_ * 4 + i + step)) fail("unmanaged view");
     auto extra = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, extra_);
     if (extra.size() != static_cast<std::size_t>(step + 1)) fail("allocated view's size");
     for (std::size_t i = 0; i < extra.size(); ++i)
@@ -105,6 +108,7 @@ class Cell : public kodo::WorkUnit<Cell> {
     s("values", values_);
     s("grid", grid_);
     s("extra", extra_);  // unallocated in a unit being restored: allocated by the restore
+    s("tags", tags_);    // an unmanaged view of a member array, restored in place
   }
 
  private:
@@ -116,6 +120,9 @@ class Cell : public kodo::WorkUnit<Cell> {
   Kokkos::View<double*> values_;
   Kokkos::View<int**, Kokkos::HostSpace> grid_;
   Kokkos::View<float*> extra_;
+  std::array<int, 4> tag_store_{};
+  Kokkos::View<int[4], Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> tags_{
+      tag_store_.data()};
 };
 
 int write(kodo::Runtime& runtime, const std::string& dir, std::int64_t steps) {

@@ -148,7 +148,10 @@ class StateReader {
       constexpr auto rank = static_cast<std::uint32_t>(T::rank());
       const FieldShape shape = source_.next(name, FieldKind::view, sizeof(E), rank);
       if (field.data() == nullptr) {
-        allocate(field, name, shape, std::make_index_sequence<T::rank_dynamic()>{});
+        if constexpr (T::traits::memory_traits::is_unmanaged)
+          throw Error(cat("the state field '", name, "' is an unmanaged view with no memory"));
+        else
+          allocate(field, name, shape, std::make_index_sequence<T::rank_dynamic()>{});
       } else {
         for (std::uint32_t d = 0; d < rank; ++d)
           if (static_cast<std::int64_t>(field.extent(d)) != shape.extents[d])
