@@ -166,34 +166,40 @@ int read(kodo::Runtime& runtime, const std::string& dir, const std::string& appl
   return 0;
 }
 
-// Rewrites a manifest line, keeping the checkpoint self-consistent otherwise, so that
-// the reader's own checks (not the checksum) meet the forged text.
-int forge(const std::string& dir, int line, const std::string& text) {
-  std::ifstream latest_in(dir + "/latest");
+// The latest checkpoint's folder name (from DIR/latest).
+std::string latest_name(const std::string& dir) {
+  std::ifstream latest(dir + "/latest");
   std::string name;
-  latest_in >> name;
+  latest >> name;
+  return name;
+}
+
+// Rewrites the latest manifest, line by line through `change`, and its checksum in
+// DIR/latest, so that the reader's own checks (not the checksum) meet the change.
+template <class F>
+void rewrite_manifest(const std::string& dir, F change) {
+  const std::string name = latest_name(dir);
   const std::string path = dir + "/" + name + "/manifest";
   std::ifstream in(path);
   std::ostringstream out;
   std::string l;
-  for (int n = 1; std::getline(in, l); ++n) out << (n == line ? text : l) << '\n';
+  for (int n = 1; std::getline(in, l); ++n) out << change(n, l) << '\n';
   const std::string manifest = out.str();
   std::ofstream(path, std::ios::trunc) << manifest;
   std::ofstream(dir + "/latest", std::ios::trunc)
       << name << ' ' << std::hex
       << kodo::detail::checkpoint_checksum(manifest.data(), manifest.size()) << '\n';
+}
+
+int forge(const std::string& dir, int line, const std::string& text) {
+  rewrite_manifest(dir, [&](int n, const std::string& l) { return n == line ? text : l; });
   return 0;
 }
 
-// A unit file changed and the checkpoint's checksums made to agree with it, so that the
-// reader's field checks (not the checksums) meet the change.
+// A unit file changed, and the checkpoint's checksums made to agree with it.
 int forge_unit(const std::string& dir, int unit, const std::string& offset,
                const std::string& hex) {
-  std::ifstream latest_in(dir + "/latest");
-  std::string name;
-  latest_in >> name;
-  const std::string path = dir + "/" + name;
-  const std::string file = path + "/c0-u" + std::to_string(unit) + ".state";
+  const std::string file = dir + "/" + latest_name(dir) + "/c0-u" + std::to_string(unit) + ".state";
   std::string data;
   {
     std::ifstream in(file, std::ios::binary);
@@ -208,21 +214,14 @@ int forge_unit(const std::string& dir, int unit, const std::string& offset,
     data.replace(std::stoul(offset), bytes.size(), bytes);
   std::ofstream(file, std::ios::binary | std::ios::trunc) << data;
   // The unit's manifest line: "unit 0 L BYTES CHECKSUM".
-  std::ifstream in(path + "/manifest");
-  std::ostringstream out;
   const std::string prefix = "unit 0 " + std::to_string(unit) + " ";
-  for (std::string l; std::getline(in, l);) {
-    if (l.rfind(prefix, 0) == 0)
-      out << prefix << data.size() << ' ' << std::hex
-          << kodo::detail::checkpoint_checksum(data.data(), data.size()) << std::dec << '\n';
-    else
-      out << l << '\n';
-  }
-  const std::string manifest = out.str();
-  std::ofstream(path + "/manifest", std::ios::trunc) << manifest;
-  std::ofstream(dir + "/latest", std::ios::trunc)
-      << name << ' ' << std::hex
-      << kodo::detail::checkpoint_checksum(manifest.data(), manifest.size()) << '\n';
+  rewrite_manifest(dir, [&](int, const std::string& l) {
+    if (l.rfind(prefix, 0) != 0) return l;
+    std::ostringstream line;
+    line << prefix << data.size() << ' ' << std::hex
+         << kodo::detail::checkpoint_checksum(data.data(), data.size());
+    return line.str();
+  });
   return 0;
 }
 

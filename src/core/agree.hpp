@@ -20,4 +20,8 @@ void check_mpi(int result, const char* call,
 // (see its message)".
 void agree_on_failure(MPI_Comm comm, const std::string& problem, const std::string& what_failed);
 
+// The same, where every rank should say what went wrong: the lowest rank with a problem
+// has it sent to all, and each throws it as an Error ("rank R: <problem>" on the others).
+void agree_and_report(MPI_Comm comm, const std::string& problem);
+
 }  // namespace kodo

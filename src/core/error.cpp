@@ -5,9 +5,11 @@
 #include <mpi.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 #include <unistd.h>
 
 namespace kodo {
@@ -69,6 +71,22 @@ void agree_on_failure(MPI_Comm comm, const std::string& problem, const std::stri
   check_mpi(MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
   if (failed) throw Error(problem);
   if (any) throw Error("another rank " + what_failed + " (see its message)");
+}
+
+void agree_and_report(MPI_Comm comm, const std::string& problem) {
+  int rank = 0;
+  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  int mine = problem.empty() ? INT_MAX : rank, first = INT_MAX;
+  check_mpi(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+  if (first == INT_MAX) return;
+  int length = static_cast<int>(problem.size());
+  check_mpi(MPI_Bcast(&length, 1, MPI_INT, first, comm), "MPI_Bcast");
+  std::string text = rank == first ? problem : std::string(static_cast<std::size_t>(length), ' ');
+  check_mpi(MPI_Bcast(text.data(), length, MPI_CHAR, first, comm), "MPI_Bcast");
+  if (rank == first) throw Error(text);
+  std::string_view bare = text;
+  if (bare.starts_with("kodo: ")) bare.remove_prefix(6);
+  throw Error(detail::cat("rank ", first, ": ", bare));
 }
 
 namespace detail {

@@ -1,6 +1,7 @@
 #include "checkpoint.hpp"
 
 #include "../core/agree.hpp"
+#include "../core/numeric.hpp"
 
 #include <algorithm>
 #include <array>
@@ -11,6 +12,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -173,6 +175,15 @@ void rename_durably(const std::string& from, const std::string& to, const std::s
   sync_directory(dir);
 }
 
+// The number that is the whole of `text` (nothing before or after it), if it is one.
+template <class T>
+std::optional<T> parse_whole(std::string_view text, int base = 10) {
+  T v{};
+  const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v, base);
+  if (ec != std::errc() || p != text.data() + text.size() || text.empty()) return std::nullopt;
+  return v;
+}
+
 // N of a directory entry named checkpoint-N or checkpoint-N.partial, else -1.
 std::int64_t checkpoint_number(const std::string& name, bool* partial) {
   constexpr std::string_view prefix = "checkpoint-", suffix = ".partial";
@@ -180,12 +191,8 @@ std::int64_t checkpoint_number(const std::string& name, bool* partial) {
   std::string_view digits = std::string_view(name).substr(prefix.size());
   *partial = digits.ends_with(suffix);
   if (*partial) digits.remove_suffix(suffix.size());
-  std::int64_t n = -1;
-  const auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
-  if (ec != std::errc() || p != digits.data() + digits.size() || digits.empty() || n < 0 ||
-      n > (std::int64_t{1} << 62))
-    return -1;
-  return n;
+  const auto n = parse_whole<std::int64_t>(digits);
+  return n && *n >= 0 && *n <= (std::int64_t{1} << 62) ? *n : -1;
 }
 
 // `s` without white space at either end (the manifest keeps a value's inner text only).
@@ -200,36 +207,25 @@ std::string unit_file(const std::string& checkpoint, std::uint32_t collection,
   return cat(checkpoint, "/c", collection, "-u", linear, ".state");
 }
 
-// Every rank learns the first failing rank's problem and throws it (a rank with none
-// names where it came from), so each can say which file and what went wrong.
-void agree_and_share(MPI_Comm comm, const std::string& problem) {
-  int rank = 0;
-  MPI_Comm_rank(comm, &rank);
-  int mine = problem.empty() ? INT32_MAX : rank, first = INT32_MAX;
-  check_mpi(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
-  if (first == INT32_MAX) return;
-  int length = static_cast<int>(problem.size());
-  check_mpi(MPI_Bcast(&length, 1, MPI_INT, first, comm), "MPI_Bcast");
-  std::string text = rank == first ? problem : std::string(static_cast<std::size_t>(length), ' ');
-  check_mpi(MPI_Bcast(text.data(), length, MPI_CHAR, first, comm), "MPI_Bcast");
-  if (rank == first) throw Error(text);
-  std::string_view bare = text;
-  if (bare.starts_with("kodo: ")) bare.remove_prefix(6);
-  throw Error(cat("rank ", first, ": ", bare));
-}
-
 }  // namespace
 
 // Two pinned host buffers: a device field is copied through one while the other is
 // read or written.
+// The runtime's pinned staging, reused across checkpoints (freeing pinned memory would
+// wait for the whole device).
+struct PinnedAccess {
+  static Kokkos::View<std::byte*, Kokkos::SharedHostPinnedSpace> staging(Runtime& runtime,
+                                                                         std::size_t bytes) {
+    return runtime.pinned_staging(bytes);
+  }
+};
+
 class PinnedChunks {
  public:
   static constexpr std::uint64_t kChunk = std::uint64_t{16} << 20;
   Kokkos::View<std::byte*, Kokkos::SharedHostPinnedSpace> buffer[2];
-  PinnedChunks() {
-    for (auto& b : buffer)
-      b = Kokkos::View<std::byte*, Kokkos::SharedHostPinnedSpace>(
-          Kokkos::view_alloc(Kokkos::WithoutInitializing, "kodo::checkpoint staging"), kChunk);
+  explicit PinnedChunks(Runtime& runtime) {
+    for (auto& b : buffer) b = PinnedAccess::staging(runtime, kChunk);  // two, both held
   }
 };
 
@@ -240,9 +236,12 @@ namespace {
 // never held whole on the host; device fields go through pinned chunks.
 class FileSource final : public StateSource {
  public:
-  FileSource(const std::string& path, std::uint64_t size, const ExecutionSpace& space,
-             PinnedChunksSlot& staging)
-      : path_(path), size_(size), fd_(open_checked(path, size)), space_(space), staging_(staging) {}
+  FileSource(const std::string& path, std::uint64_t size, Runtime& runtime)
+      : path_(path),
+        size_(size),
+        fd_(open_checked(path, size)),
+        runtime_(runtime),
+        space_(runtime.streams().communication(0).space()) {}
   ~FileSource() { ::close(fd_); }
   FileSource(const FileSource&) = delete;
   FileSource& operator=(const FileSource&) = delete;
@@ -284,20 +283,16 @@ class FileSource final : public StateSource {
     s.rank = take<std::uint32_t>("a field");
     if (s.rank > 8)
       throw Error(cat("checkpoint file ", path_, ": field '", saved, "' has rank ", s.rank));
-    std::uint64_t count = 1;
-    bool overflow = s.element_size == 0 || s.element_size > (1u << 20);
+    std::optional<std::uint64_t> bytes = s.element_size == 0 || s.element_size > (1u << 20)
+                                             ? std::nullopt
+                                             : std::optional(std::uint64_t{s.element_size});
     for (std::uint32_t d = 0; d < s.rank; ++d) {
       s.extents[d] = take<std::int64_t>("a field's extents");
-      if (s.extents[d] < 0 || s.extents[d] > kExtentLimit)
-        overflow = true;
-      else if (s.extents[d] > 0 && count > UINT64_MAX / static_cast<std::uint64_t>(s.extents[d]))
-        overflow = true;
-      else
-        count *= static_cast<std::uint64_t>(s.extents[d]);
+      if (s.extents[d] < 0 || s.extents[d] > kExtentLimit) bytes = std::nullopt;
+      if (bytes) bytes = checked_mul(*bytes, static_cast<std::uint64_t>(s.extents[d]));
     }
     s.bytes = take<std::uint64_t>("a field");
-    if (overflow || (s.element_size > 0 && count > UINT64_MAX / s.element_size) ||
-        s.bytes != count * s.element_size || s.bytes > size_ - at_)
+    if (!bytes || s.bytes != *bytes || s.bytes > size_ - at_)
       throw Error(cat("checkpoint file ", path_, ": field '", saved,
                       "' has a malformed size or extends past the end of the file"));
     if (saved != name || s.kind != kind || s.element_size != element_size || s.rank != rank)
@@ -316,8 +311,8 @@ class FileSource final : public StateSource {
       return;
     }
     // Chunk k is read into one pinned buffer while chunk k - 1 is copied from the other.
-    if (!staging_.chunks) staging_.chunks = std::make_unique<PinnedChunks>();
-    auto& buffer = staging_.chunks->buffer;
+    if (!staging_) staging_.emplace(runtime_);
+    auto& buffer = staging_->buffer;
     using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
     auto* to = static_cast<std::byte*>(data);
     for (std::uint64_t at = 0, k = 0; at < n; at += PinnedChunks::kChunk, ++k) {
@@ -380,8 +375,9 @@ class FileSource final : public StateSource {
   std::uint64_t held_at_ = 0, held_end_ = 0;
   Checksum checksum_;
   int field_ = 0;
+  Runtime& runtime_;
   const ExecutionSpace& space_;
-  PinnedChunksSlot& staging_;
+  std::optional<PinnedChunks> staging_;
 };
 
 }  // namespace
@@ -391,9 +387,6 @@ std::uint64_t checkpoint_checksum(const void* data, std::uint64_t bytes) {
   c.update(data, bytes);
   return c.value();
 }
-
-PinnedChunksSlot::PinnedChunksSlot() = default;
-PinnedChunksSlot::~PinnedChunksSlot() = default;
 
 struct CheckpointWrite::Unit {
   std::uint32_t collection;
@@ -437,7 +430,7 @@ CheckpointWrite::CheckpointWrite(Runtime& runtime, const std::string& dir,
       problem = what_of_current();
     }
   }
-  agree_and_share(runtime.comm(), problem);
+  agree_and_report(runtime.comm(), problem);
   check_mpi(MPI_Bcast(&number, 1, MPI_LONG_LONG, 0, runtime.comm()), "MPI_Bcast");
   final_ = cat(dir, "/checkpoint-", number);
   partial_ = final_ + ".partial";
@@ -483,7 +476,7 @@ void CheckpointWrite::write_unit(std::uint32_t collection, std::int64_t linear,
         return;
       }
       // Chunk k + 1 is copied on the stream while chunk k is written.
-      if (!write.staging_) write.staging_ = std::make_unique<PinnedChunks>();
+      if (!write.staging_) write.staging_ = std::make_unique<PinnedChunks>(write.runtime_);
       auto& buffer = write.staging_->buffer;
       using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
       const auto* from = static_cast<const std::byte*>(data);
@@ -506,12 +499,11 @@ void CheckpointWrite::write_unit(std::uint32_t collection, std::int64_t linear,
   visit(writer);
   file.close();
   written_.push_back({collection, linear, file.bytes(), file.checksum()});
-  bytes_ += file.bytes();
 }
 
 CheckpointReport CheckpointWrite::finish(const std::string& problem) {
   MPI_Comm comm = runtime_.comm();
-  agree_and_share(comm, problem);
+  agree_and_report(comm, problem);
   // Every unit's file size and checksum, to rank 0.
   const int ranks = runtime_.size(), rank = runtime_.rank();
   int count = static_cast<int>(written_.size() * sizeof(Unit));
@@ -562,43 +554,46 @@ CheckpointReport CheckpointWrite::finish(const std::string& problem) {
         latest.close();
       }
       rename_durably(dir_ + "/latest.partial", dir_ + "/latest", dir_);
-      // The previous checkpoints (this code's own) are no longer needed; one that cannot
-      // be removed is left, with a warning: the new one is complete.
-      std::error_code ec;
-      for (const auto& entry : fs::directory_iterator(dir_, ec)) {
-        bool partial = false;
-        const std::string other = entry.path().filename().string();
-        if (other == name || checkpoint_number(other, &partial) < 0 || partial ||
-            !fs::exists(entry.path().string() + kMarker))
-          continue;
-        fs::remove_all(entry.path(), ec);
-        if (ec)
-          std::fprintf(stderr, "kodo: warning: the previous checkpoint %s was not removed: %s\n",
-                       entry.path().c_str(), ec.message().c_str());
-      }
     } catch (...) {
       failed = what_of_current();
     }
   }
-  agree_and_share(comm, failed);
+  agree_and_report(comm, failed);
   CheckpointReport report;
   report.path = final_;
   const double seconds = MPI_Wtime() - started_;
   check_mpi(MPI_Allreduce(&seconds, &report.seconds, 1, MPI_DOUBLE, MPI_MAX, comm),
             "MPI_Allreduce");
-  unsigned long long bytes = bytes_, total = 0;
+  unsigned long long bytes = 0, total = 0;
+  for (const auto& u : written_) bytes += u.bytes;
   check_mpi(MPI_Allreduce(&bytes, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, comm),
             "MPI_Allreduce");
   report.bytes = total;
+  // The previous checkpoints (this code's own) are no longer needed; one that cannot be
+  // removed is left, with a warning: the new one is complete. No rank waits for this.
+  if (rank == 0) {
+    std::error_code ec;
+    const std::string name = fs::path(final_).filename().string();
+    for (const auto& entry : fs::directory_iterator(dir_, ec)) {
+      bool partial = false;
+      const std::string other = entry.path().filename().string();
+      if (other == name || checkpoint_number(other, &partial) < 0 || partial ||
+          !fs::exists(entry.path().string() + kMarker))
+        continue;
+      fs::remove_all(entry.path(), ec);
+      if (ec)
+        std::fprintf(stderr, "kodo: warning: the previous checkpoint %s was not removed: %s\n",
+                     entry.path().c_str(), ec.message().c_str());
+    }
+  }
   return report;
 }
 
 void read_unit(Runtime& runtime, const std::string& path, const SavedCollectionRecord& collection,
-               std::int64_t linear, PinnedChunksSlot& staging,
-               const std::function<void(StateReader&)>& visit) {
+               std::int64_t linear, const std::function<void(StateReader&)>& visit) {
   const SavedUnit& unit = collection.units.at(static_cast<std::size_t>(linear));
   const std::string name = unit_file(path, collection.id, linear);
-  FileSource source(name, unit.bytes, runtime.streams().communication(0).space(), staging);
+  FileSource source(name, unit.bytes, runtime);
   try {
     char magic[sizeof kUnitMagic];
     source.bytes(magic, sizeof magic, "its header");
@@ -647,12 +642,10 @@ LatestManifest read_latest(const std::string& dir) {
                                       latest_bytes.size()));
   LatestManifest m;
   std::string sum, extra;
-  std::uint64_t manifest_sum = 0;
   bool partial = false;
-  if (!(line >> m.name >> sum) || (line >> extra) ||
-      detail::checkpoint_number(m.name, &partial) < 0 || partial ||
-      std::from_chars(sum.data(), sum.data() + sum.size(), manifest_sum, 16).ptr !=
-          sum.data() + sum.size())
+  const bool named = line >> m.name >> sum && !(line >> extra);
+  const auto manifest_sum = detail::parse_whole<std::uint64_t>(sum, 16);
+  if (!named || !manifest_sum || detail::checkpoint_number(m.name, &partial) < 0 || partial)
     throw Error(cat(latest, " is not a checkpoint's name"));
   const std::string manifest = cat(dir, "/", m.name, "/manifest");
   const auto manifest_size = fs::file_size(manifest, ec);
@@ -660,7 +653,7 @@ LatestManifest read_latest(const std::string& dir) {
   if (manifest_size > detail::kManifestLimit)
     throw Error(cat("checkpoint file ", manifest, " is too large for a manifest"));
   const auto bytes = detail::read_file(manifest, manifest_size);
-  if (detail::checkpoint_checksum(bytes.data(), bytes.size()) != manifest_sum)
+  if (detail::checkpoint_checksum(bytes.data(), bytes.size()) != *manifest_sum)
     throw Error(cat("checkpoint file ", manifest, " does not match its checksum in ", latest,
                     ": the file is corrupted"));
   m.text.assign(reinterpret_cast<const char*>(bytes.data()), bytes.size());
@@ -694,7 +687,7 @@ Checkpoint Checkpoint::open(Runtime& runtime, const std::string& dir,
       problem = detail::what_of_current();
     }
   }
-  detail::agree_and_share(runtime.comm(), problem);
+  agree_and_report(runtime.comm(), problem);
   broadcast_string(m.name, runtime.comm());
   broadcast_string(m.text, runtime.comm());
   c.path_ = cat(dir, "/", m.name);
@@ -721,11 +714,10 @@ Checkpoint Checkpoint::open(Runtime& runtime, const std::string& dir,
     auto integer = [&](std::int64_t min, std::int64_t max) {
       std::string w;
       words >> w;
-      std::int64_t v = 0;
-      const auto [p, e] = std::from_chars(w.data(), w.data() + w.size(), v);
-      if (e != std::errc() || p != w.data() + w.size() || w.empty() || v < min || v > max)
+      const auto v = detail::parse_whole<std::int64_t>(w);
+      if (!v || *v < min || *v > max)
         throw bad(number, cat("'", w, "' is not a number from ", min, " to ", max));
-      return v;
+      return *v;
     };
     auto no_more = [&] {
       std::string extra;
@@ -766,8 +758,10 @@ Checkpoint Checkpoint::open(Runtime& runtime, const std::string& dir,
       r.shape.x = integer(1, INT64_MAX);
       r.shape.y = integer(1, INT64_MAX);
       r.shape.z = integer(1, INT64_MAX);
-      if (r.shape.x > (std::int64_t{1} << 62) / r.shape.y ||
-          r.shape.x * r.shape.y > (std::int64_t{1} << 62) / r.shape.z)
+      const auto xy = detail::checked_mul(static_cast<std::uint64_t>(r.shape.x),
+                                          static_cast<std::uint64_t>(r.shape.y));
+      const auto xyz = xy ? detail::checked_mul(*xy, static_cast<std::uint64_t>(r.shape.z)) : xy;
+      if (!xyz || *xyz > std::uint64_t{1} << 62)
         throw bad(number, "a collection of more than 2^62 units");
       std::string odf, type;
       words >> odf;
@@ -790,9 +784,9 @@ Checkpoint Checkpoint::open(Runtime& runtime, const std::string& dir,
       u.bytes = static_cast<std::uint64_t>(integer(0, INT64_MAX));
       std::string sum;
       words >> sum;
-      const auto [p, e] = std::from_chars(sum.data(), sum.data() + sum.size(), u.checksum, 16);
-      if (e != std::errc() || p != sum.data() + sum.size() || sum.empty())
-        throw bad(number, cat("'", sum, "' is not a checksum"));
+      const auto checksum = detail::parse_whole<std::uint64_t>(sum, 16);
+      if (!checksum) throw bad(number, cat("'", sum, "' is not a checksum"));
+      u.checksum = *checksum;
       no_more();
       // Units come in order, so the list grows by one each time.
       if (static_cast<std::int64_t>(found->units.size()) != linear)
@@ -823,11 +817,9 @@ const std::string& Checkpoint::value(std::string_view key) const {
 
 std::int64_t Checkpoint::integer(std::string_view key) const {
   const std::string& v = value(key);
-  std::int64_t n = 0;
-  const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-  if (ec != std::errc() || p != v.data() + v.size() || v.empty())
-    throw Error(cat("checkpoint ", path_, ": key '", key, "' is '", v, "', not an integer"));
-  return n;
+  const auto n = detail::parse_whole<std::int64_t>(v);
+  if (!n) throw Error(cat("checkpoint ", path_, ": key '", key, "' is '", v, "', not an integer"));
+  return *n;
 }
 
 const detail::SavedCollectionRecord& Checkpoint::find(std::uint32_t id,
@@ -840,10 +832,6 @@ const detail::SavedCollectionRecord& Checkpoint::find(std::uint32_t id,
     return r;
   }
   throw Error(cat("checkpoint ", path_, " holds no collection ", id));
-}
-
-void Checkpoint::agree(const std::string& problem) const {
-  detail::agree_and_share(runtime_->comm(), problem);
 }
 
 }  // namespace kodo

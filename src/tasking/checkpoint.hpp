@@ -30,6 +30,7 @@
 // Every failure (a missing, truncated, corrupted or incompatible checkpoint, a full disk)
 // throws kodo::Error on every rank, naming the file and the problem.
 
+#include "../core/agree.hpp"
 #include "../core/error.hpp"
 #include "../core/index.hpp"
 #include "collection.hpp"
@@ -58,7 +59,7 @@ struct CheckpointInfo {
 struct CheckpointReport {
   std::string path;         // D/checkpoint-N
   std::uint64_t bytes = 0;  // of unit state, over all ranks
-  double seconds = 0;       // from the call to the rename, on the slowest rank
+  double seconds = 0;       // from the call until latest names it, on the slowest rank
 };
 
 class Checkpoint;
@@ -75,13 +76,8 @@ struct SavedCollectionRecord {
   std::vector<SavedUnit> units;  // by linear index
 };
 
-// Pinned host memory for a checkpoint's device copies, made when first needed.
+// Pinned host memory for a checkpoint's device copies (the runtime's reused staging).
 class PinnedChunks;
-struct PinnedChunksSlot {
-  PinnedChunksSlot();
-  ~PinnedChunksSlot();
-  std::unique_ptr<PinnedChunks> chunks;
-};
 
 // One checkpoint being written: the parts that are not templates.
 class CheckpointWrite {
@@ -104,7 +100,6 @@ class CheckpointWrite {
   CheckpointInfo info_;
   std::vector<SavedCollectionRecord> collections_;
   std::vector<Unit> written_;
-  std::uint64_t bytes_ = 0;
   double started_ = 0;
   std::unique_ptr<PinnedChunks> staging_;
 };
@@ -114,8 +109,7 @@ std::uint64_t checkpoint_checksum(const void* data, std::uint64_t bytes);
 
 // Reads one unit file of a checkpoint, checked, and restores `visit`'s fields from it.
 void read_unit(Runtime& runtime, const std::string& path, const SavedCollectionRecord& collection,
-               std::int64_t linear, PinnedChunksSlot& staging,
-               const std::function<void(StateReader&)>& visit);
+               std::int64_t linear, const std::function<void(StateReader&)>& visit);
 
 }  // namespace detail
 
@@ -155,19 +149,17 @@ class SavedCollection {
     if (!record_->shape.contains(index))
       throw Error(detail::cat("unit ", index, " is outside the saved collection of shape ",
                               record_->shape));
-    detail::read_unit(*runtime_, path_, *record_, record_->shape.linear(index), *staging_,
+    detail::read_unit(*runtime_, path_, *record_, record_->shape.linear(index),
                       [&](detail::StateReader& s) { into.state(s); });
   }
 
  private:
   friend class Checkpoint;
-  SavedCollection(Runtime* runtime, std::string path, const detail::SavedCollectionRecord* record,
-                  detail::PinnedChunksSlot* staging)
-      : runtime_(runtime), path_(std::move(path)), record_(record), staging_(staging) {}
+  SavedCollection(Runtime* runtime, std::string path, const detail::SavedCollectionRecord* record)
+      : runtime_(runtime), path_(std::move(path)), record_(record) {}
   Runtime* runtime_;
   std::string path_;
   const detail::SavedCollectionRecord* record_;
-  detail::PinnedChunksSlot* staging_;
 };
 
 // A complete checkpoint, opened for a restart.
@@ -189,7 +181,7 @@ class Checkpoint {
   // kodo::Error when the checkpoint has none or it holds another unit type.
   template <class U>
   SavedCollection collection(const Collection<U>& c) const {
-    return SavedCollection(runtime_, path_, &find(c.id(), typeid(U).name()), staging_.get());
+    return SavedCollection(runtime_, path_, &find(c.id(), typeid(U).name()));
   }
 
   // Collective: restores every local unit of `c` from its saved state; the unit grid
@@ -214,12 +206,11 @@ class Checkpoint {
     } catch (...) {
       problem = detail::what_of_current();
     }
-    agree(problem);
+    agree_and_report(runtime_->comm(), problem);
   }
 
  private:
   const detail::SavedCollectionRecord& find(std::uint32_t id, const char* unit_type) const;
-  void agree(const std::string& problem) const;
 
   Runtime* runtime_ = nullptr;
   std::string path_;
@@ -227,7 +218,6 @@ class Checkpoint {
   std::string kodo_version_;
   std::vector<std::pair<std::string, std::string>> keys_;
   std::vector<detail::SavedCollectionRecord> collections_;
-  std::shared_ptr<detail::PinnedChunksSlot> staging_ = std::make_shared<detail::PinnedChunksSlot>();
 };
 
 }  // namespace kodo

@@ -23,7 +23,8 @@ class Scheduler;
 class CollectionBase;
 class ChannelHost;
 struct Message;
-struct TestAccess;  // defined by kodo's own tests only
+struct TestAccess;    // defined by kodo's own tests only
+struct PinnedAccess;  // checkpoints' staging (checkpoint.cpp)
 }  // namespace detail
 
 template <class U>
@@ -89,6 +90,7 @@ class Runtime {
   template <class D>
   friend class WorkUnit;
   friend struct detail::TestAccess;
+  friend struct detail::PinnedAccess;
   // What collections and units use of the scheduler (scheduler.hpp says more).
   detail::Scheduler& scheduler() { return *scheduler_; }
   std::uint32_t collection_count() const;

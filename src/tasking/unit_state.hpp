@@ -1,7 +1,8 @@
 #pragma once
 // A work unit's state, declared once and walked both ways: written to a checkpoint and
-// restored from one (checkpoint.hpp), and later moved to another rank. A unit declares
-// it with one member function template that names each field, in order:
+// restored from one (checkpoint.hpp); moving a unit to another rank, not built yet,
+// would walk it too. A unit declares it with one member function template that names
+// each field, in order:
 //
 //   template <class State>
 //   void state(State& s) {
@@ -12,10 +13,11 @@
 //
 // The same function reads the fields when the state is written and assigns them when it
 // is restored, so the two directions cannot drift apart. Fields are matched by order,
-// name, kind and element size; a mismatch is an error naming the field. A view being
-// restored keeps its allocation (kernels and graphs may hold it) and must have the
-// saved extents, unless it is unallocated (default-constructed): then it is allocated
-// with them. A std::vector or std::string takes the saved length.
+// name, kind, element size and rank; a mismatch is an error naming the field. A view
+// being restored keeps its allocation (kernels and graphs may hold it) and must have the
+// saved extents, unless it is a managed view with no memory (default-constructed): then
+// it is allocated with them (an unmanaged one must have its memory). A std::vector or
+// std::string takes the saved length.
 //
 // A unit that keeps its state in another form than it saves it (compacted, say) asks
 // kodo::restoring<State>, a constant, which way the walk goes.
