@@ -12,34 +12,40 @@ case=$1 program=$2 jacobi=$3 minimd=$4 reference=$5 work=$6 np=$7
 shift 7
 launch=("$@")
 rm -rf "$work" && mkdir -p "$work"
-out="$work/out.txt"
+# A run's standard output and error, apart: the launcher forwards the two streams
+# separately, and a line of one can land inside a line of the other.
+out="$work/out.txt" err="$work/err.txt"
 
 fail() {
   echo "checkpoint_test ($case): $*"
   echo "--- last output:"
   cat "$out"
+  echo "--- its standard error:"
+  cat "$err"
   exit 1
 }
+# has TEXT: whether the last run's output or error holds TEXT.
+has() { grep -qF -- "$1" "$out" || grep -qF -- "$1" "$err"; }
 # run RANKS PROGRAM ARGS...: must exit 0.
 run() {
   local ranks=$1
   shift
   echo "+ $ranks rank(s): $*" >"$out"
-  timeout 120 "${launch[@]}" "$np" "$ranks" "$@" >>"$out" 2>&1 || fail "exit status $? from: $*"
+  timeout 120 "${launch[@]}" "$np" "$ranks" "$@" >>"$out" 2>"$err" || fail "exit status $? from: $*"
 }
 # fails TEXT RANKS PROGRAM ARGS...: must exit non-zero, saying TEXT.
 fails() {
   local text=$1 ranks=$2
   shift 2
   echo "+ $ranks rank(s): $*" >"$out"
-  timeout 120 "${launch[@]}" "$np" "$ranks" "$@" >>"$out" 2>&1
+  timeout 120 "${launch[@]}" "$np" "$ranks" "$@" >>"$out" 2>"$err"
   local status=$?
   # A hang (timeout's 124) is not the failure expected.
   [[ $status != 0 && $status != 124 ]] || fail "exit status $status from: $*"
   [[ $status != 137 || $text == "signal 9" ]] || fail "killed (status 137): $*" 
-  grep -qF -- "$text" "$out" || fail "no '$text' in the output of: $*"
+  has "$text" || fail "no '$text' in the output of: $*"
 }
-expect() { grep -qF -- "$1" "$out" || fail "no '$1' in the output"; }
+expect() { has "$1" || fail "no '$1' in the output"; }
 checksum() { grep '^checksum:' "$out" || fail "no checksum"; }
 
 grid=(-x 24 -y 20 -z 18)

@@ -8,12 +8,15 @@ set -uo pipefail
 case=$1 jacobi=$2 np=$3
 shift 3
 launch=("$@")
-out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+# Standard output and error apart: a line of one can land inside a line of the other.
+out=$(mktemp) err=$(mktemp)
+trap 'rm -f "$out" "$err"' EXIT
 fail() {
   echo "fault_signals_test ($case): $*"
   echo "--- output:"
   cat "$out"
+  echo "--- standard error:"
+  cat "$err"
   exit 1
 }
 # The pid of rank $2 among the processes descending from pid $1 (the job started from
@@ -43,7 +46,7 @@ wait_for_start() {
 
 case $case in
   kill)
-    timeout 120 "${launch[@]}" "$np" 3 "$jacobi" -x 40 -y 36 -z 32 -i 100000000 -w 0 >"$out" 2>&1 &
+    timeout 120 "${launch[@]}" "$np" 3 "$jacobi" -x 40 -y 36 -z 32 -i 100000000 -w 0 >"$out" 2>"$err" &
     job=$!
     wait_for_start
     sleep 1
@@ -55,12 +58,12 @@ case $case in
     took=$(awk -v a="$killed" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
     [[ $status != 0 && $status != 124 ]] || fail "exit status $status"
     awk -v t="$took" 'BEGIN { exit !(t < 5) }' || fail "the job took $took s to end after the kill"
-    grep -qE "rank 1|process rank 1" "$out" || fail "the lost rank is not named"
+    grep -qE "rank 1|process rank 1" "$out" "$err" || fail "the lost rank is not named"
     echo "fault_signals_test (kill): the job ended $took s after rank 1 was killed"
     ;;
   stop)
     timeout 120 "${launch[@]}" "$np" 2 "$jacobi" -x 40 -y 36 -z 32 -i 10000 -w 0 --odf 2 --verify \
-      >"$out" 2>&1 &
+      >"$out" 2>"$err" &
     job=$!
     wait_for_start
     victim=$(pid_of_rank "$job" 1) || fail "rank 1 not found"
