@@ -158,7 +158,8 @@ int read(kodo::Runtime& runtime, const std::string& dir, const std::string& appl
   int failed = problem.empty() ? 0 : 1, any = 0;
   MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, runtime.comm());
   if (failed)
-    std::fprintf(stderr, "checkpoint_program: rank %d: %s\n", runtime.rank(), problem.c_str());
+    kodo::print_error(kodo::detail::cat("checkpoint_program: rank ", runtime.rank(), ": ",
+                                        problem));
   if (any) return 1;
   MPI_Reduce(&checked, &all, 1, MPI_INT, MPI_SUM, 0, runtime.comm());
   if (runtime.rank() == 0)
@@ -248,7 +249,7 @@ int main(int argc, char** argv) {
     if (args[0] == "read" || args[0] == "read-renamed")
       return read(runtime, args[1], args.size() > 2 ? args[2] : "checkpoint_program");
   } catch (const kodo::Error& e) {
-    if (runtime.rank() == 0) std::fprintf(stderr, "checkpoint_program: %s\n", e.what());
+    if (runtime.rank() == 0) kodo::print_error(std::string("checkpoint_program: ") + e.what());
     return 1;
   }
   std::fprintf(stderr, "checkpoint_program: unknown mode %s\n", args[0].c_str());

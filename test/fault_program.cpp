@@ -172,7 +172,7 @@ int run_different_programs(int argc, char** argv) {
     kodo::Runtime runtime(argc, argv);
     std::puts("unexpected: the runtime started");
   } catch (const kodo::Error& e) {
-    std::fprintf(stderr, "rank %d: %s\n", rank, e.what());
+    kodo::print_error(kodo::detail::cat("rank ", rank, ": ", e.what()));
     MPI_Finalize();
     return 1;
   }
@@ -227,7 +227,7 @@ int main(int argc, char** argv) {
   try {
     runtime.run();
   } catch (const kodo::Error& e) {
-    std::fprintf(stderr, "rank %d: %s\n", runtime.rank(), e.what());
+    kodo::print_error(kodo::detail::cat("rank ", runtime.rank(), ": ", e.what()));
     return 1;
   }
   std::puts("unexpected: the job finished");

@@ -209,7 +209,7 @@ int main(int argc, char** argv) {
   try {
     started = std::make_unique<kodo::Runtime>(argc, argv);
   } catch (const kodo::Error& e) {
-    std::fprintf(stderr, "jacobi3d: %s\n", e.what());
+    kodo::print_error(std::string("jacobi3d: ") + e.what());
     return 1;
   }
   kodo::Runtime& runtime = *started;
@@ -237,13 +237,14 @@ int main(int argc, char** argv) {
           "--overlap has its own kernels: it takes no --fusion or --graphs");
     units = kodo::split_grid({opt.x, opt.y, opt.z}, opt.odf * runtime.size());
   } catch (const std::exception& e) {
-    if (root) std::fprintf(stderr, "jacobi3d: error: %s\n%s", e.what(), jacobi::usage().c_str());
+    if (root)
+      kodo::print_error(std::string("jacobi3d: error: ") + e.what() + "\n" + jacobi::usage());
     return 2;
   }
   try {
     return run(runtime, opt, units);
   } catch (const CheckpointFailure& e) {
-    if (root) std::fprintf(stderr, "jacobi3d: %s\n", e.what());
+    if (root) kodo::print_error(std::string("jacobi3d: ") + e.what());
     return 1;
   } catch (const std::exception& e) {
     kodo::fatal(std::string("jacobi3d: ") + e.what());

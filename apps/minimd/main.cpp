@@ -287,7 +287,7 @@ int main(int argc, char** argv) {
   try {
     started = std::make_unique<kodo::Runtime>(argc, argv);
   } catch (const kodo::Error& e) {
-    std::fprintf(stderr, "minimd: %s\n", e.what());
+    kodo::print_error(std::string("minimd: ") + e.what());
     return 1;
   }
   kodo::Runtime& runtime = *started;
@@ -325,13 +325,13 @@ int main(int argc, char** argv) {
     setup.timers = &timers;
     if (!opt.reference.empty()) reference = minimd::ThermoLog::read(opt.reference);
   } catch (const std::exception& e) {
-    if (root) std::fprintf(stderr, "minimd: error: %s\n%s", e.what(), minimd::usage().c_str());
+    if (root) kodo::print_error(std::string("minimd: error: ") + e.what() + "\n" + minimd::usage());
     return 2;
   }
   try {
     return run(runtime, opt, units, setup, reference);
   } catch (const CheckpointFailure& e) {
-    if (root) std::fprintf(stderr, "minimd: %s\n", e.what());
+    if (root) kodo::print_error(std::string("minimd: ") + e.what());
     return 1;
   } catch (const std::exception& e) {
     kodo::fatal(std::string("minimd: ") + e.what());

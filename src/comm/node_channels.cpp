@@ -6,7 +6,6 @@
 
 #include <cerrno>
 #include <csignal>
-#include <cstdio>
 #include <fstream>
 #include <sys/types.h>
 
@@ -136,8 +135,7 @@ bool process_alive(std::int64_t id) {
 bool NodeChannels::alive(int rank) const { return process_alive(segments_.pid_of(rank)); }
 
 void NodeChannels::notice(const std::string& line) {
-  if (notices_.insert(line).second)
-    std::fprintf(stderr, "kodo: rank %d: %s\n", rank_, line.c_str());
+  if (notices_.insert(line).second) print_error(detail::cat("kodo: rank ", rank_, ": ", line));
 }
 
 }  // namespace kodo::detail

@@ -41,9 +41,14 @@ void detail::print_fatal(const std::string& what) {
   int rank = -1;
   if (mpi_is_running()) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   const std::string text = what.rfind("kodo: ", 0) == 0 ? what.substr(6) : what;
+  print_error("kodo: fatal error on rank " + std::to_string(rank) + ": " + text);
+}
+
+void print_error(std::string_view text) {
   // One write of the whole line: a pipe takes up to PIPE_BUF bytes at once, so the
   // launcher cannot split the line with other output (its abort banner, another rank's).
-  const std::string line = "kodo: fatal error on rank " + std::to_string(rank) + ": " + text + "\n";
+  std::string line(text);
+  if (line.empty() || line.back() != '\n') line += '\n';
   std::fflush(stderr);
   for (std::size_t done = 0; done < line.size();) {
     const ssize_t n = ::write(STDERR_FILENO, line.data() + done, line.size() - done);

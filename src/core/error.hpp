@@ -11,6 +11,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace kodo {
 
@@ -22,6 +23,12 @@ class Error : public std::runtime_error {
 
 // Prints "kodo: fatal error on rank R: what" and aborts every rank of the job.
 [[noreturn]] void fatal(const std::string& what);
+
+// Prints `text` to standard error in one write, with a newline added if it has none.
+// Under mpiexec a message printed in pieces (printf writes in 128-byte pieces) can be
+// torn: the launcher holds back a piece that ends mid-line and may pass it on with the
+// rank's standard output.
+void print_error(std::string_view text);
 
 namespace detail {
 

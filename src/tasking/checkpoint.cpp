@@ -582,8 +582,8 @@ CheckpointReport CheckpointWrite::finish(const std::string& problem) {
         continue;
       fs::remove_all(entry.path(), ec);
       if (ec)
-        std::fprintf(stderr, "kodo: warning: the previous checkpoint %s was not removed: %s\n",
-                     entry.path().c_str(), ec.message().c_str());
+        print_error(detail::cat("kodo: warning: the previous checkpoint ", entry.path().string(),
+                                " was not removed: ", ec.message()));
     }
   }
   return report;

@@ -4,7 +4,6 @@
 #include "../core/numeric.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -53,10 +52,10 @@ HandlerId register_handler(std::string_view name, HandlerKind kind, std::type_in
   if (!inserted && (it->second.name != name || it->second.handler != handler)) {
     // Different handlers under one id: a hash collision, or two types that print alike
     // (e.g. unit classes of the same name in anonymous namespaces of two files).
-    std::fprintf(stderr,
-                 "kodo: fatal: two different handlers share an id; give unit classes distinct "
-                 "names outside anonymous namespaces:\n  %s\n  %.*s\n",
-                 it->second.name.c_str(), static_cast<int>(name.size()), name.data());
+    print_error(detail::cat(
+        "kodo: fatal: two different handlers share an id; give unit classes distinct names "
+        "outside anonymous namespaces:\n  ",
+        it->second.name, "\n  ", name));
     std::abort();
   }
   return id;

@@ -8,7 +8,6 @@
 #include "entry.hpp"
 
 #include <array>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -87,16 +86,15 @@ void Scheduler::start_node_channels(bool streams_may_wait) {
   if (selection != ChannelSelection::ucx)
     node_ = std::make_unique<NodeChannels>(comm_, selection, bytes, streams_may_wait);
   if (rank_ == 0)
-    std::fprintf(stderr, "kodo: channels: %s [KODO_CHANNELS=%s]\n",
-                 selection == ChannelSelection::ucx
-                     ? "UCX between all ranks"
-                     : cat("receive rings between ranks of one node by the same-node route (",
-                           std::string_view(backend::name()) == "host"
-                               ? "copies through shared memory"
-                               : "device copies into the peer's mapped buffers",
-                           "), UCX otherwise")
-                           .c_str(),
-                 to_string(selection));
+    print_error(cat("kodo: channels: ",
+                    selection == ChannelSelection::ucx
+                        ? "UCX between all ranks"
+                        : cat("receive rings between ranks of one node by the same-node route (",
+                              std::string_view(backend::name()) == "host"
+                                  ? "copies through shared memory"
+                                  : "device copies into the peer's mapped buffers",
+                              "), UCX otherwise"),
+                    " [KODO_CHANNELS=", to_string(selection), "]"));
 }
 
 Scheduler::~Scheduler() = default;
@@ -109,10 +107,8 @@ void Scheduler::shutdown() {
     check_mpi(MPI_Allreduce(local.data(), total.data(), 2, MPI_UINT64_T, MPI_SUM, comm_),
               "MPI_Allreduce");
     if (rank_ == 0 && total[0] > total[1])
-      std::fprintf(stderr,
-                   "kodo: warning: %llu message(s) were sent but never run (call run() before the "
-                   "runtime ends)\n",
-                   static_cast<unsigned long long>(total[0] - total[1]));
+      print_error(cat("kodo: warning: ", total[0] - total[1],
+                      " message(s) were sent but never run (call run() before the runtime ends)"));
     transport_->shutdown(total[0] == total[1]);
   }
   if (node_) {
@@ -131,8 +127,7 @@ void Scheduler::shutdown() {
   engine_ = CompletionEngine();
   pool_.clear();
   if (const std::string path = trace_.write(rank_); !path.empty() && rank_ == 0)
-    std::fprintf(stderr, "kodo: trace written to %s (and the other ranks' beside it)\n",
-                 path.c_str());
+    print_error("kodo: trace written to " + path + " (and the other ranks' beside it)");
   transport_.reset();
   node_.reset();
 }
@@ -319,8 +314,7 @@ void Scheduler::report_stall(const TerminationDetector::Wave& wave) {
   if (os.str().size() == heading)
     os << "\n  nothing (the transfers and messages it waits for are on other ranks)";
   os << '\n';
-  std::fputs(os.str().c_str(), stderr);
-  std::fflush(stderr);
+  print_error(os.str());
   if (stall_exit_)
     throw Error(
         cat("the job stalled: no progress for ", stall_limit_->count(),

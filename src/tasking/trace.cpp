@@ -1,8 +1,8 @@
 #include "trace.hpp"
 
+#include "../core/error.hpp"
 #include "registry.hpp"
 
-#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iomanip>
@@ -46,7 +46,7 @@ std::string Trace::write(int rank) const {
   const std::string path = prefix_ + ".rank" + std::to_string(rank) + ".json";
   std::ofstream f(path);
   if (!f) {
-    std::fprintf(stderr, "kodo: warning: cannot write the trace %s\n", path.c_str());
+    print_error("kodo: warning: cannot write the trace " + path);
     return "";
   }
   // Microseconds with three decimals: the default six significant digits would round
