@@ -8,6 +8,8 @@
 //                                        otherwise
 //   checkpoint_program kill DIR          writes step 1, then rank 1 is killed while it
 //                                        writes step 2
+//   checkpoint_program inside-run DIR    an entry method calls write_checkpoint (must end
+//                                        the job with an error, not wait forever)
 //   checkpoint_program forge DIR LINE TEXT
 //                                        replaces line LINE of the latest manifest by
 //                                        TEXT and updates its checksum in DIR/latest
@@ -38,7 +40,9 @@ namespace {
 
 constexpr kodo::Extent3 kShape{7, 1, 1};
 bool renamed_field = false;
-int kill_rank = -1;  // the rank killed while writing step 2
+int kill_rank = -1;                       // the rank killed while writing step 2
+kodo::Runtime* inside_runtime = nullptr;  // for the inside-run mode's entry method
+std::string inside_dir;
 
 double pattern(std::int64_t unit, std::int64_t step, std::int64_t i) {
   return static_cast<double>(unit * 1000003 + step * 7919 + i) * 0.25;
@@ -93,6 +97,12 @@ class Cell : public kodo::WorkUnit<Cell> {
     if (extra.size() != static_cast<std::size_t>(step + 1)) fail("allocated view's size");
     for (std::size_t i = 0; i < extra.size(); ++i)
       if (extra(i) != static_cast<float>(step)) fail("allocated view");
+  }
+
+  // Wrong on purpose: checkpoints are written by the main program.
+  void checkpoint_from_entry_method() {
+    kodo::write_checkpoint(*inside_runtime, inside_dir, {"checkpoint_program", {}}, collection());
+    std::puts("unexpected: write_checkpoint returned inside run()");
   }
 
   template <class State>
@@ -236,7 +246,8 @@ int main(int argc, char** argv) {
     return forge_unit(args[1], std::stoi(args[2]), args[3], args[4]);
   kodo::Runtime runtime(argc, argv);
   if (args.size() < 2) {
-    std::fprintf(stderr, "usage: checkpoint_program write|read|read-renamed|kill DIR ...\n");
+    std::fprintf(stderr,
+                 "usage: checkpoint_program write|read|read-renamed|kill|inside-run DIR ...\n");
     return 2;
   }
   try {
@@ -244,6 +255,14 @@ int main(int argc, char** argv) {
     if (args[0] == "kill") {
       kill_rank = runtime.size() > 1 ? 1 : 0;
       return write(runtime, args[1], 2);
+    }
+    if (args[0] == "inside-run") {
+      inside_runtime = &runtime;
+      inside_dir = args[1];
+      auto cells = kodo::Collection<Cell>::create(runtime, kShape);
+      cells.broadcast_local<&Cell::checkpoint_from_entry_method>();
+      runtime.run();
+      return 0;
     }
     if (args[0] == "read-renamed") renamed_field = true;
     if (args[0] == "read" || args[0] == "read-renamed")

@@ -2,6 +2,7 @@
 
 #include "../core/agree.hpp"
 #include "../core/numeric.hpp"
+#include "scheduler.hpp"
 
 #include <algorithm>
 #include <array>
@@ -211,21 +212,33 @@ std::string unit_file(const std::string& checkpoint, std::uint32_t collection,
 
 // Two pinned host buffers: a device field is copied through one while the other is
 // read or written.
-// The runtime's pinned staging, reused across checkpoints (freeing pinned memory would
-// wait for the whole device).
-struct PinnedAccess {
+struct CheckpointAccess {
+  // The runtime's pinned staging, reused across checkpoints (freeing pinned memory would
+  // wait for the whole device).
   static Kokkos::View<std::byte*, Kokkos::SharedHostPinnedSpace> staging(Runtime& runtime,
                                                                          std::size_t bytes) {
     return runtime.pinned_staging(bytes);
   }
+  // Checkpoints are collective: called from an entry method, one would wait for ranks
+  // that are themselves waiting in run().
+  static void require_main_program(Runtime& runtime, const char* call) {
+    if (runtime.scheduler().running())
+      throw Error(cat(call,
+                      " is collective: the main program of every rank calls it between "
+                      "run() calls, never an entry method"));
+  }
 };
+
+void require_main_program(Runtime& runtime, const char* call) {
+  CheckpointAccess::require_main_program(runtime, call);
+}
 
 class PinnedChunks {
  public:
   static constexpr std::uint64_t kChunk = std::uint64_t{16} << 20;
   Kokkos::View<std::byte*, Kokkos::SharedHostPinnedSpace> buffer[2];
   explicit PinnedChunks(Runtime& runtime) {
-    for (auto& b : buffer) b = PinnedAccess::staging(runtime, kChunk);  // two, both held
+    for (auto& b : buffer) b = CheckpointAccess::staging(runtime, kChunk);  // two, both held
   }
 };
 
@@ -397,6 +410,7 @@ struct CheckpointWrite::Unit {
 CheckpointWrite::CheckpointWrite(Runtime& runtime, const std::string& dir,
                                  const CheckpointInfo& info)
     : runtime_(runtime), dir_(dir), info_(info), started_(MPI_Wtime()) {
+  require_main_program(runtime, "write_checkpoint");
   std::string problem;
   long long number = 0;
   if (runtime.rank() == 0) {
@@ -674,6 +688,7 @@ void broadcast_string(std::string& s, MPI_Comm comm) {
 
 Checkpoint Checkpoint::open(Runtime& runtime, const std::string& dir,
                             std::string_view application) {
+  detail::require_main_program(runtime, "Checkpoint::open");
   Checkpoint c;
   c.runtime_ = &runtime;
   // Rank 0 reads which checkpoint is the latest, and its manifest, for every rank: they

@@ -107,6 +107,10 @@ class CheckpointWrite {
 // The checksum the manifest keeps of each file (and D/latest of the manifest).
 std::uint64_t checkpoint_checksum(const void* data, std::uint64_t bytes);
 
+// Throws kodo::Error naming `call` when it comes from inside run() (an entry method):
+// checkpoints are collective calls of the main program.
+void require_main_program(Runtime& runtime, const char* call);
+
 // Reads one unit file of a checkpoint, checked, and restores `visit`'s fields from it.
 void read_unit(Runtime& runtime, const std::string& path, const SavedCollectionRecord& collection,
                std::int64_t linear, const std::function<void(StateReader&)>& visit);
@@ -199,6 +203,7 @@ class Checkpoint {
   // restore it from any saved units (a unit grid of another shape).
   template <class U, class F>
   void restore(const Collection<U>& c, F&& f) const {
+    detail::require_main_program(*runtime_, "Checkpoint::restore");
     const SavedCollection saved = collection(c);
     std::string problem;
     try {

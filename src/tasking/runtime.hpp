@@ -23,8 +23,8 @@ class Scheduler;
 class CollectionBase;
 class ChannelHost;
 struct Message;
-struct TestAccess;    // defined by kodo's own tests only
-struct PinnedAccess;  // checkpoints' staging (checkpoint.cpp)
+struct TestAccess;        // defined by kodo's own tests only
+struct CheckpointAccess;  // what checkpoints use of the runtime (checkpoint.cpp)
 }  // namespace detail
 
 template <class U>
@@ -90,7 +90,7 @@ class Runtime {
   template <class D>
   friend class WorkUnit;
   friend struct detail::TestAccess;
-  friend struct detail::PinnedAccess;
+  friend struct detail::CheckpointAccess;
   // What collections and units use of the scheduler (scheduler.hpp says more).
   detail::Scheduler& scheduler() { return *scheduler_; }
   std::uint32_t collection_count() const;

@@ -67,6 +67,8 @@ class Scheduler final : public ChannelHost {
   // every rank when the job went quiet with reductions incomplete, or with more
   // messages processed than sent.
   void run();
+  // Whether run() is under way (the caller is an entry method or a continuation).
+  bool running() const { return running_; }
   // Collective: completes what can be completed of the transport and drops what was
   // never run. Before Kokkos finalizes: queued work may hold views.
   void shutdown();
