@@ -271,6 +271,6 @@ int main(int argc, char** argv) {
     if (runtime.rank() == 0) kodo::print_error(std::string("checkpoint_program: ") + e.what());
     return 1;
   }
-  std::fprintf(stderr, "checkpoint_program: unknown mode %s\n", args[0].c_str());
+  kodo::print_error("checkpoint_program: unknown mode " + args[0]);
   return 2;
 }

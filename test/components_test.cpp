@@ -37,7 +37,7 @@ using kodo::detail::MessageKind;
 // A packet-mode pipe keeps each write apart: one read returns one write.
 TEST(PrintError, ALongMessageIsOneWriteEndingInANewline) {
   int ends[2];
-  ASSERT_EQ(pipe2(ends, O_DIRECT), 0);
+  ASSERT_EQ(pipe2(ends, O_DIRECT | O_CLOEXEC), 0);
   const int saved = dup(STDERR_FILENO);
   ASSERT_GE(saved, 0);
   ASSERT_EQ(dup2(ends[1], STDERR_FILENO), STDERR_FILENO);

@@ -271,11 +271,12 @@ int main(int argc, char** argv) {
     } catch (const kodo::Error& e) {
       ++refused;
       if (!std::regex_search(e.what(), names_field) && failures++ < 10)
-        std::fprintf(stderr, "fuzz_receive: rank %d: a refusal names no field: %s\n", self,
-                     e.what());
+        kodo::print_error(kodo::detail::cat("fuzz_receive: rank ", self,
+                                            ": a refusal names no field: ", e.what()));
     } catch (const std::exception& e) {
       if (failures++ < 10)
-        std::fprintf(stderr, "fuzz_receive: rank %d: not a kodo::Error: %s\n", self, e.what());
+        kodo::print_error(kodo::detail::cat("fuzz_receive: rank ", self,
+                                            ": not a kodo::Error: ", e.what()));
     }
   }
   std::size_t calls = 0;

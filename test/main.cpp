@@ -17,8 +17,9 @@ class AbortOnFailure : public testing::EmptyTestEventListener {
   explicit AbortOnFailure(int rank) : rank_(rank) {}
   void OnTestPartResult(const testing::TestPartResult& r) override {
     if (r.failed())
-      std::fprintf(stderr, "[rank %d] %s:%d: %s\n", rank_, r.file_name() ? r.file_name() : "?",
-                   r.line_number(), r.summary());
+      kodo::print_error(kodo::detail::cat("[rank ", rank_, "] ",
+                                          r.file_name() ? r.file_name() : "?", ":", r.line_number(),
+                                          ": ", r.summary()));
   }
   void OnTestEnd(const testing::TestInfo& info) override {
     if (!info.result()->Failed()) return;

@@ -192,6 +192,7 @@ class Checkpoint {
   // must be the one saved.
   template <class U>
   void restore(const Collection<U>& c) const {
+    require_main_program("Checkpoint::restore");
     const SavedCollection saved = collection(c);
     if (!(saved.shape() == c.shape()))
       throw Error(detail::cat(path_, " holds collection ", c.id(), " as ", saved.shape(),
@@ -203,7 +204,7 @@ class Checkpoint {
   // restore it from any saved units (a unit grid of another shape).
   template <class U, class F>
   void restore(const Collection<U>& c, F&& f) const {
-    detail::require_main_program(*runtime_, "Checkpoint::restore");
+    require_main_program("Checkpoint::restore");
     const SavedCollection saved = collection(c);
     std::string problem;
     try {
@@ -216,6 +217,10 @@ class Checkpoint {
 
  private:
   const detail::SavedCollectionRecord& find(std::uint32_t id, const char* unit_type) const;
+  void require_main_program(const char* call) const {
+    if (runtime_ == nullptr) throw Error(detail::cat(call, ": no checkpoint was opened"));
+    detail::require_main_program(*runtime_, call);
+  }
 
   Runtime* runtime_ = nullptr;
   std::string path_;
