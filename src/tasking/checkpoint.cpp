@@ -210,8 +210,7 @@ std::string unit_file(const std::string& checkpoint, std::uint32_t collection,
 
 }  // namespace
 
-// Two pinned host buffers: a device field is copied through one while the other is
-// read or written.
+// What checkpoints use of the runtime (a friend of Runtime).
 struct CheckpointAccess {
   // The runtime's pinned staging, reused across checkpoints (freeing pinned memory would
   // wait for the whole device).
@@ -219,20 +218,20 @@ struct CheckpointAccess {
                                                                          std::size_t bytes) {
     return runtime.pinned_staging(bytes);
   }
-  // Checkpoints are collective: called from an entry method, one would wait for ranks
-  // that are themselves waiting in run().
-  static void require_main_program(Runtime& runtime, const char* call) {
-    if (runtime.scheduler().running())
-      throw Error(cat(call,
-                      " is collective: the main program of every rank calls it between "
-                      "run() calls, never an entry method"));
-  }
+  static bool running(Runtime& runtime) { return runtime.scheduler().running(); }
 };
 
+// Checkpoints are collective: called from an entry method, one would wait for ranks
+// that are themselves waiting in run().
 void require_main_program(Runtime& runtime, const char* call) {
-  CheckpointAccess::require_main_program(runtime, call);
+  if (CheckpointAccess::running(runtime))
+    throw Error(cat(call,
+                    " is collective: the main program of every rank calls it between "
+                    "run() calls, never an entry method"));
 }
 
+// Two pinned host buffers: a device field is copied through one while the other is
+// read or written.
 class PinnedChunks {
  public:
   static constexpr std::uint64_t kChunk = std::uint64_t{16} << 20;
