@@ -6,8 +6,9 @@
 // StreamPool and CompletionSource (when_done); Placement and describe(); split_grid
 // and block_range; Index3 and Extent3; Error; Serializer, ByteWriter and ByteReader
 // for types of one's own in messages; write_checkpoint, Checkpoint, SavedCollection,
-// CheckpointInfo and CheckpointReport (a unit's state() in unit_state.hpp). Names in
-// kodo::detail are internal.
+// CheckpointInfo and CheckpointReport (a unit's state() in unit_state.hpp); StepProgram,
+// StepPlan, StepWork and StepProgramOptions (a rank's unit steps as one device program).
+// Names in kodo::detail are internal.
 
 #include "backends/placement.hpp"
 #include "backends/stream.hpp"
@@ -19,3 +20,4 @@
 #include "tasking/collection.hpp"
 #include "tasking/decomposition.hpp"
 #include "tasking/runtime.hpp"
+#include "tasking/step_program.hpp"

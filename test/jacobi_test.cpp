@@ -296,6 +296,42 @@ INSTANTIATE_TEST_SUITE_P(Overlap, JacobiDecomposition,
                                           testing::Values(jacobi::Fusion::none),
                                           testing::Values(false), testing::Values(true)));
 
+// The rank program (kodo::StepProgram over the blocks' plan_step): the serial reference
+// for 1 to 5 units per rank, every fusion, both transfer modes, steps asked for in pieces.
+class JacobiRankProgram
+    : public testing::TestWithParam<std::tuple<int, kodo::CommMode, jacobi::Fusion>> {};
+
+TEST_P(JacobiRankProgram, MatchesSerialReference) {
+  auto& rt = test_runtime();
+  const jacobi::Grid grid{13, 11, 9};
+  const auto [per_rank, comm, fusion] = GetParam();
+  const auto units = kodo::split_grid({grid.x, grid.y, grid.z}, per_rank * rt.size());
+  jacobi::RankReport report;
+  jacobi::BlockConfig config{grid, jacobi::Completion::engine, comm, &report, fusion};
+  config.rank_program = true;
+  auto blocks = kodo::Collection<jacobi::JacobiBlock>::create(rt, units, config);
+  kodo::StepProgram<jacobi::JacobiBlock> program(blocks, {.phases = 2, .comm = comm});
+  for (const std::int64_t piece : {3, 4}) {
+    program.advance(piece);
+    rt.run();
+    blocks.for_each_local([&](jacobi::JacobiBlock& b) { b.ran(piece); });
+  }
+  blocks.broadcast_local<&jacobi::JacobiBlock::compute_checksum>();
+  rt.run();
+  ASSERT_TRUE(report.have_checksum);
+  const jacobi::SerialResult serial = jacobi::serial_reference(grid, 7);
+  EXPECT_EQ(report.checksum, serial.checksum);
+  ASSERT_TRUE(report.have_residual);
+  EXPECT_NEAR(report.residual, serial.residual, 1e-12 * serial.residual);
+}
+
+INSTANTIATE_TEST_SUITE_P(UnitsPerRank, JacobiRankProgram,
+                         testing::Combine(testing::Values(1, 2, 3, 5),
+                                          testing::Values(kodo::CommMode::device,
+                                                          kodo::CommMode::host_staged),
+                                          testing::Values(jacobi::Fusion::none, jacobi::Fusion::A,
+                                                          jacobi::Fusion::B, jacobi::Fusion::C)));
+
 TEST(JacobiBlockConfig, OverlapRefusesFusionAndGraphs) {
   auto& rt = test_runtime();
   jacobi::RankReport report;

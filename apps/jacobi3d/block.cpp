@@ -36,6 +36,7 @@ JacobiBlock::JacobiBlock(const kodo::UnitInit<JacobiBlock>& init, const BlockCon
       send_buffer_[parity][f] = Field("jacobi::face", shape_.face_size(f));
       receive_buffer_[parity][f] = Field("jacobi::ghost", shape_.face_size(f));
     }
+    if (config_.rank_program) continue;  // the program moves the faces
     channel_[f] = open_channel(across_face(index(), f), *pack_stream_, config.comm);
     // Transfer n on the link is the face of iteration n; it lands in the buffer of its
     // parity, and the ring hands faces over in iteration order.
@@ -50,11 +51,39 @@ JacobiBlock::JacobiBlock(const kodo::UnitInit<JacobiBlock>& init, const BlockCon
                                            on_face(static_cast<std::int64_t>(a.transfer), f);
                                          });
   }
-  if (config_.graphs)
+  if (config_.graphs && !config_.rank_program)
     for (int p = 0; p < 2; ++p)
       step_graph_[p] = step_graph(config_.fusion, field_[p], field_[1 - p], shape_,
                                   receive_buffer_[p], send_buffer_[1 - p]);
   Kokkos::fence("jacobi::JacobiBlock");
+}
+
+// Iteration n (parity p) reads A[p] and the faces of n, and writes A[1 - p] and the faces of
+// n + 1, which the neighbours read in their iteration n + 1. A face leaves across face f
+// tagged f and so arrives tagged with the face opposite its receiver's (f ^ 1).
+void JacobiBlock::plan_step(kodo::StepPlan& plan) {
+  const int p = plan.phase();
+  for (int f = 0; f < 6; ++f) {
+    if (!has_neighbour_[f]) continue;
+    const kodo::Index3 peer = across_face(index(), f);
+    plan.receive(receive_buffer_[p][f], peer, f ^ 1);
+    plan.send(send_buffer_[1 - p][f], peer, f);
+  }
+  plan.work([this, p](const Space& space) {
+    step(space, config_.fusion, field_[p], field_[1 - p], shape_, receive_buffer_[p],
+         send_buffer_[1 - p]);
+  });
+  // The faces of iteration 0, from A[0], in the buffers the last parity sends.
+  if (p == 1)
+    plan.prime([this](const Space& space) {
+      jacobi::pack_faces(space, field_[0], shape_, send_buffer_[0]);
+    });
+}
+
+void JacobiBlock::ran(std::int64_t iterations) {
+  iteration_ += iterations;
+  step_ += iterations;
+  target_ = iteration_;
 }
 
 void JacobiBlock::iterate(std::int64_t count) {

@@ -44,10 +44,18 @@ struct BlockConfig {
   // fusion C, graphs or overlap, and the completion engine): see JacobiBlock. Only for
   // units that do not share their compute stream (a wait holds all work behind it).
   bool device_waits = false;
+  // The rank runs its blocks' iterations as one device program (kodo::StepProgram, see
+  // plan_step); otherwise each block runs its own through entry methods and channels.
+  bool rank_program = false;
 };
 
-// Device work of a block runs on two streams of the rank's pool: updates on a compute
-// stream, packing and unpacking of faces on a communication stream (greater priority).
+// With the rank program (BlockConfig::rank_program) a block only plans an iteration of
+// each parity (plan_step): it reads the faces of n from its receive buffers, runs step()
+// (unpacks, the update n and the packs of n + 1, as --fusion says) and sends the faces of
+// n + 1 from its send buffers; kodo runs the iterations of all of a rank's blocks as one
+// device graph per iteration, and the main program counts them (ran).
+// Otherwise (the unit path) device work of a block runs on two streams of the rank's pool: updates
+// on a compute stream, packing and unpacking of faces on a communication stream (greater priority).
 // Each neighbour is reached through a kodo::Channel. Each iteration n:
 //   pack faces of A[n % 2] (communication stream, after update n-1)
 //   -> send each face on its channel (sent once the pack is done: UCX for a neighbour
@@ -79,8 +87,13 @@ class JacobiBlock : public kodo::WorkUnit<JacobiBlock> {
  public:
   JacobiBlock(const kodo::UnitInit<JacobiBlock>& init, const BlockConfig& config);
 
+  // The rank program: an iteration of parity plan.phase() (kodo::StepProgram), and the
+  // iterations it ran, told by the main program once they are done.
+  void plan_step(kodo::StepPlan& plan);
+  void ran(std::int64_t iterations);
+
   // Entry methods.
-  void iterate(std::int64_t count);  // run `count` more iterations
+  void iterate(std::int64_t count);  // run `count` more iterations (the unit path)
   void compute_checksum();           // once the iterations asked for so far are done
   void checksum_done(std::uint64_t checksum);
   void residual_done(double squares);

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <exception>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -88,9 +89,12 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
     std::printf("jacobi3d: grid %" PRId64 " x %" PRId64 " x %" PRId64 ", %d rank(s), odf %" PRId64
                 ", %" PRId64 " units as %" PRId64 " x %" PRId64 " x %" PRId64
                 ", backend %s, iterations %" PRId64 " (+%" PRId64
-                " warm-up), completion %s, comm %s, fusion %s%s%s\n",
+                " warm-up), %s, completion %s, comm %s, fusion %s%s%s\n",
                 grid.x, grid.y, grid.z, runtime.size(), opt.odf, units.size(), units.x, units.y,
                 units.z, KODO_BACKEND_NAME, opt.iterations, opt.warmup,
+                opt.baseline         ? "no kodo path"
+                : opt.path == "rank" ? "path rank (one device program per rank)"
+                                     : "path unit (each block on its own)",
                 opt.baseline ? "none (bulk-synchronous MPI baseline)"
                 : opt.sync   ? "sync (fence)"
                              : "engine",
@@ -118,14 +122,16 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
     total_seconds = result.seconds;
     report = result.report;
   } else {
+    const bool rank_program = opt.path == "rank";
     const jacobi::BlockConfig config{
         grid, opt.sync ? jacobi::Completion::sync : jacobi::Completion::engine,
         kodo::parse_comm_mode(opt.comm), &report, opt.fusion, opt.graphs, opt.overlap,
         // Units of a rank take its streams in turn: one each. On the host backend a wait
         // holds the rank, and with it the rank's other units: one unit per rank.
-        opt.device_waits && opt.odf <= runtime.streams().per_priority() &&
+        !rank_program && opt.device_waits && opt.odf <= runtime.streams().per_priority() &&
             (opt.odf == 1 ||
-             !std::is_same_v<kodo::ExecutionSpace::memory_space, Kokkos::HostSpace>)};
+             !std::is_same_v<kodo::ExecutionSpace::memory_space, Kokkos::HostSpace>),
+        rank_program};
     const double t0 = now();
     auto blocks = kodo::Collection<jacobi::JacobiBlock>::create(runtime, units, config);
     runtime.run();
@@ -133,6 +139,17 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
                                   std::to_string(grid.z);
     std::int64_t step = 0;  // updates done
     if (!opt.restart_dir.empty()) step = restart(runtime, opt, grid_text, blocks);
+    // The rank program starts from the blocks as they are now (A[0], restored or not).
+    std::optional<kodo::StepProgram<jacobi::JacobiBlock>> program;
+    if (rank_program) {
+      program.emplace(blocks, kodo::StepProgramOptions{.phases = 2,
+                                                       .comm = kodo::parse_comm_mode(opt.comm)});
+      int replays = program->replays_graphs() ? 1 : 0, ranks_replaying = 0;
+      MPI_Reduce(&replays, &ranks_replaying, 1, MPI_INT, MPI_SUM, 0, runtime.comm());
+      if (root)
+        std::printf("rank program: %d of %d rank(s) launch each iteration as one device graph\n",
+                    ranks_replaying, runtime.size());
+    }
     init_seconds = now() - t0;
     // Runs the blocks up to update `target`, writing a checkpoint at every multiple of
     // --checkpoint-every on the way.
@@ -141,8 +158,14 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
       while (step < target) {
         const std::int64_t every = opt.checkpoint_every;
         const std::int64_t next = every > 0 ? std::min(target, (step / every + 1) * every) : target;
-        blocks.broadcast_local<&jacobi::JacobiBlock::iterate>(next - step);
-        runtime.run();
+        if (program) {
+          program->advance(next - step);
+          runtime.run();
+          blocks.for_each_local([&](jacobi::JacobiBlock& b) { b.ran(next - step); });
+        } else {
+          blocks.broadcast_local<&jacobi::JacobiBlock::iterate>(next - step);
+          runtime.run();
+        }
         step = next;
         if (every > 0 && step % every == 0)
           written.add(checkpoint(runtime, opt, grid_text, step, blocks), root, step);
@@ -164,7 +187,7 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
     runtime.run();
     int waiting = 0;
     MPI_Reduce(&report.units_waiting_on_device, &waiting, 1, MPI_INT, MPI_SUM, 0, runtime.comm());
-    if (root && opt.device_waits)
+    if (root && opt.device_waits && !rank_program)
       std::printf("units whose stream awaited their faces on the device: %d of %" PRId64 "\n",
                   waiting, units.size());
   }
@@ -226,10 +249,10 @@ int main(int argc, char** argv) {
     if (opt.baseline && opt.odf != 1)
       throw std::invalid_argument("--baseline runs one block per rank: --odf must be 1");
     if (opt.baseline && (opt.graphs || opt.overlap || opt.fusion != jacobi::Fusion::none ||
-                         opt.sync || opt.comm != "device"))
+                         opt.sync || opt.comm != "device" || opt.waits_given))
       throw std::invalid_argument(
-          "--baseline is its own method: it takes no --graphs, --overlap, --fusion, --sync or "
-          "--comm");
+          "--baseline is its own method: it takes no --graphs, --overlap, --fusion, --sync, "
+          "--waits, --comm or --path");
     if (opt.baseline && (opt.checkpoint_every > 0 || !opt.restart_dir.empty()))
       throw std::invalid_argument("--baseline writes no checkpoints and restarts from none");
     if (opt.overlap && (opt.graphs || opt.fusion != jacobi::Fusion::none))

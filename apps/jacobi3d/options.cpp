@@ -70,6 +70,11 @@ Options parse_options(const std::vector<std::string>& args) {
     }
     if (a == "--waits") {
       o.device_waits = parse_choice(args, i, {"device", "host"}) == "device";
+      o.waits_given = true;
+      continue;
+    }
+    if (a == "--path") {
+      o.path = parse_choice(args, i, {"rank", "unit"});
       continue;
     }
     if (a == "--checkpoint-dir" || a == "--restart") {
@@ -101,12 +106,21 @@ Options parse_options(const std::vector<std::string>& args) {
   }
   if ((o.checkpoint_every > 0) != !o.checkpoint_dir.empty())
     throw std::invalid_argument("--checkpoint-every and --checkpoint-dir go together");
+  const bool unit_flags = o.graphs || o.overlap || o.sync || o.waits_given;
+  if (o.path == "rank" && unit_flags)
+    throw std::invalid_argument(
+        "--graphs, --overlap, --sync and --waits are of --path unit (the rank program records "
+        "each iteration of a rank's blocks as one device graph itself)");
+  if (o.baseline && !o.path.empty())
+    throw std::invalid_argument("--baseline is its own method: it takes no --path");
+  if (o.path.empty() && !o.baseline) o.path = unit_flags ? "unit" : "rank";
   return o;
 }
 
 std::string usage() {
   return "usage: jacobi3d [-x N] [-y N] [-z N] [-i ITERATIONS] [-w WARMUP] [--odf UNITS_PER_RANK]\n"
-         "                [--comm device|host] [--fusion none|A|B|C] [--graphs] [--overlap]\n"
+         "                [--path rank|unit] [--comm device|host] [--fusion none|A|B|C]\n"
+         "                [--graphs] [--overlap]\n"
          "                [--waits device|host] [--verify] [--sync] [--baseline] [--help]\n"
          "                [--checkpoint-every N --checkpoint-dir DIR] [--restart DIR]\n"
          "  -x, -y, -z   global grid size (default 64 each)\n"
@@ -114,6 +128,11 @@ std::string usage() {
          "  -w           warm-up iterations before timing (default 10)\n"
          "  --odf        overdecomposition factor: work units per rank (default 1)\n"
          "  --verify     compare the checksum with a serial reference run on rank 0\n"
+         "  --path       rank (default): the iterations of a rank's blocks run as one device\n"
+         "               program, a graph launched once per iteration holding every block's\n"
+         "               kernels and the faces between them (kodo::StepProgram); unit: each\n"
+         "               block runs its own iterations (entry methods, channels, completion\n"
+         "               engine), the path --graphs, --overlap, --sync and --waits choose\n"
          "  --comm       halo transfers: device (GPU-aware, default) or host (staged through\n"
          "               pinned host memory); units of one rank always use device copies\n"
          "  --fusion     face kernels per unit and iteration: none (a pack and an unpack per\n"

@@ -15,13 +15,18 @@ struct Options {
   std::int64_t warmup = 10;
   std::int64_t odf = 1;
   bool verify = false;
-  bool sync = false;                  // fence streams instead of the completion engine
-  bool baseline = false;              // the bulk-synchronous MPI version instead of kodo
-  Fusion fusion = Fusion::none;       // face kernels (kernels.hpp)
-  bool graphs = false;                // each unit iteration as one replayed graph
-  bool overlap = false;               // update each unit's inner box while its faces travel
-  std::string comm = "device";        // halo transfers: "device" (GPU-aware) or "host" (staged)
-  bool device_waits = true;           // faces awaited by the compute stream where the route allows
+  bool sync = false;             // fence streams instead of the completion engine
+  bool baseline = false;         // the bulk-synchronous MPI version instead of kodo
+  Fusion fusion = Fusion::none;  // face kernels (kernels.hpp)
+  bool graphs = false;           // each unit iteration as one replayed graph
+  bool overlap = false;          // update each unit's inner box while its faces travel
+  std::string comm = "device";   // halo transfers: "device" (GPU-aware) or "host" (staged)
+  bool device_waits = true;      // faces awaited by the compute stream where the route allows
+  bool waits_given = false;      // --waits was on the command line
+  // "rank": a rank's blocks as one device program (kodo::StepProgram); "unit": each block
+  // through entry methods, channels and continuations. The default is rank, unless a flag
+  // of the unit path (--graphs, --overlap, --sync, --waits) is given.
+  std::string path;
   std::int64_t checkpoint_every = 0;  // write a checkpoint after every N-th update (0: never)
   std::string checkpoint_dir;         // ... into this directory
   std::string restart_dir;            // restart from the latest checkpoint in this directory

@@ -1,7 +1,7 @@
 #pragma once
-// Kernels of same-node channels (native.hpp: enqueue_wait, enqueue_copy_and_publish),
-// shared by the CUDA and HIP backends: included only by cuda/native.cpp and hip/native.cpp,
-// compiled by nvcc or hipcc.
+// Kernels of same-node channels (native.hpp: enqueue_wait, enqueue_copy_and_publish) and
+// of device graphs' copy nodes (add_copies), shared by the CUDA and HIP backends: included
+// only by cuda/native.cpp and hip/native.cpp, compiled by nvcc or hipcc.
 
 #if defined(__HIPCC__)
 #include <hip/hip_runtime.h>
@@ -118,6 +118,19 @@ __global__ void publish_kernel(DeviceWait first, std::uint64_t* size_word, std::
                                std::uint64_t* count_word, std::uint64_t count) {
   if (!block_waits(first)) return;
   publish(size_word, size, count_word, count);
+}
+
+// A graph's copy node: copy blockIdx.y of `copies`, by the blocks of that row.
+__global__ void copy_list_kernel(const DeviceCopy* copies) {
+  const DeviceCopy c = copies[blockIdx.y];
+  copy_part(static_cast<unsigned char*>(c.to), static_cast<const unsigned char*>(c.from), c.bytes,
+            std::size_t(blockIdx.x) * blockDim.x + threadIdx.x,
+            std::size_t(gridDim.x) * blockDim.x);
+}
+// Blocks per copy for a list whose largest copy is `bytes` (512 threads, 16 bytes each).
+inline unsigned copy_list_blocks(std::size_t bytes) {
+  const std::size_t blocks = (bytes + 8191) / 8192;
+  return static_cast<unsigned>(blocks < 1 ? 1 : blocks > 1024 ? 1024 : blocks);
 }
 
 }  // namespace kodo::backend::kernels

@@ -9,7 +9,9 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
 
 namespace kodo::backend {
 
@@ -114,5 +116,43 @@ void enqueue_copy_and_publish(NativeStream stream, const DeviceWait& first, void
                               const void* from, std::size_t bytes, bool from_device,
                               std::uint64_t* size_word, std::uint64_t size,
                               std::uint64_t* count_word, std::uint64_t count);
+
+// --- device graphs (tasking/step_program.hpp) -------------------------------------------
+
+// Work recorded once and then submitted many times as one launch (CUDA and HIP graphs).
+// The host backend has none: graphs_supported() is false there, and callers run the work
+// themselves each time.
+bool graphs_supported();
+using NativeGraph = void*;      // a graph being built, with what its nodes need
+using NativeGraphExec = void*;  // an instantiated graph
+using NativeGraphNode = void*;
+NativeGraph create_graph();
+void destroy_graph(NativeGraph graph);
+// Records the work `enqueue` puts on `stream` (stream capture) and adds it to `graph` as
+// one node that runs after `after`. Returns null, with `why`, when the work cannot be
+// recorded or a replay would not repeat it: `enqueue` threw or waited for the device, or
+// the work holds something other than kernels, fills and copies between device memory
+// (a copy from host memory, for one: Kokkos launches a kernel whose functor exceeds 512
+// bytes through such a copy, from a buffer later launches overwrite). Either way the
+// stream is out of capture afterwards.
+NativeGraphNode add_recorded(NativeGraph graph, NativeStream stream,
+                             const std::function<void()>& enqueue,
+                             const std::vector<NativeGraphNode>& after, std::string& why);
+// A copy between two places the device can address (device or mapped memory).
+struct DeviceCopy {
+  void* to;
+  const void* from;
+  std::size_t bytes;
+};
+// Adds one node that makes every copy of `copies` (one kernel), after `after`.
+NativeGraphNode add_copies(NativeGraph graph, const std::vector<DeviceCopy>& copies,
+                           const std::vector<NativeGraphNode>& after);
+// Instantiates `graph` (which stays valid, and must be destroyed too); throws
+// kodo::Error on failure.
+NativeGraphExec instantiate_graph(NativeGraph graph);
+void destroy_graph_exec(NativeGraphExec exec);
+void launch_graph(NativeGraphExec exec, NativeStream stream);
+// Enqueues `copies` on `stream`, one after another (no graph).
+void enqueue_copies(NativeStream stream, const std::vector<DeviceCopy>& copies);
 
 }  // namespace kodo::backend

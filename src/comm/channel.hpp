@@ -106,6 +106,7 @@ struct ChannelEnd;
 struct RingCore;
 struct Message;
 class ViewPool;
+class RankProgram;  // tasking/step_program.hpp: opens channels for its units
 
 // Who is who among a runtime's links (channel.cpp): the numbers this rank gave the
 // links it receives on, the numbers peers gave the links it sends on, the same-rank
@@ -368,6 +369,7 @@ class Channel {
  private:
   template <class D>
   friend class WorkUnit;
+  friend class detail::RankProgram;
   Channel(detail::ChannelHost& host, const detail::LinkSpec& link);
 
   template <class V>

@@ -25,6 +25,7 @@ class ChannelHost;
 struct Message;
 struct TestAccess;        // defined by kodo's own tests only
 struct CheckpointAccess;  // what checkpoints use of the runtime (checkpoint.cpp)
+class RankProgram;        // step programs (step_program.hpp)
 }  // namespace detail
 
 template <class U>
@@ -91,6 +92,7 @@ class Runtime {
   friend class WorkUnit;
   friend struct detail::TestAccess;
   friend struct detail::CheckpointAccess;
+  friend class detail::RankProgram;
   // What collections and units use of the scheduler (scheduler.hpp says more).
   detail::Scheduler& scheduler() { return *scheduler_; }
   std::uint32_t collection_count() const;

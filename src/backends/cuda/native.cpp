@@ -15,8 +15,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <source_location>
 #include <string>
+#include <vector>
 
 namespace kodo::backend {
 namespace {
@@ -213,6 +215,181 @@ void enqueue_copy_and_publish(NativeStream stream, const DeviceWait& first, void
     kernels::publish_kernel<<<1, 32, 0, s>>>(first, size_word, size, count_word, count);
   }
   check(cudaGetLastError(), "a kernel launch (channel copy)");
+}
+
+// --- device graphs ------------------------------------------------------------------
+
+namespace {
+
+// A graph being built, and the device memory its copy nodes read (their lists).
+struct GraphBuild {
+  cudaGraph_t graph = nullptr;
+  std::vector<void*> lists;
+};
+GraphBuild& build_of(NativeGraph graph) { return *static_cast<GraphBuild*>(graph); }
+
+std::vector<cudaGraphNode_t> nodes_of(const std::vector<NativeGraphNode>& after) {
+  std::vector<cudaGraphNode_t> nodes;
+  for (NativeGraphNode n : after) nodes.push_back(static_cast<cudaGraphNode_t>(n));
+  return nodes;
+}
+
+bool device_addressable(const void* p) {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+}
+
+// Why replaying `graph` would not repeat what recording it enqueued, or "".
+std::string unreplayable(cudaGraph_t graph) {
+  std::size_t count = 0;
+  check(cudaGraphGetNodes(graph, nullptr, &count), "cudaGraphGetNodes");
+  std::vector<cudaGraphNode_t> nodes(count);
+  check(cudaGraphGetNodes(graph, nodes.data(), &count), "cudaGraphGetNodes");
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType type{};
+    check(cudaGraphNodeGetType(node, &type), "cudaGraphNodeGetType");
+    switch (type) {
+      case cudaGraphNodeTypeKernel:
+      case cudaGraphNodeTypeMemset:
+      case cudaGraphNodeTypeEmpty: break;
+      case cudaGraphNodeTypeMemcpy: {
+        cudaMemcpy3DParms p{};
+        check(cudaGraphMemcpyNodeGetParams(node, &p), "cudaGraphMemcpyNodeGetParams");
+        if ((!p.srcArray && !device_addressable(p.srcPtr.ptr)) ||
+            (!p.dstArray && !device_addressable(p.dstPtr.ptr)))
+          return "it copies to or from host memory (Kokkos does so to launch a kernel whose "
+                 "functor exceeds 512 bytes, from a buffer that later launches overwrite)";
+        break;
+      }
+      case cudaGraphNodeTypeGraph: {
+        cudaGraph_t child = nullptr;
+        check(cudaGraphChildGraphNodeGetGraph(node, &child), "cudaGraphChildGraphNodeGetGraph");
+        if (std::string why = unreplayable(child); !why.empty()) return why;
+        break;
+      }
+      default:
+        return "it holds an operation a graph replays otherwise (graph node type " +
+               std::to_string(static_cast<int>(type)) +
+               ": an event, a host function or a memory allocation)";
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+bool graphs_supported() { return true; }
+
+NativeGraph create_graph() {
+  auto build = std::make_unique<GraphBuild>();
+  check(cudaGraphCreate(&build->graph, 0), "cudaGraphCreate");
+  return build.release();
+}
+
+void destroy_graph(NativeGraph graph) {
+  auto* build = static_cast<GraphBuild*>(graph);
+  if (!build) return;
+  cudaGraphDestroy(build->graph);
+  for (void* list : build->lists) cudaFree(list);
+  delete build;
+}
+
+NativeGraphNode add_recorded(NativeGraph graph, NativeStream stream,
+                             const std::function<void()>& enqueue,
+                             const std::vector<NativeGraphNode>& after, std::string& why) {
+  auto s = static_cast<cudaStream_t>(stream);
+  // Relaxed: Kokkos may ask for kernel attributes or allocate scratch on a first launch.
+  cudaError_t e = cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    why = std::string("the stream cannot record (") + cudaGetErrorString(e) + ")";
+    return nullptr;
+  }
+  std::string failure;
+  try {
+    enqueue();
+  } catch (...) {
+    failure = "it failed while recorded: " + detail::what_of_current();
+  }
+  cudaGraph_t recorded = nullptr;
+  e = cudaStreamEndCapture(s, &recorded);
+  if (failure.empty() && e != cudaSuccess)
+    failure = std::string("recording it failed (") + cudaGetErrorString(e) +
+              "; a fence or a host read of device data cannot be recorded)";
+  cudaGetLastError();
+  if (failure.empty() && recorded) failure = unreplayable(recorded);
+  if (!failure.empty()) {
+    if (recorded) cudaGraphDestroy(recorded);
+    why = failure;
+    return nullptr;
+  }
+  const auto deps = nodes_of(after);
+  std::size_t count = 0;
+  if (recorded) check(cudaGraphGetNodes(recorded, nullptr, &count), "cudaGraphGetNodes");
+  cudaGraphNode_t node = nullptr;
+  e = count == 0 ? cudaGraphAddEmptyNode(&node, build_of(graph).graph, deps.data(), deps.size())
+                 : cudaGraphAddChildGraphNode(&node, build_of(graph).graph, deps.data(),
+                                              deps.size(), recorded);
+  if (recorded) cudaGraphDestroy(recorded);  // the node holds a copy
+  check(e, "cudaGraphAddChildGraphNode");
+  return node;
+}
+
+NativeGraphNode add_copies(NativeGraph graph, const std::vector<DeviceCopy>& copies,
+                           const std::vector<NativeGraphNode>& after) {
+  GraphBuild& build = build_of(graph);
+  const auto deps = nodes_of(after);
+  cudaGraphNode_t node = nullptr;
+  std::size_t largest = 0;
+  for (const DeviceCopy& c : copies) largest = std::max(largest, c.bytes);
+  if (copies.empty() || largest == 0) {
+    check(cudaGraphAddEmptyNode(&node, build.graph, deps.data(), deps.size()),
+          "cudaGraphAddEmptyNode");
+    return node;
+  }
+  if (copies.size() > 65535) throw Error("a graph's copy node takes at most 65535 copies");
+  void* list = nullptr;
+  check(cudaMalloc(&list, copies.size() * sizeof(DeviceCopy)), "cudaMalloc");
+  build.lists.push_back(list);
+  check(cudaMemcpy(list, copies.data(), copies.size() * sizeof(DeviceCopy), cudaMemcpyHostToDevice),
+        "cudaMemcpy");
+  const auto* first = static_cast<const DeviceCopy*>(list);
+  void* arguments[] = {&first};
+  cudaKernelNodeParams p{};
+  p.func = reinterpret_cast<void*>(&kernels::copy_list_kernel);
+  p.gridDim = dim3(kernels::copy_list_blocks(largest), static_cast<unsigned>(copies.size()));
+  p.blockDim = dim3(512);
+  p.kernelParams = arguments;
+  check(cudaGraphAddKernelNode(&node, build.graph, deps.data(), deps.size(), &p),
+        "cudaGraphAddKernelNode");
+  return node;
+}
+
+NativeGraphExec instantiate_graph(NativeGraph graph) {
+  cudaGraphExec_t exec = nullptr;
+  check(cudaGraphInstantiate(&exec, build_of(graph).graph, 0), "cudaGraphInstantiate");
+  return exec;
+}
+
+void destroy_graph_exec(NativeGraphExec exec) {
+  if (exec) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec));
+}
+
+void launch_graph(NativeGraphExec exec, NativeStream stream) {
+  check(cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec), static_cast<cudaStream_t>(stream)),
+        "cudaGraphLaunch");
+}
+
+void enqueue_copies(NativeStream stream, const std::vector<DeviceCopy>& copies) {
+  for (const DeviceCopy& c : copies)
+    if (c.bytes != 0)
+      check(cudaMemcpyAsync(c.to, c.from, c.bytes, cudaMemcpyDefault,
+                            static_cast<cudaStream_t>(stream)),
+            "cudaMemcpyAsync");
 }
 
 }  // namespace kodo::backend

@@ -9,8 +9,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <source_location>
 #include <string>
+#include <vector>
 
 namespace kodo::backend {
 namespace {
@@ -218,6 +220,184 @@ void enqueue_copy_and_publish(NativeStream stream, const DeviceWait& wait, void*
                        count_word, count);
   }
   check(hipGetLastError(), "a kernel launch (channel copy)");
+}
+
+// --- device graphs (as in cuda/native.cpp) ---------------------------------------------
+
+namespace {
+
+struct GraphBuild {
+  hipGraph_t graph = nullptr;
+  std::vector<void*> lists;
+};
+GraphBuild& build_of(NativeGraph graph) { return *static_cast<GraphBuild*>(graph); }
+
+std::vector<hipGraphNode_t> nodes_of(const std::vector<NativeGraphNode>& after) {
+  std::vector<hipGraphNode_t> nodes;
+  for (NativeGraphNode n : after) nodes.push_back(static_cast<hipGraphNode_t>(n));
+  return nodes;
+}
+
+bool device_addressable(const void* p) {
+  hipPointerAttribute_t a{};
+  if (hipPointerGetAttributes(&a, p) != hipSuccess) {
+    (void)hipGetLastError();
+    return false;
+  }
+#if HIP_VERSION_MAJOR >= 6
+  const auto type = a.type;
+#else
+  const auto type = a.memoryType;
+#endif
+  return type == hipMemoryTypeDevice || type == hipMemoryTypeUnified || a.isManaged;
+}
+
+std::string unreplayable(hipGraph_t graph) {
+  std::size_t count = 0;
+  check(hipGraphGetNodes(graph, nullptr, &count), "hipGraphGetNodes");
+  std::vector<hipGraphNode_t> nodes(count);
+  check(hipGraphGetNodes(graph, nodes.data(), &count), "hipGraphGetNodes");
+  for (hipGraphNode_t node : nodes) {
+    hipGraphNodeType type{};
+    check(hipGraphNodeGetType(node, &type), "hipGraphNodeGetType");
+    switch (type) {
+      case hipGraphNodeTypeKernel:
+      case hipGraphNodeTypeMemset:
+      case hipGraphNodeTypeEmpty: break;
+      case hipGraphNodeTypeMemcpy: {
+        hipMemcpy3DParms p{};
+        check(hipGraphMemcpyNodeGetParams(node, &p), "hipGraphMemcpyNodeGetParams");
+        if ((!p.srcArray && !device_addressable(p.srcPtr.ptr)) ||
+            (!p.dstArray && !device_addressable(p.dstPtr.ptr)))
+          return "it copies to or from host memory (Kokkos does so to launch a kernel whose "
+                 "functor is large, from a buffer that later launches overwrite)";
+        break;
+      }
+      case hipGraphNodeTypeGraph: {
+        hipGraph_t child = nullptr;
+        check(hipGraphChildGraphNodeGetGraph(node, &child), "hipGraphChildGraphNodeGetGraph");
+        if (std::string why = unreplayable(child); !why.empty()) return why;
+        break;
+      }
+      default:
+        return "it holds an operation a graph replays otherwise (graph node type " +
+               std::to_string(static_cast<int>(type)) +
+               ": an event, a host function or a memory allocation)";
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+bool graphs_supported() { return true; }
+
+NativeGraph create_graph() {
+  auto build = std::make_unique<GraphBuild>();
+  check(hipGraphCreate(&build->graph, 0), "hipGraphCreate");
+  return build.release();
+}
+
+void destroy_graph(NativeGraph graph) {
+  auto* build = static_cast<GraphBuild*>(graph);
+  if (!build) return;
+  (void)hipGraphDestroy(build->graph);
+  for (void* list : build->lists) (void)hipFree(list);
+  delete build;
+}
+
+NativeGraphNode add_recorded(NativeGraph graph, NativeStream stream,
+                             const std::function<void()>& enqueue,
+                             const std::vector<NativeGraphNode>& after, std::string& why) {
+  auto s = static_cast<hipStream_t>(stream);
+  hipError_t e = hipStreamBeginCapture(s, hipStreamCaptureModeRelaxed);
+  if (e != hipSuccess) {
+    (void)hipGetLastError();
+    why = std::string("the stream cannot record (") + hipGetErrorString(e) + ")";
+    return nullptr;
+  }
+  std::string failure;
+  try {
+    enqueue();
+  } catch (...) {
+    failure = "it failed while recorded: " + detail::what_of_current();
+  }
+  hipGraph_t recorded = nullptr;
+  e = hipStreamEndCapture(s, &recorded);
+  if (failure.empty() && e != hipSuccess)
+    failure = std::string("recording it failed (") + hipGetErrorString(e) +
+              "; a fence or a host read of device data cannot be recorded)";
+  (void)hipGetLastError();
+  if (failure.empty() && recorded) failure = unreplayable(recorded);
+  if (!failure.empty()) {
+    if (recorded) (void)hipGraphDestroy(recorded);
+    why = failure;
+    return nullptr;
+  }
+  const auto deps = nodes_of(after);
+  std::size_t count = 0;
+  if (recorded) check(hipGraphGetNodes(recorded, nullptr, &count), "hipGraphGetNodes");
+  hipGraphNode_t node = nullptr;
+  e = count == 0 ? hipGraphAddEmptyNode(&node, build_of(graph).graph, deps.data(), deps.size())
+                 : hipGraphAddChildGraphNode(&node, build_of(graph).graph, deps.data(), deps.size(),
+                                             recorded);
+  if (recorded) (void)hipGraphDestroy(recorded);
+  check(e, "hipGraphAddChildGraphNode");
+  return node;
+}
+
+NativeGraphNode add_copies(NativeGraph graph, const std::vector<DeviceCopy>& copies,
+                           const std::vector<NativeGraphNode>& after) {
+  GraphBuild& build = build_of(graph);
+  const auto deps = nodes_of(after);
+  hipGraphNode_t node = nullptr;
+  std::size_t largest = 0;
+  for (const DeviceCopy& c : copies) largest = std::max(largest, c.bytes);
+  if (copies.empty() || largest == 0) {
+    check(hipGraphAddEmptyNode(&node, build.graph, deps.data(), deps.size()),
+          "hipGraphAddEmptyNode");
+    return node;
+  }
+  if (copies.size() > 65535) throw Error("a graph's copy node takes at most 65535 copies");
+  void* list = nullptr;
+  check(hipMalloc(&list, copies.size() * sizeof(DeviceCopy)), "hipMalloc");
+  build.lists.push_back(list);
+  check(hipMemcpy(list, copies.data(), copies.size() * sizeof(DeviceCopy), hipMemcpyHostToDevice),
+        "hipMemcpy");
+  const auto* first = static_cast<const DeviceCopy*>(list);
+  void* arguments[] = {&first};
+  hipKernelNodeParams p{};
+  p.func = reinterpret_cast<void*>(&kernels::copy_list_kernel);
+  p.gridDim = dim3(kernels::copy_list_blocks(largest), static_cast<unsigned>(copies.size()));
+  p.blockDim = dim3(512);
+  p.kernelParams = arguments;
+  check(hipGraphAddKernelNode(&node, build.graph, deps.data(), deps.size(), &p),
+        "hipGraphAddKernelNode");
+  return node;
+}
+
+NativeGraphExec instantiate_graph(NativeGraph graph) {
+  hipGraphExec_t exec = nullptr;
+  check(hipGraphInstantiate(&exec, build_of(graph).graph, nullptr, nullptr, 0),
+        "hipGraphInstantiate");
+  return exec;
+}
+
+void destroy_graph_exec(NativeGraphExec exec) {
+  if (exec) (void)hipGraphExecDestroy(static_cast<hipGraphExec_t>(exec));
+}
+
+void launch_graph(NativeGraphExec exec, NativeStream stream) {
+  check(hipGraphLaunch(static_cast<hipGraphExec_t>(exec), static_cast<hipStream_t>(stream)),
+        "hipGraphLaunch");
+}
+
+void enqueue_copies(NativeStream stream, const std::vector<DeviceCopy>& copies) {
+  for (const DeviceCopy& c : copies)
+    if (c.bytes != 0)
+      check(hipMemcpyAsync(c.to, c.from, c.bytes, hipMemcpyDefault,
+                           static_cast<hipStream_t>(stream)),
+            "hipMemcpyAsync");
 }
 
 }  // namespace kodo::backend

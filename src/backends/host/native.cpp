@@ -79,4 +79,29 @@ void enqueue_copy_and_publish(NativeStream, const DeviceWait&, void* to, const v
   std::atomic_ref<std::uint64_t>(*count_word).store(count, std::memory_order_release);
 }
 
+// No graphs: the step program runs each step's work itself (streams_run_in_call).
+bool graphs_supported() { return false; }
+NativeGraph create_graph() { throw Error("the host backend has no device graphs"); }
+void destroy_graph(NativeGraph) {}
+NativeGraphNode add_recorded(NativeGraph, NativeStream, const std::function<void()>&,
+                             const std::vector<NativeGraphNode>&, std::string& why) {
+  why = "the host backend has no device graphs";
+  return nullptr;
+}
+NativeGraphNode add_copies(NativeGraph, const std::vector<DeviceCopy>&,
+                           const std::vector<NativeGraphNode>&) {
+  throw Error("the host backend has no device graphs");
+}
+NativeGraphExec instantiate_graph(NativeGraph) {
+  throw Error("the host backend has no device graphs");
+}
+void destroy_graph_exec(NativeGraphExec) {}
+void launch_graph(NativeGraphExec, NativeStream) {
+  throw Error("the host backend has no device graphs");
+}
+void enqueue_copies(NativeStream, const std::vector<DeviceCopy>& copies) {
+  for (const DeviceCopy& c : copies)
+    if (c.bytes != 0) std::memmove(c.to, c.from, c.bytes);
+}
+
 }  // namespace kodo::backend

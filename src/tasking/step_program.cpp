@@ -1,0 +1,543 @@
+#include "step_program.hpp"
+
+#include "../backends/native.hpp"
+#include "../core/agree.hpp"
+#include "runtime.hpp"
+#include "scheduler.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <tuple>
+
+namespace kodo::detail {
+namespace {
+
+// Steps launched ahead of the last one known done: enough to keep the device busy while
+// the host notices completions, few enough to bound what a failure leaves queued.
+constexpr std::int64_t kAhead = 4;
+constexpr int kMaxPhases = 1 << 16;
+constexpr int kTagLimit = 1 << 30;  // a program's channels use ports 2^30 + tag
+
+// A channel of the program: a local unit, a unit of another rank, a tag.
+struct LinkId {
+  std::int64_t local, remote;
+  int tag;
+  auto operator<=>(const LinkId&) const = default;
+};
+
+// What a rank tells the rank of a unit it sends to, at build: one remote send.
+struct SendRecord {
+  std::int64_t sender, receiver, tag, phase, bytes;
+};
+
+}  // namespace
+
+// The program's completions: the stream's, with a device failure named as the program's.
+class ProgramSource final : public CompletionSource {
+ public:
+  ProgramSource(Stream& stream, std::string what) : stream_(stream), what_(std::move(what)) {}
+  std::uint64_t mark() override { return stream_.mark(); }
+  std::uint64_t reached() const override { return stream_.reached(); }
+  void check_health() const override {
+    try {
+      stream_.check_health();
+    } catch (const Error& e) {
+      throw Error(cat(e.what(), " (in ", what_, ")"));
+    }
+  }
+
+ private:
+  Stream& stream_;
+  std::string what_;
+};
+
+struct RankProgram::Impl {
+  std::uint32_t collection;
+  Extent3 shape;
+  StepProgramOptions options;
+  int rank = 0, ranks = 1;
+  MPI_Comm comm = MPI_COMM_NULL;
+  const BlockMap* map = nullptr;
+  ChannelHost* host = nullptr;
+  Stream* stream = nullptr;          // where steps run
+  Stream* channel_stream = nullptr;  // the program's channels (host-staged copies)
+  std::unique_ptr<ProgramSource> source;
+  std::shared_ptr<bool> alive = std::make_shared<bool>(true);  // for continuations
+
+  struct Unit {
+    Index3 index;
+    std::int64_t linear;
+    std::vector<PlannedPhase> phases;
+  };
+  std::vector<Unit> units;  // by local slot
+  std::string planning_problem;
+
+  // By phase, by sending slot: the copies into local receivers' views, and their slots.
+  std::vector<std::vector<std::vector<backend::DeviceCopy>>> copies;
+  std::vector<std::vector<std::vector<std::size_t>>> copy_receivers;
+
+  // Transfers with other ranks: a channel per local unit, remote unit and tag carries both
+  // directions; the transfers it receives land in a ring whose buffers are the receiving
+  // views in phase order (transfer t in buffer t % their number).
+  struct RemoteLink {
+    Channel channel;
+    std::shared_ptr<RingCore> ring;
+    std::vector<int> phases;         // the receiving phases, ascending
+    std::vector<std::size_t> bytes;  // by ring buffer
+    std::uint64_t released = 0;
+    std::string name;
+  };
+  struct RemoteSend {
+    Channel* channel;
+    PlannedView view;
+  };
+  std::map<LinkId, std::unique_ptr<RemoteLink>> links;  // (local, remote, tag)
+  std::vector<std::vector<RemoteSend>> remote_sends;  // by phase
+  std::vector<std::vector<RemoteLink*>> remote_receives;  // by phase: rings its steps read
+  std::map<std::int64_t, std::size_t> arrived;        // step -> remote transfers in
+  std::vector<int> sends_pending;                     // by phase
+  std::vector<std::int64_t> last_sent;  // by phase: the last step whose remote sends left
+
+  std::string unit_name(const Index3& index) const { return cat("unit ", index); }
+  std::string where(std::int64_t linear) const {
+    return cat("unit ", shape.delinear(linear), " (rank ", map->owner(linear), ")");
+  }
+};
+
+RankProgram::RankProgram(Runtime& runtime, std::uint32_t collection, const Extent3& shape,
+                         const StepProgramOptions& options)
+    : runtime_(runtime), impl_(std::make_unique<Impl>()) {
+  if (runtime.scheduler().running())
+    throw Error(
+        "a StepProgram is built by the main program of every rank, between run() calls, never "
+        "by an entry method");
+  if (options.phases < 1 || options.phases > kMaxPhases)
+    throw Error(cat("a StepProgram has 1 to ", kMaxPhases, " phases, not ", options.phases));
+  Impl& m = *impl_;
+  m.collection = collection;
+  m.shape = shape;
+  m.options = options;
+  m.rank = runtime.rank();
+  m.ranks = runtime.size();
+  m.comm = runtime.comm();
+  m.map = &runtime.collection(collection).map();
+  m.host = &runtime.channel_host();
+  m.stream = &runtime.streams().compute(0);
+  m.channel_stream = &runtime.streams().communication(0);
+  m.source = std::make_unique<ProgramSource>(
+      *m.stream, cat("the step program of collection ", collection, " on rank ", m.rank));
+  const auto phases = static_cast<std::size_t>(options.phases);
+  m.copies.resize(phases);
+  m.copy_receivers.resize(phases);
+  m.remote_sends.resize(phases);
+  m.remote_receives.resize(phases);
+  m.sends_pending.assign(phases, 0);
+  m.last_sent.assign(phases, std::numeric_limits<std::int64_t>::min());
+}
+
+RankProgram::~RankProgram() {
+  *impl_->alive = false;
+  try {
+    impl_->stream->space().fence("kodo::StepProgram");
+  } catch (...) {
+    // A failed device cannot be waited for; release what can be released.
+  }
+  for (auto& [id, link] : impl_->links)
+    if (link->ring) stop_ring(*link->ring);
+  for (std::size_t q = 0; q < execs_.size(); ++q) backend::destroy_graph_exec(execs_[q]);
+  for (void* g : graphs_) backend::destroy_graph(g);
+}
+
+void RankProgram::add(const Index3& unit, std::vector<PlannedPhase> phases) {
+  impl_->units.push_back({unit, impl_->shape.linear(unit), std::move(phases)});
+}
+
+void RankProgram::fail_planning(const std::string& problem) {
+  if (impl_->planning_problem.empty()) impl_->planning_problem = problem;
+}
+
+void RankProgram::build() {
+  Impl& m = *impl_;
+  const int P = m.options.phases;
+  const MPI_Comm comm = m.comm;
+  auto next = [P](int q) { return (q + 1) % P; };
+  std::string problem = m.planning_problem;
+  auto complain = [&](const std::string& what) {
+    if (problem.empty()) problem = what;
+  };
+
+  // Each plan on its own: peers, tags, duplicates, the prime.
+  std::map<std::tuple<std::int64_t, std::int64_t, int, int>, std::pair<std::size_t, const PlannedTransfer*>>
+      receives;  // (receiver, sender, tag, phase) -> receiving slot, transfer
+  for (std::size_t slot = 0; slot < m.units.size() && problem.empty(); ++slot) {
+    const Impl::Unit& u = m.units[slot];
+    for (int q = 0; q < P && problem.empty(); ++q) {
+      const PlannedPhase& plan = u.phases[static_cast<std::size_t>(q)];
+      auto check = [&](const PlannedTransfer& t, const char* verb) {
+        if (!m.shape.contains(t.peer))
+          complain(cat(m.unit_name(u.index), " ", verb, " unit ", t.peer, " in phase ", q,
+                       ", outside its collection of shape ", m.shape));
+        else if (t.tag < 0 || t.tag >= kTagLimit)
+          complain(cat(m.unit_name(u.index), " ", verb, " unit ", t.peer, " in phase ", q,
+                       " with tag ", t.tag, "; tags are 0 to 2^30 - 1"));
+      };
+      std::map<std::pair<std::int64_t, int>, int> seen;
+      for (const PlannedTransfer& t : plan.sends) {
+        check(t, "sends to");
+        if (problem.empty() && seen[{m.shape.linear(t.peer), t.tag}]++ == 1)
+          complain(cat(m.unit_name(u.index), " sends to unit ", t.peer, " twice with tag ", t.tag,
+                       " in phase ", q, ": each transfer of a step needs its own tag"));
+      }
+      seen.clear();
+      for (const PlannedTransfer& t : plan.receives) {
+        check(t, "receives from");
+        if (!problem.empty()) break;
+        const std::int64_t from = m.shape.linear(t.peer);
+        if (seen[{from, t.tag}]++ == 1)
+          complain(cat(m.unit_name(u.index), " receives from unit ", t.peer, " twice with tag ",
+                       t.tag, " in phase ", q, ": each transfer of a step needs its own tag"));
+        receives[{u.linear, from, t.tag, q}] = {slot, &t};
+      }
+      if (problem.empty() && q == P - 1 && !plan.sends.empty() && !plan.primes)
+        complain(cat(m.unit_name(u.index), " sends in phase ", q,
+                     ", the last: the receivers' first step (phase 0) reads those views, so "
+                     "the plan of that phase declares prime() (with the work that fills them, "
+                     "or none when they hold the data already)"));
+    }
+  }
+
+  // A rank's receive views never overlap: each transfer lands in memory of its own.
+  if (problem.empty()) {
+    std::vector<std::tuple<const std::byte*, const std::byte*, std::string>> spans;
+    for (const auto& [key, found] : receives) {
+      const auto& seg = found.second->view.segment;
+      if (seg.bytes == 0) continue;
+      const auto* begin = static_cast<const std::byte*>(seg.data);
+      spans.emplace_back(begin, begin + seg.bytes,
+                         cat(m.unit_name(m.shape.delinear(std::get<0>(key))), "'s receive from unit ",
+                             m.shape.delinear(std::get<1>(key)), " with tag ", std::get<2>(key),
+                             " in phase ", std::get<3>(key), " (view '",
+                             found.second->view.label, "')"));
+    }
+    std::sort(spans.begin(), spans.end());
+    for (std::size_t i = 1; i < spans.size() && problem.empty(); ++i)
+      if (std::get<0>(spans[i]) < std::get<1>(spans[i - 1]))
+        complain(cat(std::get<2>(spans[i - 1]), " and ", std::get<2>(spans[i]),
+                     " overlap in memory: each receive needs memory of its own"));
+  }
+
+  // Sends between units of this rank become copies; others are told to their receivers.
+  std::map<std::tuple<std::int64_t, std::int64_t, int, int>, bool> matched;
+  std::vector<std::vector<SendRecord>> outgoing(static_cast<std::size_t>(m.ranks));
+  for (std::size_t slot = 0; slot < m.units.size() && problem.empty(); ++slot) {
+    const Impl::Unit& u = m.units[slot];
+    for (int q = 0; q < P && problem.empty(); ++q) {
+      for (const PlannedTransfer& t : u.phases[static_cast<std::size_t>(q)].sends) {
+        const std::int64_t to = m.shape.linear(t.peer);
+        const int owner = m.map->owner(to);
+        if (owner != m.rank) {
+          outgoing[static_cast<std::size_t>(owner)].push_back(
+              {u.linear, to, t.tag, q, static_cast<std::int64_t>(t.view.segment.bytes)});
+          continue;
+        }
+        const auto key = std::make_tuple(to, u.linear, t.tag, next(q));
+        const auto found = receives.find(key);
+        if (found == receives.end()) {
+          complain(cat(m.where(u.linear), " sends to ", m.where(to), " with tag ", t.tag,
+                       " in phase ", q, ", but that unit receives nothing from it with tag ",
+                       t.tag, " in phase ", next(q)));
+          break;
+        }
+        const PlannedView& into = found->second.second->view;
+        if (into.segment.bytes != t.view.segment.bytes) {
+          complain(cat(m.where(u.linear), " sends ", t.view.segment.bytes, " bytes to ",
+                       m.where(to), " with tag ", t.tag, " in phase ", q, ", which receives ",
+                       into.segment.bytes, " ('", into.label, "')"));
+          break;
+        }
+        matched[key] = true;
+        m.copies[static_cast<std::size_t>(q)].resize(m.units.size());
+        m.copy_receivers[static_cast<std::size_t>(q)].resize(m.units.size());
+        m.copies[static_cast<std::size_t>(q)][slot].push_back(
+            {into.segment.data, t.view.segment.data, t.view.segment.bytes});
+        m.copy_receivers[static_cast<std::size_t>(q)][slot].push_back(found->second.first);
+      }
+    }
+  }
+  for (const auto& [key, found] : receives) {
+    if (!problem.empty()) break;
+    const auto [receiver, sender, tag, q] = key;
+    if (m.map->owner(sender) == m.rank && !matched.count(key))
+      complain(cat(m.where(receiver), " receives from ", m.where(sender), " with tag ", tag,
+                   " in phase ", q,
+                   ", but that unit sends nothing to it with tag ", tag, " in phase ",
+                   (q + P - 1) % P));
+  }
+  agree_and_report(comm, problem);
+
+  // What this rank sends to units of other ranks, checked by their ranks.
+  std::vector<int> counts_out(static_cast<std::size_t>(m.ranks)), counts_in(counts_out.size());
+  for (std::size_t r = 0; r < outgoing.size(); ++r)
+    counts_out[r] = static_cast<int>(outgoing[r].size() * sizeof(SendRecord));
+  check_mpi(MPI_Alltoall(counts_out.data(), 1, MPI_INT, counts_in.data(), 1, MPI_INT, comm),
+            "MPI_Alltoall");
+  std::vector<int> displs_out(counts_out.size()), displs_in(counts_in.size());
+  std::vector<SendRecord> flat_out, flat_in;
+  int total_in = 0;
+  for (std::size_t r = 0; r < outgoing.size(); ++r) {
+    displs_out[r] = static_cast<int>(flat_out.size() * sizeof(SendRecord));
+    flat_out.insert(flat_out.end(), outgoing[r].begin(), outgoing[r].end());
+    displs_in[r] = total_in;
+    total_in += counts_in[r];
+  }
+  flat_in.resize(static_cast<std::size_t>(total_in) / sizeof(SendRecord));
+  check_mpi(MPI_Alltoallv(flat_out.data(), counts_out.data(), displs_out.data(), MPI_BYTE,
+                          flat_in.data(), counts_in.data(), displs_in.data(), MPI_BYTE, comm),
+            "MPI_Alltoallv");
+  std::map<std::tuple<std::int64_t, std::int64_t, int, int>, bool> remote_matched;
+  for (const SendRecord& s : flat_in) {
+    if (!problem.empty()) break;
+    const auto q = static_cast<int>(s.phase);
+    const auto key = std::make_tuple(s.receiver, s.sender, static_cast<int>(s.tag), next(q));
+    const auto found = receives.find(key);
+    if (found == receives.end()) {
+      complain(cat(m.where(s.sender), " sends to ", m.where(s.receiver), " with tag ", s.tag,
+                   " in phase ", q, ", but that unit receives nothing from it with tag ", s.tag,
+                   " in phase ", next(q)));
+    } else if (static_cast<std::int64_t>(found->second.second->view.segment.bytes) != s.bytes) {
+      complain(cat(m.where(s.sender), " sends ", s.bytes, " bytes to ", m.where(s.receiver),
+                   " with tag ", s.tag, " in phase ", q, ", which receives ",
+                   found->second.second->view.segment.bytes, " ('",
+                   found->second.second->view.label, "')"));
+    } else {
+      remote_matched[key] = true;
+    }
+  }
+  for (const auto& [key, found] : receives) {
+    if (!problem.empty()) break;
+    const auto [receiver, sender, tag, q] = key;
+    if (m.map->owner(sender) != m.rank && !remote_matched.count(key))
+      complain(cat(m.where(receiver), " receives from ", m.where(sender), " with tag ", tag,
+                   " in phase ", q, ", but that unit sends nothing to it with tag ", tag,
+                   " in phase ", (q + P - 1) % P));
+  }
+  agree_and_report(comm, problem);
+
+  // Channels for the transfers with other ranks.
+  auto link_of = [&](std::int64_t local, std::int64_t remote, int tag) -> Impl::RemoteLink& {
+    auto& link = m.links[{local, remote, tag}];
+    if (!link) {
+      link = std::make_unique<Impl::RemoteLink>();
+      link->channel = Channel(*m.host, LinkSpec{m.collection, m.shape, m.shape.delinear(local),
+                                                m.shape.delinear(remote), m.map->owner(remote),
+                                                kTagLimit + tag, m.channel_stream, m.options.comm});
+      link->name = cat("the transfers from ", m.where(remote), " to unit ", m.shape.delinear(local),
+                       " with tag ", tag);
+    }
+    return *link;
+  };
+  for (std::size_t slot = 0; slot < m.units.size(); ++slot) {
+    const Impl::Unit& u = m.units[slot];
+    for (int q = 0; q < P; ++q)
+      for (const PlannedTransfer& t : u.phases[static_cast<std::size_t>(q)].sends) {
+        const std::int64_t to = m.shape.linear(t.peer);
+        if (m.map->owner(to) != m.rank)
+          m.remote_sends[static_cast<std::size_t>(q)].push_back(
+              {&link_of(u.linear, to, t.tag).channel, t.view});
+      }
+  }
+  std::map<LinkId, std::vector<std::pair<int, const PlannedTransfer*>>> rings;
+  for (const auto& [key, found] : receives) {
+    const auto [receiver, sender, tag, q] = key;
+    if (m.map->owner(sender) != m.rank) rings[{receiver, sender, tag}].emplace_back(q, found.second);
+  }
+  for (auto& [id, views] : rings) {  // phases ascending
+    Impl::RemoteLink& link = link_of(id.local, id.remote, id.tag);
+    std::vector<Segment> buffers;
+    std::vector<std::shared_ptr<const void>> keep;
+    for (const auto& [q, t] : views) {
+      link.phases.push_back(q);
+      link.bytes.push_back(t->view.segment.bytes);
+      buffers.push_back(t->view.segment);
+      keep.push_back(t->view.keep);
+      m.remote_receives[static_cast<std::size_t>(q)].push_back(&link);
+    }
+    Impl::RemoteLink* in = &link;
+    link.ring = link.channel.start_ring(
+        std::move(buffers), std::make_shared<std::vector<std::shared_ptr<const void>>>(keep), 1,
+        [this, in, alive = std::weak_ptr<bool>(m.alive)](std::uint64_t transfer, std::size_t bytes,
+                                                         std::size_t buffer) {
+          if (alive.expired()) return;
+          if (bytes != in->bytes[buffer])
+            throw Error(cat(in->name, ": transfer ", transfer, " brought ", bytes,
+                            " bytes into a view of ", in->bytes[buffer]));
+          const auto uses = static_cast<std::int64_t>(in->phases.size());
+          const auto t = static_cast<std::int64_t>(transfer);
+          const std::int64_t step =
+              t / uses * impl_->options.phases + in->phases[static_cast<std::size_t>(t % uses)];
+          ++impl_->arrived[step];
+          pump();
+        });
+  }
+
+  // Each phase's work and copies as one graph, where the backend records graphs.
+  std::string why;
+  if (m.options.graphs && backend::graphs_supported() && !m.units.empty()) {
+    const auto stream = m.stream->native_handle();
+    for (int q = 0; q < P && why.empty(); ++q) {
+      const auto phase = static_cast<std::size_t>(q);
+      void* graph = backend::create_graph();
+      graphs_.push_back(graph);
+      std::vector<backend::NativeGraphNode> work(m.units.size(), nullptr);
+      bool any = false;
+      for (std::size_t slot = 0; slot < m.units.size() && why.empty(); ++slot) {
+        const StepWork& w = m.units[slot].phases[phase].work;
+        if (!w) continue;
+        std::string failure;
+        work[slot] = backend::add_recorded(
+            graph, stream, [&] { w(m.stream->space()); }, {}, failure);
+        if (!work[slot])
+          why = cat("the work of ", m.unit_name(m.units[slot].index), " in phase ", q,
+                    " cannot be recorded: ", failure);
+        any = true;
+      }
+      if (!why.empty()) break;
+      const auto& copies = m.copies[phase];
+      for (std::size_t slot = 0; slot < copies.size(); ++slot) {
+        if (copies[slot].empty()) continue;
+        std::vector<backend::NativeGraphNode> after;
+        if (work[slot]) after.push_back(work[slot]);
+        // One phase: the receiver's step of this very graph reads the view first.
+        if (P == 1)
+          for (std::size_t r : m.copy_receivers[phase][slot])
+            if (work[r] && r != slot) after.push_back(work[r]);
+        backend::add_copies(graph, copies[slot], after);
+        any = true;
+      }
+      if (!any) backend::add_copies(graph, {}, {});
+    }
+    if (why.empty()) {
+      for (void* g : graphs_) execs_.push_back(backend::instantiate_graph(g));
+    } else {
+      for (void* g : graphs_) backend::destroy_graph(g);
+      graphs_.clear();
+    }
+  }
+  // One line for the job when some rank could not record its work.
+  const int mine = why.empty() ? m.ranks : m.rank;
+  int first = m.ranks, count = 0, one = why.empty() ? 0 : 1;
+  check_mpi(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+  check_mpi(MPI_Allreduce(&one, &count, 1, MPI_INT, MPI_SUM, comm), "MPI_Allreduce");
+  if (m.rank == first)
+    print_error(cat("kodo: the step program of collection ", m.collection, " runs without device ",
+                    "graphs on ", count, " rank(s), calling each unit's work every step: on rank ",
+                    m.rank, ", ", why));
+}
+
+void RankProgram::advance(std::int64_t steps) {
+  if (runtime_.scheduler().running())
+    throw Error("StepProgram::advance is for the main program of every rank, between run() calls");
+  if (steps < 0) throw Error(cat("StepProgram::advance takes a count of steps, not ", steps));
+  if (target_ > std::numeric_limits<std::int64_t>::max() - steps)
+    throw Error(cat("StepProgram::advance: ", steps, " more steps overflow the step count"));
+  target_ += steps;
+  if (steps == 0) return;
+  ChannelHost& host = *impl_->host;
+  host.expect_event();
+  host.queue_callback([this, alive = std::weak_ptr<bool>(impl_->alive)] {
+    if (!alive.expired()) pump();
+  });
+}
+
+// Launches the steps that may run now: in order, at most kAhead past the last known done,
+// each once the transfers it reads from other ranks are in and the views it sends to
+// them are free again.
+void RankProgram::pump() {
+  Impl& m = *impl_;
+  const int P = m.options.phases;
+  if (!primed_ && target_ > 0) prime();
+  while (launched_ < target_ && launched_ - completed_ < kAhead) {
+    const std::int64_t k = launched_;
+    const auto q = static_cast<std::size_t>(k % P);
+    // The step of this phase before k (-1: the prime, before the last phase's first step)
+    // has handed its views to the channels, and they are done with them.
+    if (const std::int64_t previous = k - P; !m.remote_sends[q].empty() && previous >= -1 &&
+                                             (m.last_sent[q] < previous || m.sends_pending[q] != 0))
+      return;
+    if (const std::size_t needed = m.remote_receives[q].size(); needed != 0) {
+      const auto in = m.arrived.find(k);
+      if (in == m.arrived.end() || in->second < needed) return;
+      m.arrived.erase(in);
+    }
+    launch(k);
+    ++launched_;
+  }
+}
+
+void RankProgram::prime() {
+  Impl& m = *impl_;
+  const auto last = static_cast<std::size_t>(m.options.phases - 1);
+  primed_ = true;
+  for (const Impl::Unit& u : m.units)
+    if (const auto& plan = u.phases[last]; plan.primes && plan.prime) plan.prime(m.stream->space());
+  for (const auto& copies : m.copies[last])
+    backend::enqueue_copies(m.stream->native_handle(), copies);
+  if (m.remote_sends[last].empty()) return;
+  runtime_.when_done(*m.source, [this, alive = std::weak_ptr<bool>(m.alive), last] {
+    if (alive.expired()) return;
+    Impl& i = *impl_;
+    for (const Impl::RemoteSend& s : i.remote_sends[last]) {
+      ++i.sends_pending[last];
+      s.channel->send_segment(s.view.segment, s.view.keep, [this, last, alive] {
+        if (alive.expired()) return;
+        --impl_->sends_pending[last];
+        pump();
+      }, true);
+    }
+    i.last_sent[last] = -1;
+    pump();
+  });
+}
+
+void RankProgram::launch(std::int64_t k) {
+  Impl& m = *impl_;
+  const auto q = static_cast<std::size_t>(k % m.options.phases);
+  if (!execs_.empty()) {
+    backend::launch_graph(execs_[q], m.stream->native_handle());
+  } else {
+    for (const Impl::Unit& u : m.units)
+      if (const auto& w = u.phases[q].work) w(m.stream->space());
+    for (const auto& copies : m.copies[q])
+      backend::enqueue_copies(m.stream->native_handle(), copies);
+  }
+  runtime_.when_done(*m.source, [this, k, alive = std::weak_ptr<bool>(m.alive)] {
+    if (!alive.expired()) step_done(k);
+  });
+}
+
+// Step k's work is done: the transfers it read from other ranks are released (their
+// buffers take later ones), the views it filled for units of other ranks leave.
+void RankProgram::step_done(std::int64_t k) {
+  Impl& m = *impl_;
+  const auto q = static_cast<std::size_t>(k % m.options.phases);
+  completed_ = k + 1;
+  for (Impl::RemoteLink* link : m.remote_receives[q])
+    release_ring(link->ring.get(), link->released++, nullptr);
+  if (!m.remote_sends[q].empty()) {
+    const auto alive = std::weak_ptr<bool>(m.alive);
+    for (const Impl::RemoteSend& s : m.remote_sends[q]) {
+      ++m.sends_pending[q];
+      s.channel->send_segment(s.view.segment, s.view.keep, [this, q, alive] {
+        if (alive.expired()) return;
+        --impl_->sends_pending[q];
+        pump();
+      }, true);
+    }
+    m.last_sent[q] = k;
+  }
+  pump();
+}
+
+}  // namespace kodo::detail
