@@ -83,7 +83,9 @@ struct Arc final : kodo::WorkUnit<Arc> {
   }
   // The array a step of phase q reads, and the one it writes.
   std::size_t in(int q) const { return phases_ == 1 ? 0 : static_cast<std::size_t>(q); }
-  std::size_t out(int q) const { return phases_ == 1 ? 1 : static_cast<std::size_t>((q + 1) % phases_); }
+  std::size_t out(int q) const {
+    return phases_ == 1 ? 1 : static_cast<std::size_t>((q + 1) % phases_);
+  }
 
   void plan_step(kodo::StepPlan& plan) {
     const int q = plan.phase();
@@ -117,8 +119,7 @@ struct Arc final : kodo::WorkUnit<Arc> {
   std::vector<Cells> cells_, ghost_left_, ghost_right_, edge_left_, edge_right_;
 };
 
-void check_segments(const kodo::Collection<Arc>& units, std::int64_t length,
-                    std::int64_t steps) {
+void check_segments(const kodo::Collection<Arc>& units, std::int64_t length, std::int64_t steps) {
   const auto expected = reference(units.size() * length, steps);
   units.for_each_local([&](Arc& u) {
     const auto got = u.current(steps);
@@ -165,15 +166,17 @@ TEST_P(StepProgramRuns, GiveTheSerialStencilWhateverTheUnitsAndRanks) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    , StepProgramRuns,
-    testing::Values(Case{1, 2, kodo::CommMode::device, true}, Case{2, 2, kodo::CommMode::device, true},
-                    Case{3, 2, kodo::CommMode::device, true}, Case{8, 2, kodo::CommMode::device, true},
-                    Case{5, 1, kodo::CommMode::device, true}, Case{1, 1, kodo::CommMode::device, true},
-                    Case{6, 3, kodo::CommMode::device, true},
-                    Case{6, 2, kodo::CommMode::host_staged, true},
-                    Case{4, 2, kodo::CommMode::device, false}),
-    name_of);
+INSTANTIATE_TEST_SUITE_P(, StepProgramRuns,
+                         testing::Values(Case{1, 2, kodo::CommMode::device, true},
+                                         Case{2, 2, kodo::CommMode::device, true},
+                                         Case{3, 2, kodo::CommMode::device, true},
+                                         Case{8, 2, kodo::CommMode::device, true},
+                                         Case{5, 1, kodo::CommMode::device, true},
+                                         Case{1, 1, kodo::CommMode::device, true},
+                                         Case{6, 3, kodo::CommMode::device, true},
+                                         Case{6, 2, kodo::CommMode::host_staged, true},
+                                         Case{4, 2, kodo::CommMode::device, false}),
+                         name_of);
 
 // Links used in some phases only, and a last phase that sends nothing (no prime): phase
 // 0 adds one and sends right, phase 1 adds what came from the left and sends left, phase
@@ -195,7 +198,9 @@ void relay_kernel(const kodo::ExecutionSpace& space, const Cells& v, const Cells
 
 struct Relay final : kodo::WorkUnit<Relay> {
   Relay(const kodo::UnitInit<Relay>& init)
-      : WorkUnit(init), v_("v", 4), in_{Cells("in", 4), Cells("in", 4)},
+      : WorkUnit(init),
+        v_("v", 4),
+        in_{Cells("in", 4), Cells("in", 4)},
         out_{Cells("out", 4), Cells("out", 4)} {
     const std::int64_t me = init.shape.linear(init.index);
     auto h = Kokkos::create_mirror_view(v_);
@@ -230,7 +235,8 @@ TEST(StepPrograms, LinksUsedInSomePhasesCarryTheirOwnTransfers) {
     program.advance(steps);
     rt.run();
     // The same on the host, all units at once.
-    std::vector<std::vector<std::int64_t>> v(static_cast<std::size_t>(n), std::vector<std::int64_t>(4)),
+    std::vector<std::vector<std::int64_t>> v(static_cast<std::size_t>(n),
+                                             std::vector<std::int64_t>(4)),
         out = v;
     for (std::int64_t u = 0; u < n; ++u)
       for (int i = 0; i < 4; ++i) v[static_cast<std::size_t>(u)][i] = u * 10 + i;
@@ -239,10 +245,17 @@ TEST(StepPrograms, LinksUsedInSomePhasesCarryTheirOwnTransfers) {
       for (std::int64_t u = 0; u < n; ++u)
         for (int i = 0; i < 4; ++i) {
           auto& x = v[static_cast<std::size_t>(u)][i];
-          const auto left = static_cast<std::size_t>((u + n - 1) % n), right = static_cast<std::size_t>((u + 1) % n);
+          const auto left = static_cast<std::size_t>((u + n - 1) % n),
+                     right = static_cast<std::size_t>((u + 1) % n);
           switch (s % 4) {
-            case 0: x = (x + 1) % kModulus; out[static_cast<std::size_t>(u)][i] = x; break;
-            case 1: x = (x + old[left][i]) % kModulus; out[static_cast<std::size_t>(u)][i] = x; break;
+            case 0:
+              x = (x + 1) % kModulus;
+              out[static_cast<std::size_t>(u)][i] = x;
+              break;
+            case 1:
+              x = (x + old[left][i]) % kModulus;
+              out[static_cast<std::size_t>(u)][i] = x;
+              break;
             case 2: x = (2 * x + old[right][i]) % kModulus; break;
             default: x = (x + 3) % kModulus;
           }
@@ -296,49 +309,62 @@ TEST(StepPrograms, BadPlansAreRefusedOnEveryRank) {
             std::string::npos)
       << lost_receive;
   // Sizes differ.
-  EXPECT_NE(refusal(ring, [](Planned& u, kodo::StepPlan& p) {
-              if (u.me() == 0) p.send(u.a_, u.at(1), 0);
-              if (u.me() == 1) p.receive(u.small_, u.at(0), 0);
-              p.prime();
-            }).find("sends 32 bytes to unit (1,0,0)"),
+  EXPECT_NE(refusal(ring,
+                    [](Planned& u, kodo::StepPlan& p) {
+                      if (u.me() == 0) p.send(u.a_, u.at(1), 0);
+                      if (u.me() == 1) p.receive(u.small_, u.at(0), 0);
+                      p.prime();
+                    })
+                .find("sends 32 bytes to unit (1,0,0)"),
             std::string::npos);
   // The last phase sends without prime().
-  EXPECT_NE(refusal(ring, [](Planned& u, kodo::StepPlan& p) {
-              p.send(u.a_, u.at((u.me() + 1) % u.collection().size()), 0);
-              p.receive(u.b_, u.at((u.me() + u.collection().size() - 1) % u.collection().size()), 0);
-            }).find("the plan of that phase declares prime()"),
+  EXPECT_NE(refusal(ring,
+                    [](Planned& u, kodo::StepPlan& p) {
+                      p.send(u.a_, u.at((u.me() + 1) % u.collection().size()), 0);
+                      p.receive(u.b_,
+                                u.at((u.me() + u.collection().size() - 1) % u.collection().size()),
+                                0);
+                    })
+                .find("the plan of that phase declares prime()"),
             std::string::npos);
   // Tags, peers, duplicates, overlapping receives.
-  EXPECT_NE(refusal(ring, [](Planned& u, kodo::StepPlan& p) {
-              p.send(u.a_, u.index(), 1 << 30);
-            }).find("tags are 0 to 2^30 - 1"),
+  EXPECT_NE(refusal(ring, [](Planned& u, kodo::StepPlan& p) { p.send(u.a_, u.index(), 1 << 30); })
+                .find("tags are 0 to 2^30 - 1"),
             std::string::npos);
-  EXPECT_NE(refusal(ring, [n](Planned& u, kodo::StepPlan& p) {
-              p.receive(u.a_, Index3{n, 0, 0}, 0);
-            }).find("outside its collection"),
+  EXPECT_NE(refusal(ring,
+                    [n](Planned& u, kodo::StepPlan& p) { p.receive(u.a_, Index3{n, 0, 0}, 0); })
+                .find("outside its collection"),
             std::string::npos);
-  EXPECT_NE(refusal(ring, [](Planned& u, kodo::StepPlan& p) {
-              p.send(u.a_, u.index(), 0);
-              p.send(u.b_, u.index(), 0);
-              p.receive(u.small_, u.index(), 0);
-              p.prime();
-            }).find("twice with tag 0"),
+  EXPECT_NE(refusal(ring,
+                    [](Planned& u, kodo::StepPlan& p) {
+                      p.send(u.a_, u.index(), 0);
+                      p.send(u.b_, u.index(), 0);
+                      p.receive(u.small_, u.index(), 0);
+                      p.prime();
+                    })
+                .find("twice with tag 0"),
             std::string::npos);
-  EXPECT_NE(refusal(ring, [](Planned& u, kodo::StepPlan& p) {
-              p.send(u.a_, u.index(), 0);
-              p.send(u.b_, u.index(), 1);
-              p.receive(u.a_, u.index(), 0);
-              p.receive(Cells(u.a_, std::pair(2, 4)), u.index(), 1);
-              p.prime();
-            }).find("overlap in memory"),
+  EXPECT_NE(refusal(ring,
+                    [](Planned& u, kodo::StepPlan& p) {
+                      p.send(u.a_, u.index(), 0);
+                      p.send(u.b_, u.index(), 1);
+                      p.receive(u.a_, u.index(), 0);
+                      p.receive(Cells(u.a_, std::pair(2, 4)), u.index(), 1);
+                      p.prime();
+                    })
+                .find("overlap in memory"),
             std::string::npos);
   // A plan that throws on one rank only: every rank hears of it.
-  EXPECT_NE(refusal(ring, [](Planned& u, kodo::StepPlan&) {
-              if (u.me() == u.collection().size() - 1) throw kodo::Error("unit says no");
-            }).find("unit says no"),
+  EXPECT_NE(refusal(ring,
+                    [](Planned& u, kodo::StepPlan&) {
+                      if (u.me() == u.collection().size() - 1) throw kodo::Error("unit says no");
+                    })
+                .find("unit says no"),
             std::string::npos);
   // Phases and steps.
-  EXPECT_NE(refusal(ring, [](Planned&, kodo::StepPlan&) {}, 0).find("1 to 65536 phases, not 0"),
+  EXPECT_NE(refusal(
+                ring, [](Planned&, kodo::StepPlan&) {}, 0)
+                .find("1 to 65536 phases, not 0"),
             std::string::npos);
   auto units = kodo::Collection<Planned>::create(test_runtime(), ring,
                                                  Planned::Plan([](Planned&, kodo::StepPlan&) {}));

@@ -69,9 +69,11 @@ void JacobiBlock::plan_step(kodo::StepPlan& plan) {
     plan.receive(receive_buffer_[p][f], peer, f ^ 1);
     plan.send(send_buffer_[1 - p][f], peer, f);
   }
-  plan.work([this, p](const Space& space) {
+  // The blocks' kernels run side by side: each sized for its share of the GPU.
+  const std::int64_t chunk = config_.chunk_alone ? kAutoChunk : chunk_beside(plan.local_units());
+  plan.work([this, p, chunk](const Space& space) {
     step(space, config_.fusion, field_[p], field_[1 - p], shape_, receive_buffer_[p],
-         send_buffer_[1 - p]);
+         send_buffer_[1 - p], chunk);
   });
   // The faces of iteration 0, from A[0], in the buffers the last parity sends.
   if (p == 1)

@@ -147,6 +147,8 @@ struct DeviceCopy {
 // Adds one node that makes every copy of `copies` (one kernel), after `after`.
 NativeGraphNode add_copies(NativeGraph graph, const std::vector<DeviceCopy>& copies,
                            const std::vector<NativeGraphNode>& after);
+// The kernels `graph` holds, child graphs' included (a copy node counts as one).
+std::size_t graph_kernels(NativeGraph graph);
 // Instantiates `graph` (which stays valid, and must be destroyed too); throws
 // kodo::Error on failure.
 NativeGraphExec instantiate_graph(NativeGraph graph);

@@ -6,6 +6,7 @@
 #include "scheduler.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -93,11 +94,28 @@ struct RankProgram::Impl {
     Channel* channel;
     PlannedView view;
   };
-  std::map<LinkId, std::unique_ptr<RemoteLink>> links;  // (local, remote, tag)
-  std::vector<std::vector<RemoteSend>> remote_sends;  // by phase
+  std::map<LinkId, std::unique_ptr<RemoteLink>> links;    // (local, remote, tag)
+  std::vector<std::vector<RemoteSend>> remote_sends;      // by phase
   std::vector<std::vector<RemoteLink*>> remote_receives;  // by phase: rings its steps read
-  std::map<std::int64_t, std::size_t> arrived;        // step -> remote transfers in
-  std::vector<int> sends_pending;                     // by phase
+  std::map<std::int64_t, std::size_t> arrived;            // step -> remote transfers in
+  bool remote = false;  // some unit of this rank exchanges views with another rank
+
+  // Recorded steps: `span` steps from phase `first` as one graph.
+  struct Recorded {
+    void* graph = nullptr;  // backend::NativeGraph
+    void* exec = nullptr;   // backend::NativeGraphExec
+    int first = 0, span = 1;
+  };
+  std::vector<Recorded> by_phase;  // one step each, where graphs are recorded
+  Recorded period;                 // a whole period, where nothing crosses ranks (else empty)
+  void drop(Recorded& r) {
+    backend::destroy_graph_exec(r.exec);
+    backend::destroy_graph(r.graph);
+    r = Recorded{};
+  }
+  // Records steps first .. first + span - 1 (their phases) as one graph; "" or why not.
+  std::string record(int first, int span, Recorded& into);
+  std::vector<int> sends_pending;       // by phase
   std::vector<std::int64_t> last_sent;  // by phase: the last step whose remote sends left
 
   std::string unit_name(const Index3& index) const { return cat("unit ", index); }
@@ -126,8 +144,8 @@ RankProgram::RankProgram(Runtime& runtime, std::uint32_t collection, const Exten
   m.host = &runtime.channel_host();
   m.stream = &runtime.streams().compute(0);
   m.channel_stream = &runtime.streams().communication(0);
-  m.source = std::make_unique<ProgramSource>(
-      *m.stream, cat("the step program of collection ", collection, " on rank ", m.rank));
+  m.source = std::make_unique<ProgramSource>(*m.stream, cat("the step program of collection ",
+                                                            collection, " on rank ", m.rank));
   const auto phases = static_cast<std::size_t>(options.phases);
   m.copies.resize(phases);
   m.copy_receivers.resize(phases);
@@ -146,8 +164,8 @@ RankProgram::~RankProgram() {
   }
   for (auto& [id, link] : impl_->links)
     if (link->ring) stop_ring(*link->ring);
-  for (std::size_t q = 0; q < execs_.size(); ++q) backend::destroy_graph_exec(execs_[q]);
-  for (void* g : graphs_) backend::destroy_graph(g);
+  for (auto& r : impl_->by_phase) impl_->drop(r);
+  impl_->drop(impl_->period);
 }
 
 void RankProgram::add(const Index3& unit, std::vector<PlannedPhase> phases) {
@@ -169,7 +187,8 @@ void RankProgram::build() {
   };
 
   // Each plan on its own: peers, tags, duplicates, the prime.
-  std::map<std::tuple<std::int64_t, std::int64_t, int, int>, std::pair<std::size_t, const PlannedTransfer*>>
+  std::map<std::tuple<std::int64_t, std::int64_t, int, int>,
+           std::pair<std::size_t, const PlannedTransfer*>>
       receives;  // (receiver, sender, tag, phase) -> receiving slot, transfer
   for (std::size_t slot = 0; slot < m.units.size() && problem.empty(); ++slot) {
     const Impl::Unit& u = m.units[slot];
@@ -216,10 +235,10 @@ void RankProgram::build() {
       if (seg.bytes == 0) continue;
       const auto* begin = static_cast<const std::byte*>(seg.data);
       spans.emplace_back(begin, begin + seg.bytes,
-                         cat(m.unit_name(m.shape.delinear(std::get<0>(key))), "'s receive from unit ",
-                             m.shape.delinear(std::get<1>(key)), " with tag ", std::get<2>(key),
-                             " in phase ", std::get<3>(key), " (view '",
-                             found.second->view.label, "')"));
+                         cat(m.unit_name(m.shape.delinear(std::get<0>(key))),
+                             "'s receive from unit ", m.shape.delinear(std::get<1>(key)),
+                             " with tag ", std::get<2>(key), " in phase ", std::get<3>(key),
+                             " (view '", found.second->view.label, "')"));
     }
     std::sort(spans.begin(), spans.end());
     for (std::size_t i = 1; i < spans.size() && problem.empty(); ++i)
@@ -238,16 +257,16 @@ void RankProgram::build() {
         const std::int64_t to = m.shape.linear(t.peer);
         const int owner = m.map->owner(to);
         if (owner != m.rank) {
-          outgoing[static_cast<std::size_t>(owner)].push_back(
-              {u.linear, to, t.tag, q, static_cast<std::int64_t>(t.view.segment.bytes)});
+          outgoing[static_cast<std::size_t>(owner)]
+              .push_back({u.linear, to, t.tag, q, static_cast<std::int64_t>(t.view.segment.bytes)});
           continue;
         }
         const auto key = std::make_tuple(to, u.linear, t.tag, next(q));
         const auto found = receives.find(key);
         if (found == receives.end()) {
           complain(cat(m.where(u.linear), " sends to ", m.where(to), " with tag ", t.tag,
-                       " in phase ", q, ", but that unit receives nothing from it with tag ",
-                       t.tag, " in phase ", next(q)));
+                       " in phase ", q, ", but that unit receives nothing from it with tag ", t.tag,
+                       " in phase ", next(q)));
           break;
         }
         const PlannedView& into = found->second.second->view;
@@ -260,8 +279,9 @@ void RankProgram::build() {
         matched[key] = true;
         m.copies[static_cast<std::size_t>(q)].resize(m.units.size());
         m.copy_receivers[static_cast<std::size_t>(q)].resize(m.units.size());
-        m.copies[static_cast<std::size_t>(q)][slot].push_back(
-            {into.segment.data, t.view.segment.data, t.view.segment.bytes});
+        m.copies[static_cast<std::size_t>(q)][slot].push_back({into.segment.data,
+                                                               t.view.segment.data,
+                                                               t.view.segment.bytes});
         m.copy_receivers[static_cast<std::size_t>(q)][slot].push_back(found->second.first);
       }
     }
@@ -271,9 +291,8 @@ void RankProgram::build() {
     const auto [receiver, sender, tag, q] = key;
     if (m.map->owner(sender) == m.rank && !matched.count(key))
       complain(cat(m.where(receiver), " receives from ", m.where(sender), " with tag ", tag,
-                   " in phase ", q,
-                   ", but that unit sends nothing to it with tag ", tag, " in phase ",
-                   (q + P - 1) % P));
+                   " in phase ", q, ", but that unit sends nothing to it with tag ", tag,
+                   " in phase ", (q + P - 1) % P));
   }
   agree_and_report(comm, problem);
 
@@ -344,14 +363,15 @@ void RankProgram::build() {
       for (const PlannedTransfer& t : u.phases[static_cast<std::size_t>(q)].sends) {
         const std::int64_t to = m.shape.linear(t.peer);
         if (m.map->owner(to) != m.rank)
-          m.remote_sends[static_cast<std::size_t>(q)].push_back(
-              {&link_of(u.linear, to, t.tag).channel, t.view});
+          m.remote_sends[static_cast<std::size_t>(q)]
+              .push_back({&link_of(u.linear, to, t.tag).channel, t.view});
       }
   }
   std::map<LinkId, std::vector<std::pair<int, const PlannedTransfer*>>> rings;
   for (const auto& [key, found] : receives) {
     const auto [receiver, sender, tag, q] = key;
-    if (m.map->owner(sender) != m.rank) rings[{receiver, sender, tag}].emplace_back(q, found.second);
+    if (m.map->owner(sender) != m.rank)
+      rings[{receiver, sender, tag}].emplace_back(q, found.second);
   }
   for (auto& [id, views] : rings) {  // phases ascending
     Impl::RemoteLink& link = link_of(id.local, id.remote, id.tag);
@@ -375,54 +395,31 @@ void RankProgram::build() {
                             " bytes into a view of ", in->bytes[buffer]));
           const auto uses = static_cast<std::int64_t>(in->phases.size());
           const auto t = static_cast<std::int64_t>(transfer);
-          const std::int64_t step =
-              t / uses * impl_->options.phases + in->phases[static_cast<std::size_t>(t % uses)];
+          const std::int64_t step = t / uses * impl_->options.phases +
+                                    in->phases[static_cast<std::size_t>(t % uses)];
           ++impl_->arrived[step];
           pump();
         });
   }
 
-  // Each phase's work and copies as one graph, where the backend records graphs.
+  // Each phase's work and copies as one graph, where the backend records graphs; where no
+  // transfer crosses ranks, also a whole period (two steps for one phase) as one graph.
+  m.remote = !m.links.empty();
   std::string why;
   if (m.options.graphs && backend::graphs_supported() && !m.units.empty()) {
-    const auto stream = m.stream->native_handle();
-    for (int q = 0; q < P && why.empty(); ++q) {
-      const auto phase = static_cast<std::size_t>(q);
-      void* graph = backend::create_graph();
-      graphs_.push_back(graph);
-      std::vector<backend::NativeGraphNode> work(m.units.size(), nullptr);
-      bool any = false;
-      for (std::size_t slot = 0; slot < m.units.size() && why.empty(); ++slot) {
-        const StepWork& w = m.units[slot].phases[phase].work;
-        if (!w) continue;
-        std::string failure;
-        work[slot] = backend::add_recorded(
-            graph, stream, [&] { w(m.stream->space()); }, {}, failure);
-        if (!work[slot])
-          why = cat("the work of ", m.unit_name(m.units[slot].index), " in phase ", q,
-                    " cannot be recorded: ", failure);
-        any = true;
-      }
-      if (!why.empty()) break;
-      const auto& copies = m.copies[phase];
-      for (std::size_t slot = 0; slot < copies.size(); ++slot) {
-        if (copies[slot].empty()) continue;
-        std::vector<backend::NativeGraphNode> after;
-        if (work[slot]) after.push_back(work[slot]);
-        // One phase: the receiver's step of this very graph reads the view first.
-        if (P == 1)
-          for (std::size_t r : m.copy_receivers[phase][slot])
-            if (work[r] && r != slot) after.push_back(work[r]);
-        backend::add_copies(graph, copies[slot], after);
-        any = true;
-      }
-      if (!any) backend::add_copies(graph, {}, {});
-    }
-    if (why.empty()) {
-      for (void* g : graphs_) execs_.push_back(backend::instantiate_graph(g));
-    } else {
-      for (void* g : graphs_) backend::destroy_graph(g);
-      graphs_.clear();
+    m.by_phase.resize(static_cast<std::size_t>(P));
+    for (int q = 0; q < P && why.empty(); ++q)
+      why = m.record(q, 1, m.by_phase[static_cast<std::size_t>(q)]);
+    // A graph of one kernel saves nothing over launching it.
+    bool worth = false;
+    for (const auto& r : m.by_phase)
+      worth = worth || (r.graph && backend::graph_kernels(r.graph) > 1);
+    if (why.empty() && worth && !m.remote && !std::getenv("KODO_EXPERIMENT_NO_PERIOD"))
+      why = m.record(0, P == 1 ? 2 : P, m.period);
+    if (!why.empty() || !worth) {
+      for (auto& r : m.by_phase) m.drop(r);
+      m.by_phase.clear();
+      m.drop(m.period);
     }
   }
   // One line for the job when some rank could not record its work.
@@ -435,6 +432,74 @@ void RankProgram::build() {
                     "graphs on ", count, " rank(s), calling each unit's work every step: on rank ",
                     m.rank, ", ", why));
 }
+
+// Step j of the span (phase (first + j) % P) is, for each unit u, a node W(u, j) holding
+// u's work, and a node C(u, j) copying the views u sends to units of this rank. W(u, j)
+// runs after u's previous step and after every copy into u's views of step j - 1; C(u, j)
+// after W(u, j), and after the last step of each receiver that read the view it writes
+// (step j + 1 - P, when it is in the span).
+std::string RankProgram::Impl::record(int first, int span, Recorded& into) {
+  const int P = options.phases;
+  const auto n = units.size();
+  const auto stream_handle = stream->native_handle();
+  into.first = first;
+  into.span = span;
+  into.graph = backend::create_graph();
+  std::vector<std::vector<backend::NativeGraphNode>> work(static_cast<std::size_t>(span)),
+      copy(static_cast<std::size_t>(span));
+  // into[u]: the local senders whose copies land in u's views, by phase
+  std::vector<std::vector<std::vector<std::size_t>>> senders(
+      static_cast<std::size_t>(P), std::vector<std::vector<std::size_t>>(n));
+  for (int q = 0; q < P; ++q)
+    for (std::size_t s = 0; s < copy_receivers[static_cast<std::size_t>(q)].size(); ++s)
+      for (std::size_t r : copy_receivers[static_cast<std::size_t>(q)][s])
+        senders[static_cast<std::size_t>(q)][r].push_back(s);
+  bool any = false;
+  for (int j = 0; j < span; ++j) {
+    const auto step = static_cast<std::size_t>(j);
+    const int q = (first + j) % P;
+    const auto phase = static_cast<std::size_t>(q);
+    work[step].assign(n, nullptr);
+    copy[step].assign(n, nullptr);
+    for (std::size_t u = 0; u < n; ++u) {
+      const StepWork& w = units[u].phases[phase].work;
+      if (!w) continue;
+      std::vector<backend::NativeGraphNode> after;
+      if (j > 0) {
+        const auto previous = static_cast<std::size_t>((q + P - 1) % P);
+        if (work[step - 1][u]) after.push_back(work[step - 1][u]);
+        if (copy[step - 1][u]) after.push_back(copy[step - 1][u]);
+        for (std::size_t s : senders[previous][u])
+          if (copy[step - 1][s]) after.push_back(copy[step - 1][s]);
+      }
+      std::string failure;
+      work[step][u] = backend::add_recorded(
+          into.graph, stream_handle, [&] { w(stream->space()); }, after, failure);
+      if (!work[step][u])
+        return cat("the work of ", unit_name(units[u].index), " in phase ", q,
+                   " cannot be recorded: ", failure);
+      any = true;
+    }
+    const auto& list = copies[phase];
+    for (std::size_t u = 0; u < list.size(); ++u) {
+      if (list[u].empty()) continue;
+      std::vector<backend::NativeGraphNode> after;
+      if (work[step][u]) after.push_back(work[step][u]);
+      if (const int last_read = j + 1 - P; last_read >= 0)
+        for (std::size_t r : copy_receivers[phase][u])
+          if (auto* node = work[static_cast<std::size_t>(last_read)][r];
+              node && node != work[step][u])
+            after.push_back(node);
+      copy[step][u] = backend::add_copies(into.graph, list[u], after);
+      any = true;
+    }
+  }
+  if (!any) backend::add_copies(into.graph, {}, {});
+  into.exec = backend::instantiate_graph(into.graph);
+  return "";
+}
+
+bool RankProgram::replays_graphs() const { return !impl_->by_phase.empty(); }
 
 void RankProgram::advance(std::int64_t steps) {
   if (runtime_.scheduler().running())
@@ -471,8 +536,11 @@ void RankProgram::pump() {
       if (in == m.arrived.end() || in->second < needed) return;
       m.arrived.erase(in);
     }
-    launch(k);
-    ++launched_;
+    // A whole period at once where it fits (nothing crosses ranks then).
+    const std::int64_t span =
+        m.period.exec && q == 0 && target_ - k >= m.period.span ? m.period.span : 1;
+    launch(k, span);
+    launched_ += span;
   }
 }
 
@@ -490,30 +558,36 @@ void RankProgram::prime() {
     Impl& i = *impl_;
     for (const Impl::RemoteSend& s : i.remote_sends[last]) {
       ++i.sends_pending[last];
-      s.channel->send_segment(s.view.segment, s.view.keep, [this, last, alive] {
-        if (alive.expired()) return;
-        --impl_->sends_pending[last];
-        pump();
-      }, true);
+      s.channel->send_segment(
+          s.view.segment, s.view.keep,
+          [this, last, alive] {
+            if (alive.expired()) return;
+            --impl_->sends_pending[last];
+            pump();
+          },
+          true);
     }
     i.last_sent[last] = -1;
     pump();
   });
 }
 
-void RankProgram::launch(std::int64_t k) {
+void RankProgram::launch(std::int64_t k, std::int64_t span) {
   Impl& m = *impl_;
   const auto q = static_cast<std::size_t>(k % m.options.phases);
-  if (!execs_.empty()) {
-    backend::launch_graph(execs_[q], m.stream->native_handle());
+  if (span > 1) {
+    backend::launch_graph(m.period.exec, m.stream->native_handle());
+  } else if (!m.by_phase.empty()) {
+    backend::launch_graph(m.by_phase[q].exec, m.stream->native_handle());
   } else {
     for (const Impl::Unit& u : m.units)
       if (const auto& w = u.phases[q].work) w(m.stream->space());
     for (const auto& copies : m.copies[q])
       backend::enqueue_copies(m.stream->native_handle(), copies);
   }
-  runtime_.when_done(*m.source, [this, k, alive = std::weak_ptr<bool>(m.alive)] {
-    if (!alive.expired()) step_done(k);
+  runtime_.when_done(*m.source, [this, k, span, alive = std::weak_ptr<bool>(m.alive)] {
+    if (alive.expired()) return;
+    for (std::int64_t j = k; j < k + span; ++j) step_done(j);
   });
 }
 
@@ -529,11 +603,14 @@ void RankProgram::step_done(std::int64_t k) {
     const auto alive = std::weak_ptr<bool>(m.alive);
     for (const Impl::RemoteSend& s : m.remote_sends[q]) {
       ++m.sends_pending[q];
-      s.channel->send_segment(s.view.segment, s.view.keep, [this, q, alive] {
-        if (alive.expired()) return;
-        --impl_->sends_pending[q];
-        pump();
-      }, true);
+      s.channel->send_segment(
+          s.view.segment, s.view.keep,
+          [this, q, alive] {
+            if (alive.expired()) return;
+            --impl_->sends_pending[q];
+            pump();
+          },
+          true);
     }
     m.last_sent[q] = k;
   }

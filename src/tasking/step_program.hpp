@@ -73,9 +73,9 @@ namespace kodo {
 using StepWork = std::function<void(const ExecutionSpace&)>;
 
 struct StepProgramOptions {
-  int phases = 1;                     // steps cycle through this many plans
-  CommMode comm = CommMode::device;   // views sent to units on other ranks
-  bool graphs = true;                 // false: call the work every step, never record it
+  int phases = 1;                    // steps cycle through this many plans
+  CommMode comm = CommMode::device;  // views sent to units on other ranks
+  bool graphs = true;                // false: call the work every step, never record it
 };
 
 namespace detail {
@@ -141,12 +141,11 @@ class StepPlan {
   template <class V>
   static detail::PlannedView planned(const V& view) {
     static_assert(Kokkos::is_view<V>::value, "kodo: a step program's transfers are Kokkos views");
-    static_assert(
-        Kokkos::SpaceAccessibility<ExecutionSpace, typename V::memory_space>::accessible,
-        "kodo: a step program's views live in memory its execution space can address");
+    static_assert(Kokkos::SpaceAccessibility<ExecutionSpace, typename V::memory_space>::accessible,
+                  "kodo: a step program's views live in memory its execution space can address");
     if (view.size() != 0 && !view.span_is_contiguous())
-      throw Error("a view sent or received by a step program must be contiguous (" +
-                  view.label() + ")");
+      throw Error("a view sent or received by a step program must be contiguous (" + view.label() +
+                  ")");
     using Value = typename V::value_type;
     return {Segment{const_cast<typename V::non_const_value_type*>(view.data()),
                     view.size() * sizeof(Value), memory_kind<typename V::memory_space>()},
@@ -176,18 +175,17 @@ class RankProgram {
   void build();
   void advance(std::int64_t steps);
   std::int64_t steps() const { return target_; }
-  bool replays_graphs() const { return !graphs_.empty(); }
+  bool replays_graphs() const;
 
  private:
   struct Impl;
   void pump();
-  void launch(std::int64_t step);
+  void launch(std::int64_t step, std::int64_t span);
   void step_done(std::int64_t step);
   void prime();
 
   Runtime& runtime_;
   std::unique_ptr<Impl> impl_;
-  std::vector<void*> graphs_, execs_;  // by phase (backend::NativeGraph, NativeGraphExec)
   std::int64_t target_ = 0, launched_ = 0, completed_ = 0;
   bool primed_ = false;
 };
@@ -203,10 +201,11 @@ class StepProgram {
   // units exist. Calls plan_step on each local unit once per phase, checks every plan
   // and records each phase's work. Throws kodo::Error, on every rank, on a bad plan.
   explicit StepProgram(const Collection<U>& units, StepProgramOptions options = {}) {
-    static_assert(requires(U& u, StepPlan& p) { u.plan_step(p); },
-                  "kodo: a unit of a StepProgram has a member void plan_step(kodo::StepPlan&)");
-    core_ = std::make_unique<detail::RankProgram>(units.runtime(), units.id(), units.shape(),
-                                                  options);
+    static_assert(
+        requires(U& u, StepPlan& p) { u.plan_step(p); },
+        "kodo: a unit of a StepProgram has a member void plan_step(kodo::StepPlan&)");
+    core_ =
+        std::make_unique<detail::RankProgram>(units.runtime(), units.id(), units.shape(), options);
     std::int64_t local = 0;
     units.for_each_local([&](U&) { ++local; });
     try {

@@ -369,6 +369,28 @@ NativeGraphNode add_copies(NativeGraph graph, const std::vector<DeviceCopy>& cop
   return node;
 }
 
+namespace {
+std::size_t kernels_in(cudaGraph_t graph) {
+  std::size_t count = 0, kernels = 0;
+  check(cudaGraphGetNodes(graph, nullptr, &count), "cudaGraphGetNodes");
+  std::vector<cudaGraphNode_t> nodes(count);
+  check(cudaGraphGetNodes(graph, nodes.data(), &count), "cudaGraphGetNodes");
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType type{};
+    check(cudaGraphNodeGetType(node, &type), "cudaGraphNodeGetType");
+    if (type == cudaGraphNodeTypeKernel) ++kernels;
+    if (type == cudaGraphNodeTypeGraph) {
+      cudaGraph_t child = nullptr;
+      check(cudaGraphChildGraphNodeGetGraph(node, &child), "cudaGraphChildGraphNodeGetGraph");
+      kernels += kernels_in(child);
+    }
+  }
+  return kernels;
+}
+}  // namespace
+
+std::size_t graph_kernels(NativeGraph graph) { return kernels_in(build_of(graph).graph); }
+
 NativeGraphExec instantiate_graph(NativeGraph graph) {
   cudaGraphExec_t exec = nullptr;
   check(cudaGraphInstantiate(&exec, build_of(graph).graph, 0), "cudaGraphInstantiate");

@@ -376,6 +376,28 @@ NativeGraphNode add_copies(NativeGraph graph, const std::vector<DeviceCopy>& cop
   return node;
 }
 
+namespace {
+std::size_t kernels_in(hipGraph_t graph) {
+  std::size_t count = 0, kernels = 0;
+  check(hipGraphGetNodes(graph, nullptr, &count), "hipGraphGetNodes");
+  std::vector<hipGraphNode_t> nodes(count);
+  check(hipGraphGetNodes(graph, nodes.data(), &count), "hipGraphGetNodes");
+  for (hipGraphNode_t node : nodes) {
+    hipGraphNodeType type{};
+    check(hipGraphNodeGetType(node, &type), "hipGraphNodeGetType");
+    if (type == hipGraphNodeTypeKernel) ++kernels;
+    if (type == hipGraphNodeTypeGraph) {
+      hipGraph_t child = nullptr;
+      check(hipGraphChildGraphNodeGetGraph(node, &child), "hipGraphChildGraphNodeGetGraph");
+      kernels += kernels_in(child);
+    }
+  }
+  return kernels;
+}
+}  // namespace
+
+std::size_t graph_kernels(NativeGraph graph) { return kernels_in(build_of(graph).graph); }
+
 NativeGraphExec instantiate_graph(NativeGraph graph) {
   hipGraphExec_t exec = nullptr;
   check(hipGraphInstantiate(&exec, build_of(graph).graph, nullptr, nullptr, 0),

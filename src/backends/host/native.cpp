@@ -92,6 +92,7 @@ NativeGraphNode add_copies(NativeGraph, const std::vector<DeviceCopy>&,
                            const std::vector<NativeGraphNode>&) {
   throw Error("the host backend has no device graphs");
 }
+std::size_t graph_kernels(NativeGraph) { return 0; }
 NativeGraphExec instantiate_graph(NativeGraph) {
   throw Error("the host backend has no device graphs");
 }
