@@ -299,15 +299,16 @@ INSTANTIATE_TEST_SUITE_P(Overlap, JacobiDecomposition,
 // The rank program (kodo::StepProgram over the blocks' plan_step): the serial reference
 // for 1 to 5 units per rank, every fusion, both transfer modes, steps asked for in pieces.
 class JacobiRankProgram
-    : public testing::TestWithParam<std::tuple<int, kodo::CommMode, jacobi::Fusion>> {};
+    : public testing::TestWithParam<std::tuple<int, kodo::CommMode, jacobi::Fusion, bool>> {};
 
 TEST_P(JacobiRankProgram, MatchesSerialReference) {
   auto& rt = test_runtime();
   const jacobi::Grid grid{13, 11, 9};
-  const auto [per_rank, comm, fusion] = GetParam();
+  const auto [per_rank, comm, fusion, overlap] = GetParam();
   const auto units = kodo::split_grid({grid.x, grid.y, grid.z}, per_rank * rt.size());
   jacobi::RankReport report;
-  jacobi::BlockConfig config{grid, jacobi::Completion::engine, comm, &report, fusion};
+  jacobi::BlockConfig config{grid,   jacobi::Completion::engine, comm, &report, fusion, false,
+                             overlap};
   config.rank_program = true;
   auto blocks = kodo::Collection<jacobi::JacobiBlock>::create(rt, units, config);
   kodo::StepProgram<jacobi::JacobiBlock> program(blocks, {.phases = 2, .comm = comm});
@@ -330,7 +331,15 @@ INSTANTIATE_TEST_SUITE_P(UnitsPerRank, JacobiRankProgram,
                                           testing::Values(kodo::CommMode::device,
                                                           kodo::CommMode::host_staged),
                                           testing::Values(jacobi::Fusion::none, jacobi::Fusion::A,
-                                                          jacobi::Fusion::B, jacobi::Fusion::C)));
+                                                          jacobi::Fusion::B, jacobi::Fusion::C),
+                                          testing::Values(false)));
+// Overlap: the inner box as work_without_receives.
+INSTANTIATE_TEST_SUITE_P(Overlap, JacobiRankProgram,
+                         testing::Combine(testing::Values(1, 2, 3, 5),
+                                          testing::Values(kodo::CommMode::device,
+                                                          kodo::CommMode::host_staged),
+                                          testing::Values(jacobi::Fusion::none),
+                                          testing::Values(true)));
 
 TEST(JacobiBlockConfig, OverlapRefusesFusionAndGraphs) {
   auto& rt = test_runtime();

@@ -36,12 +36,14 @@ std::vector<std::int64_t> reference(std::int64_t cells, std::int64_t steps) {
   return a;
 }
 
-// Kernels as free functions (nvcc has no device lambdas in member functions).
+// Kernels as free functions (nvcc has no device lambdas in member functions). Cells
+// [begin, end) of the update; only the first and the last read a ghost.
 void update(const kodo::ExecutionSpace& space, const Cells& from, const Cells& to,
-            const Cells& left, const Cells& right) {
+            const Cells& left, const Cells& right, std::int64_t begin, std::int64_t end) {
   const auto n = static_cast<std::int64_t>(from.size());
+  if (begin >= end) return;
   Kokkos::parallel_for(
-      "step_test::update", Kokkos::RangePolicy<kodo::ExecutionSpace>(space, 0, n),
+      "step_test::update", Kokkos::RangePolicy<kodo::ExecutionSpace>(space, begin, end),
       KOKKOS_LAMBDA(std::int64_t i) {
         const std::int64_t l = i == 0 ? left(0) : from(i - 1);
         const std::int64_t r = i == n - 1 ? right(0) : from(i + 1);
@@ -61,10 +63,11 @@ void edges(const kodo::ExecutionSpace& space, const Cells& from, const Cells& fi
 
 // A run of `length` cells of the ring. Tag 0 travels right, tag 1 left. With one phase
 // the step writes a scratch array and copies it back; with P >= 2 it moves from array
-// q to array q + 1 (mod P).
+// q to array q + 1 (mod P). With `split`, the cells that read no ghost are updated by
+// work_without_receives.
 struct Arc final : kodo::WorkUnit<Arc> {
-  Arc(const kodo::UnitInit<Arc>& init, std::int64_t length, int phases)
-      : WorkUnit(init), phases_(phases) {
+  Arc(const kodo::UnitInit<Arc>& init, std::int64_t length, int phases, bool split)
+      : WorkUnit(init), phases_(phases), split_(split) {
     const std::int64_t first = init.shape.linear(init.index) * length;
     for (int q = 0; q < std::max(phases, 2); ++q) {
       cells_.emplace_back("cells", length);
@@ -99,8 +102,20 @@ struct Arc final : kodo::WorkUnit<Arc> {
                 gr = ghost_right_[p], el = edge_left_[p], er = edge_right_[p];
     const bool copy_back = phases_ == 1;
     const Cells home = cells_[0];
+    const auto n = static_cast<std::int64_t>(from.size());
+    if (split_) {
+      plan.work_without_receives([=](const kodo::ExecutionSpace& space) {
+        update(space, from, to, gl, gr, 1, n - 1);
+      });
+    }
+    const bool split = split_;
     plan.work([=](const kodo::ExecutionSpace& space) {
-      update(space, from, to, gl, gr);
+      if (split) {
+        update(space, from, to, gl, gr, 0, 1);
+        update(space, from, to, gl, gr, std::max<std::int64_t>(1, n - 1), n);
+      } else {
+        update(space, from, to, gl, gr, 0, n);
+      }
       if (copy_back) Kokkos::deep_copy(space, home, to);
       edges(space, copy_back ? home : to, el, er);
     });
@@ -116,6 +131,7 @@ struct Arc final : kodo::WorkUnit<Arc> {
   }
 
   int phases_;
+  bool split_;
   std::vector<Cells> cells_, ghost_left_, ghost_right_, edge_left_, edge_right_;
 };
 
@@ -135,12 +151,13 @@ struct Case {
   int phases;
   kodo::CommMode comm;
   bool graphs;
+  bool split = false;
 };
 std::string name_of(const testing::TestParamInfo<Case>& info) {
   const Case& c = info.param;
   return "units" + std::to_string(c.units) + "_phases" + std::to_string(c.phases) +
          (c.comm == kodo::CommMode::host_staged ? "_host" : "_device") +
-         (c.graphs ? "" : "_nographs");
+         (c.graphs ? "" : "_nographs") + (c.split ? "_split" : "");
 }
 
 class StepProgramRuns : public testing::TestWithParam<Case> {};
@@ -149,7 +166,7 @@ TEST_P(StepProgramRuns, GiveTheSerialStencilWhateverTheUnitsAndRanks) {
   const Case c = GetParam();
   auto& rt = test_runtime();
   constexpr std::int64_t length = 5;
-  auto units = kodo::Collection<Arc>::create(rt, {c.units, 1, 1}, length, c.phases);
+  auto units = kodo::Collection<Arc>::create(rt, {c.units, 1, 1}, length, c.phases, c.split);
   kodo::StepProgram<Arc> program(units, {.phases = c.phases, .comm = c.comm, .graphs = c.graphs});
   EXPECT_EQ(program.steps(), 0);
   // The host backend records no graphs; devices do unless told not to.
@@ -175,7 +192,11 @@ INSTANTIATE_TEST_SUITE_P(, StepProgramRuns,
                                          Case{1, 1, kodo::CommMode::device, true},
                                          Case{6, 3, kodo::CommMode::device, true},
                                          Case{6, 2, kodo::CommMode::host_staged, true},
-                                         Case{4, 2, kodo::CommMode::device, false}),
+                                         Case{4, 2, kodo::CommMode::device, false},
+                                         Case{6, 2, kodo::CommMode::device, true, true},
+                                         Case{1, 1, kodo::CommMode::device, true, true},
+                                         Case{5, 3, kodo::CommMode::host_staged, true, true},
+                                         Case{4, 2, kodo::CommMode::device, false, true}),
                          name_of);
 
 // Links used in some phases only, and a last phase that sends nothing (no prime): phase

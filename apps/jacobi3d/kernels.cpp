@@ -513,6 +513,10 @@ template <class Launch>
 void fused_step(Launch&& launch, const Field& a, const Field& b, const BlockShape& s,
                 const Field (&receive)[6], const Field (&send)[6], std::int64_t chunk) {
   const StepFaces faces = step_faces(receive, send);
+  // A block without neighbours has no face to read or write: the plain update is faster.
+  bool any_face = false;
+  for (int f = 0; f < 6; ++f) any_face = any_face || faces.in[f] || faces.out[f];
+  if (!any_face) return update_with(launch, a, b, s, interior(s), chunk);
 #if defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP)
   if (s.n[2] % 2 == 0) return fused_pairs(launch, a, b, s, faces, chunk);
 #endif

@@ -143,13 +143,17 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
     // The rank program starts from the blocks as they are now (A[0], restored or not).
     std::optional<kodo::StepProgram<jacobi::JacobiBlock>> program;
     if (rank_program) {
+      const double built_from = now();
       program.emplace(blocks, kodo::StepProgramOptions{.phases = 2,
                                                        .comm = kodo::parse_comm_mode(opt.comm)});
+      const double build_ms = (now() - built_from) * 1e3;
       int replays = program->replays_graphs() ? 1 : 0, ranks_replaying = 0;
       MPI_Reduce(&replays, &ranks_replaying, 1, MPI_INT, MPI_SUM, 0, runtime.comm());
       if (root)
-        std::printf("rank program: %d of %d rank(s) launch each iteration as one device graph\n",
-                    ranks_replaying, runtime.size());
+        std::printf(
+            "rank program: %d of %d rank(s) launch each iteration as one device graph (built "
+            "in %.2f ms on rank 0)\n",
+            ranks_replaying, runtime.size(), build_ms);
     }
     init_seconds = now() - t0;
     // Runs the blocks up to update `target`, writing a checkpoint at every multiple of

@@ -106,11 +106,11 @@ Options parse_options(const std::vector<std::string>& args) {
   }
   if ((o.checkpoint_every > 0) != !o.checkpoint_dir.empty())
     throw std::invalid_argument("--checkpoint-every and --checkpoint-dir go together");
-  const bool unit_flags = o.graphs || o.overlap || o.sync || o.waits_given;
+  const bool unit_flags = o.graphs || o.sync || o.waits_given;
   if (o.path == "rank" && unit_flags)
     throw std::invalid_argument(
-        "--graphs, --overlap, --sync and --waits are of --path unit (the rank program records "
-        "each iteration of a rank's blocks as one device graph itself)");
+        "--graphs, --sync and --waits are of --path unit (the rank program records each "
+        "iteration of a rank's blocks as one device graph itself)");
   if (o.baseline && !o.path.empty())
     throw std::invalid_argument("--baseline is its own method: it takes no --path");
   if (o.path.empty() && !o.baseline) o.path = unit_flags ? "unit" : "rank";
@@ -132,7 +132,7 @@ std::string usage() {
          "               program, a graph launched once per iteration holding every block's\n"
          "               kernels and the faces between them (kodo::StepProgram); unit: each\n"
          "               block runs its own iterations (entry methods, channels, completion\n"
-         "               engine), the path --graphs, --overlap, --sync and --waits choose\n"
+         "               engine), the path --graphs, --sync and --waits choose\n"
          "  --comm       halo transfers: device (GPU-aware, default) or host (staged through\n"
          "               pinned host memory); units of one rank always use device copies\n"
          "  --fusion     face kernels per unit and iteration: none (a pack and an unpack per\n"

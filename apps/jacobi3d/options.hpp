@@ -25,7 +25,7 @@ struct Options {
   bool waits_given = false;      // --waits was on the command line
   // "rank": a rank's blocks as one device program (kodo::StepProgram); "unit": each block
   // through entry methods, channels and continuations. The default is rank, unless a flag
-  // of the unit path (--graphs, --overlap, --sync, --waits) is given.
+  // of the unit path (--graphs, --sync, --waits) is given.
   std::string path;
   std::int64_t checkpoint_every = 0;  // write a checkpoint after every N-th update (0: never)
   std::string checkpoint_dir;         // ... into this directory

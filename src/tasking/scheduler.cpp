@@ -264,6 +264,16 @@ bool Scheduler::turn() {
       dispatch(m);
     }
     termination_.count_processed();
+    // Device work that finished meanwhile continues now, not after the batch: a message
+    // that launches kernels takes microseconds, and a batch of them would leave the
+    // device idle (the engine reads one counter per busy stream).
+    if (engine_.pending() != 0) {
+      try {
+        drain_.poll(engine_);
+      } catch (...) {
+        fatal(what_of_current());
+      }
+    }
   }
   return true;
 }

@@ -99,6 +99,9 @@ struct RankProgram::Impl {
   std::vector<std::vector<RemoteLink*>> remote_receives;  // by phase: rings its steps read
   std::map<std::int64_t, std::size_t> arrived;            // step -> remote transfers in
   bool remote = false;  // some unit of this rank exchanges views with another rank
+  // A step's work_without_receives is launched apart, before the step's views from other
+  // ranks are in (only where some are awaited, and some unit has such work).
+  bool split = false;
 
   // Recorded steps: `span` steps from phase `first` as one graph.
   struct Recorded {
@@ -106,15 +109,18 @@ struct RankProgram::Impl {
     void* exec = nullptr;   // backend::NativeGraphExec
     int first = 0, span = 1;
   };
-  std::vector<Recorded> by_phase;  // one step each, where graphs are recorded
-  Recorded period;                 // a whole period, where nothing crosses ranks (else empty)
+  std::vector<Recorded> by_phase;        // one step each, where graphs are recorded
+  std::vector<Recorded> early_by_phase;  // with `split`: the work_without_receives of a step
+  Recorded period;                       // a whole period, where nothing crosses ranks (else empty)
+  enum class Parts { whole, early, rest };  // of each step: all, work_without_receives, the rest
   void drop(Recorded& r) {
     backend::destroy_graph_exec(r.exec);
     backend::destroy_graph(r.graph);
     r = Recorded{};
   }
-  // Records steps first .. first + span - 1 (their phases) as one graph; "" or why not.
-  std::string record(int first, int span, Recorded& into);
+  // Records `parts` of steps first .. first + span - 1 (their phases) as one graph; "" or
+  // why not.
+  std::string record(int first, int span, Parts parts, Recorded& into);
   std::vector<int> sends_pending;       // by phase
   std::vector<std::int64_t> last_sent;  // by phase: the last step whose remote sends left
 
@@ -165,6 +171,7 @@ RankProgram::~RankProgram() {
   for (auto& [id, link] : impl_->links)
     if (link->ring) stop_ring(*link->ring);
   for (auto& r : impl_->by_phase) impl_->drop(r);
+  for (auto& r : impl_->early_by_phase) impl_->drop(r);
   impl_->drop(impl_->period);
 }
 
@@ -405,20 +412,32 @@ void RankProgram::build() {
   // Each phase's work and copies as one graph, where the backend records graphs; where no
   // transfer crosses ranks, also a whole period (two steps for one phase) as one graph.
   m.remote = !m.links.empty();
+  bool early = false;
+  for (const auto& u : m.units)
+    for (const auto& plan : u.phases) early = early || static_cast<bool>(plan.early);
+  m.split = early && std::any_of(m.remote_receives.begin(), m.remote_receives.end(),
+                                 [](const auto& links) { return !links.empty(); });
   std::string why;
   if (m.options.graphs && backend::graphs_supported() && !m.units.empty()) {
+    using Parts = Impl::Parts;
     m.by_phase.resize(static_cast<std::size_t>(P));
-    for (int q = 0; q < P && why.empty(); ++q)
-      why = m.record(q, 1, m.by_phase[static_cast<std::size_t>(q)]);
+    if (m.split) m.early_by_phase.resize(static_cast<std::size_t>(P));
+    for (int q = 0; q < P && why.empty(); ++q) {
+      const auto phase = static_cast<std::size_t>(q);
+      why = m.record(q, 1, m.split ? Parts::rest : Parts::whole, m.by_phase[phase]);
+      if (why.empty() && m.split) why = m.record(q, 1, Parts::early, m.early_by_phase[phase]);
+    }
     // A graph of one kernel saves nothing over launching it.
     bool worth = false;
-    for (const auto& r : m.by_phase)
-      worth = worth || (r.graph && backend::graph_kernels(r.graph) > 1);
+    for (const auto& list : {m.by_phase, m.early_by_phase})
+      for (const auto& r : list) worth = worth || (r.graph && backend::graph_kernels(r.graph) > 1);
     if (why.empty() && worth && !m.remote && !std::getenv("KODO_EXPERIMENT_NO_PERIOD"))
-      why = m.record(0, P == 1 ? 2 : P, m.period);
+      why = m.record(0, P == 1 ? 2 : P, Parts::whole, m.period);
     if (!why.empty() || !worth) {
       for (auto& r : m.by_phase) m.drop(r);
+      for (auto& r : m.early_by_phase) m.drop(r);
       m.by_phase.clear();
+      m.early_by_phase.clear();
       m.drop(m.period);
     }
   }
@@ -433,67 +452,84 @@ void RankProgram::build() {
                     m.rank, ", ", why));
 }
 
-// Step j of the span (phase (first + j) % P) is, for each unit u, a node W(u, j) holding
-// u's work, and a node C(u, j) copying the views u sends to units of this rank. W(u, j)
-// runs after u's previous step and after every copy into u's views of step j - 1; C(u, j)
-// after W(u, j), and after the last step of each receiver that read the view it writes
-// (step j + 1 - P, when it is in the span).
-std::string RankProgram::Impl::record(int first, int span, Recorded& into) {
+// Step j of the span (phase (first + j) % P) is, for each unit u, a node E(u, j) holding
+// u's work_without_receives, a node W(u, j) holding its work, and a node C(u, j) copying
+// the views u sends to units of this rank. E(u, j) runs after u's step j - 1; W(u, j)
+// after E(u, j) and every copy into u's views of step j - 1; C(u, j) after u's step j, and
+// after the last step of each receiver that read the view it writes (step j + 1 - P, when
+// it is in the span).
+std::string RankProgram::Impl::record(int first, int span, Parts parts, Recorded& into) {
   const int P = options.phases;
   const auto n = units.size();
   const auto stream_handle = stream->native_handle();
   into.first = first;
   into.span = span;
   into.graph = backend::create_graph();
-  std::vector<std::vector<backend::NativeGraphNode>> work(static_cast<std::size_t>(span)),
-      copy(static_cast<std::size_t>(span));
-  // into[u]: the local senders whose copies land in u's views, by phase
+  using Node = backend::NativeGraphNode;
+  const auto steps = static_cast<std::size_t>(span);
+  std::vector<std::vector<Node>> early(steps, std::vector<Node>(n)),
+      work = early, copy = early,
+      last = early;  // last: u's final node of step j so far
+  // senders[q][u]: the local units whose copies of phase q land in u's views
   std::vector<std::vector<std::vector<std::size_t>>> senders(
       static_cast<std::size_t>(P), std::vector<std::vector<std::size_t>>(n));
   for (int q = 0; q < P; ++q)
     for (std::size_t s = 0; s < copy_receivers[static_cast<std::size_t>(q)].size(); ++s)
       for (std::size_t r : copy_receivers[static_cast<std::size_t>(q)][s])
         senders[static_cast<std::size_t>(q)][r].push_back(s);
+  auto add = [&](const StepWork& w, const std::vector<Node>& after, std::size_t u, int q,
+                 std::string& why) -> Node {
+    std::string failure;
+    Node node = backend::add_recorded(
+        into.graph, stream_handle, [&] { w(stream->space()); }, after, failure);
+    if (!node)
+      why = cat("the work of ", unit_name(units[u].index), " in phase ", q,
+                " cannot be recorded: ", failure);
+    return node;
+  };
   bool any = false;
-  for (int j = 0; j < span; ++j) {
-    const auto step = static_cast<std::size_t>(j);
-    const int q = (first + j) % P;
+  std::string why;
+  for (std::size_t j = 0; j < steps && why.empty(); ++j) {
+    const int q = (first + static_cast<int>(j)) % P;
     const auto phase = static_cast<std::size_t>(q);
-    work[step].assign(n, nullptr);
-    copy[step].assign(n, nullptr);
-    for (std::size_t u = 0; u < n; ++u) {
-      const StepWork& w = units[u].phases[phase].work;
-      if (!w) continue;
-      std::vector<backend::NativeGraphNode> after;
-      if (j > 0) {
-        const auto previous = static_cast<std::size_t>((q + P - 1) % P);
-        if (work[step - 1][u]) after.push_back(work[step - 1][u]);
-        if (copy[step - 1][u]) after.push_back(copy[step - 1][u]);
-        for (std::size_t s : senders[previous][u])
-          if (copy[step - 1][s]) after.push_back(copy[step - 1][s]);
+    for (std::size_t u = 0; u < n && why.empty(); ++u) {
+      const PlannedPhase& plan = units[u].phases[phase];
+      std::vector<Node> before;  // u's step j - 1
+      if (j > 0)
+        for (Node node : {last[j - 1][u], copy[j - 1][u]})
+          if (node) before.push_back(node);
+      if (plan.early && parts != Parts::rest) {
+        early[j][u] = add(plan.early, before, u, q, why);
+        last[j][u] = early[j][u];
+        any = true;
       }
-      std::string failure;
-      work[step][u] = backend::add_recorded(
-          into.graph, stream_handle, [&] { w(stream->space()); }, after, failure);
-      if (!work[step][u])
-        return cat("the work of ", unit_name(units[u].index), " in phase ", q,
-                   " cannot be recorded: ", failure);
-      any = true;
+      if (plan.work && parts != Parts::early && why.empty()) {
+        std::vector<Node> after = early[j][u] ? std::vector<Node>{early[j][u]} : before;
+        if (j > 0)
+          for (std::size_t s : senders[static_cast<std::size_t>((q + P - 1) % P)][u])
+            if (copy[j - 1][s]) after.push_back(copy[j - 1][s]);
+        work[j][u] = add(plan.work, after, u, q, why);
+        last[j][u] = work[j][u];
+        any = true;
+      }
+      if (!last[j][u] && j > 0) last[j][u] = last[j - 1][u];
     }
+    if (parts == Parts::early) continue;
     const auto& list = copies[phase];
-    for (std::size_t u = 0; u < list.size(); ++u) {
+    for (std::size_t u = 0; u < list.size() && why.empty(); ++u) {
       if (list[u].empty()) continue;
-      std::vector<backend::NativeGraphNode> after;
-      if (work[step][u]) after.push_back(work[step][u]);
-      if (const int last_read = j + 1 - P; last_read >= 0)
+      std::vector<Node> after;
+      if (last[j][u]) after.push_back(last[j][u]);
+      if (const int last_read = static_cast<int>(j) + 1 - P; last_read >= 0)
         for (std::size_t r : copy_receivers[phase][u])
-          if (auto* node = work[static_cast<std::size_t>(last_read)][r];
-              node && node != work[step][u])
+          if (Node node = work[static_cast<std::size_t>(last_read)][r];
+              node && std::find(after.begin(), after.end(), node) == after.end())
             after.push_back(node);
-      copy[step][u] = backend::add_copies(into.graph, list[u], after);
+      copy[j][u] = backend::add_copies(into.graph, list[u], after);
       any = true;
     }
   }
+  if (!why.empty()) return why;
   if (!any) backend::add_copies(into.graph, {}, {});
   into.exec = backend::instantiate_graph(into.graph);
   return "";
@@ -531,6 +567,10 @@ void RankProgram::pump() {
     if (const std::int64_t previous = k - P; !m.remote_sends[q].empty() && previous >= -1 &&
                                              (m.last_sent[q] < previous || m.sends_pending[q] != 0))
       return;
+    if (m.split && early_launched_ == k) {
+      launch_early(k);
+      early_launched_ = k + 1;
+    }
     if (const std::size_t needed = m.remote_receives[q].size(); needed != 0) {
       const auto in = m.arrived.find(k);
       if (in == m.arrived.end() || in->second < needed) return;
@@ -542,6 +582,18 @@ void RankProgram::pump() {
     launch(k, span);
     launched_ += span;
   }
+}
+
+// With `split`: step k's work_without_receives, before its views from other ranks are in.
+void RankProgram::launch_early(std::int64_t k) {
+  Impl& m = *impl_;
+  const auto q = static_cast<std::size_t>(k % m.options.phases);
+  if (!m.early_by_phase.empty()) {
+    backend::launch_graph(m.early_by_phase[q].exec, m.stream->native_handle());
+    return;
+  }
+  for (const Impl::Unit& u : m.units)
+    if (const auto& w = u.phases[q].early) w(m.stream->space());
 }
 
 void RankProgram::prime() {
@@ -580,8 +632,10 @@ void RankProgram::launch(std::int64_t k, std::int64_t span) {
   } else if (!m.by_phase.empty()) {
     backend::launch_graph(m.by_phase[q].exec, m.stream->native_handle());
   } else {
-    for (const Impl::Unit& u : m.units)
+    for (const Impl::Unit& u : m.units) {
+      if (const auto& w = u.phases[q].early; w && !m.split) w(m.stream->space());
       if (const auto& w = u.phases[q].work) w(m.stream->space());
+    }
     for (const auto& copies : m.copies[q])
       backend::enqueue_copies(m.stream->native_handle(), copies);
   }

@@ -24,22 +24,29 @@
 // with receive(view, sender, tag), the same tag. Before step 0 the sends of the last
 // phase are made once, as if a step of that phase had run: prime() fills their views.
 //
+// A step's work may come in two parts: work_without_receives(f), which reads none of the
+// step's receive views and so may run while they travel (an inner box), then work(f).
+//
 // How a rank runs its steps: the work of every local unit for a step, and the copies of
 // the views sent between them, form one device graph per phase (CUDA and HIP graphs),
 // recorded when the program is built and launched once per step: no host call per unit
-// or per transfer, and the units' kernels run side by side. Views sent to units on other
-// ranks travel through channels (receive rings; GPU-aware, or host-staged with
-// CommMode::host_staged) once the step's work is done, and a step that receives from
-// another rank is launched once those views are in. The host backend, and a program
+// or per transfer, and the units' kernels run side by side. Where no view crosses ranks,
+// a whole period of steps is one graph, in which a unit's next step starts as soon as its
+// own views are in. Views sent to units on other ranks travel through channels (receive
+// rings; GPU-aware, or host-staged with CommMode::host_staged) once the step's work is
+// done; a step that receives from another rank launches its work_without_receives at
+// once and the rest once those views are in. The host backend, and a program
 // whose work cannot be recorded (a fence, a host read of device data, or a kernel whose
 // functor exceeds Kokkos' 512 bytes of kernel arguments), call each unit's work every
 // step instead, on one stream, with the same results; a program that could not record
 // its work says so once (rank 0).
 //
 // The rules that follow:
-// - work(f): f(space) only enqueues device work on `space`, the same every time it is
-//   called: it may be called once and replayed, or called for every step. No fences, no
-//   host reads of device data, no host state that changes from step to step.
+// - work(f), work_without_receives(f): f(space) only enqueues device work on `space`, the
+//   same every time it is called: it may be called once and replayed, or called for
+//   every step. No fences, no host reads of device data, no host state that changes from
+//   step to step. A step's work_without_receives runs after the unit's previous step and
+//   before its work; it reads none of the step's receive views.
 // - Views are contiguous, in memory the device can address, and the same size on both
 //   ends of a transfer. A receive view belongs to its transfer alone (receive views of a
 //   rank's units never overlap). A view sent in step n is written again only by step
@@ -96,6 +103,7 @@ struct PlannedTransfer {
 // One unit's plan of one phase.
 struct PlannedPhase {
   std::vector<PlannedTransfer> receives, sends;
+  StepWork early;  // work_without_receives
   StepWork work;
   bool primes = false;
   StepWork prime;
@@ -125,6 +133,9 @@ class StepPlan {
   }
   // The step's device work (see the rules above).
   void work(StepWork enqueue) { plan_.work = std::move(enqueue); }
+  // Device work of the step that reads none of its receive views: it may run while they
+  // travel, before work().
+  void work_without_receives(StepWork enqueue) { plan_.early = std::move(enqueue); }
   // In the last phase: the work that fills this phase's send views before the first
   // step (once per program), or none when they hold the data already.
   void prime(StepWork enqueue = {}) {
@@ -180,6 +191,7 @@ class RankProgram {
  private:
   struct Impl;
   void pump();
+  void launch_early(std::int64_t step);
   void launch(std::int64_t step, std::int64_t span);
   void step_done(std::int64_t step);
   void prime();
@@ -187,6 +199,7 @@ class RankProgram {
   Runtime& runtime_;
   std::unique_ptr<Impl> impl_;
   std::int64_t target_ = 0, launched_ = 0, completed_ = 0;
+  std::int64_t early_launched_ = 0;  // steps whose work_without_receives is launched
   bool primed_ = false;
 };
 
