@@ -566,22 +566,46 @@ BoundarySlabs boundary_slabs(const BlockShape& s, const Box& inner) {
   return slabs;
 }
 
+// Slab j of boundary_slabs, from the inner box (on the device: the kernel's functor keeps
+// the inner box, not the six slabs, and so stays within the 512 bytes Kokkos passes as
+// kernel arguments; a larger functor goes through constant memory, which a recorded
+// step program cannot replay).
+KOKKOS_INLINE_FUNCTION void slab_of(const BlockShape& s, const std::int64_t (&inner)[6], int j,
+                                    std::int64_t (&lo)[3], std::int64_t (&hi)[3]) {
+  const int d = j / 2;
+  for (int e = 0; e < 3; ++e) {
+    lo[e] = e < d ? inner[e] : 1;
+    hi[e] = e < d ? inner[3 + e] : s.n[e] + 1;
+  }
+  if (j % 2 == 0)
+    hi[d] = inner[d];
+  else
+    lo[d] = inner[3 + d];
+}
+
 // The boundary is a few face layers: one thread per point is enough.
 template <class Launch>
 void update_boundary_with(Launch&& launch, const Field& af, const Field& bf, const BlockShape& s,
                           const StepFaces& faces) {
-  const BoundarySlabs slabs = boundary_slabs(s, inner_box(s, faces));
+  const Box inner_points = inner_box(s, faces);
+  const BoundarySlabs slabs = boundary_slabs(s, inner_points);
   if (slabs.start[6] == 0) return;
   const double* a = af.data();
   double* b = bf.data();
+  std::int64_t inner[6], start[7];
+  for (int d = 0; d < 3; ++d) {
+    inner[d] = inner_points.lo[d];
+    inner[3 + d] = inner_points.hi[d];
+  }
+  for (int j = 0; j < 7; ++j) start[j] = slabs.start[j];
   launch(
-      "jacobi::update_boundary", Policy(0, slabs.start[6]), KOKKOS_LAMBDA(std::int64_t i) {
-        const int j = range_of(slabs.start, i);
-        const Box& box = slabs.box[j];
-        const std::int64_t nz = box.hi[2] - box.lo[2], ny = box.hi[1] - box.lo[1],
-                           k = i - slabs.start[j];
-        update_point_with_faces(a, b, s, faces, box.lo[0] + k / nz / ny, box.lo[1] + k / nz % ny,
-                                box.lo[2] + k % nz);
+      "jacobi::update_boundary", Policy(0, start[6]), KOKKOS_LAMBDA(std::int64_t i) {
+        const int j = range_of(start, i);
+        std::int64_t lo[3], hi[3];
+        slab_of(s, inner, j, lo, hi);
+        const std::int64_t nz = hi[2] - lo[2], ny = hi[1] - lo[1], k = i - start[j];
+        update_point_with_faces(a, b, s, faces, lo[0] + k / nz / ny, lo[1] + k / nz % ny,
+                                lo[2] + k % nz);
       });
 }
 

@@ -20,6 +20,11 @@ namespace {
 constexpr std::int64_t kAhead = 4;
 constexpr int kMaxPhases = 1 << 16;
 constexpr int kTagLimit = 1 << 30;  // a program's channels use ports 2^30 + tag
+// EXPERIMENT: periods per graph where nothing crosses ranks.
+int periods_experiment() {
+  const char* text = std::getenv("KODO_EXPERIMENT_PERIODS");
+  return text ? std::max(1, std::atoi(text)) : 1;
+}
 
 // A channel of the program: a local unit, a unit of another rank, a tag.
 struct LinkId {
@@ -119,8 +124,8 @@ struct RankProgram::Impl {
     r = Recorded{};
   }
   // Records `parts` of steps first .. first + span - 1 (their phases) as one graph; "" or
-  // why not.
-  std::string record(int first, int span, Parts parts, Recorded& into);
+  // why not (with `for_good`: launching that work without a graph fails too).
+  std::string record(int first, int span, Parts parts, Recorded& into, bool& for_good);
   std::vector<int> sends_pending;       // by phase
   std::vector<std::int64_t> last_sent;  // by phase: the last step whose remote sends left
 
@@ -418,21 +423,23 @@ void RankProgram::build() {
   m.split = early && std::any_of(m.remote_receives.begin(), m.remote_receives.end(),
                                  [](const auto& links) { return !links.empty(); });
   std::string why;
+  bool for_good = false;  // the work can be neither recorded nor launched as it is
   if (m.options.graphs && backend::graphs_supported() && !m.units.empty()) {
     using Parts = Impl::Parts;
     m.by_phase.resize(static_cast<std::size_t>(P));
     if (m.split) m.early_by_phase.resize(static_cast<std::size_t>(P));
     for (int q = 0; q < P && why.empty(); ++q) {
       const auto phase = static_cast<std::size_t>(q);
-      why = m.record(q, 1, m.split ? Parts::rest : Parts::whole, m.by_phase[phase]);
-      if (why.empty() && m.split) why = m.record(q, 1, Parts::early, m.early_by_phase[phase]);
+      why = m.record(q, 1, m.split ? Parts::rest : Parts::whole, m.by_phase[phase], for_good);
+      if (why.empty() && m.split)
+        why = m.record(q, 1, Parts::early, m.early_by_phase[phase], for_good);
     }
     // A graph of one kernel saves nothing over launching it.
     bool worth = false;
     for (const auto& list : {m.by_phase, m.early_by_phase})
       for (const auto& r : list) worth = worth || (r.graph && backend::graph_kernels(r.graph) > 1);
     if (why.empty() && worth && !m.remote && !std::getenv("KODO_EXPERIMENT_NO_PERIOD"))
-      why = m.record(0, P == 1 ? 2 : P, Parts::whole, m.period);
+      why = m.record(0, (P == 1 ? 2 : P) * periods_experiment(), Parts::whole, m.period, for_good);
     if (!why.empty() || !worth) {
       for (auto& r : m.by_phase) m.drop(r);
       for (auto& r : m.early_by_phase) m.drop(r);
@@ -441,6 +448,15 @@ void RankProgram::build() {
       m.drop(m.period);
     }
   }
+  // Work that Kokkos cannot launch again once a recording has taken its event ends the
+  // program on every rank, saying how to write it.
+  agree_and_report(comm,
+                   for_good
+                       ? cat("the step program of collection ", m.collection, " cannot run: ", why,
+                             "; keep a work's kernel functors within 512 bytes (or launch them "
+                             "with Kokkos::Experimental::WorkItemProperty::HintLightWeight), or "
+                             "build the program with graphs = false")
+                       : std::string());
   // One line for the job when some rank could not record its work.
   const int mine = why.empty() ? m.ranks : m.rank;
   int first = m.ranks, count = 0, one = why.empty() ? 0 : 1;
@@ -458,7 +474,8 @@ void RankProgram::build() {
 // after E(u, j) and every copy into u's views of step j - 1; C(u, j) after u's step j, and
 // after the last step of each receiver that read the view it writes (step j + 1 - P, when
 // it is in the span).
-std::string RankProgram::Impl::record(int first, int span, Parts parts, Recorded& into) {
+std::string RankProgram::Impl::record(int first, int span, Parts parts, Recorded& into,
+                                      bool& for_good) {
   const int P = options.phases;
   const auto n = units.size();
   const auto stream_handle = stream->native_handle();
@@ -481,7 +498,7 @@ std::string RankProgram::Impl::record(int first, int span, Parts parts, Recorded
                  std::string& why) -> Node {
     std::string failure;
     Node node = backend::add_recorded(
-        into.graph, stream_handle, [&] { w(stream->space()); }, after, failure);
+        into.graph, stream_handle, [&] { w(stream->space()); }, after, failure, for_good);
     if (!node)
       why = cat("the work of ", unit_name(units[u].index), " in phase ", q,
                 " cannot be recorded: ", failure);

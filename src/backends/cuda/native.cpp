@@ -243,8 +243,9 @@ bool device_addressable(const void* p) {
   return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
 }
 
-// Why replaying `graph` would not repeat what recording it enqueued, or "".
-std::string unreplayable(cudaGraph_t graph) {
+// Why replaying `graph` would not repeat what recording it enqueued, or ""; `for_good`:
+// the work holds a copy from host memory (see add_recorded).
+std::string unreplayable(cudaGraph_t graph, bool& for_good) {
   std::size_t count = 0;
   check(cudaGraphGetNodes(graph, nullptr, &count), "cudaGraphGetNodes");
   std::vector<cudaGraphNode_t> nodes(count);
@@ -260,15 +261,17 @@ std::string unreplayable(cudaGraph_t graph) {
         cudaMemcpy3DParms p{};
         check(cudaGraphMemcpyNodeGetParams(node, &p), "cudaGraphMemcpyNodeGetParams");
         if ((!p.srcArray && !device_addressable(p.srcPtr.ptr)) ||
-            (!p.dstArray && !device_addressable(p.dstPtr.ptr)))
+            (!p.dstArray && !device_addressable(p.dstPtr.ptr))) {
+          for_good = true;
           return "it copies to or from host memory (Kokkos does so to launch a kernel whose "
                  "functor exceeds 512 bytes, from a buffer that later launches overwrite)";
+        }
         break;
       }
       case cudaGraphNodeTypeGraph: {
         cudaGraph_t child = nullptr;
         check(cudaGraphChildGraphNodeGetGraph(node, &child), "cudaGraphChildGraphNodeGetGraph");
-        if (std::string why = unreplayable(child); !why.empty()) return why;
+        if (std::string why = unreplayable(child, for_good); !why.empty()) return why;
         break;
       }
       default:
@@ -300,7 +303,9 @@ void destroy_graph(NativeGraph graph) {
 
 NativeGraphNode add_recorded(NativeGraph graph, NativeStream stream,
                              const std::function<void()>& enqueue,
-                             const std::vector<NativeGraphNode>& after, std::string& why) {
+                             const std::vector<NativeGraphNode>& after, std::string& why,
+                             bool& for_good) {
+  for_good = false;
   auto s = static_cast<cudaStream_t>(stream);
   // Relaxed: Kokkos may ask for kernel attributes or allocate scratch on a first launch.
   cudaError_t e = cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed);
@@ -321,7 +326,7 @@ NativeGraphNode add_recorded(NativeGraph graph, NativeStream stream,
     failure = std::string("recording it failed (") + cudaGetErrorString(e) +
               "; a fence or a host read of device data cannot be recorded)";
   cudaGetLastError();
-  if (failure.empty() && recorded) failure = unreplayable(recorded);
+  if (failure.empty() && recorded) failure = unreplayable(recorded, for_good);
   if (!failure.empty()) {
     if (recorded) cudaGraphDestroy(recorded);
     why = failure;

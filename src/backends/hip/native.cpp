@@ -252,7 +252,7 @@ bool device_addressable(const void* p) {
   return type == hipMemoryTypeDevice || type == hipMemoryTypeUnified || a.isManaged;
 }
 
-std::string unreplayable(hipGraph_t graph) {
+std::string unreplayable(hipGraph_t graph, bool& for_good) {
   std::size_t count = 0;
   check(hipGraphGetNodes(graph, nullptr, &count), "hipGraphGetNodes");
   std::vector<hipGraphNode_t> nodes(count);
@@ -268,15 +268,17 @@ std::string unreplayable(hipGraph_t graph) {
         hipMemcpy3DParms p{};
         check(hipGraphMemcpyNodeGetParams(node, &p), "hipGraphMemcpyNodeGetParams");
         if ((!p.srcArray && !device_addressable(p.srcPtr.ptr)) ||
-            (!p.dstArray && !device_addressable(p.dstPtr.ptr)))
+            (!p.dstArray && !device_addressable(p.dstPtr.ptr))) {
+          for_good = true;
           return "it copies to or from host memory (Kokkos does so to launch a kernel whose "
                  "functor is large, from a buffer that later launches overwrite)";
+        }
         break;
       }
       case hipGraphNodeTypeGraph: {
         hipGraph_t child = nullptr;
         check(hipGraphChildGraphNodeGetGraph(node, &child), "hipGraphChildGraphNodeGetGraph");
-        if (std::string why = unreplayable(child); !why.empty()) return why;
+        if (std::string why = unreplayable(child, for_good); !why.empty()) return why;
         break;
       }
       default:
@@ -308,7 +310,9 @@ void destroy_graph(NativeGraph graph) {
 
 NativeGraphNode add_recorded(NativeGraph graph, NativeStream stream,
                              const std::function<void()>& enqueue,
-                             const std::vector<NativeGraphNode>& after, std::string& why) {
+                             const std::vector<NativeGraphNode>& after, std::string& why,
+                             bool& for_good) {
+  for_good = false;
   auto s = static_cast<hipStream_t>(stream);
   hipError_t e = hipStreamBeginCapture(s, hipStreamCaptureModeRelaxed);
   if (e != hipSuccess) {
@@ -328,7 +332,7 @@ NativeGraphNode add_recorded(NativeGraph graph, NativeStream stream,
     failure = std::string("recording it failed (") + hipGetErrorString(e) +
               "; a fence or a host read of device data cannot be recorded)";
   (void)hipGetLastError();
-  if (failure.empty() && recorded) failure = unreplayable(recorded);
+  if (failure.empty() && recorded) failure = unreplayable(recorded, for_good);
   if (!failure.empty()) {
     if (recorded) (void)hipGraphDestroy(recorded);
     why = failure;

@@ -84,8 +84,10 @@ bool graphs_supported() { return false; }
 NativeGraph create_graph() { throw Error("the host backend has no device graphs"); }
 void destroy_graph(NativeGraph) {}
 NativeGraphNode add_recorded(NativeGraph, NativeStream, const std::function<void()>&,
-                             const std::vector<NativeGraphNode>&, std::string& why) {
+                             const std::vector<NativeGraphNode>&, std::string& why,
+                             bool& for_good) {
   why = "the host backend has no device graphs";
+  for_good = false;
   return nullptr;
 }
 NativeGraphNode add_copies(NativeGraph, const std::vector<DeviceCopy>&,

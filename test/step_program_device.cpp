@@ -1,0 +1,129 @@
+// Step programs on the backend of the build, without GoogleTest, so that a device build
+// runs them too: the stencil and relay programs of step_program_test.cpp against the
+// host (1 to 3 phases, work_without_receives, a whole period per graph, self and paired
+// neighbours), a work that cannot be recorded (it fences) run without graphs with one
+// notice and the same result, and with --large-functor a work whose kernel functor
+// exceeds Kokkos' 512 bytes, which a device build refuses on every rank.
+//
+//   step_program_device [--large-functor]
+
+#include "step_units.hpp"
+
+#include <kodo.hpp>
+
+#include <cstdio>
+#include <string>
+
+namespace {
+
+using step_units::Arc;
+using step_units::Cells;
+using step_units::Relay;
+
+// Work that fences its stream: no graph can hold it.
+struct Fencing final : kodo::WorkUnit<Fencing> {
+  explicit Fencing(const kodo::UnitInit<Fencing>& init) : WorkUnit(init), v_("v", 8) {}
+  void plan_step(kodo::StepPlan& plan) {
+    plan.work([v = v_](const kodo::ExecutionSpace& space) {
+      step_units::relay_kernel(space, v, v, v, 3);  // v += 3
+      space.fence("step_program_device: a fence inside a step's work");
+    });
+  }
+  Cells v_;
+};
+
+// A kernel whose functor is larger than what Kokkos passes as kernel arguments.
+struct Bulky {
+  Cells v;
+  double weights[80];
+  KOKKOS_FUNCTION void operator()(std::int64_t i) const { v(i) += static_cast<std::int64_t>(weights[i % 80]); }
+};
+struct Large final : kodo::WorkUnit<Large> {
+  explicit Large(const kodo::UnitInit<Large>& init) : WorkUnit(init), v_("v", 8) {}
+  void plan_step(kodo::StepPlan& plan) {
+    Bulky k{v_, {}};
+    for (int i = 0; i < 80; ++i) k.weights[i] = 1;
+    plan.work([k](const kodo::ExecutionSpace& space) {
+      Kokkos::parallel_for("step_program_device::bulky",
+                           Kokkos::RangePolicy<kodo::ExecutionSpace>(space, 0, 8), k);
+      Kokkos::parallel_for("step_program_device::bulky_again",
+                           Kokkos::RangePolicy<kodo::ExecutionSpace>(space, 0, 8), k);
+    });
+  }
+  Cells v_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  kodo::Runtime runtime(argc, argv);
+  if (runtime.print_usage_if_requested(
+          "usage: step_program_device [--large-functor]\n"
+          "Runs step programs and checks them against the host; --large-functor builds one\n"
+          "whose kernel functor exceeds 512 bytes (refused where steps are device graphs).\n"))
+    return 0;
+  const bool root = runtime.rank() == 0;
+  const bool large = argc > 1 && std::string(argv[1]) == "--large-functor";
+  if (large) {
+    auto units = kodo::Collection<Large>::create(runtime, {2 * runtime.size(), 1, 1});
+    try {
+      kodo::StepProgram<Large> program(units, {.phases = 1});
+      program.advance(3);
+      runtime.run();
+      if (root) std::printf("step_program_device: the large functor ran (no graphs here)\n");
+      return 0;
+    } catch (const kodo::Error& e) {
+      if (root) kodo::print_error(std::string("step_program_device: refused: ") + e.what());
+      return 3;
+    }
+  }
+  int failures = 0, checks = 0;
+  auto expect = [&](const std::string& problem, const std::string& what) {
+    ++checks;
+    if (problem.empty()) return;
+    ++failures;
+    kodo::print_error("step_program_device: FAILED " + what + ": " + problem);
+  };
+  constexpr std::int64_t length = 6;
+  for (const std::int64_t per_rank : {1, 2, 3, 8})
+    for (const int phases : {1, 2, 3})
+      for (const bool split : {false, true}) {
+        const std::int64_t n = per_rank * runtime.size();
+        auto units = kodo::Collection<Arc>::create(runtime, {n, 1, 1}, length, phases, split);
+        kodo::StepProgram<Arc> program(units, {.phases = phases});
+        std::int64_t done = 0;
+        for (const std::int64_t piece : {5, 1, 6}) {
+          program.advance(piece);
+          runtime.run();
+          done += piece;
+          expect(step_units::check_arcs(units, length, done),
+                 "arcs of " + std::to_string(n) + " units, " + std::to_string(phases) +
+                     " phase(s)" + (split ? ", split" : ""));
+        }
+      }
+  for (const std::int64_t per_rank : {1, 3}) {
+    auto units = kodo::Collection<Relay>::create(runtime, {per_rank * runtime.size(), 1, 1});
+    kodo::StepProgram<Relay> program(units, {.phases = 4});
+    program.advance(4 * 6 + 3);
+    runtime.run();
+    expect(step_units::check_relays(units, 4 * 6 + 3), "relay");
+  }
+  {
+    auto units = kodo::Collection<Fencing>::create(runtime, {2 * runtime.size(), 1, 1});
+    kodo::StepProgram<Fencing> program(units, {.phases = 1});
+    expect(program.replays_graphs() ? "it replays graphs" : "", "a fencing work runs without graphs");
+    program.advance(7);
+    runtime.run();
+    units.for_each_local([&](Fencing& u) {
+      auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, u.v_);
+      expect(h(0) == 21 ? "" : "v(0) is " + std::to_string(h(0)) + ", not 21",
+             "a fencing work's result");
+    });
+  }
+  int all = 0;
+  MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, runtime.comm());
+  if (root)
+    std::printf("step_program_device: %d checks on rank 0, %d failure(s) on all ranks\n", checks,
+                all);
+  return all == 0 ? 0 : 1;
+}
