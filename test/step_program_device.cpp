@@ -36,13 +36,16 @@ struct Fencing final : kodo::WorkUnit<Fencing> {
 struct Bulky {
   Cells v;
   double weights[80];
-  KOKKOS_FUNCTION void operator()(std::int64_t i) const { v(i) += static_cast<std::int64_t>(weights[i % 80]); }
+  KOKKOS_FUNCTION void operator()(std::int64_t i) const {
+    v(i) += static_cast<std::int64_t>(weights[i % 80]);
+  }
 };
 struct Large final : kodo::WorkUnit<Large> {
   explicit Large(const kodo::UnitInit<Large>& init) : WorkUnit(init), v_("v", 8) {}
   void plan_step(kodo::StepPlan& plan) {
-    Bulky k{v_, {}};
-    for (int i = 0; i < 80; ++i) k.weights[i] = 1;
+    Bulky k;
+    k.v = v_;
+    for (double& w : k.weights) w = 1;
     plan.work([k](const kodo::ExecutionSpace& space) {
       Kokkos::parallel_for("step_program_device::bulky",
                            Kokkos::RangePolicy<kodo::ExecutionSpace>(space, 0, 8), k);
@@ -111,7 +114,8 @@ int main(int argc, char** argv) {
   {
     auto units = kodo::Collection<Fencing>::create(runtime, {2 * runtime.size(), 1, 1});
     kodo::StepProgram<Fencing> program(units, {.phases = 1});
-    expect(program.replays_graphs() ? "it replays graphs" : "", "a fencing work runs without graphs");
+    expect(program.replays_graphs() ? "it replays graphs" : "",
+           "a fencing work runs without graphs");
     program.advance(7);
     runtime.run();
     units.for_each_local([&](Fencing& u) {

@@ -40,7 +40,7 @@ inline std::vector<std::int64_t> reference(std::int64_t cells, std::int64_t step
 // Kernels as free functions (nvcc has no device lambdas in member functions). Cells
 // [begin, end) of the update; only the first and the last read a ghost.
 inline void update(const kodo::ExecutionSpace& space, const Cells& from, const Cells& to,
-            const Cells& left, const Cells& right, std::int64_t begin, std::int64_t end) {
+                   const Cells& left, const Cells& right, std::int64_t begin, std::int64_t end) {
   const auto n = static_cast<std::int64_t>(from.size());
   if (begin >= end) return;
   Kokkos::parallel_for(
@@ -52,7 +52,7 @@ inline void update(const kodo::ExecutionSpace& space, const Cells& from, const C
       });
 }
 inline void edges(const kodo::ExecutionSpace& space, const Cells& from, const Cells& first,
-           const Cells& last) {
+                  const Cells& last) {
   const auto n = static_cast<std::int64_t>(from.size());
   Kokkos::parallel_for(
       "step_test::edges", Kokkos::RangePolicy<kodo::ExecutionSpace>(space, 0, 1),
@@ -156,7 +156,7 @@ inline std::string check_arcs(const kodo::Collection<Arc>& units, std::int64_t l
 // 0 adds one and sends right, phase 1 adds what came from the left and sends left, phase
 // 2 doubles and adds what came from the right, phase 3 adds three.
 inline void relay_kernel(const kodo::ExecutionSpace& space, const Cells& v, const Cells& in,
-                  const Cells& out, int phase) {
+                         const Cells& out, int phase) {
   Kokkos::parallel_for(
       "step_test::relay", Kokkos::RangePolicy<kodo::ExecutionSpace>(space, 0, v.size()),
       KOKKOS_LAMBDA(std::size_t i) {
@@ -171,11 +171,11 @@ inline void relay_kernel(const kodo::ExecutionSpace& space, const Cells& v, cons
 }
 
 struct Relay final : kodo::WorkUnit<Relay> {
-  Relay(const kodo::UnitInit<Relay>& init)
-      : WorkUnit(init),
-        v_("v", 4),
-        in_{Cells("in", 4), Cells("in", 4)},
-        out_{Cells("out", 4), Cells("out", 4)} {
+  Relay(const kodo::UnitInit<Relay>& init) : WorkUnit(init), v_("v", 4) {
+    for (int k = 0; k < 2; ++k) {
+      in_.emplace_back("in", 4);
+      out_.emplace_back("out", 4);
+    }
     const std::int64_t me = init.shape.linear(init.index);
     auto h = Kokkos::create_mirror_view(v_);
     for (int i = 0; i < 4; ++i) h(i) = me * 10 + i;
@@ -203,7 +203,8 @@ struct Relay final : kodo::WorkUnit<Relay> {
 // "" when every local unit holds what `steps` relay steps give, else the first that does not.
 inline std::string check_relays(const kodo::Collection<Relay>& units, std::int64_t steps) {
   const std::int64_t n = units.size();
-  std::vector<std::vector<std::int64_t>> v(static_cast<std::size_t>(n), std::vector<std::int64_t>(4)),
+  std::vector<std::vector<std::int64_t>> v(static_cast<std::size_t>(n),
+                                           std::vector<std::int64_t>(4)),
       out = v;
   for (std::int64_t u = 0; u < n; ++u)
     for (int i = 0; i < 4; ++i) v[static_cast<std::size_t>(u)][i] = u * 10 + i;
@@ -234,7 +235,8 @@ inline std::string check_relays(const kodo::Collection<Relay>& units, std::int64
     const auto me = static_cast<std::size_t>(units.shape().linear(u.index()));
     for (int i = 0; i < 4 && wrong.str().empty(); ++i)
       if (h(i) != v[me][static_cast<std::size_t>(i)])
-        wrong << "relay unit " << me << " value " << i << " is " << h(i) << ", not " << v[me][static_cast<std::size_t>(i)];
+        wrong << "relay unit " << me << " value " << i << " is " << h(i) << ", not "
+              << v[me][static_cast<std::size_t>(i)];
   });
   return wrong.str();
 }

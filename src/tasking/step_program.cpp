@@ -16,8 +16,12 @@ namespace kodo::detail {
 namespace {
 
 // Steps launched ahead of the last one known done: enough to keep the device busy while
-// the host notices completions, few enough to bound what a failure leaves queued.
-constexpr std::int64_t kAhead = 4;
+// the host notices completions, few enough to bound what a failure leaves queued. Where
+// nothing crosses ranks, the host learns of completions only every kMarkEvery steps (and
+// at the last step asked for): a mark between two steps costs the device a gap of a few
+// microseconds (measured at one unit per rank on an H100: 54.7 against 52.7 us per step).
+constexpr std::int64_t kAhead = 8;
+constexpr std::int64_t kMarkEvery = 4;
 constexpr int kMaxPhases = 1 << 16;
 constexpr int kTagLimit = 1 << 30;  // a program's channels use ports 2^30 + tag
 // EXPERIMENT: periods per graph where nothing crosses ranks.
@@ -656,10 +660,15 @@ void RankProgram::launch(std::int64_t k, std::int64_t span) {
     for (const auto& copies : m.copies[q])
       backend::enqueue_copies(m.stream->native_handle(), copies);
   }
-  runtime_.when_done(*m.source, [this, k, span, alive = std::weak_ptr<bool>(m.alive)] {
-    if (alive.expired()) return;
-    for (std::int64_t j = k; j < k + span; ++j) step_done(j);
-  });
+  const std::int64_t end = k + span;
+  if (m.remote || end % kMarkEvery == 0 || end >= target_) {
+    runtime_.when_done(*m.source,
+                       [this, from = unmarked_, end, alive = std::weak_ptr<bool>(m.alive)] {
+                         if (alive.expired()) return;
+                         for (std::int64_t j = from; j < end; ++j) step_done(j);
+                       });
+    unmarked_ = end;
+  }
 }
 
 // Step k's work is done: the transfers it read from other ranks are released (their

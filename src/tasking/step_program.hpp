@@ -200,6 +200,7 @@ class RankProgram {
   std::unique_ptr<Impl> impl_;
   std::int64_t target_ = 0, launched_ = 0, completed_ = 0;
   std::int64_t early_launched_ = 0;  // steps whose work_without_receives is launched
+  std::int64_t unmarked_ = 0;        // the first step no completion mark covers
   bool primed_ = false;
 };
 
