@@ -1,5 +1,6 @@
 # Runs COMMAND ('|'-separated) with KODO_TRACE=PREFIX and checks that every rank wrote a
-# Chrome trace that parses, with spans of the scheduler and of device work.
+# Chrome trace that parses, with spans of the scheduler (named SCHEDULER_SPAN: an entry
+# method, or the step program's launches) and of device work.
 string(REPLACE "|" ";" command "${COMMAND}")
 file(REMOVE_RECURSE "${PREFIX}.rank0.json" "${PREFIX}.rank1.json")
 set(ENV{KODO_TRACE} "${PREFIX}")
@@ -19,14 +20,14 @@ foreach(rank 0 1)
   foreach(i RANGE ${last})
     string(JSON phase GET "${json}" traceEvents ${i} ph)
     string(JSON name GET "${json}" traceEvents ${i} name)
-    if(phase STREQUAL "X" AND name STREQUAL "jacobi::JacobiBlock::iterate")
+    if(phase STREQUAL "X" AND name MATCHES "${SCHEDULER_SPAN}")
       math(EXPR scheduler "${scheduler} + 1")
     elseif(phase STREQUAL "X" AND name STREQUAL "device work")
       math(EXPR device "${device} + 1")
     endif()
   endforeach()
   if(scheduler EQUAL 0 OR device EQUAL 0)
-    message(FATAL_ERROR "rank ${rank}'s trace lacks entry-method (${scheduler}) or device (${device}) spans")
+    message(FATAL_ERROR "rank ${rank}'s trace lacks scheduler (${scheduler}) or device (${device}) spans")
   endif()
-  message("rank ${rank}: ${events} events, ${scheduler} iterate calls, ${device} device spans")
+  message("rank ${rank}: ${events} events, ${scheduler} scheduler spans, ${device} device spans")
 endforeach()

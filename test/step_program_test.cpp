@@ -144,6 +144,11 @@ TEST(StepPrograms, BadPlansAreRefusedOnEveryRank) {
                     })
                 .find("the plan of that phase declares prime()"),
             std::string::npos);
+  // prime() in a phase that is not the last.
+  EXPECT_NE(refusal(
+                ring, [](Planned&, kodo::StepPlan& p) { p.prime(); }, 2)
+                .find("declares prime() in phase 0: it belongs to the plan of the last phase (1)"),
+            std::string::npos);
   // Tags, peers, duplicates, overlapping receives.
   EXPECT_NE(refusal(ring, [](Planned& u, kodo::StepPlan& p) { p.send(u.a_, u.index(), 1 << 30); })
                 .find("tags are 0 to 2^30 - 1"),

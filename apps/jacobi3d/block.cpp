@@ -69,22 +69,20 @@ void JacobiBlock::plan_step(kodo::StepPlan& plan) {
     plan.receive(receive_buffer_[p][f], peer, f ^ 1);
     plan.send(send_buffer_[1 - p][f], peer, f);
   }
-  // The blocks' kernels run side by side: each sized for its share of the GPU.
-  const std::int64_t chunk = config_.chunk_alone ? kAutoChunk : chunk_beside(plan.local_units());
   if (config_.overlap) {
     // The inner box reads no face: it runs while the faces of n travel (or are copied).
-    plan.work_without_receives([this, p, chunk](const Space& space) {
-      update_inner(space, field_[p], field_[1 - p], shape_, receive_buffer_[p], send_buffer_[1 - p],
-                   chunk);
+    plan.work_without_receives([this, p](const Space& space) {
+      update_inner(space, field_[p], field_[1 - p], shape_, receive_buffer_[p],
+                   send_buffer_[1 - p]);
     });
     plan.work([this, p](const Space& space) {
       update_boundary(space, field_[p], field_[1 - p], shape_, receive_buffer_[p],
                       send_buffer_[1 - p]);
     });
   } else {
-    plan.work([this, p, chunk](const Space& space) {
+    plan.work([this, p](const Space& space) {
       step(space, config_.fusion, field_[p], field_[1 - p], shape_, receive_buffer_[p],
-           send_buffer_[1 - p], chunk);
+           send_buffer_[1 - p]);
     });
   }
   // The faces of iteration 0, from A[0], in the buffers the last parity sends.

@@ -47,7 +47,6 @@ struct BlockConfig {
   // The rank runs its blocks' iterations as one device program (kodo::StepProgram, see
   // plan_step); otherwise each block runs its own through entry methods and channels.
   bool rank_program = false;
-  bool chunk_alone = false;  // EXPERIMENT: size kernels as if each block ran alone
 };
 
 // With the rank program (BlockConfig::rank_program) a block only plans an iteration of

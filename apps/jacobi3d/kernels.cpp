@@ -32,14 +32,11 @@ struct LaunchOn {
 // below some 2^17 threads an H200 is not filled, and a small block runs faster in
 // shorter chunks (perf/results/jacobi_kernel_chunks_h200.csv). CPUs have threads to
 // spare at any size, and keep the longest chunk.
-// (chunk_beside(n): n blocks' kernels share the GPU, and their threads together fill it.)
 std::int64_t choose_chunk(std::int64_t chunk, std::int64_t columns, std::int64_t nx) {
   if (chunk > 0) return chunk;
-  const std::int64_t blocks = chunk < 0 ? -chunk : 1;
   chunk = kUpdateChunk;
   if (Kokkos::SpaceAccessibility<Kokkos::HostSpace, Space::memory_space>::accessible) return chunk;
-  while (chunk > 4 && (nx + chunk - 1) / chunk * columns * blocks < (std::int64_t{1} << 17))
-    chunk /= 2;
+  while (chunk > 4 && (nx + chunk - 1) / chunk * columns < (std::int64_t{1} << 17)) chunk /= 2;
   return chunk;
 }
 
@@ -612,15 +609,15 @@ void update_boundary_with(Launch&& launch, const Field& af, const Field& bf, con
 // One whole iteration, shaped by `fusion`.
 template <class Launch>
 void step_with(Launch&& launch, Fusion fusion, const Field& a, const Field& b, const BlockShape& s,
-               const Field (&receive)[6], const Field (&send)[6], std::int64_t chunk = kAutoChunk) {
-  if (fusion == Fusion::C) return fused_step(launch, a, b, s, receive, send, chunk);
+               const Field (&receive)[6], const Field (&send)[6]) {
+  if (fusion == Fusion::C) return fused_step(launch, a, b, s, receive, send, kAutoChunk);
   if (fusion == Fusion::B) {
     unpack_faces_with(launch, a, s, receive);
   } else {
     for (int f = 0; f < 6; ++f)
       if (receive[f].data()) unpack_face_with(launch, a, s, f, receive[f]);
   }
-  update_with(launch, a, b, s, interior(s), chunk);
+  update_with(launch, a, b, s, interior(s), kAutoChunk);
   if (fusion == Fusion::none) {
     for (int f = 0; f < 6; ++f)
       if (send[f].data()) pack_face_with(launch, b, s, f, send[f]);
@@ -683,8 +680,8 @@ void update_boundary(const Space& space, const Field& a, const Field& b, const B
 }
 
 void step(const Space& space, Fusion fusion, const Field& a, const Field& b, const BlockShape& s,
-          const Field (&receive)[6], const Field (&send)[6], std::int64_t chunk) {
-  step_with(LaunchOn{space}, fusion, a, b, s, receive, send, chunk);
+          const Field (&receive)[6], const Field (&send)[6]) {
+  step_with(LaunchOn{space}, fusion, a, b, s, receive, send);
 }
 
 StepGraph step_graph(Fusion fusion, const Field& a, const Field& b, const BlockShape& s,

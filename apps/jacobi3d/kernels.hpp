@@ -88,10 +88,6 @@ void unpack_faces(const Space& space, const Field& a, const BlockShape& s, const
 // too few columns to fill the GPU with threads.
 inline constexpr std::int64_t kUpdateChunk = 32;
 inline constexpr std::int64_t kAutoChunk = 0;
-// `chunk` may also ask for the length that fills the GPU with `blocks` blocks' kernels
-// running side by side (the rank program runs the steps of a rank's blocks so): on GPUs,
-// halved while the blocks together have too few threads, rather than each alone.
-inline constexpr std::int64_t chunk_beside(std::int64_t blocks) { return -blocks; }
 void update(const Space& space, const Field& a, const Field& b, const BlockShape& s,
             std::int64_t chunk = kAutoChunk);
 // The march over 16-byte pairs of z points that update uses on GPUs (z extent even).
@@ -120,10 +116,9 @@ void update_boundary(const Space& space, const Field& a, const Field& b, const B
                      const Field (&receive)[6], const Field (&send)[6]);
 // One whole iteration of a block whose faces are all in: the received faces into a's
 // ghost layer, the update a -> b, and b's faces into the send buffers, with the kernels
-// `fusion` says (C: the one fused_update). Faces without a buffer are skipped. `chunk`
-// goes to the update's kernel.
+// `fusion` says (C: the one fused_update). Faces without a buffer are skipped.
 void step(const Space& space, Fusion fusion, const Field& a, const Field& b, const BlockShape& s,
-          const Field (&receive)[6], const Field (&send)[6], std::int64_t chunk = kAutoChunk);
+          const Field (&receive)[6], const Field (&send)[6]);
 // The same work as an instantiated graph, to be submitted on a stream for every
 // iteration of the same parity: one launch instead of one per kernel.
 StepGraph step_graph(Fusion fusion, const Field& a, const Field& b, const BlockShape& s,

@@ -11,7 +11,6 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <exception>
 #include <memory>
 #include <optional>
@@ -132,7 +131,7 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
         !rank_program && opt.device_waits && opt.odf <= runtime.streams().per_priority() &&
             (opt.odf == 1 ||
              !std::is_same_v<kodo::ExecutionSpace::memory_space, Kokkos::HostSpace>),
-        rank_program, std::getenv("JACOBI_CHUNK_ALONE") != nullptr};
+        rank_program};
     const double t0 = now();
     auto blocks = kodo::Collection<jacobi::JacobiBlock>::create(runtime, units, config);
     runtime.run();

@@ -69,6 +69,8 @@ class Scheduler final : public ChannelHost {
   void run();
   // Whether run() is under way (the caller is an entry method or a continuation).
   bool running() const { return running_; }
+  // The optional trace (KODO_TRACE), for components that add spans of their own.
+  Trace& trace() { return trace_; }
   // Collective: completes what can be completed of the transport and drops what was
   // never run. Before Kokkos finalizes: queued work may hold views.
   void shutdown();

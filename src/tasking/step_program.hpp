@@ -116,9 +116,6 @@ class StepPlan {
  public:
   int phase() const { return phase_; }
   int phases() const { return phases_; }
-  // The units of this rank in the program: their work of a step runs side by side, so a
-  // unit may size its kernels for its share of the device.
-  std::int64_t local_units() const { return local_units_; }
 
   // This step reads `view`, which unit `from` filled in its previous step and sent with
   // send(view', this unit, tag).
@@ -146,8 +143,7 @@ class StepPlan {
  private:
   template <class U>
   friend class StepProgram;
-  StepPlan(int phase, int phases, std::int64_t local_units)
-      : phase_(phase), phases_(phases), local_units_(local_units) {}
+  StepPlan(int phase, int phases) : phase_(phase), phases_(phases) {}
 
   template <class V>
   static detail::PlannedView planned(const V& view) {
@@ -164,7 +160,6 @@ class StepPlan {
   }
 
   int phase_, phases_;
-  std::int64_t local_units_;
   detail::PlannedPhase plan_;
 };
 
@@ -220,13 +215,11 @@ class StepProgram {
         "kodo: a unit of a StepProgram has a member void plan_step(kodo::StepPlan&)");
     core_ =
         std::make_unique<detail::RankProgram>(units.runtime(), units.id(), units.shape(), options);
-    std::int64_t local = 0;
-    units.for_each_local([&](U&) { ++local; });
     try {
       units.for_each_local([&](U& unit) {
         std::vector<detail::PlannedPhase> phases;
         for (int q = 0; q < options.phases; ++q) {
-          StepPlan plan(q, options.phases, local);
+          StepPlan plan(q, options.phases);
           unit.plan_step(plan);
           phases.push_back(std::move(plan.plan_));
         }

@@ -228,9 +228,12 @@ struct GraphBuild {
 };
 GraphBuild& build_of(NativeGraph graph) { return *static_cast<GraphBuild*>(graph); }
 
+// The nodes of `after`, each once (the driver refuses a dependency named twice).
 std::vector<cudaGraphNode_t> nodes_of(const std::vector<NativeGraphNode>& after) {
   std::vector<cudaGraphNode_t> nodes;
-  for (NativeGraphNode n : after) nodes.push_back(static_cast<cudaGraphNode_t>(n));
+  for (NativeGraphNode n : after)
+    if (n && std::find(nodes.begin(), nodes.end(), static_cast<cudaGraphNode_t>(n)) == nodes.end())
+      nodes.push_back(static_cast<cudaGraphNode_t>(n));
   return nodes;
 }
 
@@ -326,7 +329,14 @@ NativeGraphNode add_recorded(NativeGraph graph, NativeStream stream,
     failure = std::string("recording it failed (") + cudaGetErrorString(e) +
               "; a fence or a host read of device data cannot be recorded)";
   cudaGetLastError();
-  if (failure.empty() && recorded) failure = unreplayable(recorded, for_good);
+  // What was recorded before a failure counts too: a kernel launched through constant
+  // memory before the work threw has taken Kokkos' event; so has a second such launch,
+  // which throws on finding the event taken.
+  if (recorded) {
+    const std::string found = unreplayable(recorded, for_good);
+    if (failure.empty()) failure = found;
+  }
+  if (failure.find("cudaErrorCapturedEvent") != std::string::npos) for_good = true;
   if (!failure.empty()) {
     if (recorded) cudaGraphDestroy(recorded);
     why = failure;
