@@ -104,6 +104,16 @@ int main(int argc, char** argv) {
                      " phase(s)" + (split ? ", split" : ""));
         }
       }
+  // Many steps at once, for phase counts that do not divide the marks' spacing.
+  for (const int phases : {3, 5, 7}) {
+    auto units =
+        kodo::Collection<Arc>::create(runtime, {2 * runtime.size(), 1, 1}, length, phases, false);
+    kodo::StepProgram<Arc> program(units, {.phases = phases});
+    program.advance(101);
+    runtime.run();
+    expect(step_units::check_arcs(units, length, 101),
+           std::to_string(phases) + " phases, 101 steps at once");
+  }
   for (const std::int64_t per_rank : {1, 3}) {
     auto units = kodo::Collection<Relay>::create(runtime, {per_rank * runtime.size(), 1, 1});
     kodo::StepProgram<Relay> program(units, {.phases = 4});

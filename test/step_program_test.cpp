@@ -73,6 +73,19 @@ INSTANTIATE_TEST_SUITE_P(, StepProgramRuns,
                                          Case{4, 2, kodo::CommMode::device, false, true}),
                          name_of);
 
+// Many steps asked for at once, with phase counts that do not divide the completion
+// marks' spacing (where whole periods are graphs, a launch covers P steps).
+TEST(StepPrograms, ManyStepsAtOnceFinishForEveryPhaseCount) {
+  auto& rt = test_runtime();
+  for (const int phases : {1, 2, 3, 5, 7}) {
+    auto units = kodo::Collection<Arc>::create(rt, {2 * rt.size(), 1, 1}, 5, phases, false);
+    kodo::StepProgram<Arc> program(units, {.phases = phases});
+    program.advance(101);
+    rt.run();
+    EXPECT_EQ(step_units::check_arcs(units, 5, 101), "") << phases << " phases";
+  }
+}
+
 // Links used in some phases only, and a last phase that sends nothing (no prime).
 TEST(StepPrograms, LinksUsedInSomePhasesCarryTheirOwnTransfers) {
   auto& rt = test_runtime();

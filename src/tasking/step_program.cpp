@@ -15,10 +15,10 @@ namespace {
 
 // Steps launched ahead of the last one known done: enough to keep the device busy while
 // the host notices completions, few enough to bound what a failure leaves queued. Where
-// nothing crosses ranks, the host learns of completions only every kMarkEvery steps (and
-// at the last step asked for): a mark between two steps costs the device a gap of a few
-// microseconds (one unit per rank on an H100: 54.7 us per step with a mark each step, 52.9
-// with one every four).
+// nothing crosses ranks, the host learns of completions only every kMarkEvery steps or
+// more (a launch may cover a whole period) and at the last step asked for: a mark between two steps
+// costs the device a gap of a few microseconds (one unit per rank on an H100: 54.7 us per step with
+// a mark each step, 52.9 with one every four).
 constexpr std::int64_t kAhead = 8;
 constexpr std::int64_t kMarkEvery = 4;
 constexpr int kMaxPhases = 1 << 16;
@@ -67,6 +67,10 @@ struct RankProgram::Impl {
   ChannelHost* host = nullptr;
   Stream* stream = nullptr;          // where steps run
   Stream* channel_stream = nullptr;  // the program's channels (host-staged copies)
+  // Where each unit's work is recorded: an instance of its own (compute(slot)), so that
+  // what Kokkos keeps per instance (reduction and team scratch) is not shared by units
+  // whose recorded kernels run at once, nor reallocated under the graphs by later work.
+  std::unique_ptr<StreamPool> recording;
   std::unique_ptr<ProgramSource> source;
   std::shared_ptr<bool> alive = std::make_shared<bool>(true);  // for continuations
 
@@ -358,63 +362,74 @@ void RankProgram::build() {
   }
   agree_and_report(comm, problem);
 
-  // Channels for the transfers with other ranks.
-  auto link_of = [&](std::int64_t local, std::int64_t remote, int tag) -> Impl::RemoteLink& {
-    auto& link = m.links[{local, remote, tag}];
-    if (!link) {
-      link = std::make_unique<Impl::RemoteLink>();
-      link->channel = Channel(*m.host, LinkSpec{m.collection, m.shape, m.shape.delinear(local),
-                                                m.shape.delinear(remote), m.map->owner(remote),
-                                                kTagLimit + tag, m.channel_stream, m.options.comm});
-      link->name = cat("the transfers from ", m.where(remote), " to unit ", m.shape.delinear(local),
-                       " with tag ", tag);
-    }
-    return *link;
-  };
-  for (std::size_t slot = 0; slot < m.units.size(); ++slot) {
-    const Impl::Unit& u = m.units[slot];
-    for (int q = 0; q < P; ++q)
-      for (const PlannedTransfer& t : u.phases[static_cast<std::size_t>(q)].sends) {
-        const std::int64_t to = m.shape.linear(t.peer);
-        if (m.map->owner(to) != m.rank)
-          m.remote_sends[static_cast<std::size_t>(q)]
-              .push_back({&link_of(u.linear, to, t.tag).channel, t.view});
+  // Channels for the transfers with other ranks. Opening one can fail on this rank alone
+  // (its link is open already: another program on the collection, or a unit's own
+  // channel on a port from 2^30): every rank then hears of it.
+  try {
+    auto link_of = [&](std::int64_t local, std::int64_t remote, int tag) -> Impl::RemoteLink& {
+      auto& link = m.links[{local, remote, tag}];
+      if (!link) {
+        link = std::make_unique<Impl::RemoteLink>();
+        link->channel =
+            Channel(*m.host, LinkSpec{m.collection, m.shape, m.shape.delinear(local),
+                                      m.shape.delinear(remote), m.map->owner(remote),
+                                      kTagLimit + tag, m.channel_stream, m.options.comm});
+        link->name = cat("the transfers from ", m.where(remote), " to unit ",
+                         m.shape.delinear(local), " with tag ", tag);
       }
-  }
-  std::map<LinkId, std::vector<std::pair<int, const PlannedTransfer*>>> rings;
-  for (const auto& [key, found] : receives) {
-    const auto [receiver, sender, tag, q] = key;
-    if (m.map->owner(sender) != m.rank)
-      rings[{receiver, sender, tag}].emplace_back(q, found.second);
-  }
-  for (auto& [id, views] : rings) {  // phases ascending
-    Impl::RemoteLink& link = link_of(id.local, id.remote, id.tag);
-    std::vector<Segment> buffers;
-    std::vector<std::shared_ptr<const void>> keep;
-    for (const auto& [q, t] : views) {
-      link.phases.push_back(q);
-      link.bytes.push_back(t->view.segment.bytes);
-      buffers.push_back(t->view.segment);
-      keep.push_back(t->view.keep);
-      m.remote_receives[static_cast<std::size_t>(q)].push_back(&link);
+      return *link;
+    };
+    for (std::size_t slot = 0; slot < m.units.size(); ++slot) {
+      const Impl::Unit& u = m.units[slot];
+      for (int q = 0; q < P; ++q)
+        for (const PlannedTransfer& t : u.phases[static_cast<std::size_t>(q)].sends) {
+          const std::int64_t to = m.shape.linear(t.peer);
+          if (m.map->owner(to) != m.rank)
+            m.remote_sends[static_cast<std::size_t>(q)]
+                .push_back({&link_of(u.linear, to, t.tag).channel, t.view});
+        }
     }
-    Impl::RemoteLink* in = &link;
-    link.ring = link.channel.start_ring(
-        std::move(buffers), std::make_shared<std::vector<std::shared_ptr<const void>>>(keep), 1,
-        [this, in, alive = std::weak_ptr<bool>(m.alive)](std::uint64_t transfer, std::size_t bytes,
-                                                         std::size_t buffer) {
-          if (alive.expired()) return;
-          if (bytes != in->bytes[buffer])
-            throw Error(cat(in->name, ": transfer ", transfer, " brought ", bytes,
-                            " bytes into a view of ", in->bytes[buffer]));
-          const auto uses = static_cast<std::int64_t>(in->phases.size());
-          const auto t = static_cast<std::int64_t>(transfer);
-          const std::int64_t step = t / uses * impl_->options.phases +
-                                    in->phases[static_cast<std::size_t>(t % uses)];
-          ++impl_->arrived[step];
-          pump();
-        });
+    std::map<LinkId, std::vector<std::pair<int, const PlannedTransfer*>>> rings;
+    for (const auto& [key, found] : receives) {
+      const auto [receiver, sender, tag, q] = key;
+      if (m.map->owner(sender) != m.rank)
+        rings[{receiver, sender, tag}].emplace_back(q, found.second);
+    }
+    for (auto& [id, views] : rings) {  // phases ascending
+      Impl::RemoteLink& link = link_of(id.local, id.remote, id.tag);
+      std::vector<Segment> buffers;
+      std::vector<std::shared_ptr<const void>> keep;
+      for (const auto& [q, t] : views) {
+        link.phases.push_back(q);
+        link.bytes.push_back(t->view.segment.bytes);
+        buffers.push_back(t->view.segment);
+        keep.push_back(t->view.keep);
+        m.remote_receives[static_cast<std::size_t>(q)].push_back(&link);
+      }
+      Impl::RemoteLink* in = &link;
+      link.ring = link.channel.start_ring(
+          std::move(buffers), std::make_shared<std::vector<std::shared_ptr<const void>>>(keep), 1,
+          [this, in, alive = std::weak_ptr<bool>(m.alive)](std::uint64_t transfer,
+                                                           std::size_t bytes, std::size_t buffer) {
+            if (alive.expired()) return;
+            if (bytes != in->bytes[buffer])
+              throw Error(cat(in->name, ": transfer ", transfer, " brought ", bytes,
+                              " bytes into a view of ", in->bytes[buffer]));
+            const auto uses = static_cast<std::int64_t>(in->phases.size());
+            const auto t = static_cast<std::int64_t>(transfer);
+            const std::int64_t step = t / uses * impl_->options.phases +
+                                      in->phases[static_cast<std::size_t>(t % uses)];
+            ++impl_->arrived[step];
+            pump();
+          });
+    }
+  } catch (...) {
+    problem = cat("the step program of collection ", m.collection,
+                  " could not open its channels: ", what_of_current(),
+                  " (one program of a collection at a time; a unit's own channels take ports "
+                  "below 2^30)");
   }
+  agree_and_report(comm, problem);
 
   // Each phase's work and copies as one graph, where the backend records graphs; where no
   // transfer crosses ranks, also a whole period (two steps for one phase) as one graph.
@@ -429,6 +444,7 @@ void RankProgram::build() {
   if (m.options.graphs && backend::graphs_supported() && !m.units.empty()) {
     using Parts = Impl::Parts;
     try {
+      m.recording = std::make_unique<StreamPool>(static_cast<int>(m.units.size()));
       m.by_phase.resize(static_cast<std::size_t>(P));
       if (m.split) m.early_by_phase.resize(static_cast<std::size_t>(P));
       for (int q = 0; q < P && why.empty(); ++q) {
@@ -455,6 +471,7 @@ void RankProgram::build() {
       m.by_phase.clear();
       m.early_by_phase.clear();
       m.drop(m.period);
+      m.recording.reset();
     }
     if (why == "-") why.clear();
   }
@@ -488,7 +505,6 @@ std::string RankProgram::Impl::record(int first, int span, Parts parts, Recorded
                                       bool& for_good) {
   const int P = options.phases;
   const auto n = units.size();
-  const auto stream_handle = stream->native_handle();
   into.first = first;
   into.span = span;
   into.graph = backend::create_graph();
@@ -507,8 +523,9 @@ std::string RankProgram::Impl::record(int first, int span, Parts parts, Recorded
   auto add = [&](const StepWork& w, const std::vector<Node>& after, std::size_t u, int q,
                  std::string& why) -> Node {
     std::string failure;
+    Stream& on = recording->compute(u);
     Node node = backend::add_recorded(
-        into.graph, stream_handle, [&] { w(stream->space()); }, after, failure, for_good);
+        into.graph, on.native_handle(), [&] { w(on.space()); }, after, failure, for_good);
     if (!node)
       why = cat("the work of ", unit_name(units[u].index), " in phase ", q,
                 " cannot be recorded: ", failure);
@@ -672,7 +689,7 @@ void RankProgram::launch(std::int64_t k, std::int64_t span) {
     trace.span(span > 1 ? "step program: launch of a period" : "step program: launch of a step", 0,
                begin, Trace::Clock::now());
   const std::int64_t end = k + span;
-  if (m.remote || end % kMarkEvery == 0 || end >= target_) {
+  if (m.remote || end - unmarked_ >= kMarkEvery || end >= target_) {
     runtime_.when_done(*m.source,
                        [this, from = unmarked_, end, alive = std::weak_ptr<bool>(m.alive)] {
                          if (alive.expired()) return;

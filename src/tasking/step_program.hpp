@@ -45,8 +45,11 @@
 // - work(f), work_without_receives(f): f(space) only enqueues device work on `space`, the
 //   same every time it is called: it may be called once and replayed, or called for
 //   every step. No fences, no host reads of device data, no host state that changes from
-//   step to step. A step's work_without_receives runs after the unit's previous step and
-//   before its work; it reads none of the step's receive views.
+//   step to step, no work on another instance (that would run once, while recorded, and
+//   be missing from the replays). Each unit's work is recorded on an instance of its own,
+//   so reductions and team scratch of different units do not share memory. A step's
+//   work_without_receives runs after the unit's previous step and before its work; it
+//   reads none of the step's receive views.
 // - Views are contiguous, in memory the device can address, and the same size on both
 //   ends of a transfer. A receive view belongs to its transfer alone (receive views of a
 //   rank's units never overlap). A view sent in step n is written again only by step
@@ -58,7 +61,8 @@
 //   receive (or the other way round), views of different sizes, a tag outside
 //   [0, 2^30), a peer outside the collection, a unit sending in the last phase without
 //   prime(). Each is a kodo::Error naming the units, phase and tag, on every rank.
-// - Channels of a program use ports 2^30 + tag: a unit's own channels keep below 2^30.
+// - Channels of a program use ports 2^30 + tag: a unit's own channels keep below 2^30,
+//   and a collection has one program at a time (destroy one before building the next).
 
 #include "../backends/stream.hpp"
 #include "../comm/channel.hpp"

@@ -246,16 +246,20 @@ bool device_addressable(const void* p) {
   return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
 }
 
-// Why replaying `graph` would not repeat what recording it enqueued, or ""; `for_good`:
-// the work holds a copy from host memory (see add_recorded).
+// Why replaying `graph` would not repeat what recording it enqueued, or "" (the first
+// reason found). Every node is looked at: `for_good` is set by a copy from host memory
+// into device memory anywhere in it, the shape of Kokkos' launch of a kernel through
+// constant memory (see add_recorded).
 std::string unreplayable(cudaGraph_t graph, bool& for_good) {
   std::size_t count = 0;
   check(cudaGraphGetNodes(graph, nullptr, &count), "cudaGraphGetNodes");
   std::vector<cudaGraphNode_t> nodes(count);
   check(cudaGraphGetNodes(graph, nodes.data(), &count), "cudaGraphGetNodes");
+  std::string why;
   for (cudaGraphNode_t node : nodes) {
     cudaGraphNodeType type{};
     check(cudaGraphNodeGetType(node, &type), "cudaGraphNodeGetType");
+    std::string found;
     switch (type) {
       case cudaGraphNodeTypeKernel:
       case cudaGraphNodeTypeMemset:
@@ -263,27 +267,31 @@ std::string unreplayable(cudaGraph_t graph, bool& for_good) {
       case cudaGraphNodeTypeMemcpy: {
         cudaMemcpy3DParms p{};
         check(cudaGraphMemcpyNodeGetParams(node, &p), "cudaGraphMemcpyNodeGetParams");
-        if ((!p.srcArray && !device_addressable(p.srcPtr.ptr)) ||
-            (!p.dstArray && !device_addressable(p.dstPtr.ptr))) {
+        const bool from_host = !p.srcArray && !device_addressable(p.srcPtr.ptr);
+        const bool to_host = !p.dstArray && !device_addressable(p.dstPtr.ptr);
+        if (from_host && !to_host) {
           for_good = true;
-          return "it copies to or from host memory (Kokkos does so to launch a kernel whose "
-                 "functor exceeds 512 bytes, from a buffer that later launches overwrite)";
-        }
+          found =
+              "it copies from host memory to the device (Kokkos does so to launch a kernel "
+              "whose functor exceeds 512 bytes, through constant memory, from a buffer that "
+              "later launches overwrite; a copy from a host view looks the same)";
+        }  // a copy into host memory replays alike
         break;
       }
       case cudaGraphNodeTypeGraph: {
         cudaGraph_t child = nullptr;
         check(cudaGraphChildGraphNodeGetGraph(node, &child), "cudaGraphChildGraphNodeGetGraph");
-        if (std::string why = unreplayable(child, for_good); !why.empty()) return why;
+        found = unreplayable(child, for_good);
         break;
       }
       default:
-        return "it holds an operation a graph replays otherwise (graph node type " +
-               std::to_string(static_cast<int>(type)) +
-               ": an event, a host function or a memory allocation)";
+        found = "it holds an operation a graph replays otherwise (graph node type " +
+                std::to_string(static_cast<int>(type)) +
+                ": an event, a host function or a memory allocation)";
     }
+    if (why.empty()) why = found;
   }
-  return "";
+  return why;
 }
 
 }  // namespace
@@ -333,7 +341,12 @@ NativeGraphNode add_recorded(NativeGraph graph, NativeStream stream,
   // memory before the work threw has taken Kokkos' event; so has a second such launch,
   // which throws on finding the event taken.
   if (recorded) {
-    const std::string found = unreplayable(recorded, for_good);
+    std::string found;
+    try {
+      found = unreplayable(recorded, for_good);
+    } catch (...) {
+      found = "looking at what was recorded failed: " + detail::what_of_current();
+    }
     if (failure.empty()) failure = found;
   }
   if (failure.find("cudaErrorCapturedEvent") != std::string::npos) for_good = true;

@@ -255,14 +255,18 @@ bool device_addressable(const void* p) {
   return type == hipMemoryTypeDevice || type == hipMemoryTypeUnified || a.isManaged;
 }
 
+// Why replaying `graph` would not repeat what recording it enqueued, or "" (the first
+// reason found), as in cuda/native.cpp.
 std::string unreplayable(hipGraph_t graph, bool& for_good) {
   std::size_t count = 0;
   check(hipGraphGetNodes(graph, nullptr, &count), "hipGraphGetNodes");
   std::vector<hipGraphNode_t> nodes(count);
   check(hipGraphGetNodes(graph, nodes.data(), &count), "hipGraphGetNodes");
+  std::string why;
   for (hipGraphNode_t node : nodes) {
     hipGraphNodeType type{};
     check(hipGraphNodeGetType(node, &type), "hipGraphNodeGetType");
+    std::string found;
     switch (type) {
       case hipGraphNodeTypeKernel:
       case hipGraphNodeTypeMemset:
@@ -270,27 +274,31 @@ std::string unreplayable(hipGraph_t graph, bool& for_good) {
       case hipGraphNodeTypeMemcpy: {
         hipMemcpy3DParms p{};
         check(hipGraphMemcpyNodeGetParams(node, &p), "hipGraphMemcpyNodeGetParams");
-        if ((!p.srcArray && !device_addressable(p.srcPtr.ptr)) ||
-            (!p.dstArray && !device_addressable(p.dstPtr.ptr))) {
+        const bool from_host = !p.srcArray && !device_addressable(p.srcPtr.ptr);
+        const bool to_host = !p.dstArray && !device_addressable(p.dstPtr.ptr);
+        if (from_host && !to_host) {
           for_good = true;
-          return "it copies to or from host memory (Kokkos does so to launch a kernel whose "
-                 "functor is large, from a buffer that later launches overwrite)";
-        }
+          found =
+              "it copies from host memory to the device (Kokkos does so to launch a kernel "
+              "whose functor is large, through constant memory, from a buffer that later "
+              "launches overwrite; a copy from a host view looks the same)";
+        }  // a copy into host memory replays alike
         break;
       }
       case hipGraphNodeTypeGraph: {
         hipGraph_t child = nullptr;
         check(hipGraphChildGraphNodeGetGraph(node, &child), "hipGraphChildGraphNodeGetGraph");
-        if (std::string why = unreplayable(child, for_good); !why.empty()) return why;
+        found = unreplayable(child, for_good);
         break;
       }
       default:
-        return "it holds an operation a graph replays otherwise (graph node type " +
-               std::to_string(static_cast<int>(type)) +
-               ": an event, a host function or a memory allocation)";
+        found = "it holds an operation a graph replays otherwise (graph node type " +
+                std::to_string(static_cast<int>(type)) +
+                ": an event, a host function or a memory allocation)";
     }
+    if (why.empty()) why = found;
   }
-  return "";
+  return why;
 }
 
 }  // namespace
@@ -339,7 +347,12 @@ NativeGraphNode add_recorded(NativeGraph graph, NativeStream stream,
   // memory before the work threw has taken Kokkos' event; so has a second such launch,
   // which throws on finding the event taken.
   if (recorded) {
-    const std::string found = unreplayable(recorded, for_good);
+    std::string found;
+    try {
+      found = unreplayable(recorded, for_good);
+    } catch (...) {
+      found = "looking at what was recorded failed: " + detail::what_of_current();
+    }
     if (failure.empty()) failure = found;
   }
   if (failure.find("hipErrorCapturedEvent") != std::string::npos) for_good = true;
