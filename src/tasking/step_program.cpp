@@ -651,21 +651,28 @@ void RankProgram::prime() {
   if (m.remote_sends[last].empty()) return;
   runtime_.when_done(*m.source, [this, alive = std::weak_ptr<bool>(m.alive), last] {
     if (alive.expired()) return;
-    Impl& i = *impl_;
-    for (const Impl::RemoteSend& s : i.remote_sends[last]) {
-      ++i.sends_pending[last];
-      s.channel->send_segment(
-          s.view.segment, s.view.keep,
-          [this, last, alive] {
-            if (alive.expired()) return;
-            --impl_->sends_pending[last];
-            pump();
-          },
-          true);
-    }
-    i.last_sent[last] = -1;
+    send_remote(last, -1);
     pump();
   });
+}
+
+// The views phase q's step (-1: the prime) filled for units of other ranks leave; the
+// phase's next step waits until they are sent.
+void RankProgram::send_remote(std::size_t q, std::int64_t step) {
+  Impl& m = *impl_;
+  const auto alive = std::weak_ptr<bool>(m.alive);
+  for (const Impl::RemoteSend& s : m.remote_sends[q]) {
+    ++m.sends_pending[q];
+    s.channel->send_segment(
+        s.view.segment, s.view.keep,
+        [this, q, alive] {
+          if (alive.expired()) return;
+          --impl_->sends_pending[q];
+          pump();
+        },
+        true);
+  }
+  m.last_sent[q] = step;
 }
 
 void RankProgram::launch(std::int64_t k, std::int64_t span) {
@@ -707,21 +714,7 @@ void RankProgram::step_done(std::int64_t k) {
   completed_ = k + 1;
   for (Impl::RemoteLink* link : m.remote_receives[q])
     release_ring(link->ring.get(), link->released++, nullptr);
-  if (!m.remote_sends[q].empty()) {
-    const auto alive = std::weak_ptr<bool>(m.alive);
-    for (const Impl::RemoteSend& s : m.remote_sends[q]) {
-      ++m.sends_pending[q];
-      s.channel->send_segment(
-          s.view.segment, s.view.keep,
-          [this, q, alive] {
-            if (alive.expired()) return;
-            --impl_->sends_pending[q];
-            pump();
-          },
-          true);
-    }
-    m.last_sent[q] = k;
-  }
+  if (!m.remote_sends[q].empty()) send_remote(q, k);
   pump();
 }
 

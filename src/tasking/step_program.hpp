@@ -193,6 +193,7 @@ class RankProgram {
   void launch_early(std::int64_t step);
   void launch(std::int64_t step, std::int64_t span);
   void step_done(std::int64_t step);
+  void send_remote(std::size_t phase, std::int64_t step);
   void prime();
 
   Runtime& runtime_;
