@@ -35,11 +35,12 @@
 // own views are in. Views sent to units on other ranks travel through channels (receive
 // rings; GPU-aware, or host-staged with CommMode::host_staged) once the step's work is
 // done; a step that receives from another rank launches its work_without_receives at
-// once and the rest once those views are in. The host backend, and a program
-// whose work cannot be recorded (a fence, a host read of device data, or a kernel whose
-// functor exceeds Kokkos' 512 bytes of kernel arguments), call each unit's work every
+// once and the rest once those views are in. The host backend, and a program whose work
+// cannot be recorded (a fence, a host read of device data), call each unit's work every
 // step instead, on one stream, with the same results; a program that could not record
-// its work says so once (rank 0).
+// its work says so once (rank 0). Work holding a kernel whose functor exceeds Kokkos' 512
+// bytes of kernel arguments is refused, on every rank: Kokkos launches such a kernel
+// through constant memory, which neither a recording nor the launches after it survive.
 //
 // The rules that follow:
 // - work(f), work_without_receives(f): f(space) only enqueues device work on `space`, the
