@@ -541,32 +541,10 @@ Box inner_box(const BlockShape& s, const StepFaces& faces) {
 // The boundary as six disjoint slabs: slab 2d + side lies below (side 0) or above the
 // inner box along dimension d, within the inner box's range along the dimensions
 // before d and across the whole interior along those after. A point outside the inner
-// box falls in the slab of the first dimension along which it is outside.
-struct BoundarySlabs {
-  Box box[6];
-  std::int64_t start[7];  // start[j]: index of slab j's first point; start[6]: the total
-};
-
-BoundarySlabs boundary_slabs(const BlockShape& s, const Box& inner) {
-  BoundarySlabs slabs{};
-  for (int j = 0; j < 6; ++j) {
-    const int d = j / 2;
-    Box box = interior(s);
-    for (int e = 0; e < d; ++e) {
-      box.lo[e] = inner.lo[e];
-      box.hi[e] = inner.hi[e];
-    }
-    (j % 2 == 0 ? box.hi[d] : box.lo[d]) = j % 2 == 0 ? inner.lo[d] : inner.hi[d];
-    slabs.box[j] = box;
-    slabs.start[j + 1] = slabs.start[j] + box.size();
-  }
-  return slabs;
-}
-
-// Slab j of boundary_slabs, from the inner box (on the device: the kernel's functor keeps
-// the inner box, not the six slabs, and so stays within the 512 bytes Kokkos passes as
-// kernel arguments; a larger functor goes through constant memory, which a recorded
-// step program cannot replay).
+// box falls in the slab of the first dimension along which it is outside. `inner` is
+// the inner box as lo[3] then hi[3]: the kernel's functor keeps that, not the six slabs,
+// and so stays within the 512 bytes Kokkos passes as kernel arguments (a larger functor
+// goes through constant memory, which a recorded step program cannot replay).
 KOKKOS_INLINE_FUNCTION void slab_of(const BlockShape& s, const std::int64_t (&inner)[6], int j,
                                     std::int64_t (&lo)[3], std::int64_t (&hi)[3]) {
   const int d = j / 2;
@@ -585,16 +563,20 @@ template <class Launch>
 void update_boundary_with(Launch&& launch, const Field& af, const Field& bf, const BlockShape& s,
                           const StepFaces& faces) {
   const Box inner_points = inner_box(s, faces);
-  const BoundarySlabs slabs = boundary_slabs(s, inner_points);
-  if (slabs.start[6] == 0) return;
-  const double* a = af.data();
-  double* b = bf.data();
-  std::int64_t inner[6], start[7];
+  std::int64_t inner[6], start[7] = {0};  // start[j]: slab j's first point; start[6]: the total
   for (int d = 0; d < 3; ++d) {
     inner[d] = inner_points.lo[d];
     inner[3 + d] = inner_points.hi[d];
   }
-  for (int j = 0; j < 7; ++j) start[j] = slabs.start[j];
+  for (int j = 0; j < 6; ++j) {
+    std::int64_t lo[3], hi[3], points = 1;
+    slab_of(s, inner, j, lo, hi);
+    for (int e = 0; e < 3; ++e) points *= std::max<std::int64_t>(0, hi[e] - lo[e]);
+    start[j + 1] = start[j] + points;
+  }
+  if (start[6] == 0) return;
+  const double* a = af.data();
+  double* b = bf.data();
   launch(
       "jacobi::update_boundary", Policy(0, start[6]), KOKKOS_LAMBDA(std::int64_t i) {
         const int j = range_of(start, i);

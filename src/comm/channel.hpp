@@ -226,6 +226,18 @@ void forget_retired(ChannelRegistry& registry);
 // by now never will be).
 void abandon_node_routes(ChannelRegistry& registry);
 
+// The memory of a contiguous Kokkos view; `what` names it in the error a view that is not
+// contiguous gets ("<what> must be contiguous").
+template <class V>
+Segment view_segment(const V& v, const char* what) {
+  static_assert(Kokkos::is_view<V>::value, "kodo: channels carry Kokkos views");
+  if (v.size() != 0 && !v.span_is_contiguous())
+    throw Error(std::string(what) + " must be contiguous");
+  return Segment{const_cast<typename V::non_const_value_type*>(v.data()),
+                 v.size() * sizeof(typename V::value_type),
+                 memory_kind<typename V::memory_space>()};
+}
+
 // A ring's state (channel.cpp); what ReceiveRing calls of it. `core` may be null (a
 // ring that is not open: release() then throws).
 void release_ring(RingCore* core, std::uint64_t transfer, Stream* stream);
@@ -374,12 +386,7 @@ class Channel {
 
   template <class V>
   static Segment segment(const V& v) {
-    static_assert(Kokkos::is_view<V>::value, "kodo: channels carry Kokkos views");
-    if (v.size() != 0 && !v.span_is_contiguous())
-      throw Error("a view sent or received on a channel must be contiguous");
-    return Segment{const_cast<typename V::non_const_value_type*>(v.data()),
-                   v.size() * sizeof(typename V::value_type),
-                   memory_kind<typename V::memory_space>()};
+    return detail::view_segment(v, "a view sent or received on a channel");
   }
   void send_segment(Segment data, std::shared_ptr<const void> keep, std::function<void()> sent,
                     bool ready);

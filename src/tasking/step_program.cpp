@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <set>
 #include <tuple>
 
 namespace kodo::detail {
@@ -85,6 +86,8 @@ struct RankProgram::Impl {
   // By phase, by sending slot: the copies into local receivers' views, and their slots.
   std::vector<std::vector<std::vector<backend::DeviceCopy>>> copies;
   std::vector<std::vector<std::vector<std::size_t>>> copy_receivers;
+  // By phase, by receiving slot: the slots whose copies land in its views.
+  std::vector<std::vector<std::vector<std::size_t>>> copy_senders;
 
   // Transfers with other ranks: a channel per local unit, remote unit and tag carries both
   // directions; the transfers it receives land in a ring whose buffers are the receiving
@@ -107,16 +110,15 @@ struct RankProgram::Impl {
   std::map<std::int64_t, std::size_t> arrived;            // step -> remote transfers in
   std::vector<int> sends_pending;                         // by phase: remote sends not done
   std::vector<std::int64_t> last_sent;  // by phase: the last step whose remote sends left
-  bool remote = false;                  // some unit of this rank exchanges views with another rank
   // A step's work_without_receives is launched apart, before the step's views from other
   // ranks are in (only where some are awaited, and some unit has such work).
   bool split = false;
 
-  // Recorded steps: `span` steps from phase `first` as one graph.
+  // Recorded steps: `span` steps as one graph.
   struct Recorded {
     void* graph = nullptr;  // backend::NativeGraph
     void* exec = nullptr;   // backend::NativeGraphExec
-    int first = 0, span = 1;
+    int span = 1;
   };
   std::vector<Recorded> by_phase;        // one step each, where graphs are recorded
   std::vector<Recorded> early_by_phase;  // with `split`: the work_without_receives of a step
@@ -131,6 +133,8 @@ struct RankProgram::Impl {
   // why not (with `for_good`: launching that work without a graph fails too).
   std::string record(int first, int span, Parts parts, Recorded& into, bool& for_good);
 
+  // Some unit of this rank exchanges views with another rank.
+  bool remote() const { return !links.empty(); }
   std::string unit_name(const Index3& index) const { return cat("unit ", index); }
   std::string where(std::int64_t linear) const {
     return cat("unit ", shape.delinear(linear), " (rank ", map->owner(linear), ")");
@@ -162,6 +166,7 @@ RankProgram::RankProgram(Runtime& runtime, std::uint32_t collection, const Exten
   const auto phases = static_cast<std::size_t>(options.phases);
   m.copies.resize(phases);
   m.copy_receivers.resize(phases);
+  m.copy_senders.resize(phases);
   m.remote_sends.resize(phases);
   m.remote_receives.resize(phases);
   m.sends_pending.assign(phases, 0);
@@ -169,7 +174,6 @@ RankProgram::RankProgram(Runtime& runtime, std::uint32_t collection, const Exten
 }
 
 RankProgram::~RankProgram() {
-  *impl_->alive = false;
   try {
     impl_->stream->space().fence("kodo::StepProgram");
   } catch (...) {
@@ -247,26 +251,34 @@ void RankProgram::build() {
 
   // A rank's receive views never overlap: each transfer lands in memory of its own.
   if (problem.empty()) {
-    std::vector<std::tuple<const std::byte*, const std::byte*, std::string>> spans;
-    for (const auto& [key, found] : receives) {
-      const auto& seg = found.second->view.segment;
-      if (seg.bytes == 0) continue;
+    using Receive = decltype(receives)::const_iterator;
+    std::vector<std::tuple<const std::byte*, const std::byte*, Receive>> spans;
+    for (auto it = receives.begin(); it != receives.end(); ++it) {
+      const auto& seg = it->second.second->view.segment;
       const auto* begin = static_cast<const std::byte*>(seg.data);
-      spans.emplace_back(begin, begin + seg.bytes,
-                         cat(m.unit_name(m.shape.delinear(std::get<0>(key))),
-                             "'s receive from unit ", m.shape.delinear(std::get<1>(key)),
-                             " with tag ", std::get<2>(key), " in phase ", std::get<3>(key),
-                             " (view '", found.second->view.label, "')"));
+      if (seg.bytes != 0) spans.emplace_back(begin, begin + seg.bytes, it);
     }
-    std::sort(spans.begin(), spans.end());
+    std::sort(spans.begin(), spans.end(),
+              [](const auto& a, const auto& b) { return std::get<0>(a) < std::get<0>(b); });
+    auto describe = [&](Receive it) {
+      const auto [receiver, sender, tag, q] = it->first;
+      return cat(m.unit_name(m.shape.delinear(receiver)), "'s receive from unit ",
+                 m.shape.delinear(sender), " with tag ", tag, " in phase ", q, " (view '",
+                 it->second.second->view.label, "')");
+    };
     for (std::size_t i = 1; i < spans.size() && problem.empty(); ++i)
       if (std::get<0>(spans[i]) < std::get<1>(spans[i - 1]))
-        complain(cat(std::get<2>(spans[i - 1]), " and ", std::get<2>(spans[i]),
+        complain(cat(describe(std::get<2>(spans[i - 1])), " and ", describe(std::get<2>(spans[i])),
                      " overlap in memory: each receive needs memory of its own"));
   }
 
   // Sends between units of this rank become copies; others are told to their receivers.
-  std::map<std::tuple<std::int64_t, std::int64_t, int, int>, bool> matched;
+  std::set<std::tuple<std::int64_t, std::int64_t, int, int>> matched;
+  for (std::size_t q = 0; q < m.copies.size(); ++q) {
+    m.copies[q].resize(m.units.size());
+    m.copy_receivers[q].resize(m.units.size());
+    m.copy_senders[q].resize(m.units.size());
+  }
   std::vector<std::vector<SendRecord>> outgoing(static_cast<std::size_t>(m.ranks));
   for (std::size_t slot = 0; slot < m.units.size() && problem.empty(); ++slot) {
     const Impl::Unit& u = m.units[slot];
@@ -294,13 +306,12 @@ void RankProgram::build() {
                        into.segment.bytes, " ('", into.label, "')"));
           break;
         }
-        matched[key] = true;
-        m.copies[static_cast<std::size_t>(q)].resize(m.units.size());
-        m.copy_receivers[static_cast<std::size_t>(q)].resize(m.units.size());
-        m.copies[static_cast<std::size_t>(q)][slot].push_back({into.segment.data,
-                                                               t.view.segment.data,
-                                                               t.view.segment.bytes});
-        m.copy_receivers[static_cast<std::size_t>(q)][slot].push_back(found->second.first);
+        matched.insert(key);
+        const auto phase = static_cast<std::size_t>(q);
+        m.copies[phase][slot].push_back({into.segment.data, t.view.segment.data,
+                                         t.view.segment.bytes});
+        m.copy_receivers[phase][slot].push_back(found->second.first);
+        m.copy_senders[phase][found->second.first].push_back(slot);
       }
     }
   }
@@ -333,7 +344,7 @@ void RankProgram::build() {
   check_mpi(MPI_Alltoallv(flat_out.data(), counts_out.data(), displs_out.data(), MPI_BYTE,
                           flat_in.data(), counts_in.data(), displs_in.data(), MPI_BYTE, comm),
             "MPI_Alltoallv");
-  std::map<std::tuple<std::int64_t, std::int64_t, int, int>, bool> remote_matched;
+  std::set<std::tuple<std::int64_t, std::int64_t, int, int>> remote_matched;
   for (const SendRecord& s : flat_in) {
     if (!problem.empty()) break;
     const auto q = static_cast<int>(s.phase);
@@ -349,7 +360,7 @@ void RankProgram::build() {
                    found->second.second->view.segment.bytes, " ('",
                    found->second.second->view.label, "')"));
     } else {
-      remote_matched[key] = true;
+      remote_matched.insert(key);
     }
   }
   for (const auto& [key, found] : receives) {
@@ -433,7 +444,6 @@ void RankProgram::build() {
 
   // Each phase's work and copies as one graph, where the backend records graphs; where no
   // transfer crosses ranks, also a whole period (two steps for one phase) as one graph.
-  m.remote = !m.links.empty();
   bool early = false;
   for (const auto& u : m.units)
     for (const auto& plan : u.phases) early = early || static_cast<bool>(plan.early);
@@ -458,7 +468,7 @@ void RankProgram::build() {
       for (const auto& list : {m.by_phase, m.early_by_phase})
         for (const auto& r : list)
           worth = worth || (r.graph && backend::graph_kernels(r.graph) > 1);
-      if (why.empty() && worth && !m.remote)
+      if (why.empty() && worth && !m.remote())
         why = m.record(0, P == 1 ? 2 : P, Parts::whole, m.period, for_good);
       if (why.empty() && !worth) why = "-";  // nothing to say: each step is one kernel
     } catch (...) {
@@ -505,7 +515,6 @@ std::string RankProgram::Impl::record(int first, int span, Parts parts, Recorded
                                       bool& for_good) {
   const int P = options.phases;
   const auto n = units.size();
-  into.first = first;
   into.span = span;
   into.graph = backend::create_graph();
   using Node = backend::NativeGraphNode;
@@ -513,13 +522,6 @@ std::string RankProgram::Impl::record(int first, int span, Parts parts, Recorded
   std::vector<std::vector<Node>> early(steps, std::vector<Node>(n)),
       work = early, copy = early,
       last = early;  // last: u's final node of step j so far
-  // senders[q][u]: the local units whose copies of phase q land in u's views
-  std::vector<std::vector<std::vector<std::size_t>>> senders(
-      static_cast<std::size_t>(P), std::vector<std::vector<std::size_t>>(n));
-  for (int q = 0; q < P; ++q)
-    for (std::size_t s = 0; s < copy_receivers[static_cast<std::size_t>(q)].size(); ++s)
-      for (std::size_t r : copy_receivers[static_cast<std::size_t>(q)][s])
-        senders[static_cast<std::size_t>(q)][r].push_back(s);
   auto add = [&](const StepWork& w, const std::vector<Node>& after, std::size_t u, int q,
                  std::string& why) -> Node {
     std::string failure;
@@ -550,7 +552,7 @@ std::string RankProgram::Impl::record(int first, int span, Parts parts, Recorded
       if (plan.work && parts != Parts::early && why.empty()) {
         std::vector<Node> after = early[j][u] ? std::vector<Node>{early[j][u]} : before;
         if (j > 0)
-          for (std::size_t s : senders[static_cast<std::size_t>((q + P - 1) % P)][u])
+          for (std::size_t s : copy_senders[static_cast<std::size_t>((q + P - 1) % P)][u])
             if (copy[j - 1][s]) after.push_back(copy[j - 1][s]);
         work[j][u] = add(plan.work, after, u, q, why);
         last[j][u] = work[j][u];
@@ -696,7 +698,7 @@ void RankProgram::launch(std::int64_t k, std::int64_t span) {
     trace.span(span > 1 ? "step program: launch of a period" : "step program: launch of a step", 0,
                begin, Trace::Clock::now());
   const std::int64_t end = k + span;
-  if (m.remote || end - unmarked_ >= kMarkEvery || end >= target_) {
+  if (m.remote() || end - unmarked_ >= kMarkEvery || end >= target_) {
     runtime_.when_done(*m.source,
                        [this, from = unmarked_, end, alive = std::weak_ptr<bool>(m.alive)] {
                          if (alive.expired()) return;

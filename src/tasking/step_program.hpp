@@ -155,13 +155,8 @@ class StepPlan {
     static_assert(Kokkos::is_view<V>::value, "kodo: a step program's transfers are Kokkos views");
     static_assert(Kokkos::SpaceAccessibility<ExecutionSpace, typename V::memory_space>::accessible,
                   "kodo: a step program's views live in memory its execution space can address");
-    if (view.size() != 0 && !view.span_is_contiguous())
-      throw Error("a view sent or received by a step program must be contiguous (" + view.label() +
-                  ")");
-    using Value = typename V::value_type;
-    return {Segment{const_cast<typename V::non_const_value_type*>(view.data()),
-                    view.size() * sizeof(Value), memory_kind<typename V::memory_space>()},
-            sizeof(Value), view.label(), std::make_shared<V>(view)};
+    return {detail::view_segment(view, "a view sent or received by a step program"),
+            sizeof(typename V::value_type), view.label(), std::make_shared<V>(view)};
   }
 
   int phase_, phases_;
