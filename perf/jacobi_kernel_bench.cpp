@@ -160,6 +160,17 @@ int main(int argc, char** argv) {
                           jacobi::update_inner(space, x, y, s, receive, send);
                           jacobi::update_boundary(space, x, y, s, receive, send);
                         }});
+    // The two parts of the overlap alone (partial updates: their bits are not checked).
+    variants.push_back({"overlap_inner_6_faces",
+                        [&](const Field& x, const Field& y) {
+                          jacobi::update_inner(space, x, y, s, receive, send);
+                        },
+                        false});
+    variants.push_back({"overlap_boundary_6_faces",
+                        [&](const Field& x, const Field& y) {
+                          jacobi::update_boundary(space, x, y, s, receive, send);
+                        },
+                        false});
     variants.push_back({"copy_doubles",
                         [&](const Field& x, const Field& y) { copy_doubles(space, x, y, s); },
                         false});

@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <string>
+
 namespace {
 
 TEST(SplitGrid, MinimisesCutSurface) {
@@ -14,6 +17,32 @@ TEST(SplitGrid, MinimisesCutSurface) {
   EXPECT_EQ(kodo::split_grid({48, 40, 36}, 16), (kodo::Extent3{4, 2, 2}));
   const auto e = kodo::split_grid({48, 40, 36}, 12);
   EXPECT_EQ(e.size(), 12);
+}
+
+TEST(SplitGrid, WeighsCutsByTheirCosts) {
+  // A z cut that costs 4 times the others: 4 x 2 x 1 (4 planes) beats 2 x 2 x 2 (2 + 4).
+  EXPECT_EQ(kodo::split_grid({192, 192, 192}, 8, {1, 1, 4}), (kodo::Extent3{4, 2, 1}));
+  EXPECT_EQ(kodo::split_grid({192, 192, 192}, 16, {1, 1, 4}), (kodo::Extent3{4, 4, 1}));
+  // At twice the cost, the two tie and the tie keeps z whole.
+  EXPECT_EQ(kodo::split_grid({192, 192, 192}, 8, {1, 1, 2}), (kodo::Extent3{4, 2, 1}));
+  // Below that, the least area wins as without costs.
+  EXPECT_EQ(kodo::split_grid({192, 192, 192}, 8, {1, 1, 1.5}), (kodo::Extent3{2, 2, 2}));
+  // Costs on x push its cuts to y.
+  EXPECT_EQ(kodo::split_grid({64, 64, 64}, 4, {8, 1, 8}), (kodo::Extent3{1, 4, 1}));
+  // A grid with one dimension long enough still cuts z when nothing else fits.
+  EXPECT_EQ(kodo::split_grid({1, 1, 8}, 4, {1, 1, 100}), (kodo::Extent3{1, 1, 4}));
+}
+
+TEST(SplitGrid, RefusesCostsThatAreNotPositiveNumbers) {
+  for (const double bad : {0.0, -1.0, std::numeric_limits<double>::quiet_NaN(),
+                           std::numeric_limits<double>::infinity()}) {
+    try {
+      kodo::split_grid({8, 8, 8}, 8, {1, bad, 1});
+      ADD_FAILURE() << "cost " << bad << " accepted";
+    } catch (const kodo::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("positive finite"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(SplitGrid, RespectsSmallDimensions) {

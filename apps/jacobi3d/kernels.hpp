@@ -57,6 +57,15 @@ struct BlockShape {
   }
 };
 
+// How jacobi3d cuts its grid into blocks (kodo::split_grid): z is a block's contiguous
+// dimension, so a face across z is strided in memory and its kernels cost several times
+// those of a face across x or y; cuts across z come last. Measured on an H100 (one rank,
+// --overlap, us per iteration): 192^3 in 8 blocks 65.1 as 4 x 2 x 1 against 72.8 as
+// 2 x 2 x 2; 384^3 in 16 411.7 as 4 x 4 x 1 against 447.6 as 4 x 2 x 2; 768^3 in 8
+// 2883.9 against 2979.5 (perf/results/jacobi3d_unit_shapes_h100.csv). Host backends
+// use the same cut (not measured there).
+inline constexpr kodo::CutCosts kCutCosts{1, 1, 4};
+
 // Block `index` of `grid` cut into `blocks` (kodo::block_range along each axis): its
 // shape, the global coordinates of its first interior point, and which faces have a
 // neighbouring block.

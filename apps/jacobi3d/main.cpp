@@ -268,7 +268,7 @@ int main(int argc, char** argv) {
     if (opt.overlap && (opt.graphs || opt.fusion != jacobi::Fusion::none))
       throw std::invalid_argument(
           "--overlap has its own kernels: it takes no --fusion or --graphs");
-    units = kodo::split_grid({opt.x, opt.y, opt.z}, opt.odf * runtime.size());
+    units = kodo::split_grid({opt.x, opt.y, opt.z}, opt.odf * runtime.size(), jacobi::kCutCosts);
   } catch (const std::exception& e) {
     if (root)
       kodo::print_error(std::string("jacobi3d: error: ") + e.what() + "\n" + jacobi::usage());

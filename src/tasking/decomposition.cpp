@@ -2,13 +2,20 @@
 
 #include "../core/error.hpp"
 
+#include <cmath>
 #include <limits>
 #include <sstream>
 
 namespace kodo {
 
-Extent3 split_grid(const Extent3& grid, std::int64_t units) {
+Extent3 split_grid(const Extent3& grid, std::int64_t units, const CutCosts& costs) {
   std::ostringstream os;
+  for (const double c : {costs.x, costs.y, costs.z})
+    if (!(std::isfinite(c) && c > 0)) {
+      os << "cannot decompose a grid with cut costs (" << costs.x << ", " << costs.y << ", "
+         << costs.z << "): each must be a positive finite number";
+      throw Error(os.str());
+    }
   if (grid.x < 1 || grid.y < 1 || grid.z < 1) {
     os << "cannot decompose a grid of " << grid << ": every dimension must be at least 1";
     throw Error(os.str());
@@ -38,10 +45,11 @@ Extent3 split_grid(const Extent3& grid, std::int64_t units) {
       if (uz > grid.z) continue;
       // Area of the internal cuts: each cut plane is as large as a grid cross-section.
       // In floating point: the exact areas of huge grids overflow 64 bits.
-      const double cost = static_cast<double>(ux - 1) * grid.y * grid.z +
-                          static_cast<double>(uy - 1) * grid.x * grid.z +
-                          static_cast<double>(uz - 1) * grid.x * grid.y;
-      if (cost < best_cost || (cost == best_cost && uz < best.z)) {
+      const double cost = costs.x * static_cast<double>(ux - 1) * grid.y * grid.z +
+                          costs.y * static_cast<double>(uy - 1) * grid.x * grid.z +
+                          costs.z * static_cast<double>(uz - 1) * grid.x * grid.y;
+      if (cost < best_cost ||
+          (cost == best_cost && (uz < best.z || (uz == best.z && uy < best.y)))) {
         best_cost = cost;
         best = {ux, uy, uz};
       }
