@@ -22,15 +22,11 @@ namespace {
 // us per step with a mark each step, 52.9 with one every four).
 constexpr std::int64_t kAhead = 8;
 constexpr std::int64_t kMarkEvery = 4;
-// Where nothing crosses ranks, whole periods are recorded as one graph of up to this many
-// steps: the device drains at the end of every graph, and a longer graph drains less often
-// (Jacobi3D 192^3 on an H100: ODF 8 74.9 -> 72.8 us per step, ODF 16 80.6 -> 77.3 with 8
-// steps against 2), but a graph of many nodes costs more to launch and schedule than it
-// saves (64 no-op units: 48 us per step with 2 steps, 75 with 8): at most
-// kUnitStepsPerGraph unit-steps, and always one period. Steps launched ahead then cover
-// two such graphs.
+// Where nothing crosses ranks, whole periods are recorded as one graph of at least this
+// many steps: the device drains at the end of every graph, and a longer graph drains less
+// often (Jacobi3D 192^3 on an H100: ODF 8 74.9 -> 72.8 us per step, ODF 16 80.6 -> 77.3
+// with 8 steps against 2). Steps launched ahead then cover two such graphs.
 constexpr int kStepsPerGraph = 8;
-constexpr std::int64_t kUnitStepsPerGraph = 128;
 constexpr int kMaxPhases = 1 << 16;
 constexpr int kTagLimit = 1 << 30;  // a program's channels use ports 2^30 + tag
 
@@ -46,14 +42,12 @@ struct SendRecord {
   std::int64_t sender, receiver, tag, phase, bytes;
 };
 
-// Steps in the graph of whole periods of P steps each (two for P = 1, so that a unit's
-// view written in one step and read in the next are both inside): as many periods as
-// reach kStepsPerGraph, within kUnitStepsPerGraph for `units` units, one at least.
-int periods_span(int P, std::size_t units) {
+// Steps in the graph of whole periods: periods of P steps (two for P = 1, so that a unit's
+// view written in one step and read in the next are both inside), as many as reach
+// kStepsPerGraph.
+int periods_span(int P) {
   const int period = P == 1 ? 2 : P;
-  const auto fit = kUnitStepsPerGraph / std::max<std::int64_t>(1, static_cast<std::int64_t>(units));
-  const int wanted = static_cast<int>(std::clamp<std::int64_t>(fit, 1, kStepsPerGraph));
-  return period * std::max(1, wanted / period);
+  return period * ((kStepsPerGraph + period - 1) / period);
 }
 
 }  // namespace
@@ -462,7 +456,8 @@ void RankProgram::build() {
   agree_and_report(comm, problem);
 
   // Each phase's work and copies as one graph, where the backend records graphs; where no
-  // transfer crosses ranks, also whole periods as one graph (periods_span).
+  // transfer crosses ranks, also whole periods (two steps at least, kStepsPerGraph when the
+  // period is shorter) as one graph.
   bool early = false;
   for (const auto& u : m.units)
     for (const auto& plan : u.phases) early = early || static_cast<bool>(plan.early);
@@ -488,7 +483,7 @@ void RankProgram::build() {
         for (const auto& r : list)
           worth = worth || (r.graph && backend::graph_kernels(r.graph) > 1);
       if (why.empty() && worth && !m.remote())
-        why = m.record(0, periods_span(P, m.units.size()), Parts::whole, m.period, for_good);
+        why = m.record(0, periods_span(P), Parts::whole, m.period, for_good);
       if (why.empty() && !worth) why = "-";  // nothing to say: each step is one kernel
     } catch (...) {
       // A graph call the driver refused: launching the work as it is still works.
