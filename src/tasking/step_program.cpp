@@ -22,11 +22,16 @@ namespace {
 // us per step with a mark each step, 52.9 with one every four).
 constexpr std::int64_t kAhead = 8;
 constexpr std::int64_t kMarkEvery = 4;
-// Where nothing crosses ranks, whole periods are recorded as one graph of at least this
-// many steps: the device drains at the end of every graph, and a longer graph drains less
-// often (Jacobi3D 192^3 on an H100: ODF 8 74.9 -> 72.8 us per step, ODF 16 80.6 -> 77.3
-// with 8 steps against 2). Steps launched ahead then cover two such graphs.
+// Where nothing crosses ranks, whole periods are recorded as one graph of kStepsPerGraph
+// steps or more: the device drains at the end of every graph, and a longer graph drains
+// less often, which counts the more the more units a step holds. Jacobi3D 192^3,
+// --fusion C, on an H100, us per step with graphs of 8 / 16 / 32 steps: ODF 8 68.4 /
+// 67.5 / 67.0, ODF 16 72.6 / 72.0 / 72.0, ODF 32 97.2 / 91.2 / 88.3, ODF 64 173.7 /
+// 138.6 / 124.7 (2 steps: ODF 64 363.6); but 384^3 at ODF 16 (--overlap) 412.0 /
+// 415.0 / 433.5. Hence units / 2 steps, within [8, 32].
+// Steps launched ahead then cover two such graphs.
 constexpr int kStepsPerGraph = 8;
+constexpr int kMostStepsPerGraph = 32;
 constexpr int kMaxPhases = 1 << 16;
 constexpr int kTagLimit = 1 << 30;  // a program's channels use ports 2^30 + tag
 
@@ -42,12 +47,15 @@ struct SendRecord {
   std::int64_t sender, receiver, tag, phase, bytes;
 };
 
-// Steps in the graph of whole periods: periods of P steps (two for P = 1, so that a unit's
-// view written in one step and read in the next are both inside), as many as reach
-// kStepsPerGraph.
-int periods_span(int P) {
+// Steps in the graph of whole periods of P steps each (two for P = 1, so that a unit's
+// view written in one step and read in the next are both inside), for `units` units: as
+// many periods as reach units / 2 steps, kept within [kStepsPerGraph, kMostStepsPerGraph]
+// (or one period, where that is longer).
+int periods_span(int P, std::size_t units) {
   const int period = P == 1 ? 2 : P;
-  return period * ((kStepsPerGraph + period - 1) / period);
+  const auto wanted =
+      static_cast<int>(std::clamp<std::size_t>(units / 2, kStepsPerGraph, kMostStepsPerGraph));
+  return period * std::max(1, (wanted + period - 1) / period);
 }
 
 }  // namespace
@@ -456,8 +464,7 @@ void RankProgram::build() {
   agree_and_report(comm, problem);
 
   // Each phase's work and copies as one graph, where the backend records graphs; where no
-  // transfer crosses ranks, also whole periods (two steps at least, kStepsPerGraph when the
-  // period is shorter) as one graph.
+  // transfer crosses ranks, also whole periods as one graph (periods_span).
   bool early = false;
   for (const auto& u : m.units)
     for (const auto& plan : u.phases) early = early || static_cast<bool>(plan.early);
@@ -483,7 +490,7 @@ void RankProgram::build() {
         for (const auto& r : list)
           worth = worth || (r.graph && backend::graph_kernels(r.graph) > 1);
       if (why.empty() && worth && !m.remote())
-        why = m.record(0, periods_span(P), Parts::whole, m.period, for_good);
+        why = m.record(0, periods_span(P, m.units.size()), Parts::whole, m.period, for_good);
       if (why.empty() && !worth) why = "-";  // nothing to say: each step is one kernel
     } catch (...) {
       // A graph call the driver refused: launching the work as it is still works.

@@ -31,8 +31,8 @@
 // the views sent between them, form one device graph per phase (CUDA and HIP graphs),
 // recorded when the program is built and launched once per step: no host call per unit
 // or per transfer, and the units' kernels run side by side. Where no view crosses ranks,
-// whole periods of steps (8 steps or more) are one graph, in which a unit's next step
-// starts as soon as its own views are in. Views sent to units on other ranks travel through
+// whole periods of steps (8 to 32 steps, more for more units) are one graph, in which a unit's next
+// step starts as soon as its own views are in. Views sent to units on other ranks travel through
 // channels (receive rings; GPU-aware, or host-staged with CommMode::host_staged) once the step's
 // work is done; a step that receives from another rank launches its work_without_receives at once
 // and the rest once those views are in. The host backend, and a program whose work cannot be
