@@ -20,3 +20,22 @@ function(kodo_test_output name ranks program)
   set_tests_properties(${name} PROPERTIES ENVIRONMENT "${KODO_TEST_ENV}" TIMEOUT 120
     PROCESSORS ${ranks})
 endfunction()
+
+# kodo_add_ranks_test(NAME RANKS PROGRAM [ARGS...] [TIMEOUT S] [PASS REGEX]
+#                     [ENV VAR=VALUE...]): runs PROGRAM (a target) with ARGS on RANKS
+# ranks, with KODO_TEST_ENV and ENV, for at most S seconds (default 180); passes when it
+# exits 0 on every rank and, with PASS, its output matches REGEX.
+function(kodo_add_ranks_test name ranks program)
+  cmake_parse_arguments(PARSE_ARGV 3 arg "" "TIMEOUT;PASS" "ENV")
+  if(NOT arg_TIMEOUT)
+    set(arg_TIMEOUT 180)
+  endif()
+  add_test(NAME ${name} COMMAND ${KODO_MPIEXEC} ${MPIEXEC_NUMPROC_FLAG} ${ranks}
+                                $<TARGET_FILE:${program}> ${arg_UNPARSED_ARGUMENTS})
+  set(environment ${KODO_TEST_ENV} ${arg_ENV})
+  set_tests_properties(${name} PROPERTIES ENVIRONMENT "${environment}" TIMEOUT ${arg_TIMEOUT}
+    PROCESSORS ${ranks})
+  if(DEFINED arg_PASS)
+    set_tests_properties(${name} PROPERTIES PASS_REGULAR_EXPRESSION "${arg_PASS}")
+  endif()
+endfunction()
