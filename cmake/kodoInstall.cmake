@@ -2,8 +2,11 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
+# Headers keep their paths under src/: include/kodo/..., and include/kodo.hpp (forwarding,
+# for one release). The include directory users get is include/, so only <kodo/...> (and
+# <kodo.hpp>) resolve: kodo's folder names are not top-level include names.
 install(TARGETS kodo EXPORT kodoTargets
-        FILE_SET HEADERS DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kodo)
+        FILE_SET HEADERS DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT kodoTargets NAMESPACE kodo:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kodo)
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/kodoConfig.cmake.in
   ${CMAKE_CURRENT_BINARY_DIR}/kodoConfig.cmake

@@ -4,7 +4,7 @@
 // rank's scheduler is free to run other units.
 //
 //   mpiexec -n 2 device_work
-#include <kodo.hpp>
+#include <kodo/kodo.hpp>
 
 #include <cstdio>
 

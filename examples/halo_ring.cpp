@@ -6,7 +6,7 @@
 // each unit contributes what it received; rank 0 prints the total.
 //
 //   mpiexec -n 2 halo_ring
-#include <kodo.hpp>
+#include <kodo/kodo.hpp>
 
 #include <cstdio>
 #include <vector>

@@ -2,7 +2,7 @@
 // ranks; each unit contributes its index to a sum that every rank's main program reads.
 //
 //   mpiexec -n 2 minimal
-#include <kodo.hpp>
+#include <kodo/kodo.hpp>
 
 #include <cstdio>
 

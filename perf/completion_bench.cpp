@@ -17,9 +17,9 @@
 
 #include "report.hpp"
 
-#include <backends/native.hpp>
-#include <kodo.hpp>
-#include <tasking/completion_engine.hpp>
+#include <kodo/backends/native.hpp>
+#include <kodo/kodo.hpp>
+#include <kodo/tasking/completion_engine.hpp>
 
 #include <atomic>
 #include <cinttypes>

@@ -6,7 +6,7 @@
 
 #include "report.hpp"
 
-#include <kodo.hpp>
+#include <kodo/kodo.hpp>
 
 #include <cinttypes>
 

@@ -17,7 +17,7 @@
 #include "report.hpp"
 
 #include <kernels.hpp>
-#include <kodo.hpp>
+#include <kodo/kodo.hpp>
 
 #include <cinttypes>
 #include <cmath>

@@ -12,7 +12,7 @@
 
 #include "report.hpp"
 
-#include <kodo.hpp>
+#include <kodo/kodo.hpp>
 
 #include <cinttypes>
 #include <memory>

@@ -19,7 +19,7 @@
 
 #include "report.hpp"
 
-#include <kodo.hpp>
+#include <kodo/kodo.hpp>
 
 #include <algorithm>
 #include <cinttypes>

@@ -22,7 +22,7 @@
 // A restore prints "restored U units at step S" on rank 0; a failure prints the error on
 // rank 0 and exits 1 on every rank.
 
-#include <kodo.hpp>
+#include <kodo/kodo.hpp>
 
 #include <Kokkos_Core.hpp>
 

@@ -7,12 +7,12 @@
 #include "test_access.hpp"
 #include "test_runtime.hpp"
 
-#include <comm/wire.hpp>
-#include <tasking/reductions.hpp>
-#include <tasking/registry.hpp>
-#include <tasking/stall_watch.hpp>
-#include <tasking/stream_drain.hpp>
-#include <tasking/termination.hpp>
+#include <kodo/comm/wire.hpp>
+#include <kodo/tasking/reductions.hpp>
+#include <kodo/tasking/registry.hpp>
+#include <kodo/tasking/stall_watch.hpp>
+#include <kodo/tasking/stream_drain.hpp>
+#include <kodo/tasking/termination.hpp>
 
 #include <gtest/gtest.h>
 

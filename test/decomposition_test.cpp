@@ -1,5 +1,5 @@
-#include <kodo.hpp>
-#include <tasking/collection_base.hpp>
+#include <kodo/kodo.hpp>
+#include <kodo/tasking/collection_base.hpp>
 
 #include <gtest/gtest.h>
 

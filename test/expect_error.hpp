@@ -1,7 +1,7 @@
 #pragma once
 // Checking the message of a kodo::Error.
 
-#include <kodo.hpp>
+#include <kodo/kodo.hpp>
 
 #include <gtest/gtest.h>
 

@@ -13,7 +13,7 @@
 
 #include "test_access.hpp"
 
-#include <kodo.hpp>
+#include <kodo/kodo.hpp>
 
 #include <chrono>
 #include <cstdio>

@@ -13,5 +13,13 @@ run(${CMAKE_COMMAND} --install ${BUILD} --prefix ${prefix})
 run(${CMAKE_COMMAND} -S ${SOURCE} -B ${WORK}/build -G ${GENERATOR} -DCMAKE_BUILD_TYPE=Release
     -DCMAKE_PREFIX_PATH=${prefix})
 run(${CMAKE_COMMAND} --build ${WORK}/build)
+run(${WORK}/build/consumer_forwarding)
+# kodo's internal folders are not include roots: <core/error.hpp> is not found.
+execute_process(COMMAND ${CMAKE_COMMAND} --build ${WORK}/build --target consumer_internal_names
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+if(rc EQUAL 0 OR NOT out MATCHES "core/error.hpp")
+  message(FATAL_ERROR "an installed kodo let <core/error.hpp> resolve (or failed otherwise):\n${out}")
+endif()
+message("consumer: <core/error.hpp> is not an include name of an installed kodo")
 string(REPLACE "|" ";" launcher "${LAUNCHER}")
 run(${launcher} ${WORK}/build/consumer)

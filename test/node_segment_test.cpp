@@ -2,9 +2,9 @@
 // ranks under ctest: every rank reads and writes every segment of its node, and a
 // segment whose size or header is not what its owner announced is refused by name.
 
-#include "test_runtime.hpp"
+#include <kodo/comm/node_segment.hpp>
 
-#include <comm/node_segment.hpp>
+#include "test_runtime.hpp"
 
 #include <gtest/gtest.h>
 

@@ -8,9 +8,9 @@
 #include "test_runtime.hpp"
 #include "test_views.hpp"
 
-#include <comm/node_channels.hpp>
-#include <comm/wire.hpp>
-#include <kodo.hpp>
+#include <kodo/comm/node_channels.hpp>
+#include <kodo/comm/wire.hpp>
+#include <kodo/kodo.hpp>
 
 #include <gtest/gtest.h>
 

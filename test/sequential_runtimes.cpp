@@ -2,7 +2,7 @@
 // (collections, channels, handlers, counters) leaks into the next. The program owns
 // MPI and Kokkos, which cannot be started twice.
 
-#include <kodo.hpp>
+#include <kodo/kodo.hpp>
 
 #include <cstdio>
 

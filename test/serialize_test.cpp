@@ -1,6 +1,6 @@
 #include "expect_error.hpp"
 
-#include <kodo.hpp>
+#include <kodo/kodo.hpp>
 
 #include <gtest/gtest.h>
 

@@ -9,7 +9,7 @@
 
 #include "step_units.hpp"
 
-#include <kodo.hpp>
+#include <kodo/kodo.hpp>
 
 #include <cstdio>
 #include <string>

@@ -6,7 +6,7 @@
 // edges every step, with 1, 2 or 3 phases, its inner cells optionally as
 // work_without_receives. Relay: links used in some of 4 phases only.
 
-#include <kodo.hpp>
+#include <kodo/kodo.hpp>
 
 #include <cstdint>
 #include <sstream>

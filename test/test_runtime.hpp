@@ -1,5 +1,5 @@
 #pragma once
-#include <kodo.hpp>
+#include <kodo/kodo.hpp>
 
 // The runtime shared by every test of the process.
 kodo::Runtime& test_runtime();

@@ -1,7 +1,7 @@
 #pragma once
 // Views with known contents, for the channel tests.
 
-#include <kodo.hpp>
+#include <kodo/kodo.hpp>
 
 #include <cstdint>
 #include <vector>

@@ -6,7 +6,7 @@
 
 #include "block.hpp"
 
-#include <kodo.hpp>
+#include <kodo/kodo.hpp>
 
 #include <mpi.h>
 

@@ -9,7 +9,7 @@
 
 #include "kernels.hpp"
 
-#include <kodo.hpp>
+#include <kodo/kodo.hpp>
 
 #include <array>
 #include <cstdint>

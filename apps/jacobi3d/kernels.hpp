@@ -4,7 +4,7 @@
 
 #include "jacobi.hpp"
 
-#include <kodo.hpp>
+#include <kodo/kodo.hpp>
 
 #include <Kokkos_Graph.hpp>
 

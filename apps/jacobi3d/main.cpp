@@ -5,7 +5,7 @@
 #include "block.hpp"
 #include "options.hpp"
 
-#include <kodo.hpp>
+#include <kodo/kodo.hpp>
 
 #include <algorithm>
 #include <cinttypes>

@@ -35,7 +35,7 @@
 #include "kernels.hpp"
 #include "options.hpp"
 
-#include <kodo.hpp>
+#include <kodo/kodo.hpp>
 
 #include <array>
 #include <cstdint>

@@ -2,7 +2,7 @@
 // minimd's device kernels: plain Kokkos, one function per step of the algorithm. Each
 // runs asynchronously on the execution-space instance it is given.
 
-#include <kodo.hpp>
+#include <kodo/kodo.hpp>
 
 #include <cstdint>
 

@@ -6,7 +6,7 @@
 #include "options.hpp"
 #include "thermo_log.hpp"
 
-#include <kodo.hpp>
+#include <kodo/kodo.hpp>
 
 #include <algorithm>
 #include <cinttypes>

@@ -1,6 +1,6 @@
 // Sums the unit indices of a collection through a kodo reduction; exits non-zero on a
 // wrong answer.
-#include <kodo.hpp>
+#include <kodo/kodo.hpp>
 
 #include <cstdio>
 

@@ -1,3 +1,3 @@
 // Must not compile: kodo.hpp does not declare the backends' raw calls.
-#include <kodo.hpp>
+#include <kodo/kodo.hpp>
 void* f() { return kodo::backend::create_stream(kodo::backend::Priority::compute); }

@@ -1,3 +1,3 @@
 // Must not compile: what units need of the runtime is private to Runtime.
-#include <kodo.hpp>
+#include <kodo/kodo.hpp>
 void f(kodo::Runtime& runtime) { runtime.post(0, kodo::detail::Message{}); }

@@ -1,3 +1,3 @@
 // Must not compile: kodo.hpp does not define the scheduler.
-#include <kodo.hpp>
+#include <kodo/kodo.hpp>
 unsigned long f() { return sizeof(kodo::detail::Scheduler); }

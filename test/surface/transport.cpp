@@ -1,3 +1,3 @@
 // Must not compile: kodo.hpp does not include UCX or define the transport.
-#include <kodo.hpp>
+#include <kodo/kodo.hpp>
 unsigned f(kodo::detail::UcxTransport& t) { return t.progress(); }

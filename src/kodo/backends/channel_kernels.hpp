@@ -1,0 +1,136 @@
+#pragma once
+// Kernels of same-node channels (native.hpp: enqueue_wait, enqueue_copy_and_publish) and
+// of device graphs' copy nodes (add_copies), shared by the CUDA and HIP backends: included
+// only by cuda/native.cpp and hip/native.cpp, compiled by nvcc or hipcc.
+
+#if defined(__HIPCC__)
+#include <hip/hip_runtime.h>
+#else
+#include <cuda_runtime.h>
+#endif
+
+#include <kodo/backends/native.hpp>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace kodo::backend::kernels {
+
+// A clock for bounding waits: nanoseconds on CUDA; on HIP the wall clock's ticks (the
+// host converts DeviceWait::timeout_ns to them before the launch).
+__device__ inline std::uint64_t wait_clock() {
+#if defined(__HIPCC__)
+  return wall_clock64();
+#else
+  std::uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+#endif
+}
+
+__device__ inline void pause_briefly() {
+#if defined(__HIPCC__)
+  __builtin_amdgcn_s_sleep(2);
+#else
+  __nanosleep(200);
+#endif
+}
+
+// DeviceWait's loop, for one thread: true once the count is reached; false once the
+// other side abandoned the link (work behind a receive wait goes on; a copy into a
+// buffer the receiver may still read is skipped) or the bound is spent (failure stored).
+__device__ bool wait_for_count(const DeviceWait& w) {
+  if (!w.word) return true;
+  const auto* word = reinterpret_cast<const volatile std::uint64_t*>(w.word);
+  const auto* abandon = reinterpret_cast<const volatile std::uint64_t*>(w.abandon);
+  auto* failure = reinterpret_cast<volatile std::uint64_t*>(w.failure_word);
+  const std::uint64_t start = wait_clock();
+  while (*word < w.value) {
+    if (abandon && *abandon != 0) return false;
+    if (*failure != 0) return false;  // another wait failed: the job is ending
+    if (wait_clock() - start > w.timeout_ns) {
+      *failure = w.failure;
+      __threadfence_system();
+      return false;
+    }
+    pause_briefly();
+  }
+  __threadfence_system();  // what the other side wrote before the count, seen after it
+  return true;
+}
+
+// Thread 0 waits for the whole block; false for every thread when the wait failed.
+__device__ bool block_waits(const DeviceWait& w) {
+  __shared__ int ok;
+  if (threadIdx.x == 0) ok = wait_for_count(w);
+  __syncthreads();
+  return ok != 0;
+}
+
+__global__ void wait_kernel(DeviceWait w) { wait_for_count(w); }
+
+// Copies with 16-byte words when both ends allow it.
+__device__ void copy_part(unsigned char* to, const unsigned char* from, std::size_t bytes,
+                          std::size_t first, std::size_t stride) {
+  const bool wide =
+      ((reinterpret_cast<std::uintptr_t>(to) | reinterpret_cast<std::uintptr_t>(from)) & 15) == 0;
+  std::size_t done = 0;
+  if (wide) {
+    const std::size_t words = bytes / 16;
+    auto* t = reinterpret_cast<uint4*>(to);
+    const auto* f = reinterpret_cast<const uint4*>(from);
+    for (std::size_t i = first; i < words; i += stride) t[i] = f[i];
+    done = words * 16;
+  }
+  for (std::size_t i = done + first; i < bytes; i += stride) to[i] = from[i];
+}
+
+// The stores that publish a transfer: after everything this thread's block (and the
+// kernels before it on the stream) wrote, at system scope, size before count.
+__device__ void publish(std::uint64_t* size_word, std::uint64_t size, std::uint64_t* count_word,
+                        std::uint64_t count) {
+  __threadfence_system();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    *reinterpret_cast<volatile std::uint64_t*>(size_word) = size;
+    __threadfence_system();
+    *reinterpret_cast<volatile std::uint64_t*>(count_word) = count;
+  }
+}
+
+__global__ void copy_and_publish_kernel(DeviceWait first, unsigned char* to,
+                                        const unsigned char* from, std::size_t bytes,
+                                        std::uint64_t* size_word, std::uint64_t size,
+                                        std::uint64_t* count_word, std::uint64_t count) {
+  if (!block_waits(first)) return;
+  copy_part(to, from, bytes, threadIdx.x, blockDim.x);
+  publish(size_word, size, count_word, count);
+}
+// Every block waits (a block cannot see another's wait end); the publish after it
+// waits again, which then passes at once, so a failed wait also skips the stores.
+__global__ void copy_kernel(DeviceWait first, unsigned char* to, const unsigned char* from,
+                            std::size_t bytes) {
+  if (!block_waits(first)) return;
+  copy_part(to, from, bytes, std::size_t(blockIdx.x) * blockDim.x + threadIdx.x,
+            std::size_t(gridDim.x) * blockDim.x);
+}
+__global__ void publish_kernel(DeviceWait first, std::uint64_t* size_word, std::uint64_t size,
+                               std::uint64_t* count_word, std::uint64_t count) {
+  if (!block_waits(first)) return;
+  publish(size_word, size, count_word, count);
+}
+
+// A graph's copy node: copy blockIdx.y of `copies`, by the blocks of that row.
+__global__ void copy_list_kernel(const DeviceCopy* copies) {
+  const DeviceCopy c = copies[blockIdx.y];
+  copy_part(static_cast<unsigned char*>(c.to), static_cast<const unsigned char*>(c.from), c.bytes,
+            std::size_t(blockIdx.x) * blockDim.x + threadIdx.x,
+            std::size_t(gridDim.x) * blockDim.x);
+}
+// Blocks per copy for a list whose largest copy is `bytes` (512 threads, 16 bytes each).
+inline unsigned copy_list_blocks(std::size_t bytes) {
+  const std::size_t blocks = (bytes + 8191) / 8192;
+  return static_cast<unsigned>(blocks < 1 ? 1 : blocks > 1024 ? 1024 : blocks);
+}
+
+}  // namespace kodo::backend::kernels

@@ -1,0 +1,445 @@
+// CUDA backend. The completion counter is written by a stream memory operation
+// (cuStreamWriteValue64): no kernel launch, and the host learns of completion by
+// reading its own memory instead of calling cudaEventQuery (1.36 us a call on H200).
+// Same-node channels publish with a kernel instead: on H200 a memop write followed by a
+// peer's memop wait took 6.5 us a hop, a kernel's store seen by a spinning peer 2.8 us
+// (perf/probes/device_hop.cu; perf/results/device_hop_probe_h200.csv).
+
+#include <kodo/backends/native.hpp>
+
+#include <kodo/backends/channel_kernels.hpp>
+#include <kodo/core/error.hpp>
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <source_location>
+#include <string>
+#include <vector>
+
+namespace kodo::backend {
+namespace {
+
+// A failed call becomes an Error naming the call and where it was made.
+void check(cudaError_t e, const char* call,
+           std::source_location at = std::source_location::current()) {
+  if (e != cudaSuccess)
+    throw Error(detail::call_failed("CUDA", call, at.file_name(), static_cast<int>(at.line()),
+                                    cudaGetErrorString(e)));
+}
+void check(CUresult r, const char* call,
+           std::source_location at = std::source_location::current()) {
+  if (r != CUDA_SUCCESS) {
+    const char* s = nullptr;
+    cuGetErrorString(r, &s);
+    throw Error(detail::call_failed("CUDA", call, at.file_name(), static_cast<int>(at.line()),
+                                    s ? s : "unknown error"));
+  }
+}
+
+}  // namespace
+
+const char* name() { return "cuda"; }
+
+int device_count() {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver) return 0;
+  check(e, "cudaGetDeviceCount");
+  return n;
+}
+
+void select_device(int device) { check(cudaSetDevice(device), "cudaSetDevice"); }
+
+std::string device_name(int device) {
+  cudaDeviceProp p{};
+  check(cudaGetDeviceProperties(&p, device), "cudaGetDeviceProperties");
+  return p.name;
+}
+
+std::string device_bus_id(int device) {
+  char id[32] = {};
+  check(cudaDeviceGetPCIBusId(id, sizeof id, device), "cudaDeviceGetPCIBusId");
+  return id;
+}
+
+NativeStream create_stream(Priority priority) {
+  int least = 0, greatest = 0;
+  check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "cudaDeviceGetStreamPriorityRange");
+  cudaStream_t s = nullptr;
+  check(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking,
+                                     priority == Priority::communication ? greatest : least),
+        "cudaStreamCreateWithPriority");
+  return s;
+}
+void destroy_stream(NativeStream stream) { cudaStreamDestroy(static_cast<cudaStream_t>(stream)); }
+
+NativeEvent create_event() {
+  cudaEvent_t e = nullptr;
+  check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+  return e;
+}
+void destroy_event(NativeEvent event) { cudaEventDestroy(static_cast<cudaEvent_t>(event)); }
+
+void order_after(NativeStream waiter, NativeStream source, NativeEvent event) {
+  // A wait captures the event's latest record when it is enqueued, so the event can be
+  // recorded again right away.
+  check(cudaEventRecord(static_cast<cudaEvent_t>(event), static_cast<cudaStream_t>(source)),
+        "cudaEventRecord");
+  check(cudaStreamWaitEvent(static_cast<cudaStream_t>(waiter), static_cast<cudaEvent_t>(event), 0),
+        "cudaStreamWaitEvent");
+}
+
+void check_stream(NativeStream stream) {
+  const cudaError_t e = cudaStreamQuery(static_cast<cudaStream_t>(stream));
+  if (e != cudaSuccess && e != cudaErrorNotReady) check(e, "cudaStreamQuery (the stream failed)");
+}
+
+void record_event(NativeEvent event, NativeStream stream) {
+  check(cudaEventRecord(static_cast<cudaEvent_t>(event), static_cast<cudaStream_t>(stream)),
+        "cudaEventRecord");
+}
+bool event_reached(NativeEvent event) {
+  const cudaError_t e = cudaEventQuery(static_cast<cudaEvent_t>(event));
+  if (e == cudaErrorNotReady) return false;
+  check(e, "cudaEventQuery");
+  return true;
+}
+
+std::uint64_t* allocate_counters(std::size_t count, std::uint64_t** device_address) {
+  void* host = nullptr;
+  check(cudaHostAlloc(&host, count * sizeof(std::uint64_t),
+                      cudaHostAllocMapped | cudaHostAllocPortable),
+        "cudaHostAlloc");
+  auto* p = static_cast<std::uint64_t*>(host);
+  for (std::size_t i = 0; i < count; ++i) p[i] = 0;
+  void* dev = nullptr;
+  check(cudaHostGetDevicePointer(&dev, host, 0), "cudaHostGetDevicePointer");
+  *device_address = static_cast<std::uint64_t*>(dev);
+  return p;
+}
+void free_counters(std::uint64_t* host_address) { cudaFreeHost(host_address); }
+
+void enqueue_counter_write(NativeStream stream, std::uint64_t* device_address,
+                           std::uint64_t value) {
+  check(cuStreamWriteValue64(static_cast<CUstream>(stream),
+                             reinterpret_cast<CUdeviceptr>(device_address), value,
+                             CU_STREAM_WRITE_VALUE_DEFAULT),
+        "cuStreamWriteValue64");
+}
+
+void* register_shared_host(void* host, std::size_t bytes) {
+  check(cudaHostRegister(host, bytes, cudaHostRegisterPortable | cudaHostRegisterMapped),
+        "cudaHostRegister");
+  void* device = nullptr;
+  check(cudaHostGetDevicePointer(&device, host, 0), "cudaHostGetDevicePointer");
+  return device;
+}
+void unregister_shared_host(void* host) { cudaHostUnregister(host); }
+
+bool export_memory(const void* data, MemoryExport& out, std::string& why) {
+  CUdeviceptr start = 0;
+  std::size_t size = 0;
+  if (cuMemGetAddressRange(&start, &size, reinterpret_cast<CUdeviceptr>(data)) != CUDA_SUCCESS) {
+    why = "the memory is not a CUDA device allocation";
+    return false;
+  }
+  cudaIpcMemHandle_t handle{};
+  const cudaError_t e = cudaIpcGetMemHandle(&handle, reinterpret_cast<void*>(start));
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    why = std::string("cudaIpcGetMemHandle refused it (") + cudaGetErrorString(e) +
+          "; memory from cudaMallocAsync pools cannot be exported this way)";
+    return false;
+  }
+  static_assert(sizeof handle <= sizeof out.handle);
+  std::memcpy(out.handle.data(), &handle, sizeof handle);
+  out.offset = reinterpret_cast<CUdeviceptr>(data) - start;
+  return true;
+}
+
+void* import_memory(const std::array<std::byte, 64>& exported, std::size_t& bytes,
+                    std::string& why) {
+  cudaIpcMemHandle_t handle{};
+  std::memcpy(&handle, exported.data(), sizeof handle);
+  void* start = nullptr;
+  const cudaError_t e = cudaIpcOpenMemHandle(&start, handle, cudaIpcMemLazyEnablePeerAccess);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    why = std::string("cudaIpcOpenMemHandle failed: ") + cudaGetErrorString(e);
+    return nullptr;
+  }
+  CUdeviceptr base = 0;
+  if (cuMemGetAddressRange(&base, &bytes, reinterpret_cast<CUdeviceptr>(start)) != CUDA_SUCCESS) {
+    cudaIpcCloseMemHandle(start);
+    why = "the mapped allocation's size is unknown (cuMemGetAddressRange)";
+    return nullptr;
+  }
+  return start;
+}
+void release_import(void* start) { cudaIpcCloseMemHandle(start); }
+
+bool streams_run_in_call() { return false; }
+
+bool enqueue_wait(NativeStream stream, const DeviceWait& wait) {
+  if (!wait.word) return true;
+  kernels::wait_kernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(wait);
+  check(cudaGetLastError(), "a kernel launch (channel wait)");
+  return true;
+}
+
+void enqueue_copy_and_publish(NativeStream stream, const DeviceWait& first, void* to,
+                              const void* from, std::size_t bytes, bool from_device,
+                              std::uint64_t* size_word, std::uint64_t size,
+                              std::uint64_t* count_word, std::uint64_t count) {
+  auto s = static_cast<cudaStream_t>(stream);
+  auto* t = static_cast<unsigned char*>(to);
+  const auto* f = static_cast<const unsigned char*>(from);
+  // Small transfers: one block waits, copies and publishes (one launch). Larger ones:
+  // the copy on every SM, then one thread publishes.
+  constexpr std::size_t kOneBlock = 32 * 1024;
+  if (from_device && bytes <= kOneBlock) {
+    kernels::copy_and_publish_kernel<<<1, 512, 0, s>>>(first, t, f, bytes, size_word, size,
+                                                       count_word, count);
+  } else {
+    if (from_device) {
+      const auto blocks = static_cast<unsigned>(std::min<std::size_t>(1024, (bytes + 8191) / 8192));
+      kernels::copy_kernel<<<blocks, 512, 0, s>>>(first, t, f, bytes);
+    } else if (bytes != 0) {
+      kernels::wait_kernel<<<1, 1, 0, s>>>(first);
+      check(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDefault, s), "cudaMemcpyAsync");
+    }
+    kernels::publish_kernel<<<1, 32, 0, s>>>(first, size_word, size, count_word, count);
+  }
+  check(cudaGetLastError(), "a kernel launch (channel copy)");
+}
+
+// --- device graphs ------------------------------------------------------------------
+
+namespace {
+
+// A graph being built, and the device memory its copy nodes read (their lists).
+struct GraphBuild {
+  cudaGraph_t graph = nullptr;
+  std::vector<void*> lists;
+};
+GraphBuild& build_of(NativeGraph graph) { return *static_cast<GraphBuild*>(graph); }
+
+// The nodes of `after`, each once (the driver refuses a dependency named twice).
+std::vector<cudaGraphNode_t> nodes_of(const std::vector<NativeGraphNode>& after) {
+  std::vector<cudaGraphNode_t> nodes;
+  for (NativeGraphNode n : after)
+    if (n && std::find(nodes.begin(), nodes.end(), static_cast<cudaGraphNode_t>(n)) == nodes.end())
+      nodes.push_back(static_cast<cudaGraphNode_t>(n));
+  return nodes;
+}
+
+bool device_addressable(const void* p) {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+}
+
+// Why replaying `graph` would not repeat what recording it enqueued, or "" (the first
+// reason found). Every node is looked at: `for_good` is set by a copy from host memory
+// into device memory anywhere in it, the shape of Kokkos' launch of a kernel through
+// constant memory (see add_recorded).
+std::string unreplayable(cudaGraph_t graph, bool& for_good) {
+  std::size_t count = 0;
+  check(cudaGraphGetNodes(graph, nullptr, &count), "cudaGraphGetNodes");
+  std::vector<cudaGraphNode_t> nodes(count);
+  check(cudaGraphGetNodes(graph, nodes.data(), &count), "cudaGraphGetNodes");
+  std::string why;
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType type{};
+    check(cudaGraphNodeGetType(node, &type), "cudaGraphNodeGetType");
+    std::string found;
+    switch (type) {
+      case cudaGraphNodeTypeKernel:
+      case cudaGraphNodeTypeMemset:
+      case cudaGraphNodeTypeEmpty: break;
+      case cudaGraphNodeTypeMemcpy: {
+        cudaMemcpy3DParms p{};
+        check(cudaGraphMemcpyNodeGetParams(node, &p), "cudaGraphMemcpyNodeGetParams");
+        const bool from_host = !p.srcArray && !device_addressable(p.srcPtr.ptr);
+        const bool to_host = !p.dstArray && !device_addressable(p.dstPtr.ptr);
+        if (from_host && !to_host) {
+          for_good = true;
+          found =
+              "it copies from host memory to the device (Kokkos does so to launch a kernel "
+              "whose functor exceeds 512 bytes, through constant memory, from a buffer that "
+              "later launches overwrite; a copy from a host view looks the same)";
+        }  // a copy into host memory replays alike
+        break;
+      }
+      case cudaGraphNodeTypeGraph: {
+        cudaGraph_t child = nullptr;
+        check(cudaGraphChildGraphNodeGetGraph(node, &child), "cudaGraphChildGraphNodeGetGraph");
+        found = unreplayable(child, for_good);
+        break;
+      }
+      default:
+        found = "it holds an operation a graph replays otherwise (graph node type " +
+                std::to_string(static_cast<int>(type)) +
+                ": an event, a host function or a memory allocation)";
+    }
+    if (why.empty()) why = found;
+  }
+  return why;
+}
+
+}  // namespace
+
+bool graphs_supported() { return true; }
+
+NativeGraph create_graph() {
+  auto build = std::make_unique<GraphBuild>();
+  check(cudaGraphCreate(&build->graph, 0), "cudaGraphCreate");
+  return build.release();
+}
+
+void destroy_graph(NativeGraph graph) {
+  auto* build = static_cast<GraphBuild*>(graph);
+  if (!build) return;
+  cudaGraphDestroy(build->graph);
+  for (void* list : build->lists) cudaFree(list);
+  delete build;
+}
+
+NativeGraphNode add_recorded(NativeGraph graph, NativeStream stream,
+                             const std::function<void()>& enqueue,
+                             const std::vector<NativeGraphNode>& after, std::string& why,
+                             bool& for_good) {
+  for_good = false;
+  auto s = static_cast<cudaStream_t>(stream);
+  // Relaxed: Kokkos may ask for kernel attributes or allocate scratch on a first launch.
+  cudaError_t e = cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    why = std::string("the stream cannot record (") + cudaGetErrorString(e) + ")";
+    return nullptr;
+  }
+  std::string failure;
+  try {
+    enqueue();
+  } catch (...) {
+    failure = "it failed while recorded: " + detail::what_of_current();
+  }
+  cudaGraph_t recorded = nullptr;
+  e = cudaStreamEndCapture(s, &recorded);
+  if (failure.empty() && e != cudaSuccess)
+    failure = std::string("recording it failed (") + cudaGetErrorString(e) +
+              "; a fence or a host read of device data cannot be recorded)";
+  cudaGetLastError();
+  // What was recorded before a failure counts too: a kernel launched through constant
+  // memory before the work threw has taken Kokkos' event; so has a second such launch,
+  // which throws on finding the event taken.
+  if (recorded) {
+    std::string found;
+    try {
+      found = unreplayable(recorded, for_good);
+    } catch (...) {
+      found = "looking at what was recorded failed: " + detail::what_of_current();
+    }
+    if (failure.empty()) failure = found;
+  }
+  if (failure.find("cudaErrorCapturedEvent") != std::string::npos) for_good = true;
+  if (!failure.empty()) {
+    if (recorded) cudaGraphDestroy(recorded);
+    why = failure;
+    return nullptr;
+  }
+  const auto deps = nodes_of(after);
+  std::size_t count = 0;
+  if (recorded) check(cudaGraphGetNodes(recorded, nullptr, &count), "cudaGraphGetNodes");
+  cudaGraphNode_t node = nullptr;
+  e = count == 0 ? cudaGraphAddEmptyNode(&node, build_of(graph).graph, deps.data(), deps.size())
+                 : cudaGraphAddChildGraphNode(&node, build_of(graph).graph, deps.data(),
+                                              deps.size(), recorded);
+  if (recorded) cudaGraphDestroy(recorded);  // the node holds a copy
+  check(e, "cudaGraphAddChildGraphNode");
+  return node;
+}
+
+NativeGraphNode add_copies(NativeGraph graph, const std::vector<DeviceCopy>& copies,
+                           const std::vector<NativeGraphNode>& after) {
+  GraphBuild& build = build_of(graph);
+  const auto deps = nodes_of(after);
+  cudaGraphNode_t node = nullptr;
+  std::size_t largest = 0;
+  for (const DeviceCopy& c : copies) largest = std::max(largest, c.bytes);
+  if (copies.empty() || largest == 0) {
+    check(cudaGraphAddEmptyNode(&node, build.graph, deps.data(), deps.size()),
+          "cudaGraphAddEmptyNode");
+    return node;
+  }
+  if (copies.size() > 65535) throw Error("a graph's copy node takes at most 65535 copies");
+  void* list = nullptr;
+  check(cudaMalloc(&list, copies.size() * sizeof(DeviceCopy)), "cudaMalloc");
+  build.lists.push_back(list);
+  check(cudaMemcpy(list, copies.data(), copies.size() * sizeof(DeviceCopy), cudaMemcpyHostToDevice),
+        "cudaMemcpy");
+  const auto* first = static_cast<const DeviceCopy*>(list);
+  void* arguments[] = {&first};
+  cudaKernelNodeParams p{};
+  p.func = reinterpret_cast<void*>(&kernels::copy_list_kernel);
+  p.gridDim = dim3(kernels::copy_list_blocks(largest), static_cast<unsigned>(copies.size()));
+  p.blockDim = dim3(512);
+  p.kernelParams = arguments;
+  check(cudaGraphAddKernelNode(&node, build.graph, deps.data(), deps.size(), &p),
+        "cudaGraphAddKernelNode");
+  return node;
+}
+
+namespace {
+std::size_t kernels_in(cudaGraph_t graph) {
+  std::size_t count = 0, kernels = 0;
+  check(cudaGraphGetNodes(graph, nullptr, &count), "cudaGraphGetNodes");
+  std::vector<cudaGraphNode_t> nodes(count);
+  check(cudaGraphGetNodes(graph, nodes.data(), &count), "cudaGraphGetNodes");
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType type{};
+    check(cudaGraphNodeGetType(node, &type), "cudaGraphNodeGetType");
+    if (type == cudaGraphNodeTypeKernel) ++kernels;
+    if (type == cudaGraphNodeTypeGraph) {
+      cudaGraph_t child = nullptr;
+      check(cudaGraphChildGraphNodeGetGraph(node, &child), "cudaGraphChildGraphNodeGetGraph");
+      kernels += kernels_in(child);
+    }
+  }
+  return kernels;
+}
+}  // namespace
+
+std::size_t graph_kernels(NativeGraph graph) { return kernels_in(build_of(graph).graph); }
+
+NativeGraphExec instantiate_graph(NativeGraph graph) {
+  cudaGraphExec_t exec = nullptr;
+  check(cudaGraphInstantiate(&exec, build_of(graph).graph, 0), "cudaGraphInstantiate");
+  return exec;
+}
+
+void destroy_graph_exec(NativeGraphExec exec) {
+  if (exec) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec));
+}
+
+void launch_graph(NativeGraphExec exec, NativeStream stream) {
+  check(cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec), static_cast<cudaStream_t>(stream)),
+        "cudaGraphLaunch");
+}
+
+void enqueue_copies(NativeStream stream, const std::vector<DeviceCopy>& copies) {
+  for (const DeviceCopy& c : copies)
+    if (c.bytes != 0)
+      check(cudaMemcpyAsync(c.to, c.from, c.bytes, cudaMemcpyDefault,
+                            static_cast<cudaStream_t>(stream)),
+            "cudaMemcpyAsync");
+}
+
+}  // namespace kodo::backend

@@ -1,0 +1,452 @@
+// HIP backend: the same mechanisms as cuda/, through their HIP equivalents.
+
+#include <kodo/backends/native.hpp>
+
+#include <kodo/backends/channel_kernels.hpp>
+#include <kodo/core/error.hpp>
+
+#include <hip/hip_runtime.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <source_location>
+#include <string>
+#include <vector>
+
+namespace kodo::backend {
+namespace {
+
+// A failed call becomes an Error naming the call and where it was made.
+void check(hipError_t e, const char* call,
+           std::source_location at = std::source_location::current()) {
+  if (e != hipSuccess)
+    throw Error(detail::call_failed("HIP", call, at.file_name(), static_cast<int>(at.line()),
+                                    hipGetErrorString(e)));
+}
+
+}  // namespace
+
+const char* name() { return "hip"; }
+
+int device_count() {
+  int n = 0;
+  const hipError_t e = hipGetDeviceCount(&n);
+  if (e == hipErrorNoDevice || e == hipErrorInsufficientDriver) return 0;
+  check(e, "hipGetDeviceCount");
+  return n;
+}
+
+void select_device(int device) { check(hipSetDevice(device), "hipSetDevice"); }
+
+std::string device_name(int device) {
+  hipDeviceProp_t p{};
+  check(hipGetDeviceProperties(&p, device), "hipGetDeviceProperties");
+  return p.name;
+}
+
+std::string device_bus_id(int device) {
+  char id[32] = {};
+  check(hipDeviceGetPCIBusId(id, sizeof id, device), "hipDeviceGetPCIBusId");
+  return id;
+}
+
+NativeStream create_stream(Priority priority) {
+  int least = 0, greatest = 0;
+  check(hipDeviceGetStreamPriorityRange(&least, &greatest), "hipDeviceGetStreamPriorityRange");
+  hipStream_t s = nullptr;
+  check(hipStreamCreateWithPriority(&s, hipStreamNonBlocking,
+                                    priority == Priority::communication ? greatest : least),
+        "hipStreamCreateWithPriority");
+  return s;
+}
+void destroy_stream(NativeStream stream) {
+  (void)hipStreamDestroy(static_cast<hipStream_t>(stream));
+}
+
+NativeEvent create_event() {
+  hipEvent_t e = nullptr;
+  check(hipEventCreateWithFlags(&e, hipEventDisableTiming), "hipEventCreateWithFlags");
+  return e;
+}
+void destroy_event(NativeEvent event) { (void)hipEventDestroy(static_cast<hipEvent_t>(event)); }
+
+void order_after(NativeStream waiter, NativeStream source, NativeEvent event) {
+  check(hipEventRecord(static_cast<hipEvent_t>(event), static_cast<hipStream_t>(source)),
+        "hipEventRecord");
+  check(hipStreamWaitEvent(static_cast<hipStream_t>(waiter), static_cast<hipEvent_t>(event), 0),
+        "hipStreamWaitEvent");
+}
+
+void check_stream(NativeStream stream) {
+  const hipError_t e = hipStreamQuery(static_cast<hipStream_t>(stream));
+  if (e != hipSuccess && e != hipErrorNotReady) check(e, "hipStreamQuery (the stream failed)");
+}
+
+void record_event(NativeEvent event, NativeStream stream) {
+  check(hipEventRecord(static_cast<hipEvent_t>(event), static_cast<hipStream_t>(stream)),
+        "hipEventRecord");
+}
+bool event_reached(NativeEvent event) {
+  const hipError_t e = hipEventQuery(static_cast<hipEvent_t>(event));
+  if (e == hipErrorNotReady) return false;
+  check(e, "hipEventQuery");
+  return true;
+}
+
+// Coherent: the host spins on values the device writes, which must not sit in a cache.
+std::uint64_t* allocate_counters(std::size_t count, std::uint64_t** device_address) {
+  void* host = nullptr;
+  check(hipHostMalloc(&host, count * sizeof(std::uint64_t),
+                      hipHostMallocMapped | hipHostMallocPortable | hipHostMallocCoherent),
+        "hipHostMalloc");
+  auto* p = static_cast<std::uint64_t*>(host);
+  for (std::size_t i = 0; i < count; ++i) p[i] = 0;
+  void* dev = nullptr;
+  check(hipHostGetDevicePointer(&dev, host, 0), "hipHostGetDevicePointer");
+  *device_address = static_cast<std::uint64_t*>(dev);
+  return p;
+}
+void free_counters(std::uint64_t* host_address) { (void)hipHostFree(host_address); }
+
+void enqueue_counter_write(NativeStream stream, std::uint64_t* device_address,
+                           std::uint64_t value) {
+  check(hipStreamWriteValue64(static_cast<hipStream_t>(stream), device_address, value, 0),
+        "hipStreamWriteValue64");
+}
+
+void* register_shared_host(void* host, std::size_t bytes) {
+  check(hipHostRegister(host, bytes, hipHostRegisterPortable | hipHostRegisterMapped),
+        "hipHostRegister");
+  void* device = nullptr;
+  check(hipHostGetDevicePointer(&device, host, 0), "hipHostGetDevicePointer");
+  return device;
+}
+void unregister_shared_host(void* host) { (void)hipHostUnregister(host); }
+
+bool export_memory(const void* data, MemoryExport& out, std::string& why) {
+  hipDeviceptr_t start{};
+  std::size_t size = 0;
+  if (hipMemGetAddressRange(&start, &size, const_cast<void*>(data)) != hipSuccess) {
+    (void)hipGetLastError();
+    why = "the memory is not a HIP device allocation";
+    return false;
+  }
+  hipIpcMemHandle_t handle{};
+  const hipError_t e = hipIpcGetMemHandle(&handle, reinterpret_cast<void*>(start));
+  if (e != hipSuccess) {
+    (void)hipGetLastError();
+    why = std::string("hipIpcGetMemHandle refused it (") + hipGetErrorString(e) +
+          "; memory from hipMallocAsync pools, Kokkos' default on HIP, cannot be exported this "
+          "way)";
+    return false;
+  }
+  static_assert(sizeof handle <= sizeof out.handle);
+  std::memcpy(out.handle.data(), &handle, sizeof handle);
+  out.offset = static_cast<std::uint64_t>(static_cast<const char*>(data) -
+                                          reinterpret_cast<const char*>(start));
+  return true;
+}
+
+void* import_memory(const std::array<std::byte, 64>& exported, std::size_t& bytes,
+                    std::string& why) {
+  hipIpcMemHandle_t handle{};
+  std::memcpy(&handle, exported.data(), sizeof handle);
+  void* start = nullptr;
+  const hipError_t e = hipIpcOpenMemHandle(&start, handle, hipIpcMemLazyEnablePeerAccess);
+  if (e != hipSuccess) {
+    (void)hipGetLastError();
+    why = std::string("hipIpcOpenMemHandle failed: ") + hipGetErrorString(e);
+    return nullptr;
+  }
+  hipDeviceptr_t base{};
+  if (hipMemGetAddressRange(&base, &bytes, start) != hipSuccess) {
+    (void)hipGetLastError();
+    (void)hipIpcCloseMemHandle(start);
+    why = "the mapped allocation's size is unknown (hipMemGetAddressRange)";
+    return nullptr;
+  }
+  return start;
+}
+void release_import(void* start) { (void)hipIpcCloseMemHandle(start); }
+
+bool streams_run_in_call() { return false; }
+
+namespace {
+// DeviceWait::timeout_ns in the device's wall-clock ticks (what the kernels read).
+// (A process uses one device: the rate is read once.)
+DeviceWait in_ticks(DeviceWait wait) {
+  static const std::uint64_t khz = [] {
+    int device = 0, rate = 0;
+    check(hipGetDevice(&device), "hipGetDevice");
+    check(hipDeviceGetAttribute(&rate, hipDeviceAttributeWallClockRate, device),
+          "hipDeviceGetAttribute(wall clock rate)");
+    return static_cast<std::uint64_t>(rate);
+  }();
+  if (wait.word) wait.timeout_ns = std::max<std::uint64_t>(1, wait.timeout_ns / 1000000 * khz);
+  return wait;
+}
+}  // namespace
+
+bool enqueue_wait(NativeStream stream, const DeviceWait& wait) {
+  if (!wait.word) return true;
+  hipLaunchKernelGGL(kernels::wait_kernel, dim3(1), dim3(1), 0, static_cast<hipStream_t>(stream),
+                     in_ticks(wait));
+  check(hipGetLastError(), "a kernel launch (channel wait)");
+  return true;
+}
+
+void enqueue_copy_and_publish(NativeStream stream, const DeviceWait& wait, void* to,
+                              const void* from, std::size_t bytes, bool from_device,
+                              std::uint64_t* size_word, std::uint64_t size,
+                              std::uint64_t* count_word, std::uint64_t count) {
+  auto s = static_cast<hipStream_t>(stream);
+  auto* t = static_cast<unsigned char*>(to);
+  const auto* f = static_cast<const unsigned char*>(from);
+  const DeviceWait first = in_ticks(wait);
+  constexpr std::size_t kOneBlock = 32 * 1024;
+  if (from_device && bytes <= kOneBlock) {
+    hipLaunchKernelGGL(kernels::copy_and_publish_kernel, dim3(1), dim3(512), 0, s, first, t, f,
+                       bytes, size_word, size, count_word, count);
+  } else {
+    if (from_device) {
+      const auto blocks = static_cast<unsigned>(std::min<std::size_t>(1024, (bytes + 8191) / 8192));
+      hipLaunchKernelGGL(kernels::copy_kernel, dim3(blocks), dim3(512), 0, s, first, t, f, bytes);
+    } else if (bytes != 0) {
+      hipLaunchKernelGGL(kernels::wait_kernel, dim3(1), dim3(1), 0, s, first);
+      check(hipMemcpyAsync(to, from, bytes, hipMemcpyDefault, s), "hipMemcpyAsync");
+    }
+    hipLaunchKernelGGL(kernels::publish_kernel, dim3(1), dim3(32), 0, s, first, size_word, size,
+                       count_word, count);
+  }
+  check(hipGetLastError(), "a kernel launch (channel copy)");
+}
+
+// --- device graphs (as in cuda/native.cpp) ---------------------------------------------
+
+namespace {
+
+struct GraphBuild {
+  hipGraph_t graph = nullptr;
+  std::vector<void*> lists;
+};
+GraphBuild& build_of(NativeGraph graph) { return *static_cast<GraphBuild*>(graph); }
+
+// The nodes of `after`, each once (the driver refuses a dependency named twice).
+std::vector<hipGraphNode_t> nodes_of(const std::vector<NativeGraphNode>& after) {
+  std::vector<hipGraphNode_t> nodes;
+  for (NativeGraphNode n : after)
+    if (n && std::find(nodes.begin(), nodes.end(), static_cast<hipGraphNode_t>(n)) == nodes.end())
+      nodes.push_back(static_cast<hipGraphNode_t>(n));
+  return nodes;
+}
+
+bool device_addressable(const void* p) {
+  hipPointerAttribute_t a{};
+  if (hipPointerGetAttributes(&a, p) != hipSuccess) {
+    (void)hipGetLastError();
+    return false;
+  }
+#if HIP_VERSION_MAJOR >= 6
+  const auto type = a.type;
+#else
+  const auto type = a.memoryType;
+#endif
+  return type == hipMemoryTypeDevice || type == hipMemoryTypeUnified || a.isManaged;
+}
+
+// Why replaying `graph` would not repeat what recording it enqueued, or "" (the first
+// reason found), as in cuda/native.cpp.
+std::string unreplayable(hipGraph_t graph, bool& for_good) {
+  std::size_t count = 0;
+  check(hipGraphGetNodes(graph, nullptr, &count), "hipGraphGetNodes");
+  std::vector<hipGraphNode_t> nodes(count);
+  check(hipGraphGetNodes(graph, nodes.data(), &count), "hipGraphGetNodes");
+  std::string why;
+  for (hipGraphNode_t node : nodes) {
+    hipGraphNodeType type{};
+    check(hipGraphNodeGetType(node, &type), "hipGraphNodeGetType");
+    std::string found;
+    switch (type) {
+      case hipGraphNodeTypeKernel:
+      case hipGraphNodeTypeMemset:
+      case hipGraphNodeTypeEmpty: break;
+      case hipGraphNodeTypeMemcpy: {
+        hipMemcpy3DParms p{};
+        check(hipGraphMemcpyNodeGetParams(node, &p), "hipGraphMemcpyNodeGetParams");
+        const bool from_host = !p.srcArray && !device_addressable(p.srcPtr.ptr);
+        const bool to_host = !p.dstArray && !device_addressable(p.dstPtr.ptr);
+        if (from_host && !to_host) {
+          for_good = true;
+          found =
+              "it copies from host memory to the device (Kokkos does so to launch a kernel "
+              "whose functor is large, through constant memory, from a buffer that later "
+              "launches overwrite; a copy from a host view looks the same)";
+        }  // a copy into host memory replays alike
+        break;
+      }
+      case hipGraphNodeTypeGraph: {
+        hipGraph_t child = nullptr;
+        check(hipGraphChildGraphNodeGetGraph(node, &child), "hipGraphChildGraphNodeGetGraph");
+        found = unreplayable(child, for_good);
+        break;
+      }
+      default:
+        found = "it holds an operation a graph replays otherwise (graph node type " +
+                std::to_string(static_cast<int>(type)) +
+                ": an event, a host function or a memory allocation)";
+    }
+    if (why.empty()) why = found;
+  }
+  return why;
+}
+
+}  // namespace
+
+bool graphs_supported() { return true; }
+
+NativeGraph create_graph() {
+  auto build = std::make_unique<GraphBuild>();
+  check(hipGraphCreate(&build->graph, 0), "hipGraphCreate");
+  return build.release();
+}
+
+void destroy_graph(NativeGraph graph) {
+  auto* build = static_cast<GraphBuild*>(graph);
+  if (!build) return;
+  (void)hipGraphDestroy(build->graph);
+  for (void* list : build->lists) (void)hipFree(list);
+  delete build;
+}
+
+NativeGraphNode add_recorded(NativeGraph graph, NativeStream stream,
+                             const std::function<void()>& enqueue,
+                             const std::vector<NativeGraphNode>& after, std::string& why,
+                             bool& for_good) {
+  for_good = false;
+  auto s = static_cast<hipStream_t>(stream);
+  hipError_t e = hipStreamBeginCapture(s, hipStreamCaptureModeRelaxed);
+  if (e != hipSuccess) {
+    (void)hipGetLastError();
+    why = std::string("the stream cannot record (") + hipGetErrorString(e) + ")";
+    return nullptr;
+  }
+  std::string failure;
+  try {
+    enqueue();
+  } catch (...) {
+    failure = "it failed while recorded: " + detail::what_of_current();
+  }
+  hipGraph_t recorded = nullptr;
+  e = hipStreamEndCapture(s, &recorded);
+  if (failure.empty() && e != hipSuccess)
+    failure = std::string("recording it failed (") + hipGetErrorString(e) +
+              "; a fence or a host read of device data cannot be recorded)";
+  (void)hipGetLastError();
+  // What was recorded before a failure counts too: a kernel launched through constant
+  // memory before the work threw has taken Kokkos' event; so has a second such launch,
+  // which throws on finding the event taken.
+  if (recorded) {
+    std::string found;
+    try {
+      found = unreplayable(recorded, for_good);
+    } catch (...) {
+      found = "looking at what was recorded failed: " + detail::what_of_current();
+    }
+    if (failure.empty()) failure = found;
+  }
+  if (failure.find("hipErrorCapturedEvent") != std::string::npos) for_good = true;
+  if (!failure.empty()) {
+    if (recorded) (void)hipGraphDestroy(recorded);
+    why = failure;
+    return nullptr;
+  }
+  const auto deps = nodes_of(after);
+  std::size_t count = 0;
+  if (recorded) check(hipGraphGetNodes(recorded, nullptr, &count), "hipGraphGetNodes");
+  hipGraphNode_t node = nullptr;
+  e = count == 0 ? hipGraphAddEmptyNode(&node, build_of(graph).graph, deps.data(), deps.size())
+                 : hipGraphAddChildGraphNode(&node, build_of(graph).graph, deps.data(), deps.size(),
+                                             recorded);
+  if (recorded) (void)hipGraphDestroy(recorded);
+  check(e, "hipGraphAddChildGraphNode");
+  return node;
+}
+
+NativeGraphNode add_copies(NativeGraph graph, const std::vector<DeviceCopy>& copies,
+                           const std::vector<NativeGraphNode>& after) {
+  GraphBuild& build = build_of(graph);
+  const auto deps = nodes_of(after);
+  hipGraphNode_t node = nullptr;
+  std::size_t largest = 0;
+  for (const DeviceCopy& c : copies) largest = std::max(largest, c.bytes);
+  if (copies.empty() || largest == 0) {
+    check(hipGraphAddEmptyNode(&node, build.graph, deps.data(), deps.size()),
+          "hipGraphAddEmptyNode");
+    return node;
+  }
+  if (copies.size() > 65535) throw Error("a graph's copy node takes at most 65535 copies");
+  void* list = nullptr;
+  check(hipMalloc(&list, copies.size() * sizeof(DeviceCopy)), "hipMalloc");
+  build.lists.push_back(list);
+  check(hipMemcpy(list, copies.data(), copies.size() * sizeof(DeviceCopy), hipMemcpyHostToDevice),
+        "hipMemcpy");
+  const auto* first = static_cast<const DeviceCopy*>(list);
+  void* arguments[] = {&first};
+  hipKernelNodeParams p{};
+  p.func = reinterpret_cast<void*>(&kernels::copy_list_kernel);
+  p.gridDim = dim3(kernels::copy_list_blocks(largest), static_cast<unsigned>(copies.size()));
+  p.blockDim = dim3(512);
+  p.kernelParams = arguments;
+  check(hipGraphAddKernelNode(&node, build.graph, deps.data(), deps.size(), &p),
+        "hipGraphAddKernelNode");
+  return node;
+}
+
+namespace {
+std::size_t kernels_in(hipGraph_t graph) {
+  std::size_t count = 0, kernels = 0;
+  check(hipGraphGetNodes(graph, nullptr, &count), "hipGraphGetNodes");
+  std::vector<hipGraphNode_t> nodes(count);
+  check(hipGraphGetNodes(graph, nodes.data(), &count), "hipGraphGetNodes");
+  for (hipGraphNode_t node : nodes) {
+    hipGraphNodeType type{};
+    check(hipGraphNodeGetType(node, &type), "hipGraphNodeGetType");
+    if (type == hipGraphNodeTypeKernel) ++kernels;
+    if (type == hipGraphNodeTypeGraph) {
+      hipGraph_t child = nullptr;
+      check(hipGraphChildGraphNodeGetGraph(node, &child), "hipGraphChildGraphNodeGetGraph");
+      kernels += kernels_in(child);
+    }
+  }
+  return kernels;
+}
+}  // namespace
+
+std::size_t graph_kernels(NativeGraph graph) { return kernels_in(build_of(graph).graph); }
+
+NativeGraphExec instantiate_graph(NativeGraph graph) {
+  hipGraphExec_t exec = nullptr;
+  check(hipGraphInstantiate(&exec, build_of(graph).graph, nullptr, nullptr, 0),
+        "hipGraphInstantiate");
+  return exec;
+}
+
+void destroy_graph_exec(NativeGraphExec exec) {
+  if (exec) (void)hipGraphExecDestroy(static_cast<hipGraphExec_t>(exec));
+}
+
+void launch_graph(NativeGraphExec exec, NativeStream stream) {
+  check(hipGraphLaunch(static_cast<hipGraphExec_t>(exec), static_cast<hipStream_t>(stream)),
+        "hipGraphLaunch");
+}
+
+void enqueue_copies(NativeStream stream, const std::vector<DeviceCopy>& copies) {
+  for (const DeviceCopy& c : copies)
+    if (c.bytes != 0)
+      check(hipMemcpyAsync(c.to, c.from, c.bytes, hipMemcpyDefault,
+                           static_cast<hipStream_t>(stream)),
+            "hipMemcpyAsync");
+}
+
+}  // namespace kodo::backend

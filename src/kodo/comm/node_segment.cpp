@@ -1,0 +1,206 @@
+#include <kodo/comm/node_segment.hpp>
+
+#include <kodo/core/agree.hpp>
+#include <kodo/core/error.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <random>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace kodo::detail {
+namespace {
+
+constexpr char kMagic[8] = "kodoseg";
+constexpr std::size_t kNameBytes = 64;
+
+std::string system_error(const char* call, const std::string& name) {
+  return std::string(call) + " of shared-memory segment " + name +
+         " failed: " + std::strerror(errno);
+}
+
+// A name no other segment of this node has: the process id and a random number.
+std::string fresh_name() {
+  std::random_device random;
+  char name[kNameBytes];
+  std::snprintf(name, sizeof name, "/kodo.%ld.%08x", static_cast<long>(getpid()),
+                static_cast<unsigned>(random()));
+  return name;
+}
+
+// Creates `name` with `bytes` usable bytes and this rank's header; returns its base.
+void* create_segment(const std::string& name, int owner, std::size_t bytes) {
+  const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  if (fd < 0) throw Error(system_error("shm_open", name));
+  const std::size_t length = kSegmentHeaderBytes + bytes;
+  if (ftruncate(fd, static_cast<off_t>(length)) != 0) {
+    const std::string what = system_error("ftruncate", name);
+    close(fd);
+    shm_unlink(name.c_str());
+    throw Error(what);
+  }
+  void* base = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (base == MAP_FAILED) {
+    const std::string what = system_error("mmap", name);
+    shm_unlink(name.c_str());
+    throw Error(what);
+  }
+  SegmentHeader header{};
+  std::memcpy(header.magic, kMagic, sizeof kMagic);
+  header.version = kSegmentVersion;
+  header.owner = static_cast<std::uint32_t>(owner);
+  header.bytes = bytes;
+  header.pid = getpid();
+  std::memcpy(base, &header, sizeof header);
+  return base;
+}
+
+}  // namespace
+
+void* map_segment(const std::string& name, int owner, std::int64_t pid, std::size_t bytes) {
+  const int fd = shm_open(name.c_str(), O_RDWR, 0600);
+  if (fd < 0) throw Error(system_error("shm_open", name));
+  struct stat status{};
+  const std::size_t length = kSegmentHeaderBytes + bytes;
+  if (fstat(fd, &status) != 0) {
+    const std::string what = system_error("fstat", name);
+    close(fd);
+    throw Error(what);
+  }
+  if (status.st_size < 0 || static_cast<std::size_t>(status.st_size) != length) {
+    close(fd);
+    throw Error("shared-memory segment " + name + " of rank " + std::to_string(owner) + " has " +
+                std::to_string(status.st_size) + " bytes where " + std::to_string(length) +
+                " were expected");
+  }
+  void* base = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (base == MAP_FAILED) throw Error(system_error("mmap", name));
+  SegmentHeader header{};
+  std::memcpy(&header, base, sizeof header);
+  std::string wrong;
+  if (std::memcmp(header.magic, kMagic, sizeof kMagic) != 0)
+    wrong = "is not a kodo segment (its magic differs)";
+  else if (header.version != kSegmentVersion)
+    wrong = "has format version " + std::to_string(header.version) + " where " +
+            std::to_string(kSegmentVersion) + " was expected";
+  else if (header.owner != static_cast<std::uint32_t>(owner))
+    wrong = "names rank " + std::to_string(header.owner) + " as its owner";
+  else if (header.bytes != bytes)
+    wrong = "says it holds " + std::to_string(header.bytes) + " bytes where " +
+            std::to_string(bytes) + " were expected";
+  else if (header.pid != pid)
+    wrong = "names process " + std::to_string(header.pid) + " where " + std::to_string(pid) +
+            " was expected";
+  if (!wrong.empty()) {
+    munmap(base, length);
+    throw Error("shared-memory segment " + name + " of rank " + std::to_string(owner) + " " +
+                wrong);
+  }
+  return base;
+}
+
+NodeSegments::NodeSegments(MPI_Comm world, std::size_t bytes) : bytes_((bytes + 63) / 64 * 64) {
+  int rank = 0;
+  check_mpi(MPI_Comm_rank(world, &rank), "MPI_Comm_rank");
+  MPI_Comm node = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node),
+            "MPI_Comm_split_type");
+  int node_size = 0;
+  check_mpi(MPI_Comm_size(node, &node_size), "MPI_Comm_size");
+
+  // 1. Each rank's own segment.
+  const std::string mine = fresh_name();
+  void* own = nullptr;
+  std::string problem;
+  try {
+    own = create_segment(mine, rank, bytes_);
+  } catch (const Error& e) {
+    problem = e.what();
+  }
+  try {
+    agree_on_failure(world, problem, "could not create its shared-memory segment");
+  } catch (...) {
+    if (own) {
+      munmap(own, kSegmentHeaderBytes + bytes_);
+      shm_unlink(mine.c_str());
+    }
+    MPI_Comm_free(&node);
+    throw;
+  }
+
+  // 2. Who is on the node, and their segments' names and processes.
+  struct Entry {
+    std::int64_t rank, pid;
+    std::array<char, kNameBytes> name;
+  };
+  Entry entry{rank, getpid(), {}};
+  std::snprintf(entry.name.data(), kNameBytes, "%s", mine.c_str());
+  std::vector<Entry> entries(static_cast<std::size_t>(node_size));
+  check_mpi(MPI_Allgather(&entry, sizeof entry, MPI_BYTE, entries.data(), sizeof entry, MPI_BYTE,
+                          node),
+            "MPI_Allgather");
+  std::sort(entries.begin(), entries.end(),
+            [](const Entry& a, const Entry& b) { return a.rank < b.rank; });
+  for (const Entry& e : entries) {
+    node_ranks_.push_back(static_cast<int>(e.rank));
+    pids_.push_back(e.pid);
+    if (e.rank == rank) {
+      mappings_.push_back({own, kSegmentHeaderBytes + bytes_});
+      continue;
+    }
+    try {
+      const std::string name(e.name.data(), strnlen(e.name.data(), kNameBytes));
+      mappings_.push_back({map_segment(name, static_cast<int>(e.rank), e.pid, bytes_),
+                           kSegmentHeaderBytes + bytes_});
+    } catch (const Error& error) {
+      if (problem.empty()) problem = error.what();
+      mappings_.push_back({});
+    }
+  }
+
+  // 3. Every rank of the node has mapped every segment (or failed): the names can go.
+  check_mpi(MPI_Barrier(node), "MPI_Barrier");
+  shm_unlink(mine.c_str());
+  try {
+    agree_on_failure(world, problem, "could not map its node's shared-memory segments");
+  } catch (...) {
+    MPI_Comm_free(&node);
+    for (const Mapping& m : mappings_)
+      if (m.base) munmap(m.base, m.length);
+    mappings_.clear();
+    throw;
+  }
+  MPI_Comm_free(&node);
+}
+
+NodeSegments::~NodeSegments() {
+  for (const Mapping& m : mappings_)
+    if (m.base) munmap(m.base, m.length);
+}
+
+bool NodeSegments::on_node(int world_rank) const {
+  return std::binary_search(node_ranks_.begin(), node_ranks_.end(), world_rank);
+}
+
+std::size_t NodeSegments::position(int world_rank) const {
+  const auto it = std::lower_bound(node_ranks_.begin(), node_ranks_.end(), world_rank);
+  if (it == node_ranks_.end() || *it != world_rank)
+    throw Error("rank " + std::to_string(world_rank) +
+                " shares no memory with this rank: it is not on this node");
+  return static_cast<std::size_t>(it - node_ranks_.begin());
+}
+
+std::byte* NodeSegments::of(int world_rank) const {
+  return static_cast<std::byte*>(mappings_[position(world_rank)].base) + kSegmentHeaderBytes;
+}
+
+std::int64_t NodeSegments::pid_of(int world_rank) const { return pids_[position(world_rank)]; }
+
+}  // namespace kodo::detail

@@ -1,0 +1,340 @@
+#pragma once
+// Byte serialization of the arguments of entry-method calls between ranks.
+//
+// Values are copied into the byte stream. A Kokkos::View is not: the stream holds its
+// extents and the view's memory travels beside the bytes as it is (device memory
+// straight from the device); the receiver takes a view of the same type from its
+// runtime's pool (view_pool.hpp) and the transport lands the data in it. Calls on the
+// same rank are not serialized at all.
+//
+// Bytes from another rank are input: every count and extent read here is checked
+// against the bytes that remain, the data that arrived, and the bounds below, before
+// anything is allocated or taken from the pool; a violation throws kodo::Error naming
+// it. (The receiving runtime reads a call's arguments twice: once to check them all,
+// making no views, then to make them.) Other types
+// travel by specialising Serializer<T> (pack/unpack through ByteWriter/ByteReader).
+// Trivially copyable types are copied as their bytes: bool is checked to be 0 or 1 and
+// a scoped enum arrives as any value of its underlying type, to be checked by the
+// receiver like any integer. kodo cannot look inside other trivially copyable types:
+// send only types that every byte pattern is a valid value of (no bool, enum or
+// std::optional members), or give them a Serializer that checks.
+
+#include <kodo/backends/memory.hpp>
+#include <kodo/comm/view_pool.hpp>
+#include <kodo/core/error.hpp>
+#include <kodo/core/numeric.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace kodo {
+
+using Bytes = std::vector<std::byte>;
+
+// Bounds on what one message can make its receiver allocate.
+inline constexpr std::uint64_t kMaxArgumentBytes = std::uint64_t{1} << 30;  // 1 GiB of arguments
+inline constexpr std::uint64_t kMaxViewDataBytes = std::uint64_t{1} << 38;  // 256 GiB of views
+
+namespace detail {
+// A view's memory travelling beside the bytes of a message; `keep` holds the view
+// alive until the transport is done with it.
+struct Attachment {
+  Segment segment;
+  std::shared_ptr<const void> keep;
+};
+struct WireAccess;
+
+// bool and unscoped enums: types of which not every byte pattern is a value. (A scoped
+// enum has a fixed underlying type, every value of which it takes.)
+template <class T, bool = std::is_enum_v<T>>
+struct IsUnscopedEnum : std::false_type {};
+template <class T>
+struct IsUnscopedEnum<T, true>
+    : std::bool_constant<std::is_convertible_v<T, std::underlying_type_t<T>>> {};
+template <class T>
+constexpr bool not_every_pattern_v = std::is_same_v<T, bool> || IsUnscopedEnum<T>::value;
+}  // namespace detail
+
+template <class T, class Enable = void>
+struct Serializer;
+
+class ByteWriter {
+ public:
+  void write(const void* data, std::size_t n) {
+    if (n == 0) return;
+    const auto* p = static_cast<const std::byte*>(data);
+    bytes_.insert(bytes_.end(), p, p + n);
+  }
+  std::size_t size() const { return bytes_.size(); }
+
+ private:
+  template <class T, class E>
+  friend struct Serializer;
+  friend struct detail::WireAccess;
+  void attach(detail::Attachment a) { attachments_.push_back(std::move(a)); }
+
+  Bytes bytes_;
+  std::vector<detail::Attachment> attachments_;
+};
+
+class ByteReader {
+ public:
+  ByteReader(const std::byte* data, std::size_t n) : data_(data), size_(n) {}
+  explicit ByteReader(const Bytes& b) : ByteReader(b.data(), b.size()) {}
+
+  // Copies the next `n` bytes to `out`; throws kodo::Error if fewer remain.
+  void read(void* out, std::size_t n) {
+    if (n > size_ - pos_)
+      throw Error(detail::cat("a message's arguments end after ", size_, " bytes; reading ", n,
+                              " more at offset ", pos_));
+    if (n == 0) return;
+    std::memcpy(out, data_ + pos_, n);
+    pos_ += n;
+  }
+  std::size_t remaining() const { return size_ - pos_; }
+
+ private:
+  template <class T, class E>
+  friend struct Serializer;
+  friend struct detail::WireAccess;
+
+  // Views of non-zero size come only with a message that carries view data (see
+  // WireAccess): each view's bytes are taken from that data before the view is made.
+  // A check pass makes no views; otherwise they come from the pool (or are allocated,
+  // without one) and their memory is listed in `destinations_` for the data to land in.
+  void reserve_view_data(std::uint64_t bytes) {
+    if (!carries_views_)
+      throw Error(detail::cat("a view argument of ", bytes,
+                              " bytes arrived in a message that carries no view data"));
+    if (bytes > view_data_left_)
+      throw Error(detail::cat("a view argument of ", bytes, " bytes exceeds the ", view_data_left_,
+                              " bytes of view data left in the message"));
+    view_data_left_ -= bytes;
+  }
+  // Where the data of the view just made goes.
+  void expect_view_data(const Segment& s) {
+    if (!destinations_) throw Error("a view argument has data, but the message carries none");
+    destinations_->push_back(s);
+  }
+
+  const std::byte* data_;
+  std::size_t size_;
+  std::size_t pos_ = 0;
+  bool carries_views_ = false;
+  bool checking_ = false;
+  std::vector<Segment>* destinations_ = nullptr;
+  detail::ViewPool* pool_ = nullptr;
+  std::uint64_t view_data_left_ = 0;
+};
+
+template <class T>
+void pack(ByteWriter& w, const T& value) {
+  Serializer<T>::pack(w, value);
+}
+template <class T>
+T unpack(ByteReader& r) {
+  return Serializer<T>::unpack(r);
+}
+
+template <class T>
+struct Serializer<T,
+                  std::enable_if_t<std::is_trivially_copyable_v<T> && !Kokkos::is_view<T>::value &&
+                                   !std::is_same_v<T, bool> && !std::is_enum_v<T>>> {
+  static void pack(ByteWriter& w, const T& v) { w.write(&v, sizeof(T)); }
+  static T unpack(ByteReader& r) {
+    T v;
+    r.read(&v, sizeof(T));
+    return v;
+  }
+};
+
+template <>
+struct Serializer<bool> {
+  static void pack(ByteWriter& w, bool v) { kodo::pack<std::uint8_t>(w, v ? 1 : 0); }
+  static bool unpack(ByteReader& r) {
+    const auto b = kodo::unpack<std::uint8_t>(r);
+    if (b > 1) throw Error(detail::cat("a bool argument holds ", unsigned{b}, ", not 0 or 1"));
+    return b == 1;
+  }
+};
+
+template <class E>
+struct Serializer<E, std::enable_if_t<std::is_enum_v<E>>> {
+  using U = std::underlying_type_t<E>;
+  // A scoped enum takes every value of its underlying type; an unscoped one without a
+  // fixed type does not (a value beyond its enumerators' range is undefined).
+  static_assert(
+      !detail::IsUnscopedEnum<E>::value,
+      "kodo: enums in messages must be scoped (enum class), or have a Serializer of their own");
+  static void pack(ByteWriter& w, E v) { kodo::pack<U>(w, static_cast<U>(v)); }
+  static E unpack(ByteReader& r) { return static_cast<E>(kodo::unpack<U>(r)); }
+};
+
+namespace detail {
+// A count read from the wire, checked against the bytes left: every element takes at
+// least `min_bytes` of them.
+inline std::uint64_t read_count(ByteReader& r, std::size_t min_bytes, const char* what) {
+  const auto n = kodo::unpack<std::uint64_t>(r);
+  if (n > r.remaining() / (min_bytes ? min_bytes : 1))
+    throw Error(cat("a ", what, " argument claims ", n, " elements but only ", r.remaining(),
+                    " bytes of arguments remain"));
+  return n;
+}
+}  // namespace detail
+
+template <class T, class A>
+struct Serializer<std::vector<T, A>> {
+  static void pack(ByteWriter& w, const std::vector<T, A>& v) {
+    kodo::pack<std::uint64_t>(w, v.size());
+    if constexpr (std::is_trivially_copyable_v<T> && !std::is_same_v<T, bool> &&
+                  !std::is_enum_v<T> && !Kokkos::is_view<T>::value) {
+      w.write(v.data(), v.size() * sizeof(T));
+    } else {
+      for (const auto& e : v) kodo::pack(w, e);
+    }
+  }
+  static std::vector<T, A> unpack(ByteReader& r) {
+    if constexpr (std::is_trivially_copyable_v<T> && !std::is_same_v<T, bool> &&
+                  !std::is_enum_v<T> && !Kokkos::is_view<T>::value) {
+      const auto n = detail::read_count(r, sizeof(T), "vector");
+      std::vector<T, A> v(n);
+      r.read(v.data(), n * sizeof(T));
+      return v;
+    } else {
+      // Elements of other types take at least one byte each (a count, an extent, a
+      // value), so the bytes left bound the count.
+      const auto n = detail::read_count(r, 1, "vector");
+      std::vector<T, A> v;  // not reserved: n elements may take far more memory than bytes
+      for (std::uint64_t i = 0; i < n; ++i) v.push_back(kodo::unpack<T>(r));
+      return v;
+    }
+  }
+};
+
+template <>
+struct Serializer<std::string> {
+  static void pack(ByteWriter& w, const std::string& s) {
+    kodo::pack<std::uint64_t>(w, s.size());
+    w.write(s.data(), s.size());
+  }
+  static std::string unpack(ByteReader& r) {
+    const auto n = detail::read_count(r, 1, "string");
+    std::string s(n, '\0');
+    r.read(s.data(), n);
+    return s;
+  }
+};
+
+// Views travel as their extents in the byte stream and their contents beside it (the
+// view itself, not a copy: see collection.hpp for when the sender may write it again).
+// The receiver gets a view of the same type that no other view shares (from its pool),
+// or, for a view with no elements, one that holds no memory.
+template <class V>
+struct Serializer<V, std::enable_if_t<Kokkos::is_view<V>::value>> {
+  using value_type = typename V::non_const_value_type;
+  using owning_type = Kokkos::View<typename V::non_const_data_type, typename V::array_layout,
+                                   typename V::memory_space>;
+  static constexpr std::size_t rank = V::rank();
+
+  static_assert(rank >= 1, "kodo: views in messages must have at least one dimension");
+  static_assert(V::rank_dynamic() == V::rank(),
+                "kodo: views in messages must have only run-time extents");
+  static_assert(!std::is_same_v<typename V::array_layout, Kokkos::LayoutStride>,
+                "kodo: views in messages must have a contiguous layout");
+  static_assert(std::is_trivially_copyable_v<value_type>,
+                "kodo: views in messages must hold trivially copyable values");
+  static_assert(!detail::not_every_pattern_v<value_type>,
+                "kodo: views in messages cannot hold bool or unscoped enum values, which not "
+                "every byte pattern is (use an integer type or an enum class)");
+  static_assert(
+      !V::memory_traits::is_unmanaged,
+      "kodo: views in messages must own their memory (the receiver gets a view of its own)");
+
+  static void pack(ByteWriter& w, const V& v) {
+    for (std::size_t d = 0; d < rank; ++d) kodo::pack<std::uint64_t>(w, v.extent(d));
+    if (v.size() == 0) return;
+    if (!v.span_is_contiguous()) throw Error("a view sent in a message must be contiguous");
+    w.attach(detail::Attachment{segment_of(v), std::make_shared<V>(v)});
+  }
+
+  static V unpack(ByteReader& r) {
+    std::array<std::size_t, rank> ext{};
+    std::uint64_t bytes = sizeof(value_type);
+    for (std::size_t d = 0; d < rank; ++d) {
+      const auto e = kodo::unpack<std::uint64_t>(r);
+      // Each extent on its own too: an empty view's product stays 0 whatever follows.
+      const auto product = detail::checked_mul(bytes, e);
+      if (e > kMaxViewDataBytes / sizeof(value_type) || !product || *product > kMaxViewDataBytes)
+        throw Error(detail::cat("a view argument's extent ", e, " in dimension ", d,
+                                " makes it larger than kodo's bound of ", kMaxViewDataBytes,
+                                " bytes"));
+      bytes = *product;
+      ext[d] = static_cast<std::size_t>(e);
+    }
+    const bool empty = std::any_of(ext.begin(), ext.end(), [](std::size_t e) { return e == 0; });
+    if (!empty) r.reserve_view_data(bytes);
+    if (r.checking_) return owning_type();
+    if (empty) return without_memory(ext, std::make_index_sequence<rank>{});
+    owning_type v = r.pool_ ? r.pool_->template take<owning_type>(ext)
+                            : allocate(ext, std::make_index_sequence<rank>{});
+    r.expect_view_data(segment_of(v));
+    return v;
+  }
+
+ private:
+  template <class W>
+  static Segment segment_of(const W& v) {
+    return Segment{const_cast<value_type*>(v.data()), v.size() * sizeof(value_type),
+                   memory_kind<typename V::memory_space>()};
+  }
+  template <std::size_t... I>
+  static owning_type allocate(const std::array<std::size_t, rank>& ext, std::index_sequence<I...>) {
+    return owning_type(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kodo::message"), ext[I]...);
+  }
+  // An empty view keeps its extents but needs no memory (nor an allocation).
+  template <std::size_t... I>
+  static owning_type without_memory(const std::array<std::size_t, rank>& ext,
+                                    std::index_sequence<I...>) {
+    return owning_type(static_cast<value_type*>(nullptr), ext[I]...);
+  }
+};
+
+namespace detail {
+
+// What the runtime and the transport use of the writer's and reader's view plumbing.
+struct WireAccess {
+  static Bytes take_bytes(ByteWriter& w) { return std::move(w.bytes_); }
+  static std::vector<Attachment> take_attachments(ByteWriter& w) {
+    return std::move(w.attachments_);
+  }
+  // Makes `r` take the views it unpacks from `pool` (allocate them, without one) and
+  // list their memory in `destinations`; together they must take exactly `view_data`
+  // bytes (the data that arrived with the message).
+  static void expect_views(ByteReader& r, std::vector<Segment>& destinations,
+                           std::uint64_t view_data, ViewPool* pool = nullptr) {
+    r.carries_views_ = true;
+    r.destinations_ = &destinations;
+    r.pool_ = pool;
+    r.view_data_left_ = view_data;
+  }
+  // Makes `r` check the views it unpacks against `view_data` bytes without making any:
+  // what it returns for a view holds no memory.
+  static void check_views(ByteReader& r, std::uint64_t view_data) {
+    r.carries_views_ = true;
+    r.checking_ = true;
+    r.view_data_left_ = view_data;
+  }
+  static std::uint64_t view_data_left(const ByteReader& r) { return r.view_data_left_; }
+};
+
+}  // namespace detail
+}  // namespace kodo

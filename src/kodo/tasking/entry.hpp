@@ -1,0 +1,232 @@
+#pragma once
+// Handlers: how an entry method is called with arguments kept as objects or rebuilt
+// from bytes, and how a reduction's values are combined and delivered. Each is
+// registered once per program under a stable id, with its unit type (registry.hpp).
+
+#include <kodo/comm/serialize.hpp>
+#include <kodo/comm/wire.hpp>
+#include <kodo/tasking/collection_base.hpp>
+#include <kodo/tasking/registry.hpp>
+
+#include <array>
+#include <cstddef>
+#include <cstring>
+#include <memory>
+#include <tuple>
+#include <type_traits>
+#include <typeindex>
+#include <utility>
+#include <vector>
+
+namespace kodo::detail {
+
+// How a call from another rank is rebuilt from its serialized arguments (views taken
+// from the pool, their memory listed for the transport to fill; see WireAccess), and
+// how its arguments are checked first, all of them, without making any view.
+struct EntryHandler {
+  void (*check)(ByteReader& arguments);
+  std::unique_ptr<Call> (*receive)(ByteReader& arguments);
+};
+
+// How a reducer's values are combined and handed to the units; registered per
+// (unit type, value type, operation, target entry method or none).
+struct ReducerHandler {
+  // Bytes of a value; of one element when the values are runtime-length arrays, which
+  // take any whole number of elements (all of one round the same number).
+  std::size_t value_size;
+  bool runtime_length;
+  // The type units and the main program receive (T, or std::vector<E> for a
+  // runtime-length array of E), for Collection::on_reduced and reduced to check.
+  const std::type_info* result_type;
+  // `accumulator` and `value` have the same size (the tree checks it).
+  void (*combine)(Bytes& accumulator, const Bytes& value);
+  // Calls the target entry method of every local unit; nothing without a target.
+  void (*deliver)(CollectionBase& collection, const Bytes& result);
+};
+
+template <class F>
+struct MemberTraits;
+template <class U, class R, class... A>
+struct MemberTraits<R (U::*)(A...)> {
+  using unit_type = U;
+  using arguments = std::tuple<std::decay_t<A>...>;
+};
+template <class U, class R, class... A>
+struct MemberTraits<R (U::*)(A...) noexcept> : MemberTraits<R (U::*)(A...)> {};
+
+template <class U, auto M>
+struct EntryTag {};
+
+// Entry method M of unit type U (M may be declared in a base of U).
+template <class U, auto M>
+struct Entry {
+  using Traits = MemberTraits<decltype(M)>;
+  using Unit = U;
+  using Arguments = typename Traits::arguments;
+  static_assert(std::is_base_of_v<typename Traits::unit_type, U>,
+                "kodo: the entry method is not a member of this unit type");
+
+  // The unit as the class that declares M (adjusting the address for a base class).
+  static typename Traits::unit_type* as_declaring(Unit* unit) { return unit; }
+
+  // The arguments, converted to the parameter types and kept.
+  class Kept final : public Call {
+   public:
+    template <class... A>
+    explicit Kept(A&&... args) : args_(std::forward<A>(args)...) {}
+    explicit Kept(Arguments&& args) : args_(std::move(args)) {}
+    void invoke(void* unit) override {
+      std::apply(
+          [unit](auto&... a) { (as_declaring(static_cast<Unit*>(unit))->*M)(std::move(a)...); },
+          args_);
+    }
+
+   private:
+    Arguments args_;
+  };
+
+  // A call from another rank: its arguments unpacked, its views made (see WireAccess).
+  static std::unique_ptr<Call> receive(ByteReader& reader) {
+    return std::make_unique<Kept>(
+        unpack_all(reader, std::make_index_sequence<std::tuple_size_v<Arguments>>{}));
+  }
+  // The same, from a reader in a check pass: nothing is kept.
+  static void check(ByteReader& reader) {
+    unpack_all(reader, std::make_index_sequence<std::tuple_size_v<Arguments>>{});
+  }
+  template <std::size_t... I>
+  static Arguments unpack_all(ByteReader& reader, std::index_sequence<I...>) {
+    // Braced initialisation unpacks the arguments left to right.
+    Arguments args{unpack<std::tuple_element_t<I, Arguments>>(reader)...};
+    if (reader.remaining() != 0)
+      throw Error(cat("a call's arguments are ", reader.remaining(),
+                      " bytes longer than the parameters of ", handler_name(id)));
+    return args;
+  }
+
+  // Fills `m` with the serialized arguments and their views' memory.
+  template <class... A>
+  static void serialize(Message& m, A&&... args) {
+    static_assert(sizeof...(A) == std::tuple_size_v<Arguments>,
+                  "kodo: wrong number of arguments for this entry method");
+    serialize_as(m, std::make_index_sequence<sizeof...(A)>{}, std::forward<A>(args)...);
+  }
+  template <std::size_t... I, class... A>
+  static void serialize_as(Message& m, std::index_sequence<I...>, A&&... args) {
+    ByteWriter w;
+    (pack<std::tuple_element_t<I, Arguments>>(
+         w, std::tuple_element_t<I, Arguments>(std::forward<A>(args))),
+     ...);
+    m.payload = WireAccess::take_bytes(w);
+    m.attachments = WireAccess::take_attachments(w);
+  }
+
+  static constexpr EntryHandler handler{&check, &receive};
+  static inline const HandlerId id = register_handler(instantiation_name<EntryTag<U, M>>(),
+                                                      HandlerKind::entry, typeid(U), &handler);
+};
+
+// A reduction value as bytes: a trivially copyable T (a scalar, a struct, a
+// std::array) is one value, combined by Op as a whole; a std::vector<E> is a
+// runtime-length array, combined element by element with Op on E.
+template <class T>
+struct ReductionValue {
+  using element = T;
+  static constexpr bool runtime_length = false;
+  static constexpr std::size_t value_size = sizeof(T);
+  static Bytes bytes(const T& value) {
+    Bytes b(sizeof(T));
+    std::memcpy(b.data(), &value, sizeof(T));
+    return b;
+  }
+  // Sizes are checked when a value arrives (ReductionTree).
+  static T load(const Bytes& b) {
+    T v;
+    std::memcpy(&v, b.data(), sizeof(T));
+    return v;
+  }
+};
+template <class E, class A>
+struct ReductionValue<std::vector<E, A>> {
+  using element = E;
+  static constexpr bool runtime_length = true;
+  static constexpr std::size_t value_size = sizeof(E);
+  static Bytes bytes(const std::vector<E, A>& value) {
+    Bytes b(value.size() * sizeof(E));
+    if (!b.empty()) std::memcpy(b.data(), value.data(), b.size());
+    return b;
+  }
+  // A whole number of elements (the tree checks it).
+  static std::vector<E> load(const Bytes& b) {
+    std::vector<E> v(b.size() / sizeof(E));
+    if (!v.empty()) std::memcpy(v.data(), b.data(), v.size() * sizeof(E));
+    return v;
+  }
+};
+// The scalar inside nested std::arrays, for the byte-pattern check.
+template <class T>
+struct InnermostElement {
+  using type = T;
+};
+template <class T, std::size_t N>
+struct InnermostElement<std::array<T, N>> : InnermostElement<T> {};
+
+// What contribute() takes as a value.
+template <class T>
+concept ReductionValueType = std::is_trivially_copyable_v<typename ReductionValue<T>::element> &&
+                             !std::is_pointer_v<T>;
+
+// Whether Target is an entry method of U (or nullptr: no target).
+template <class U, auto Target>
+struct IsTargetOf : std::is_base_of<typename MemberTraits<decltype(Target)>::unit_type, U> {};
+template <class U>
+struct IsTargetOf<U, nullptr> : std::true_type {};
+
+template <class U, class T, class Op, auto Target>
+struct ReducerTag {};
+
+// Combines values of type T with Op and delivers the result to entry method Target
+// (taking T, or std::vector<E> for T = std::vector<E>) of every unit; Target is nullptr
+// for a reduction whose result goes to the main program only. Combination order is
+// fixed (a rank's units by index, then its children in the tree), so a given
+// decomposition always produces the same bits.
+template <class U, class T, class Op, auto Target>
+struct Reducer {
+  using Value = ReductionValue<T>;
+  using Element = typename Value::element;
+  using Result = decltype(Value::load(std::declval<const Bytes&>()));
+  static_assert(std::is_trivially_copyable_v<Element>,
+                "kodo: reduction values must be trivially copyable (or std::vector of such)");
+  static_assert(!not_every_pattern_v<typename InnermostElement<Element>::type>,
+                "kodo: reduction values cannot be bool or unscoped enums, which not every byte "
+                "pattern is (reduce an integer: Min or Max of 0/1 for all/any)");
+  static_assert(IsTargetOf<U, Target>::value,
+                "kodo: the reduction target is not a member of this unit type");
+  using Unit = U;
+
+  static void combine(Bytes& accumulator, const Bytes& value) {
+    constexpr std::size_t size = sizeof(Element);
+    for (std::size_t at = 0; at + size <= accumulator.size(); at += size) {
+      Element a, b;
+      std::memcpy(&a, accumulator.data() + at, size);
+      std::memcpy(&b, value.data() + at, size);
+      const Element r = Op{}(a, b);
+      std::memcpy(accumulator.data() + at, &r, size);
+    }
+  }
+  static void deliver([[maybe_unused]] CollectionBase& collection,
+                      [[maybe_unused]] const Bytes& result) {
+    if constexpr (!std::is_same_v<decltype(Target), std::nullptr_t>) {
+      const Result value = Value::load(result);
+      for (std::int64_t s = 0; s < collection.local_count(); ++s)
+        (static_cast<Unit*>(collection.unit_at(s))->*Target)(value);
+    }
+  }
+  static constexpr ReducerHandler handler{Value::value_size, Value::runtime_length, &typeid(Result),
+                                          &combine, &deliver};
+  static inline const HandlerId id =
+      register_handler(instantiation_name<ReducerTag<U, T, Op, Target>>(), HandlerKind::reducer,
+                       typeid(U), &handler);
+};
+
+}  // namespace kodo::detail

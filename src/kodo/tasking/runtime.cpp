@@ -1,0 +1,210 @@
+#include <kodo/tasking/runtime.hpp>
+
+#include <kodo/core/agree.hpp>
+#include <kodo/tasking/registry.hpp>
+#include <kodo/tasking/scheduler.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <string_view>
+#include <vector>
+
+namespace kodo {
+namespace {
+
+// Set while a Runtime exists: one at a time.
+std::atomic<bool> runtime_exists{false};
+
+// Every rank must run the same program: ids of entry methods and reducers come from
+// their names, so a rank built from other sources would misread every message.
+void check_same_program(MPI_Comm comm) {
+  const std::uint64_t mine = detail::handler_fingerprint();
+  std::array<std::uint64_t, 2> local{mine, ~mine}, extremes{};
+  check_mpi(MPI_Allreduce(local.data(), extremes.data(), 2, MPI_UINT64_T, MPI_MIN, comm),
+            "MPI_Allreduce");
+  if (extremes[0] != ~extremes[1])
+    throw Error(
+        detail::cat("the ranks run different programs: their entry methods and reducers differ "
+                    "(this rank registered ",
+                    detail::handler_count(), ", fingerprint ", std::hex, mine,
+                    "); launch the same build on every rank"));
+}
+
+// Kokkos answers --help by printing its options, on every rank. It is handed the
+// command line without --help (the program's to answer); argv then keeps what Kokkos
+// left, in order, and --help where it was.
+void initialize_kokkos(int& argc, char**& argv) {
+  if (!argv) {
+    Kokkos::initialize(argc, argv);
+    return;
+  }
+  std::vector<char*> shown;
+  for (int i = 0; i < argc; ++i)
+    if (i == 0 || std::string_view(argv[i]) != "--help") shown.push_back(argv[i]);
+  int shown_count = static_cast<int>(shown.size());
+  shown.push_back(nullptr);
+  Kokkos::initialize(shown_count, shown.data());
+  // Kokkos only removes arguments (its own), shifting the others down.
+  const auto end = shown.begin() + shown_count;
+  int kept = 0;
+  for (int i = 0; i < argc; ++i)
+    if (i == 0 || std::string_view(argv[i]) == "--help" ||
+        std::find(shown.begin(), end, argv[i]) != end)
+      argv[kept++] = argv[i];
+  argc = kept;
+  argv[argc] = nullptr;
+}
+
+void finalize_mpi() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+// --kokkos-help: rank 0 has Kokkos print its options, then every rank finalizes MPI and
+// ends with status 0. Kokkos 4.7 and later end the process themselves once they have
+// printed (std::exit), so rank 0 finalizes MPI on its way out: the launcher must see a
+// clean exit.
+[[noreturn]] void print_kokkos_help_and_exit(char* program, bool root) {
+  if (root) {
+    std::atexit(finalize_mpi);
+    char flag[] = "--kokkos-help";
+    std::array<char*, 3> args{program, flag, nullptr};
+    int count = 2;
+    Kokkos::initialize(count, args.data());
+    Kokkos::finalize();
+  }
+  finalize_mpi();
+  std::exit(0);
+}
+
+}  // namespace
+
+Runtime::Runtime(int& argc, char**& argv) {
+  if (runtime_exists.exchange(true)) throw Error("only one kodo::Runtime may exist at a time");
+  try {
+    start(argc, argv);
+  } catch (...) {
+    stop();
+    throw;
+  }
+}
+
+Runtime::~Runtime() {
+  // Shutting down is collective. A rank unwinding from an exception of its own would
+  // wait there for ranks that are still working: end the job instead.
+  if (std::uncaught_exceptions() > 0)
+    fatal("an exception is leaving the program on this rank while others may still run");
+  if (scheduler_) scheduler_->shutdown();
+  stop();
+}
+
+void Runtime::start(int& argc, char**& argv) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    int provided = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    own_mpi_ = true;
+  }
+  check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
+  check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &wave_comm_), "MPI_Comm_dup");
+  for (MPI_Comm c : {comm_, wave_comm_})
+    check_mpi(MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  MPI_Comm_rank(comm_, &rank_);
+  MPI_Comm_size(comm_, &size_);
+  check_same_program(comm_);
+  for (int i = 1; argv && i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--kokkos-help" && !Kokkos::is_initialized())
+      print_kokkos_help_and_exit(argv[0], rank_ == 0);
+    help_requested_ = help_requested_ || a == "--help" || a == "-h";
+  }
+  // A program that started Kokkos itself has chosen the GPU already.
+  placement_ = place_rank(comm_, Kokkos::is_initialized() ? Kokkos::device_id() : -1);
+  if (!Kokkos::is_initialized()) {
+    // Kokkos takes the GPU chosen above unless told otherwise on its command line.
+    if (placement_.device >= 0 && !std::getenv("KOKKOS_DEVICE_ID"))
+      setenv("KOKKOS_DEVICE_ID", std::to_string(placement_.device).c_str(), 1);
+    initialize_kokkos(argc, argv);
+    own_kokkos_ = true;
+  }
+  int streams = 4;
+  if (const char* s = std::getenv("KODO_STREAMS")) streams = std::atoi(s);
+  if (streams < 1) throw Error("KODO_STREAMS must be a positive number of streams per priority");
+  // A rank that cannot create its streams must not leave the others waiting in the
+  // collectives that follow: all ranks agree on the outcome.
+  std::string problem;
+  try {
+    streams_ = std::make_unique<StreamPool>(streams);
+  } catch (const Error& e) {
+    problem = e.what();
+  }
+  agree_on_failure(comm_, problem, "could not create its streams");
+  scheduler_ =
+      std::make_unique<detail::Scheduler>(comm_, wave_comm_, *streams_, !placement_.shares_device);
+}
+
+// Releases what start() acquired, in reverse order; safe after a partial start.
+void Runtime::stop() {
+  scheduler_.reset();
+  streams_.reset();
+  if (own_kokkos_ && Kokkos::is_initialized()) Kokkos::finalize();
+  if (wave_comm_ != MPI_COMM_NULL) MPI_Comm_free(&wave_comm_);
+  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  if (own_mpi_) MPI_Finalize();
+  runtime_exists = false;
+}
+
+bool Runtime::print_usage_if_requested(std::string_view usage) const {
+  if (!help_requested_) return false;
+  if (rank_ == 0) {
+    std::fwrite(usage.data(), 1, usage.size(), stdout);
+    if (!usage.empty() && usage.back() != '\n') std::fputc('\n', stdout);
+    std::fputs("Kokkos' own options (--kokkos-num-threads=N, ...): --kokkos-help\n", stdout);
+    std::fflush(stdout);
+  }
+  return true;
+}
+
+void Runtime::when_done(CompletionSource& source, std::function<void()> continuation) {
+  scheduler_->when_done(source, std::move(continuation));
+}
+
+void Runtime::run() { scheduler_->run(); }
+
+std::uint32_t Runtime::collection_count() const { return scheduler_->collection_count(); }
+detail::CollectionBase& Runtime::collection(std::uint32_t id) { return scheduler_->collection(id); }
+void Runtime::post(int rank, detail::Message&& message) {
+  scheduler_->post(rank, std::move(message));
+}
+void Runtime::contribute(detail::CollectionBase& c, std::int64_t slot, std::uint64_t round,
+                         std::uint64_t reducer, std::vector<std::byte> value) {
+  scheduler_->contribute(c, slot, round, reducer, std::move(value));
+}
+void Runtime::on_reduced(detail::CollectionBase& c, const std::type_info& type,
+                         ReducedCallback callback) {
+  scheduler_->on_reduced(c, type, std::move(callback));
+}
+const std::vector<std::byte>& Runtime::reduced(detail::CollectionBase& c,
+                                               const std::type_info& type) {
+  return scheduler_->reductions().reduced(c, type);
+}
+detail::ChannelHost& Runtime::channel_host() { return *scheduler_; }
+
+Kokkos::View<std::byte*, Kokkos::SharedHostPinnedSpace> Runtime::pinned_staging(std::size_t bytes) {
+  return scheduler_->pool().staging(std::max<std::size_t>(bytes, 1));
+}
+
+void Runtime::add_collection(std::unique_ptr<detail::CollectionBase> collection) {
+  scheduler_->add_collection(std::move(collection));
+  check_mpi(MPI_Barrier(comm_), "MPI_Barrier");
+}
+
+}  // namespace kodo

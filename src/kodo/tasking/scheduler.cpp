@@ -1,0 +1,537 @@
+#include <kodo/tasking/scheduler.hpp>
+
+#include <kodo/backends/native.hpp>
+#include <kodo/comm/node_channels.hpp>
+#include <kodo/comm/ucx_transport.hpp>
+#include <kodo/core/agree.hpp>
+#include <kodo/core/env.hpp>
+#include <kodo/tasking/entry.hpp>
+
+#include <array>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <sstream>
+#include <string_view>
+#include <thread>
+
+namespace kodo::detail {
+namespace {
+
+// Messages dispatched between two looks at UCX: enough to amortise the progress call,
+// few enough that arrivals are not left waiting behind a long local queue.
+constexpr int kDispatchBatch = 64;
+// A wave is looked at once every few idle turns of the loop: an MPI progress call costs
+// more than a UCX one, and arrivals should not wait behind it. A rank idle for long
+// yields the processor between turns (for ranks sharing cores); a short wait is spent
+// polling, so a message that arrives soon is seen at once.
+constexpr unsigned kWaveTestInterval = 16, kSpinTurns = 1024;
+
+int rank_in(MPI_Comm comm) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  return rank;
+}
+int size_of(MPI_Comm comm) {
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  return size;
+}
+
+}  // namespace
+
+Scheduler::Scheduler(MPI_Comm comm, MPI_Comm wave_comm, StreamPool& streams, bool streams_may_wait)
+    : comm_(comm),
+      rank_(rank_in(comm)),
+      size_(size_of(comm)),
+      streams_(streams),
+      termination_(wave_comm),
+      reductions_(rank_, [this](int rank, Message&& m) { post(rank, std::move(m)); }),
+      stall_limit_(seconds_from_environment("KODO_STALL_SECONDS")),
+      stall_exit_(switch_from_environment("KODO_STALL_EXIT")),
+      pool_(ViewPool::idle_bound_from_environment()) {
+  transport_ = std::make_unique<UcxTransport>(
+      comm, [this](Message&& m) { queue_.push_back(std::move(m)); },
+      [this](Message& m, std::uint64_t view_data) { return prepare(m, view_data); },
+      [this](Message&& m, const std::vector<Segment>& into, const std::byte* data) {
+        land_eager(std::move(m), into, data);
+      },
+      [this](const MessageHeader& h, std::uint64_t bytes) { admit(h, bytes); });
+  start_node_channels(streams_may_wait);
+}
+
+// Same-node channels (KODO_CHANNELS), for jobs of several ranks; every rank must ask for
+// the same, and says nothing different at start-up.
+void Scheduler::start_node_channels(bool streams_may_wait) {
+  if (size_ == 1) return;
+  const char* text = std::getenv("KODO_CHANNELS");
+  std::string problem;
+  ChannelSelection selection = ChannelSelection::automatic;
+  std::uint64_t bytes = 0;
+  try {
+    selection = parse_channel_selection(text ? text : "");
+    const bool host = std::string_view(backend::name()) == "host";
+    // Words only on GPUs; the host backend's data travels through the segment too.
+    bytes = bytes_from_environment("KODO_NODE_SEGMENT_BYTES", host ? 8 << 20 : 1 << 20,
+                                   std::uint64_t{1} << 34);
+    if (bytes < 4096) problem = cat("KODO_NODE_SEGMENT_BYTES is ", bytes, "; at least 4096");
+  } catch (const Error& e) {
+    problem = e.what();
+  }
+  agree_on_failure(comm_, problem, "could not read its channel settings");
+  int mine = static_cast<int>(selection), least = 0, most = 0;
+  check_mpi(MPI_Allreduce(&mine, &least, 1, MPI_INT, MPI_MIN, comm_), "MPI_Allreduce");
+  check_mpi(MPI_Allreduce(&mine, &most, 1, MPI_INT, MPI_MAX, comm_), "MPI_Allreduce");
+  if (least != most) throw Error("KODO_CHANNELS differs between the job's ranks; set it alike");
+  if (selection != ChannelSelection::ucx)
+    node_ = std::make_unique<NodeChannels>(comm_, selection, bytes, streams_may_wait);
+  if (rank_ == 0)
+    print_error(cat("kodo: channels: ",
+                    selection == ChannelSelection::ucx
+                        ? "UCX between all ranks"
+                        : cat("receive rings between ranks of one node by the same-node route (",
+                              std::string_view(backend::name()) == "host"
+                                  ? "copies through shared memory"
+                                  : "device copies into the peer's mapped buffers",
+                              "), UCX otherwise"),
+                    " [KODO_CHANNELS=", to_string(selection), "]"));
+}
+
+Scheduler::~Scheduler() = default;
+
+void Scheduler::shutdown() {
+  // The transport goes first: what still arrives while it shuts down finds the
+  // collections it names. Then the units, which own Kokkos views and channels.
+  if (transport_) {
+    std::array<std::uint64_t, 2> local{termination_.sent(), termination_.processed()}, total{};
+    check_mpi(MPI_Allreduce(local.data(), total.data(), 2, MPI_UINT64_T, MPI_SUM, comm_),
+              "MPI_Allreduce");
+    if (rank_ == 0 && total[0] > total[1])
+      print_error(cat("kodo: warning: ", total[0] - total[1],
+                      " message(s) were sent but never run (call run() before the runtime ends)"));
+    transport_->shutdown(total[0] == total[1]);
+  }
+  if (node_) {
+    // Waits on streams for transfers never sent end; mapped ring buffers are unmapped
+    // everywhere before their owners free them.
+    abandon_node_routes(*channels_);
+    Kokkos::fence("kodo: same-node channels end");
+    node_->release_imports();
+    check_mpi(MPI_Barrier(comm_), "MPI_Barrier");
+  }
+  collections_.clear();
+  forget_retired(*channels_);
+  // Work never run (after a failed run(), or sends that were never matched) may hold
+  // views: they go before Kokkos does.
+  queue_.clear();
+  engine_ = CompletionEngine();
+  pool_.clear();
+  if (const std::string path = trace_.write(rank_); !path.empty() && rank_ == 0)
+    print_error("kodo: trace written to " + path + " (and the other ranks' beside it)");
+  transport_.reset();
+  node_.reset();
+}
+
+void Scheduler::add_collection(std::unique_ptr<CollectionBase> collection) {
+  if (running_)
+    throw Error("collections are created by the main program of every rank, not inside run()");
+  if (collection->id() != collections_.size())
+    throw Error("collections must be created one at a time, in the same order on every rank");
+  collections_.push_back(std::move(collection));
+}
+
+void Scheduler::post(int rank, Message&& message) {
+  if (rank == rank_)
+    queue_.push_back(std::move(message));
+  else
+    transport_->send(rank, std::move(message));  // may refuse it: then it was never sent
+  termination_.count_sent();
+}
+
+void Scheduler::contribute(CollectionBase& c, std::int64_t slot, std::uint64_t round,
+                           HandlerId reducer, Bytes value) {
+  try {
+    reductions_.contribute(c, slot, round, reducer, std::move(value));
+  } catch (...) {
+    fatal(what_of_current());
+  }
+}
+
+void Scheduler::on_reduced(CollectionBase& c, const std::type_info& type,
+                           ReductionTree::ResultCallback callback) {
+  if (running_)
+    throw Error(
+        "on_reduced is called by the main program of every rank before run(), not inside it");
+  reductions_.on_reduced(c, type, std::move(callback));
+}
+
+void Scheduler::when_done(CompletionSource& source, std::function<void()> continuation) {
+  termination_.count_sent();  // awaited device work counts as a message in flight
+  const int track = trace_.enabled() ? trace_.track_of(&source) : 0;
+  const auto marked = trace_.enabled() ? Trace::Clock::now() : Trace::Clock::time_point{};
+  engine_.when_done(source, [this, track, marked, c = std::move(continuation)] {
+    termination_.count_processed();
+    const auto seen = trace_.enabled() ? Trace::Clock::now() : marked;
+    try {
+      c();
+    } catch (...) {
+      fatal("a device-completion continuation threw: " + what_of_current());
+    }
+    if (trace_.enabled()) {
+      trace_.span("device work", track, marked, seen);
+      trace_.span("continuation", 0, seen, Trace::Clock::now());
+    }
+  });
+}
+
+namespace {
+struct Callback final : Call {
+  explicit Callback(std::function<void()> f) : f(std::move(f)) {}
+  void invoke(void*) override { f(); }
+  std::function<void()> f;
+};
+// A receive's completion with the bytes that arrived, without wrapping it in another
+// function (an allocation per transfer).
+struct SizedCallback final : Call {
+  SizedCallback(std::function<void(std::size_t)> f, std::size_t value)
+      : f(std::move(f)), value(value) {}
+  void invoke(void*) override { f(value); }
+  std::function<void(std::size_t)> f;
+  std::size_t value;
+};
+}  // namespace
+
+void Scheduler::queue_callback(std::function<void()> callback) {
+  queue_local(std::make_unique<Callback>(std::move(callback)));
+}
+
+void Scheduler::queue_callback(std::function<void(std::size_t)> callback, std::size_t value) {
+  queue_local(std::make_unique<SizedCallback>(std::move(callback), value));
+}
+
+void Scheduler::queue_local(std::unique_ptr<Call> call) {
+  Message m;
+  m.header = {MessageKind::callback, 0, 0, 0, rank_};
+  m.local = std::move(call);
+  queue_.push_back(std::move(m));
+}
+
+void Scheduler::run() {
+  if (running_) throw Error("Runtime::run() is not reentrant (called from an entry method?)");
+  running_ = true;
+  struct Reset {
+    bool& flag;
+    ~Reset() { flag = false; }
+  } reset{running_};
+  termination_.reset();
+  drain_.mark_dirty();  // the program may have launched work before run()
+  auto idle_since = std::chrono::steady_clock::now();
+  for (unsigned idle_turns = 0;;) {
+    if (turn()) {
+      idle_turns = 0;
+      stall_reported_ = false;
+      continue;
+    }
+    if (idle_turns++ == 0 && stall_limit_) idle_since = std::chrono::steady_clock::now();
+    if (idle_turns >= kSpinTurns) std::this_thread::yield();
+    if (idle_turns % kWaveTestInterval == 0 &&
+        job_is_quiet(stall_limit_ ? std::chrono::steady_clock::now() - idle_since
+                                  : std::chrono::steady_clock::duration{}))
+      return;
+  }
+}
+
+bool Scheduler::turn() {
+  std::size_t events = 0;
+  try {
+    const std::size_t completed = drain_.poll(engine_);
+    stalls_.observe(completed, engine_);
+    events = completed + transport_->progress();
+    if (node_) events += poll_node_links(*channels_, *node_);
+  } catch (...) {
+    fatal(what_of_current());
+  }
+  if (queue_.empty()) return events != 0;
+  drain_.mark_dirty();
+  for (int n = 0; n < kDispatchBatch && !queue_.empty(); ++n) {
+    Message m = std::move(queue_.front());
+    queue_.pop_front();
+    if (trace_.enabled()) {
+      const auto begin = Trace::Clock::now();
+      dispatch(m);
+      trace_.span(trace_name(m), 0, begin, Trace::Clock::now());
+    } else {
+      dispatch(m);
+    }
+    termination_.count_processed();
+    // Device work that finished meanwhile continues now, not after the batch: a message
+    // that launches kernels takes microseconds, and a batch of them would leave the
+    // device idle (the engine reads one counter per busy stream).
+    if (engine_.pending() != 0) {
+      try {
+        drain_.poll(engine_);
+      } catch (...) {
+        fatal(what_of_current());
+      }
+    }
+  }
+  return true;
+}
+
+bool Scheduler::job_is_quiet(std::chrono::steady_clock::duration idle_for) {
+  const bool idle = stall_limit_ && idle_for >= *stall_limit_;
+  const auto wave = termination_.test(reductions_.pending_rounds(), drain_.dirty(), idle);
+  if (!wave) return false;
+  if (wave->stalled(size_) && !stall_reported_) report_stall(*wave);
+  if (wave->quiet()) {
+    if (wave->pending_rounds == 0) return true;
+    const std::string detail = reductions_.describe_pending(rank_);
+    // Nothing can complete these rounds now; drop them so later runs do not report
+    // them again (the collection's reductions stay out of step: end the program).
+    reductions_.drop_pending();
+    throw Error(cat("the job went quiet with ", wave->pending_rounds,
+                    " reduction round(s) incomplete: some units never contributed", detail));
+  }
+  if (wave->overprocessed())
+    throw Error(cat("the job processed ", wave->processed - wave->sent,
+                    " message(s) more than its ranks sent: a message arrived that no rank sent "
+                    "(corrupted or duplicated)"));
+  if (wave->balanced() && drain_.dirty() && engine_.pending() == 0) {
+    try {
+      drain_.start(streams_,
+                   [this](Stream& s, std::function<void()> f) { when_done(s, std::move(f)); });
+    } catch (...) {
+      fatal(what_of_current());
+    }
+  }
+  return false;
+}
+
+// Every rank reaches this at the same wave (its counts are the same everywhere) and
+// prints what it waits for; with KODO_STALL_EXIT=1 every rank then throws.
+void Scheduler::report_stall(const TerminationDetector::Wave& wave) {
+  stall_reported_ = true;
+  std::ostringstream os;
+  os << "kodo: stall report, rank " << rank_ << ": no rank has made progress for "
+     << stall_limit_->count() << " s and the job is not done (its ranks have sent " << wave.sent
+     << " messages and transfers and processed " << wave.processed << "). This rank waits for:";
+  const std::size_t heading = os.str().size();
+  os << describe_waiting_transfers(*channels_);
+  if (reductions_.pending_rounds() != 0) os << reductions_.describe_pending(rank_);
+  if (engine_.pending() != 0)
+    os << "\n  device work: " << engine_.pending()
+       << " continuation(s) wait for work on this rank's streams";
+  if (os.str().size() == heading)
+    os << "\n  nothing (the transfers and messages it waits for are on other ranks)";
+  os << '\n';
+  print_error(os.str());
+  if (stall_exit_)
+    throw Error(
+        cat("the job stalled: no progress for ", stall_limit_->count(),
+            " s (KODO_STALL_EXIT=1; the stall report above says what each rank waits for)"));
+}
+
+const std::string& Scheduler::trace_name(const Message& m) {
+  static const std::string channel = "channel completion", reduction = "reduction",
+                           link = "channel link announcement", ring = "channel ring";
+  switch (m.header.kind) {
+    case MessageKind::invoke: return short_handler_name(m.header.handler);
+    case MessageKind::callback: return channel;
+    case MessageKind::channel_link: return link;
+    case MessageKind::channel_ring: return ring;
+    default: return reduction;
+  }
+}
+
+CollectionBase& Scheduler::checked_collection(const MessageHeader& h) {
+  if (h.collection >= collections_.size())
+    throw Error(cat("field collection is ", h.collection, "; rank ", rank_, " has ",
+                    collections_.size(), " collection(s)"));
+  return *collections_[h.collection];
+}
+
+CollectionBase& Scheduler::checked_target(const MessageHeader& h, std::int64_t& slot) {
+  CollectionBase& c = checked_collection(h);
+  if (h.target >= c.shape().size())
+    throw Error(cat("field target is ", h.target, ", outside collection ", c.id(), " of ",
+                    c.shape().size(), " units"));
+  slot = c.slot_of(h.target);
+  if (slot < 0)
+    throw Error(cat("field target names unit ", c.shape().delinear(h.target), " of collection ",
+                    c.id(), ", which rank ", rank_, " does not hold"));
+  return c;
+}
+
+namespace {
+const EntryHandler& entry_handler(const CollectionBase& c, HandlerId id) {
+  std::string problem;
+  const auto* entry = static_cast<const EntryHandler*>(find_handler(id, HandlerKind::entry,
+                                                                    c.unit_type(), problem));
+  if (!entry) throw Error(problem);
+  return *entry;
+}
+}  // namespace
+
+// Called by the transport, inside UCX, before it makes a buffer for a large message
+// without views: what the message names is checked first.
+void Scheduler::admit(const MessageHeader& h, std::uint64_t bytes) {
+  if (h.kind == MessageKind::invoke) {
+    std::int64_t slot = 0;
+    entry_handler(checked_target(h, slot), h.handler);
+  } else {
+    reductions_.check_value(checked_collection(h), h.handler, bytes);
+  }
+}
+
+// Called by the transport, inside UCX, for a call whose views are about to land: the
+// header and all the arguments are checked, then the views taken from the pool. Errors
+// propagate to the transport, which ends the job naming the sender.
+std::vector<Segment> Scheduler::prepare(Message& message, std::uint64_t view_data) {
+  std::int64_t slot = 0;
+  const CollectionBase& c = checked_target(message.header, slot);
+  const EntryHandler& entry = entry_handler(c, message.header.handler);
+  ByteReader check(message.payload);
+  WireAccess::check_views(check, view_data);
+  entry.check(check);
+  if (const auto left = WireAccess::view_data_left(check); left != 0)
+    throw Error(cat("a call carries ", view_data, " bytes of view data; its arguments describe ",
+                    view_data - left));
+  std::vector<Segment> destinations;
+  ByteReader reader(message.payload);
+  WireAccess::expect_views(reader, destinations, view_data, &pool_);
+  message.local = entry.receive(reader);
+  message.payload.clear();
+  return destinations;
+}
+
+namespace {
+// Copies `bytes` from pinned host memory to device memory, ordered on `space`.
+void copy_to_device(const ExecutionSpace& space, void* to, const std::byte* from,
+                    std::size_t bytes) {
+  using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
+  Kokkos::View<std::byte*, ExecutionSpace::memory_space, Unmanaged> device(
+      static_cast<std::byte*>(to), bytes);
+  Kokkos::View<const std::byte*, Kokkos::SharedHostPinnedSpace, Unmanaged> pinned(from, bytes);
+  Kokkos::deep_copy(space, device, pinned);
+}
+}  // namespace
+
+// Called by the transport, inside UCX, for a call whose view data came with it (eager)
+// into UCX's host memory, which lasts only for this call. Host views get their data at
+// once. For device views it goes to pinned memory from the pool, then to the views by an
+// asynchronous copy on a communication stream; the call is queued once that copy is
+// done (the completion engine: the loop never waits for it).
+void Scheduler::land_eager(Message&& message, const std::vector<Segment>& into,
+                           const std::byte* data) {
+  std::size_t device_bytes = 0;
+  for (const Segment& s : into)
+    if (s.kind != MemoryKind::host || stage_host_views_) device_bytes += s.bytes;
+  if (device_bytes == 0) {
+    for (const Segment& s : into) {
+      std::memcpy(s.data, data, s.bytes);
+      data += s.bytes;
+    }
+    return queue_.push_back(std::move(message));
+  }
+  ViewPool::Staging staging = pool_.staging(device_bytes);
+  Stream& stream = streams_.communication(0);
+  std::byte* staged = staging.data();
+  for (const Segment& s : into) {
+    if (s.kind != MemoryKind::host || stage_host_views_) {
+      std::memcpy(staged, data, s.bytes);
+      copy_to_device(stream.space(), s.data, staged, s.bytes);
+      staged += s.bytes;
+    } else {
+      std::memcpy(s.data, data, s.bytes);
+    }
+    data += s.bytes;
+  }
+  // The continuation keeps the staging memory (and the message's views) until then.
+  auto landed = std::make_shared<Message>(std::move(message));
+  when_done(stream, [this, landed, staging] { queue_.push_back(std::move(*landed)); });
+}
+
+void Scheduler::dispatch_checked(Message& message) {
+  switch (message.header.kind) {
+    case MessageKind::callback:
+      if (message.from_wire) break;
+      return message.local->invoke(nullptr);
+    case MessageKind::invoke: return invoke(message);
+    case MessageKind::reduction_partial:
+      return reductions_.on_partial(checked_collection(message.header), message.header,
+                                    std::move(message.payload));
+    case MessageKind::reduction_result:
+      return reductions_.on_result(checked_collection(message.header), message.header,
+                                   std::move(message.payload), message.from_wire);
+    case MessageKind::channel_link: return on_link_announced(message);
+    case MessageKind::channel_ring: return on_ring_message(message);
+  }
+  throw Error(cat("field kind is ", to_string(message.header.kind), ", which no rank sends"));
+}
+
+// A peer's number for a link this rank sends on: the units it names are checked
+// against the collection (the sending unit is held here, the receiving one by the peer).
+void Scheduler::on_link_announced(const Message& message) {
+  std::int64_t slot = 0;
+  const CollectionBase& c = checked_target(message.header, slot);
+  const LinkAnnouncement a = read_announcement(message);
+  if (a.link.receiver < 0 || a.link.receiver >= c.shape().size() ||
+      a.link.receiver == a.link.sender ||
+      c.map().owner(a.link.receiver) != message.header.source_rank)
+    throw Error(cat("field receiver of a channel link announcement from rank ",
+                    message.header.source_rank, " names unit ", a.link.receiver,
+                    ", which that rank does not hold"));
+  announce_link(*channels_, a, message.header.source_rank);
+}
+
+// A same-node ring offered, refused or declined by a peer: its units are checked as an
+// announcement's, and the sender shares this node and takes the route.
+void Scheduler::on_ring_message(const Message& message) {
+  const int from = message.header.source_rank;
+  if (!node_ || !node_->reaches(from))
+    throw Error(cat("field source_rank: rank ", from, " sent a same-node ring message, but ",
+                    node_ ? "it does not share this rank's node"
+                          : "this rank takes no same-node route"));
+  std::int64_t slot = 0;
+  const CollectionBase& c = checked_target(message.header, slot);
+  RingMessage ring = read_ring_message(message, node_->segment_bytes());
+  const std::int64_t other = ring.route == RingMessage::refusal ? ring.link.sender
+                                                                : ring.link.receiver;
+  if (other < 0 || other >= c.shape().size() || other == message.header.target ||
+      c.map().owner(other) != from)
+    throw Error(cat("field ", ring.route == RingMessage::refusal ? "sender" : "receiver",
+                    " of a same-node ring message from rank ", from, " names unit ", other,
+                    ", which that rank does not hold"));
+  apply_ring_message(*channels_, std::move(ring), from);
+}
+
+void Scheduler::fail_with_peer(int rank, const std::string& what) {
+  print_fatal(what);
+  if (rank != rank_) transport_->report_fault(rank, what);
+  abort_job();
+}
+
+void Scheduler::dispatch(Message& message) {
+  try {
+    dispatch_checked(message);
+  } catch (...) {
+    fatal(cat("while running a message from rank ", message.header.source_rank, ": ",
+              what_of_current()));
+  }
+}
+
+void Scheduler::invoke(Message& message) {
+  const MessageHeader& h = message.header;
+  if (message.local) {
+    // Built on this rank by Collection, or from another rank's call by prepare(), which
+    // checked its target: the unit is held here.
+    CollectionBase& c = *collections_[h.collection];
+    return message.local->invoke(c.unit_at(c.slot_of(h.target)));
+  }
+  std::int64_t slot = 0;
+  CollectionBase& c = checked_target(h, slot);
+  ByteReader reader(message.payload);
+  entry_handler(c, h.handler).receive(reader)->invoke(c.unit_at(slot));
+}
+
+}  // namespace kodo::detail

@@ -1,0 +1,135 @@
+#pragma once
+// The scheduler: owns a rank's message queue and its collections, and runs the loop
+// that moves messages, channel completions and device completions to work units.
+// It composes the components that do the rest: the transport (UCX), the completion
+// engine, the termination detector, the reduction tree, stream draining and fault
+// checks. Messages from other ranks are checked here against what only this layer
+// knows (collection, unit, handler) before anything is allocated or called.
+
+#include <kodo/backends/stream.hpp>
+#include <kodo/comm/channel.hpp>
+#include <kodo/comm/view_pool.hpp>
+#include <kodo/comm/wire.hpp>
+#include <kodo/tasking/collection_base.hpp>
+#include <kodo/tasking/completion_engine.hpp>
+#include <kodo/tasking/reductions.hpp>
+#include <kodo/tasking/stall_watch.hpp>
+#include <kodo/tasking/stream_drain.hpp>
+#include <kodo/tasking/termination.hpp>
+#include <kodo/tasking/trace.hpp>
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace kodo::detail {
+
+class UcxTransport;
+struct TestAccess;  // defined by kodo's own tests only
+
+class Scheduler final : public ChannelHost {
+ public:
+  // `comm` carries the transport's bootstrap, `wave_comm` the termination waves only.
+  // `streams_may_wait`: whether streams may wait for other ranks' transfers on the device
+  // (not where ranks share a GPU).
+  Scheduler(MPI_Comm comm, MPI_Comm wave_comm, StreamPool& streams, bool streams_may_wait);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  int rank() const override { return rank_; }
+  int size() const { return size_; }
+
+  // --- collections (created collectively, in the same order on every rank) --------
+  std::uint32_t collection_count() const { return static_cast<std::uint32_t>(collections_.size()); }
+  void add_collection(std::unique_ptr<CollectionBase> collection);
+  CollectionBase& collection(std::uint32_t id) { return *collections_.at(id); }
+
+  // --- work --------------------------------------------------------------------
+  // Queues `message` for `rank` (this rank's own queue, or the transport).
+  void post(int rank, Message&& message) override;
+  // A local unit's contribution to a reduction round; an error in it ends the job (only
+  // this rank sees it).
+  void contribute(CollectionBase& c, std::int64_t slot, std::uint64_t round, HandlerId reducer,
+                  Bytes value);
+  // The main program's callback for the results of `c` (before run()).
+  void on_reduced(CollectionBase& c, const std::type_info& type,
+                  ReductionTree::ResultCallback callback);
+  const ReductionTree& reductions() const { return reductions_; }
+  void when_done(CompletionSource& source, std::function<void()> continuation);
+  // Runs until the whole job is quiet (see termination.hpp); throws kodo::Error on
+  // every rank when the job went quiet with reductions incomplete, or with more
+  // messages processed than sent.
+  void run();
+  // Whether run() is under way (the caller is an entry method or a continuation).
+  bool running() const { return running_; }
+  // The optional trace (KODO_TRACE), for components that add spans of their own.
+  Trace& trace() { return trace_; }
+  // Collective: completes what can be completed of the transport and drops what was
+  // never run. Before Kokkos finalizes: queued work may hold views.
+  void shutdown();
+
+  // --- ChannelHost ---------------------------------------------------------------
+  void expect_event() override { termination_.count_sent(); }
+  void queue_callback(std::function<void()> callback) override;
+  void queue_callback(std::function<void(std::size_t)> callback, std::size_t value) override;
+  void when_done(Stream& stream, std::function<void()> continuation) override {
+    when_done(static_cast<CompletionSource&>(stream), std::move(continuation));
+  }
+  UcxTransport& transport() override { return *transport_; }
+  NodeChannels* node() override { return node_.get(); }
+  ChannelRegistry& channels() override { return *channels_; }
+  ViewPool& pool() override { return pool_; }
+  [[noreturn]] void fail_with_peer(int rank, const std::string& what) override;
+
+ private:
+  friend struct TestAccess;
+  void queue_local(std::unique_ptr<Call> call);  // a rank-local continuation
+  bool turn();                                   // one pass of the loop; whether anything happened
+  // Looks at the termination wave; `idle_for` is how long this rank has been idle.
+  bool job_is_quiet(std::chrono::steady_clock::duration idle_for);
+  void report_stall(const TerminationDetector::Wave& wave);  // and throws with KODO_STALL_EXIT
+  void dispatch(Message& message);                           // ends the job on any error
+  void dispatch_checked(Message& message);  // throws kodo::Error naming what is wrong
+  void invoke(Message& message);
+  void on_link_announced(const Message& message);
+  void on_ring_message(const Message& message);
+  void start_node_channels(bool streams_may_wait);
+  // For a call from another rank: its collection and unit, checked; throws kodo::Error
+  // naming the bad field.
+  CollectionBase& checked_target(const MessageHeader& h, std::int64_t& slot);
+  CollectionBase& checked_collection(const MessageHeader& h);
+  std::vector<Segment> prepare(Message& message, std::uint64_t view_data);
+  void land_eager(Message&& message, const std::vector<Segment>& into, const std::byte* data);
+  void admit(const MessageHeader& h, std::uint64_t bytes);
+  const std::string& trace_name(const Message& message);
+
+  MPI_Comm comm_;
+  int rank_ = 0, size_ = 1;
+  StreamPool& streams_;
+  bool running_ = false;
+  std::vector<std::unique_ptr<CollectionBase>> collections_;
+  std::deque<Message> queue_;  // arrival order, local and remote alike
+  CompletionEngine engine_;
+  TerminationDetector termination_;
+  ReductionTree reductions_;
+  StreamDrain drain_;
+  StallWatch stalls_;
+  // KODO_STALL_SECONDS (none: no reports) and KODO_STALL_EXIT.
+  std::optional<std::chrono::duration<double>> stall_limit_;
+  bool stall_exit_ = false, stall_reported_ = false;
+  std::shared_ptr<ChannelRegistry> channels_ = make_channel_registry();
+  Trace trace_;                    // KODO_TRACE
+  ViewPool pool_;                  // the views of calls from other ranks (KODO_CALL_POOL_BYTES)
+  bool stage_host_views_ = false;  // tests: eager data for host views takes the device path
+  std::unique_ptr<UcxTransport> transport_;
+  std::unique_ptr<NodeChannels> node_;  // same-node channels (KODO_CHANNELS)
+};
+
+}  // namespace kodo::detail

@@ -1,0 +1,5 @@
+// The forwarding header of the previous layout still compiles (with a note), for one
+// release: a program written against <kodo.hpp> builds unchanged.
+#include <kodo.hpp>
+
+int main() { return kodo::Extent3{2, 3, 4}.size() == 24 ? 0 : 1; }
