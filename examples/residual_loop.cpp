@@ -77,7 +77,9 @@ int main(int argc, char** argv) {
   }
   // Every value has reached the starting mean (0 1 2 3 0 1 2 3 0 1: 1.3).
   double worst = 0;
-  cells.for_each_local([&](const Cell& c) { worst = std::fmax(worst, std::fabs(c.value() - 1.3)); });
+  cells.for_each_local([&](const Cell& c) {
+    worst = std::fmax(worst, std::fabs(c.value() - 1.3));
+  });
   const bool converged = residual < tolerance && worst < 1e-6;
   if (runtime.rank() == 0)
     std::printf("residual_loop: %s after %lld sweeps (residual %.1e)\n",
