@@ -61,15 +61,16 @@ int main(int argc, char** argv) {
           "checkpoint_restart-R.d for R ranks), restores a second collection from it, runs\n"
           "that from step 4 to 10, and checks that both end with the same values.\n"))
     return 0;
-  const std::string dir =
-      argc > 1 ? argv[1] : "checkpoint_restart-" + std::to_string(runtime.size()) + ".d";
+  const std::string dir = argc > 1 ? argv[1]
+                                   : "checkpoint_restart-" + std::to_string(runtime.size()) + ".d";
   const kodo::Extent3 shape{8, 1, 1};
 
   auto first = kodo::Collection<Walker>::create(runtime, shape);
   first.broadcast_local<&Walker::advance>(4);
   runtime.run();
   // Collective, between run() calls: every rank writes its units' state.
-  const auto report = kodo::write_checkpoint(runtime, dir, {"checkpoint_restart", {{"step", "4"}}}, first);
+  const auto report =
+      kodo::write_checkpoint(runtime, dir, {"checkpoint_restart", {{"step", "4"}}}, first);
   first.broadcast_local<&Walker::advance>(10);
   runtime.run();
   const auto straight = first.reduced<std::int64_t>();
@@ -88,10 +89,11 @@ int main(int argc, char** argv) {
 
   const bool same = restarted == straight && saved.integer("step") == 4;
   if (runtime.rank() == 0)
-    std::printf("checkpoint_restart: %s (wrote %s; the sum after 10 steps %lld, after a "
-                "restart at step %lld %lld)\n",
-                same ? "the restart ends where the run did" : "the restart DIFFERS",
-                report.path.c_str(), static_cast<long long>(straight),
-                static_cast<long long>(saved.integer("step")), static_cast<long long>(restarted));
+    std::printf(
+        "checkpoint_restart: %s (wrote %s; the sum after 10 steps %lld, after a "
+        "restart at step %lld %lld)\n",
+        same ? "the restart ends where the run did" : "the restart DIFFERS", report.path.c_str(),
+        static_cast<long long>(straight), static_cast<long long>(saved.integer("step")),
+        static_cast<long long>(restarted));
   return same ? 0 : 1;
 }
