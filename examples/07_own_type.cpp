@@ -32,8 +32,8 @@ struct kodo::Serializer<Tally> {
     t.counts = kodo::unpack<std::vector<std::int64_t>>(r);
     t.total = kodo::unpack<std::int64_t>(r);
     // What a Tally promises, checked before anyone uses it.
-    if (t.counts.size() > 64 || std::accumulate(t.counts.begin(), t.counts.end(),
-                                                std::int64_t{0}) != t.total)
+    if (t.counts.size() > 64 ||
+        std::accumulate(t.counts.begin(), t.counts.end(), std::int64_t{0}) != t.total)
       throw kodo::Error("a Tally of " + std::to_string(t.counts.size()) +
                         " counts arrived whose total does not match them");
     return t;
