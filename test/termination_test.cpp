@@ -1,0 +1,46 @@
+// The termination detector (tasking/termination.hpp): the job is quiet only when two
+// equal waves balance, and a message processed that nobody sent is an error, not a wait.
+
+#include "test_runtime.hpp"
+
+#include <kodo/tasking/termination.hpp>
+
+#include <gtest/gtest.h>
+
+namespace {
+
+kodo::detail::TerminationDetector::Wave wave_of(kodo::detail::TerminationDetector& d,
+                                                std::uint64_t rounds, bool dirty) {
+  for (;;)
+    if (auto w = d.test(rounds, dirty)) return *w;
+}
+
+TEST(TerminationDetector, QuietOnlyWhenTwoEqualWavesBalance) {
+  MPI_Comm comm;
+  MPI_Comm_dup(test_runtime().comm(), &comm);
+  const auto ranks = static_cast<std::uint64_t>(test_runtime().size());
+  {
+    kodo::detail::TerminationDetector d(comm);
+    d.count_sent();  // one message in flight from every rank
+    auto w = wave_of(d, 0, false);
+    EXPECT_EQ(w.sent, ranks);
+    EXPECT_EQ(w.processed, 0u);
+    EXPECT_FALSE(w.stable);
+    EXPECT_FALSE(wave_of(d, 0, false).quiet());  // stable, but not balanced
+    d.count_processed();
+    EXPECT_FALSE(wave_of(d, 0, false).quiet());  // balanced, but changed since the last wave
+    EXPECT_TRUE(wave_of(d, 0, false).quiet());
+    EXPECT_FALSE(wave_of(d, 0, true).quiet());  // a rank with streams to drain
+    const auto rounds = wave_of(d, 2, false);
+    EXPECT_EQ(rounds.pending_rounds, 2 * ranks);
+    // A message processed that nobody sent never balances: stable waves say so.
+    d.count_processed();
+    wave_of(d, 0, false);
+    const auto over = wave_of(d, 0, false);
+    EXPECT_TRUE(over.overprocessed());
+    EXPECT_FALSE(over.quiet());
+  }
+  MPI_Comm_free(&comm);
+}
+
+}  // namespace
