@@ -58,7 +58,11 @@ class Endpoint : public kodo::WorkUnit<Endpoint> {
     Kokkos::fence();
   }
 
-  // Both units get the trial; unit 0 times it and leads.
+  // Both units get the trial, and unit 1 posts its receives; unit 0 waits for lead().
+  // The main program calls lead() only once this is done on every rank (a run() in
+  // between): otherwise a transfer or call of the new trial could reach unit 1 before its
+  // start(), and be answered as the old trial's. (Stream mode queues every hop of both
+  // units here: a hand-over that comes early is taken by the stream, not by unit 1.)
   void start(Trial t) {
     trial_ = t;
     done_ = 0;
@@ -67,9 +71,13 @@ class Endpoint : public kodo::WorkUnit<Endpoint> {
     last_ = Buffer();
     received_ = 0;
     if (t.mode == kStreamMode) return stream_trial();
-    if (index().x == 1) return t.mode == kCallMode || t.mode == kRingMode ? void() : post_round();
+    if (index().x == 1 && t.mode != kCallMode && t.mode != kRingMode) post_round();
+  }
+  // Unit 0 times the trial and leads it.
+  void lead() {
+    if (index().x != 0 || trial_.mode == kStreamMode) return;
     began_ = perf::seconds();
-    t.mode == kCallMode ? call_round() : lead_round();
+    trial_.mode == kCallMode ? call_round() : lead_round();
   }
   // Whether the stream mode can run: the ring takes the same-node route.
   bool ring_waits() const { return ring_.waits_on_streams(); }
@@ -241,6 +249,8 @@ int main(int argc, char** argv) {
       // The ring must have carried a transfer by the route (the ring mode, or a warm-up).
       units.broadcast_local<&Endpoint::start>(Trial{8, 2, 1, kRingMode});
       runtime.run();
+      units.broadcast_local<&Endpoint::lead>();
+      runtime.run();
       int waits = 0, all = 0;
       units.for_each_local([&](Endpoint& e) { waits = e.ring_waits(); });
       MPI_Allreduce(&waits, &all, 1, MPI_INT, MPI_MIN, runtime.comm());
@@ -265,6 +275,8 @@ int main(int argc, char** argv) {
         // Warm-up (connections, staging buffers, UCX registration caches), then timed.
         for (const Trial& run : {Trial{bytes, std::min(iterations, 20), w, mode}, t}) {
           units.broadcast_local<&Endpoint::start>(run);
+          runtime.run();
+          units.broadcast_local<&Endpoint::lead>();
           runtime.run();
         }
         units.broadcast_local<&Endpoint::verify>();

@@ -1,9 +1,9 @@
 // The handler registry (tasking/registry.hpp): a handler serves only its kind and unit
 // type, and every rank computes the same fingerprint.
 
-#include "component_units.hpp"
-
 #include <kodo/tasking/registry.hpp>
+
+#include "component_units.hpp"
 
 #include <gtest/gtest.h>
 

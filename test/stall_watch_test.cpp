@@ -1,9 +1,9 @@
 // Stall checks (tasking/stall_watch.hpp): work that stops moving is checked for device
 // faults.
 
-#include "expect_error.hpp"
-
 #include <kodo/tasking/stall_watch.hpp>
+
+#include "expect_error.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,9 +1,9 @@
 // Stream draining (tasking/stream_drain.hpp): clean only while nothing but its own marks
 // complete.
 
-#include "test_runtime.hpp"
-
 #include <kodo/tasking/stream_drain.hpp>
+
+#include "test_runtime.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,9 +1,9 @@
 // The termination detector (tasking/termination.hpp): the job is quiet only when two
 // equal waves balance, and a message processed that nobody sent is an error, not a wait.
 
-#include "test_runtime.hpp"
-
 #include <kodo/tasking/termination.hpp>
+
+#include "test_runtime.hpp"
 
 #include <gtest/gtest.h>
 

@@ -108,9 +108,9 @@ struct Message;
 class ViewPool;
 class RankProgram;  // tasking/step_program.hpp: opens channels for its units
 
-// Who is who among a runtime's links (channel.cpp): the numbers this rank gave the
-// links it receives on, the numbers peers gave the links it sends on, the same-rank
-// ends, and every open end (for stall reports).
+// Who is who among a runtime's links (channel_end.hpp, link_messages.cpp): the numbers this rank
+// gave the links it receives on, the numbers peers gave the links it sends on, the same-rank ends,
+// and every open end (for stall reports).
 class ChannelRegistry;
 
 // A link as the rank receiving on it names it.
@@ -238,7 +238,7 @@ Segment view_segment(const V& v, const char* what) {
                  memory_kind<typename V::memory_space>()};
 }
 
-// A ring's state (channel.cpp); what ReceiveRing calls of it. `core` may be null (a
+// A ring's state (receive_ring.cpp); what ReceiveRing calls of it. `core` may be null (a
 // ring that is not open: release() then throws).
 void release_ring(RingCore* core, std::uint64_t transfer, Stream* stream);
 void stop_ring(RingCore& core);

@@ -3,7 +3,7 @@
 // segments (node_segment.hpp), each registered so that this rank's streams can write
 // it, space in this rank's own segment for the words and slots of the links it
 // receives on, device allocations mapped from other ranks, and whether those ranks
-// still run. channel.cpp holds the protocol itself.
+// still run. node_route.cpp holds the protocol itself.
 //
 // Selection (KODO_CHANNELS): "auto" (the default) takes the same-node route for a
 // receive ring whose peer rank shares this node, and UCX where it cannot (a notice says

@@ -1,0 +1,65 @@
+// The stall report's lines on channel transfers that wait (channel_end.hpp).
+#include <kodo/comm/channel_end.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+namespace kodo::detail {
+
+std::string describe_waiting_transfers(const ChannelRegistry& registry) {
+  std::ostringstream os;
+  for (const ChannelEnd* e : registry.open) {
+    for (const auto& [request, what] : e->in_flight)
+      os << "\n  " << e->describe(false) << ": receive of transfer " << what.first << " (up to "
+         << what.second << " bytes) posted, no message has arrived for it";
+    if (!e->local())
+      if (const auto waiting = e->host->transport().probe(e->recv_base, ~kTransferMask))
+        os << "\n  " << e->describe(false) << ": transfer " << (waiting->first & kTransferMask)
+           << " (" << waiting->second
+           << " bytes) arrived, the receiving unit has posted no receive for it";
+    for (const auto& r : e->posted)
+      os << "\n  " << e->describe(false) << ": receive of transfer " << r.transfer << " (up to "
+         << r.segment.bytes << " bytes) posted, the sending unit has not sent it";
+    for (const auto& t : e->arrived)
+      os << "\n  " << e->describe(false) << ": transfer " << t.transfer << " (" << t.segment.bytes
+         << " bytes) sent, the receiving unit has posted no receive for it";
+    for (const auto& t : e->unnumbered)
+      if (e->local())
+        os << "\n  " << e->describe(true) << ": transfer " << t.transfer << " (" << t.segment.bytes
+           << " bytes) sent, the receiving unit has not opened its end";
+    if (e->node_in)
+      for (const auto& r : e->node_in->awaiting)
+        os << "\n  " << e->describe(false) << ": receive of transfer " << r.transfer << " (up to "
+           << r.segment.bytes << " bytes) posted in a same-node ring, rank " << e->link.peer_rank
+           << " has not published it";
+    if (e->node_out)
+      for (const auto& t : e->node_out->held)
+        os << "\n  " << e->describe(true) << ": transfer " << t.transfer << " (" << t.segment.bytes
+           << " bytes) held: its buffer in the receiving unit's same-node ring "
+           << "is not released yet";
+    for (const auto& [transfer, bytes] : e->sending) {
+      if (e->node_out && std::any_of(e->node_out->held.begin(), e->node_out->held.end(),
+                                     [t = transfer](const auto& h) { return h.transfer == t; }))
+        continue;
+      os << "\n  " << e->describe(true) << ": transfer " << transfer << " (" << bytes << " bytes) "
+         << (!e->send_base                     ? "waiting for the receiving unit to open its end"
+             : e->send_route == Route::pending ? "waiting for the receiving unit to open a ring "
+                                                 "or post a receive"
+                                               : "in flight, not yet received");
+    }
+    if (!e->local() && e->sends != 0 && e->sending.empty())
+      os << "\n  " << e->describe(true) << ": transfers 0 to " << e->sends - 1
+         << " sent; any the receiving unit has not posted receives for wait on its rank";
+  }
+  return os.str();
+}
+
+}  // namespace kodo::detail

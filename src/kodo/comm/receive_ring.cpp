@@ -1,0 +1,151 @@
+// Receive rings (kodo::ReceiveRing, channel.hpp): a ring of posted receives over one
+// channel end, handed over in transfer order and released in order (channel_end.hpp).
+#include <kodo/comm/channel_end.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+namespace kodo::detail {
+
+// --- receive rings --------------------------------------------------------------------
+
+struct RingCore : std::enable_shared_from_this<RingCore> {
+  std::shared_ptr<ChannelEnd> end;
+  std::vector<Segment> buffers;
+  std::shared_ptr<const void> keep;  // the views behind `buffers`
+  std::size_t element = 1;
+  std::function<void(std::uint64_t, std::size_t, std::size_t)> hand;  // transfer, bytes, buffer
+  std::vector<bool> free;                                             // by buffer: may be posted
+  std::uint64_t posted = 0, handed = 0, released = 0;
+  std::uint64_t waited = 0;                    // transfers below it were waited for on a stream
+  std::map<std::uint64_t, std::size_t> early;  // arrived ahead of `handed`: bytes
+  bool stopped = false;
+
+  std::size_t size() const { return buffers.size(); }
+
+  // Posts free buffers for the next transfers, in transfer order (transfer t goes to
+  // buffer t % size, and the channel matches receives in the order they are posted).
+  void post_free() {
+    while (!stopped && !end->closed && free[posted % size()]) {
+      const std::size_t b = posted % size();
+      free[b] = false;
+      const std::uint64_t transfer = posted++;
+      // A weak reference: the channel end holds its receives, and the ring the end.
+      end->recv({buffers[b], keep, element, false,
+                 [weak = weak_from_this(), transfer](std::size_t bytes) {
+                   if (const auto self = weak.lock()) self->arrive(transfer, bytes);
+                 }});
+    }
+  }
+
+  void free_buffer(std::uint64_t transfer) {
+    free[transfer % size()] = true;
+    post_free();
+  }
+
+  void arrive(std::uint64_t transfer, std::size_t bytes) {
+    if (stopped) return;
+    early.emplace(transfer, bytes);
+    for (auto it = early.find(handed); it != early.end(); it = early.find(handed)) {
+      const std::size_t n = it->second;
+      early.erase(it);
+      const std::uint64_t t = handed++;
+      hand(t, n, t % size());
+      if (stopped) return;  // the unit closed its ring from inside
+    }
+  }
+};
+
+void release_ring(RingCore* core, std::uint64_t transfer, Stream* stream) {
+  if (!core || core->stopped) throw Error("release on a receive ring that is not open");
+  RingCore& r = *core;
+  if (transfer != r.released)
+    throw Error(cat(r.end->describe(false), ": a receive ring's transfers are released in order; ",
+                    "transfer ", transfer, " was released while transfer ", r.released,
+                    " is the oldest not released"));
+  if (transfer >= std::max(r.handed, r.waited))
+    throw Error(cat(r.end->describe(false), ": transfer ", transfer,
+                    " was released before the ring handed it over or a stream waited for it"));
+  ++r.released;
+  if (r.end->recv_route == Route::node) {
+    // The receive of transfer + buffers is bookkeeping only here (its data comes once
+    // the sender sees the count this release publishes, in stream order), so it is
+    // posted now, and neither end's host needs to see the release finish.
+    r.free[transfer % r.size()] = true;
+    r.post_free();
+    r.end->consumed(transfer + 1, stream);
+    return;
+  }
+  if (!stream) return r.free_buffer(transfer);
+  r.end->host->when_done(*stream, [weak = r.weak_from_this(), transfer] {
+    if (const auto self = weak.lock()) self->free_buffer(transfer);
+  });
+}
+
+void stop_ring(RingCore& core) { core.stopped = true; }
+
+bool ring_waits_on_streams(const RingCore* core) {
+  if (!core || core->stopped || core->end->closed || core->end->recv_route != Route::node ||
+      !core->end->node().streams_may_wait())
+    return false;
+  // A buffer in host memory is filled from its slot by this rank's loop, after the count
+  // is up: a device wait would run ahead of that copy.
+  const auto& in = *core->end->node_in;
+  if (!backend::streams_run_in_call())
+    for (const std::byte* slot : in.slots)
+      if (slot) return false;
+  // The sender maps the ring when the offer reaches it, or refuses it: the first
+  // transfer that comes by the route shows the route taken.
+  return load_word(in.words + kArrivedWord) != 0;
+}
+
+void wait_on_ring(RingCore* core, std::uint64_t transfer, Stream& stream) {
+  if (!core || core->stopped) throw Error("a wait on a receive ring that is not open");
+  RingCore& r = *core;
+  if (!ring_waits_on_streams(core))
+    throw Error(cat(r.end->describe(false),
+                    ": a stream can wait for a ring's transfer only on the same-node route, once "
+                    "a transfer came that way (ReceiveRing::waits_on_streams)"));
+  if (transfer < r.released || transfer >= r.released + r.size())
+    throw Error(cat(r.end->describe(false), ": a stream waits for transfer ", transfer,
+                    " where the ring's buffers hold transfers ", r.released, " to ",
+                    r.released + r.size() - 1, " (those released and not yet released)"));
+  r.waited = std::max(r.waited, transfer + 1);
+  r.end->wait_on_stream(transfer, stream);
+}
+
+}  // namespace kodo::detail
+
+namespace kodo {
+
+// A ring over this channel's end: it takes over all of the end's receives.
+std::shared_ptr<detail::RingCore> Channel::start_ring(
+    std::vector<Segment> buffers, std::shared_ptr<const void> keep, std::size_t element,
+    std::function<void(std::uint64_t, std::size_t, std::size_t)> hand) {
+  if (!end_) throw Error("a receive ring on a channel that is not open");
+  if (end_->ring || end_->receives != 0)
+    throw Error(end_->describe(false) +
+                ": a receive ring must own all of a channel's receives (open it first, once)");
+  if (buffers.empty()) throw Error(end_->describe(false) + ": a receive ring needs a buffer");
+  end_->ring = true;
+  if (end_->recv_route == detail::Route::pending) end_->offer_ring(buffers, keep);
+  auto core = std::make_shared<detail::RingCore>();
+  core->end = end_;
+  core->buffers = std::move(buffers);
+  core->keep = std::move(keep);
+  core->element = element;
+  core->hand = std::move(hand);
+  core->free.assign(core->buffers.size(), true);
+  core->post_free();
+  return core;
+}
+
+}  // namespace kodo
