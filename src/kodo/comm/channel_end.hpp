@@ -34,7 +34,7 @@ constexpr std::uint64_t kTransferMask = (std::uint64_t{1} << kNumberBits) - 1;
 
 // Copies `bytes` from `from` to `to`, ordered on `space`, between any memory kinds.
 inline void copy_bytes(const ExecutionSpace& space, const Segment& to, const Segment& from,
-                std::size_t bytes) {
+                       std::size_t bytes) {
   using Device = ExecutionSpace::memory_space;
   using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
   auto host = [](const Segment& s, std::size_t n) {
@@ -71,7 +71,9 @@ inline void store_word(std::byte* at, std::uint64_t value) {
 // (transfers whose buffers the receiver freed), abandoned (either end closed: waits on
 // streams for the others stop), then the size of each buffer's transfer.
 constexpr std::uint64_t kArrivedWord = 0, kConsumedWord = 8, kAbandonedWord = 16, kSizeWords = 24;
-inline std::uint64_t words_bytes(std::size_t buffers) { return kSizeWords + 8 * std::uint64_t{buffers}; }
+inline std::uint64_t words_bytes(std::size_t buffers) {
+  return kSizeWords + 8 * std::uint64_t{buffers};
+}
 
 // Which way a link's transfers go: not known yet, UCX, or the same-node route.
 enum class Route : std::uint8_t { pending, ucx, node };
