@@ -16,19 +16,19 @@ class Cell : public kodo::WorkUnit<Cell> {
   explicit Cell(const kodo::UnitInit<Cell>& init)
       : WorkUnit(init), value_(static_cast<double>(linear() % 4)) {}
 
-  // Sweep `sweep`: the current value goes to both neighbours.
-  void sweep(std::int64_t sweep) {
-    sweep_ = sweep;
-    for (const std::int64_t side : {-1, 1}) neighbour(side).send<&Cell::hear>(sweep, value_);
+  // One sweep: the current value goes to both neighbours.
+  void sweep() {
+    sweeping_ = true;
+    for (const std::int64_t side : {-1, 1}) neighbour(side).send<&Cell::hear>(value_);
     finish_if_heard();
   }
 
-  // A neighbour's value of `sweep`. It may arrive before this unit's own sweep() call for
-  // that sweep (the main program's calls and the neighbours' travel independently).
-  void hear(std::int64_t sweep, double value) {
+  // A neighbour's value of this sweep (one sweep at a time: the main program waits for
+  // each to end). It may arrive before this unit's own sweep() call: the main program's
+  // calls and the neighbours' travel independently.
+  void hear(double value) {
     heard_sum_ += value;
     ++heard_;
-    (void)sweep;  // one sweep at a time: the main program waits for each to end
     finish_if_heard();
   }
 
@@ -36,13 +36,13 @@ class Cell : public kodo::WorkUnit<Cell> {
 
  private:
   void finish_if_heard() {
-    if (heard_ < 2 || sweep_ < 0) return;
+    if (heard_ < 2 || !sweeping_) return;
     const double next = (heard_sum_ + 2 * value_) / 4;
     const double change = std::fabs(next - value_);
     value_ = next;
     heard_ = 0;
     heard_sum_ = 0;
-    sweep_ = -1;
+    sweeping_ = false;
     contribute(change, kodo::Max{});  // the sweep's residual, for the main program
   }
   std::int64_t linear() const { return collection().shape().linear(index()); }
@@ -52,7 +52,7 @@ class Cell : public kodo::WorkUnit<Cell> {
   }
 
   double value_;
-  std::int64_t sweep_ = -1;  // the sweep under way, or -1
+  bool sweeping_ = false;  // sweep() has come for the sweep under way
   int heard_ = 0;
   double heard_sum_ = 0;
 };
@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
   std::int64_t sweeps = 0;
   // The loop an MPI code would write around MPI_Allreduce, here around run().
   while (residual >= tolerance && sweeps < 10000) {
-    cells.broadcast_local<&Cell::sweep>(sweeps);
+    cells.broadcast_local<&Cell::sweep>();
     runtime.run();
     residual = cells.reduced<double>();
     ++sweeps;

@@ -2,17 +2,6 @@
 // directly between units of one rank, and closing (channel_end.hpp).
 #include <kodo/comm/channel_end.hpp>
 
-#include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <deque>
-#include <map>
-#include <optional>
-#include <set>
-#include <sstream>
-#include <thread>
-#include <vector>
-
 namespace kodo::detail {
 
 std::shared_ptr<ChannelRegistry> make_channel_registry() {

@@ -16,7 +16,6 @@
 #include <kodo/comm/view_pool.hpp>
 #include <kodo/comm/wire.hpp>
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <deque>
@@ -24,7 +23,6 @@
 #include <optional>
 #include <set>
 #include <sstream>
-#include <thread>
 #include <vector>
 
 namespace kodo::detail {

@@ -3,17 +3,6 @@
 // checked on arrival (channel_end.hpp).
 #include <kodo/comm/channel_end.hpp>
 
-#include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <deque>
-#include <map>
-#include <optional>
-#include <set>
-#include <sstream>
-#include <thread>
-#include <vector>
-
 namespace kodo::detail {
 
 Message ring_message(const RingMessage& ring, int from_rank) {

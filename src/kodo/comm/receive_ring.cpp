@@ -3,15 +3,6 @@
 #include <kodo/comm/channel_end.hpp>
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <deque>
-#include <map>
-#include <optional>
-#include <set>
-#include <sstream>
-#include <thread>
-#include <vector>
 
 namespace kodo::detail {
 
