@@ -6,7 +6,9 @@
 #
 # strong: S^3 FCC unit cells (4 S^3 atoms) whatever the GPU count (-nx S -ny S -nz S, the
 # same as -s S). weak: S^3 cells per GPU, the box growing along x (-nx S*G -ny S -nz S).
-# MODES: device (--comm device), host (--comm host), device-sync (--comm device --sync).
+# MODES: device (--comm device), host (--comm host), device-sync (--comm device --sync),
+# program and unit-by-unit (--comm device --step-program 1 / 0; with full lists,
+# MINIMD_ARGS="--half_neigh 0": plain steps as one device program per rank, or not).
 # STEPS: time steps (default 300).
 # Each row holds what the run's PERF_SUMMARY line reports (atoms, atom-steps/s and the
 # times in seconds), checked against the ranks, ODF, steps and atoms asked for.
@@ -14,7 +16,7 @@
 # (more minimd flags for every run, e.g. "--half_neigh 0"), KODO_MACHINE and KODO_COMMIT
 # (recorded in the header).
 set -euo pipefail
-usage() { sed -n '2,15p' "$0" >&2; }
+usage() { sed -n '2,17p' "$0" >&2; }
 fail() {
   echo "minimd_sweep: $*" >&2
   exit 2
@@ -38,7 +40,9 @@ for mode in $modes; do
     device) mode_flags[$mode]="--comm device" ;;
     host) mode_flags[$mode]="--comm host" ;;
     device-sync) mode_flags[$mode]="--comm device --sync" ;;
-    *) fail "unknown mode '$mode' (device, host or device-sync)" ;;
+    program) mode_flags[$mode]="--comm device --step-program 1" ;;
+    unit-by-unit) mode_flags[$mode]="--comm device --step-program 0" ;;
+    *) fail "unknown mode '$mode' (device, host, device-sync, program or unit-by-unit)" ;;
   esac
 done
 if [[ $bin == */* ]]; then

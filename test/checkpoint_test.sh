@@ -105,16 +105,18 @@ case $case in
     expect "# checkpoint at step 200: $work/m/checkpoint-1"
     expect "verified: 3 thermo line(s) equal the reference's"
     run 2 "$minimd" -s 10 -n 100 --checkpoint-every 100 --checkpoint-dir "$work/m100"
-    for shape in "2 1" "1 1" "3 2" "4 1 --half_neigh 0" "2 2 -gn 0" "2 1 --sync --comm host"; do
+    for shape in "2 1" "1 1" "3 2" "4 1 --half_neigh 0" "2 2 -gn 0" "2 1 --sync --comm host" \
+      "3 2 --half_neigh 0"; do
       read -r ranks odf extra <<<"$shape"
       # shellcheck disable=SC2086
       run "$ranks" "$minimd" -s 10 -n 300 --odf "$odf" --restart "$work/m100" --reference "$reference" $extra
       expect "# Restarted from $work/m100/checkpoint-0 at step 100"
       expect "verified: 3 thermo line(s) equal the reference's"
     done
-    # Eight units onto one; a checkpoint at a step with no thermo line (40); a restart at
-    # the last step.
-    run 4 "$minimd" -s 10 -n 40 --odf 2 --checkpoint-every 40 --checkpoint-dir "$work/m40"
+    # Eight units onto one, written after steps of the step program; a checkpoint at a
+    # step with no thermo line (40); a restart at the last step.
+    run 4 "$minimd" -s 10 -n 40 --odf 2 --half_neigh 0 --checkpoint-every 40 --checkpoint-dir "$work/m40"
+    expect " 38 plain steps in"
     run 1 "$minimd" -s 10 -n 300 --restart "$work/m40" --reference "$reference"
     expect "verified: 3 thermo line(s) equal the reference's"
     grep -q "^40 " "$out" || fail "no thermo line at the restored step"

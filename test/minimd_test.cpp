@@ -1,6 +1,7 @@
 // MiniMD's interior-first order: the atoms it puts first have no ghost in their neighbour
 // lists, so the app may run their force before the ghosts are updated, and the force in
-// two parts equals the force in one.
+// two parts equals the force in one. And the kernels given counts the device reads (the
+// step program's) do what they do given the same counts on the host, and no more.
 #include "test_runtime.hpp"
 
 #include <kernels.hpp>
@@ -153,6 +154,70 @@ TEST(MinimdInteriorFirst, InnerAtomsFirstWithoutGhostNeighbours) {
   auto h2 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), f_two);
   for (int i = 0; i < nlocal; ++i)
     for (int d = 0; d < 3; ++d) EXPECT_EQ(h1(i, d), h2(i, d)) << "atom " << i;
+
+  // The same two parts with the ends read by the device, launched over every row: the
+  // same forces, and the rows past nlocal untouched.
+  Indices sizes("sizes", 2);
+  auto hs_sizes = Kokkos::create_mirror_view(sizes);
+  hs_sizes(0) = interior;
+  hs_sizes(1) = nlocal;
+  Kokkos::deep_copy(sizes, hs_sizes);
+  const minimd::Count inner(sizes, 0, nall), own(sizes, 1, nall);
+  Vectors f_device("f_device", nall);
+  Kokkos::deep_copy(f_device, 7.0);
+  minimd::force_full(space, stale, f_device, 0, inner, nlocal, lists, count, p, false, ev);
+  minimd::force_full(space, xs, f_device, inner, own, nlocal, lists, count, p, false, ev);
+  auto h3 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), f_device);
+  for (int i = 0; i < nall; ++i)
+    for (int d = 0; d < 3; ++d) {
+      if (i < nlocal) {
+        EXPECT_EQ(h1(i, d), h3(i, d)) << "atom " << i;
+      } else {
+        EXPECT_EQ(h3(i, d), 7.0) << "row " << i;
+      }
+    }
+}
+
+TEST(MinimdCounts, DeviceCountsBoundTheWork) {
+  const minimd::Device space;
+  constexpr int rows = 10;
+  Indices sizes("sizes", 2);  // first row 2, count 3
+  Kokkos::deep_copy(Kokkos::subview(sizes, 0), 2);
+  Kokkos::deep_copy(Kokkos::subview(sizes, 1), 3);
+  const minimd::Count first(sizes, 0, 0), count(sizes, 1, 8);
+
+  // Rows [2, 5) from the payload; the others as they were.
+  minimd::Payload in("in", 3 * 8);
+  auto h_in = Kokkos::create_mirror_view(in);
+  for (int k = 0; k < 3 * 8; ++k) h_in(k) = k + 1;
+  Kokkos::deep_copy(in, h_in);
+  Vectors x("x", rows);
+  minimd::unpack_rows(space, in, count, x, first);
+  auto hx = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), x);
+  for (int i = 0; i < rows; ++i)
+    for (int e = 0; e < 3; ++e)
+      EXPECT_EQ(hx(i, e), i >= 2 && i < 5 ? 3 * (i - 2) + e + 1 : 0.0) << "row " << i;
+
+  // Images of listed rows at rows [2, 5): list entries 0..2 only.
+  Indices list("list", 8);
+  Kokkos::deep_copy(list, 9);
+  Kokkos::deep_copy(Kokkos::subview(list, std::make_pair(0, 3)), 8);
+  Kokkos::deep_copy(Kokkos::subview(x, 8, Kokkos::ALL), 1.5);
+  minimd::copy_positions(space, x, list, count, 0, 10.0, first);
+  hx = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), x);
+  for (int i = 2; i < 5; ++i) {
+    EXPECT_EQ(hx(i, 0), 11.5) << "row " << i;
+    EXPECT_EQ(hx(i, 1), 1.5) << "row " << i;
+  }
+  EXPECT_EQ(hx(5, 0), 0.0);
+
+  // Integration of the first 3 atoms of 10.
+  Vectors v("v", rows), f("f", rows);
+  Kokkos::deep_copy(v, 1.0);
+  Kokkos::deep_copy(f, 2.0);
+  minimd::final_integrate(space, v, f, minimd::Count(sizes, 1, rows), 0.5);
+  auto hv = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+  for (int i = 0; i < rows; ++i) EXPECT_EQ(hv(i, 0), i < 3 ? 1.5 : 1.0) << "atom " << i;
 }
 
 }  // namespace

@@ -76,6 +76,15 @@ void grow_flat(V& view, std::size_t size, const char* label) {
 
 double now() { return MPI_Wtime(); }
 
+// into(k) = values[k]; the values travel as the kernel's argument (no host buffer to keep
+// alive until the copy is done).
+template <std::size_t N>
+void write_values(const Device& space, const Kokkos::Array<int, N>& values, Indices into) {
+  Kokkos::parallel_for(
+      "minimd::write_values", Kokkos::RangePolicy<Device>(space, 0, N),
+      KOKKOS_LAMBDA(int k) { into(k) = values[k]; });
+}
+
 }  // namespace
 
 bool Setup::thermo_step(std::int64_t step) const {
@@ -154,6 +163,7 @@ AtomUnit::AtomUnit(const kodo::UnitInit<AtomUnit>& init, const Setup& setup)
   most_neighbors_ = setup.list == ListKind::full ? 128 : 64;
   counters_ = Counters(alloc("minimd::counters"), counter_slots);
   counters_host_ = decltype(counters_host_)(alloc("minimd::counters_host"), counter_slots);
+  if (setup.step_program) sizes_ = Indices(alloc("minimd::sizes"), size_slots);
   thermo_ = Payload(alloc("minimd::thermo"), 7);
   setup_sums_ = Payload(alloc("minimd::setup_sums"), 3);
   Kokkos::fence("minimd::AtomUnit");
@@ -529,8 +539,17 @@ bool AtomUnit::step_once() {
                   bin_atoms_);
       spares_for(nlocal_);
       gather_atoms(compute_->space(), x_, v_, bin_atoms_, nlocal_, x_spare_, v_spare_);
-      std::swap(x_, x_spare_);
-      std::swap(v_, v_spare_);
+      if (x_.data() == program_x_) {
+        // The step program reads x_ (and v_) where they are: the sorted atoms go back.
+        const auto own = std::pair<std::size_t, std::size_t>(0, static_cast<std::size_t>(nlocal_));
+        Kokkos::deep_copy(compute_->space(), Kokkos::subview(x_, own, Kokkos::ALL),
+                          Kokkos::subview(x_spare_, own, Kokkos::ALL));
+        Kokkos::deep_copy(compute_->space(), Kokkos::subview(v_, own, Kokkos::ALL),
+                          Kokkos::subview(v_spare_, own, Kokkos::ALL));
+      } else {
+        std::swap(x_, x_spare_);
+        std::swap(v_, v_spare_);
+      }
       natoms_ = nlocal_;
       if (comm_ != compute_) comm_->wait_for(*compute_);
       stage_ = Stage::borders;
@@ -794,6 +813,7 @@ bool AtomUnit::neighbor_stage() {
   }
   // Set by the sort's order (full lists; 0 otherwise) and read back with the counters.
   interior_ = static_cast<int>(counters_host_(interior));
+  publish_sizes();
   stage_ = Stage::force;
   phase_ = Phase::start;
   return true;
@@ -882,6 +902,140 @@ bool AtomUnit::reverse_phase() {
     default: break;
   }
   return false;
+}
+
+// ---- the step program ------------------------------------------------------------------
+
+// The counts of the lists just rebuilt, for the program's kernels, and room in its ghost
+// buffers. Both ends of a transfer see the same count (the sender's border list is the
+// receiver's ghosts from that side), so their buffers grow alike.
+void AtomUnit::publish_sizes() {
+  if (!setup_.step_program) return;
+  for (int d = 0; d < 3; ++d)
+    for (int side = 0; side < 2; ++side) {
+      if (count_[d][side] > in_room_[d][side]) {
+        in_room_[d][side] = room_for(count_[d][side], "ghosts");
+        if (!self(d))
+          program_in_[d][side] =
+              Payload(Kokkos::view_alloc(Kokkos::WithoutInitializing, "minimd::program_in"),
+                      3 * static_cast<std::size_t>(in_room_[d][side]));
+      }
+      if (!self(d) && border_count_[d][side] > out_room_[d][side]) {
+        out_room_[d][side] = room_for(border_count_[d][side], "ghosts");
+        program_out_[d][side] =
+            Payload(Kokkos::view_alloc(Kokkos::WithoutInitializing, "minimd::program_out"),
+                    3 * static_cast<std::size_t>(out_room_[d][side]));
+      }
+    }
+  Kokkos::Array<int, size_slots> values{};
+  values[own_slot] = nlocal_;
+  values[inner_slot] = interior_;
+  for (int d = 0; d < 3; ++d)
+    for (int side = 0; side < 2; ++side) {
+      values[first_slot + 2 * d + side] = first_[d][side];
+      values[count_slot + 2 * d + side] = count_[d][side];
+      values[border_slot + 2 * d + side] = border_count_[d][side];
+    }
+  write_values(compute_->space(), values, sizes_);
+}
+
+std::vector<std::uintptr_t> AtomUnit::planned_views() const {
+  auto at = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p); };
+  std::vector<std::uintptr_t> views = {at(x_.data()),
+                                       at(v_.data()),
+                                       at(f_.data()),
+                                       at(neighbors_.data()),
+                                       at(neighbor_count_.data()),
+                                       at(sizes_.data())};
+  for (int d = 0; d < 3; ++d)
+    for (int side = 0; side < 2; ++side)
+      for (const void* p : {static_cast<const void*>(border_[d][side].data()),
+                            static_cast<const void*>(program_in_[d][side].data()),
+                            static_cast<const void*>(program_out_[d][side].data())})
+        views.push_back(at(p));
+  for (int d = 0; d < 3; ++d)  // the bounds of the kernels over images (no buffer of their own)
+    for (int side = 0; side < 2; ++side)
+      views.push_back(static_cast<std::uintptr_t>(in_room_[d][side]));
+  return views;
+}
+
+bool AtomUnit::plan_current() const { return !planned_.empty() && planned_ == planned_views(); }
+
+void AtomUnit::program_runs(std::int64_t steps) {
+  if (stage_ != Stage::idle || step_ != target_ || completed_ != step_)
+    throw std::runtime_error(text("minimd: unit ", index(), " runs the step program at step ",
+                                  step_, " in the middle of a step of its own"));
+  step_ += steps;
+  target_ = completed_ = step_;
+}
+
+// A plain step as four phases (atom_unit.hpp). Everything the work reads is captured
+// here, by value: the program replays it as recorded.
+void AtomUnit::plan_step(kodo::StepPlan& plan) {
+  if (!setup_.step_program || setup_.list != ListKind::full)
+    throw std::runtime_error("minimd: the step program runs full lists only");
+  const int q = plan.phase();
+  planned_ = planned_views();
+  program_x_ = x_.data();
+  const Vectors x = x_, v = v_, f = f_;
+  const NeighborList lists = neighbors_;
+  const Indices list_sizes = neighbor_count_;
+  const Potential pair = potential();
+  const double dt = setup_.problem.dt;
+  const int rows = static_cast<int>(neighbors_.extent(0));
+  const Count own = sized(own_slot, static_cast<int>(v_.extent(0)));
+  const Count inner = sized(inner_slot, rows), own_rows = sized(own_slot, rows);
+  std::vector<kodo::StepWork> parts;
+  if (q == 0) parts.push_back([=](const Device& s) { initial_integrate(s, x, v, f, own, dt); });
+  if (q >= 1 && !self(q - 1)) {  // the ghosts along q - 1, sent in the previous phase
+    const int d = q - 1;
+    for (int side = 0; side < 2; ++side) {
+      const Payload in = program_in_[d][side];
+      plan.receive(in, neighbour(d, side), 2 * d + 1 - side);
+      const Count count = sized(count_slot + 2 * d + side, in_room_[d][side]);
+      const Count first = sized(first_slot + 2 * d + side, 0);
+      parts.push_back([=](const Device& s) { unpack_rows(s, in, count, x, first); });
+    }
+  }
+  if (q <= 2) {  // the ghosts along q: images of own atoms, or positions for the neighbours
+    const int d = q;
+    for (int side = 0; side < 2; ++side) {
+      const Indices list = border_[d][self(d) ? 1 - side : side];
+      if (self(d)) {
+        const Count count = sized(count_slot + 2 * d + side, in_room_[d][side]);
+        const Count first = sized(first_slot + 2 * d + side, 0);
+        const double by = shift(d, 1 - side);
+        parts.push_back([=](const Device& s) { copy_positions(s, x, list, count, d, by, first); });
+      } else {
+        const Payload out = program_out_[d][side];
+        plan.send(out, neighbour(d, side), 2 * d + side);  // toward `side`
+        const Count count = sized(border_slot + 2 * d + side, out_room_[d][side]);
+        const double by = shift(d, side);
+        parts.push_back([=](const Device& s) { pack_positions(s, x, list, count, d, by, out); });
+      }
+    }
+  }
+  // Atoms with no ghost in their lists need only their own positions: their force can run
+  // while ghosts come from another rank. Within a rank the other units' work fills the
+  // device meanwhile, and one launch over every atom costs less than two.
+  bool remote = false;
+  for (int d = 0; d < 3; ++d)
+    for (int side = 0; side < 2; ++side)
+      remote = remote || collection().owner(neighbour(d, side)) != collection().owner(index());
+  if (q == 1 && remote)
+    plan.work_without_receives([=](const Device& s) {
+      force_full(s, x, f, 0, inner, rows, lists, list_sizes, pair, false, {});
+    });
+  if (q == 3) {
+    const Count first = remote ? inner : Count(0);
+    parts.push_back([=](const Device& s) {
+      force_full(s, x, f, first, own_rows, rows, lists, list_sizes, pair, false, {});
+      final_integrate(s, v, f, own, dt);
+    });
+  }
+  plan.work([parts](const Device& s) {
+    for (const auto& part : parts) part(s);
+  });
 }
 
 }  // namespace minimd

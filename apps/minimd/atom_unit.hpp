@@ -27,6 +27,17 @@
 // on its compute stream; the unit never waits: each stage continues from the
 // completion engine (or, with --sync, after a fence).
 //
+// The steps between reneighborings that print no thermo may instead run as a
+// kodo::StepProgram (full lists, without --sync): every unit's work for a step recorded
+// once and replayed as one device program per rank, with no host step per unit. A step
+// is four program steps (phases): 0 initial integrate, pack x; 1 unpack x, pack y; 2
+// unpack y, pack z; 3 unpack z, force, final integrate. A unit with a neighbour on
+// another rank runs the force of its atoms with no ghost in their lists early in phase 1,
+// while the x ghosts travel. Its kernels read the counts (own atoms, ghost rows,
+// border lists) from a device view the unit refreshes at each reneighboring, and its
+// buffers have room to grow, so the program outlives the lists it serves; it is built
+// again only when a view it captured is replaced (plan_current()).
+//
 // Buffers and message slots come in two by step parity. A neighbour cannot send the
 // data of step n + 2 before it has ours of n + 1, which we send after our work on its
 // data of n is done (same stream, earlier); so a buffer of step n may be written again,
@@ -60,9 +71,14 @@ struct Setup {
   ListKind list = ListKind::half_newton;
   bool host_staged = false;
   bool sync = false;
+  bool step_program = false;  // plain steps run as a StepProgram (see AtomUnit)
   double bin_size[3];
   Timers* timers = nullptr;
   bool thermo_step(std::int64_t step) const;  // 0, every thermo_every, the last
+  // Neither rebuilds the lists nor sums the thermo: a step the program can run.
+  bool plain_step(std::int64_t step) const {
+    return step % problem.reneighbor_every != 0 && !thermo_step(step);
+  }
 };
 
 // What a checkpoint holds of a unit: its step and its own atoms (rows 0 .. n - 1),
@@ -108,6 +124,15 @@ class AtomUnit : public kodo::WorkUnit<AtomUnit> {
   // every saved unit whose box overlaps it (another rank count or ODF).
   void restore(const kodo::SavedCollection& saved, std::int64_t step);
   int own_atom_count() const { return nlocal_; }
+
+  // The step program (above): the plan of phase plan.phase() of a plain step.
+  static constexpr int program_phases = 4;
+  void plan_step(kodo::StepPlan& plan);
+  // Whether every view the last plan_step captured is still the unit's own.
+  bool plan_current() const;
+  // The program runs the next `steps` steps of this unit (called before the run() that
+  // runs them: messages of the step after may reach the unit during that run()).
+  void program_runs(std::int64_t steps);
 
   // Entry methods of the neighbours: data of `step`, coming from the neighbour on
   // `side` (0 lower, 1 upper) of dimension `dim`.
@@ -166,6 +191,9 @@ class AtomUnit : public kodo::WorkUnit<AtomUnit> {
   void ensure_locals(std::int64_t atoms, int keep);
   void spares_for(std::int64_t atoms);
   void check_lost(const char* when);
+  void publish_sizes();
+  std::vector<std::uintptr_t> planned_views() const;
+  Count sized(int slot, int bound) const { return {sizes_, slot, bound}; }
 
   const Setup& setup_;
   kodo::Extent3 units_;
@@ -206,6 +234,23 @@ class AtomUnit : public kodo::WorkUnit<AtomUnit> {
   HostPayload held_staged_[kinds][2][3][2];
   Payload held_[kinds][2][3][2];
   std::map<Key, Payload> arrived_;
+  // The step program's view of the unit: counts the device reads (slots below, written
+  // at each reneighboring), ghost buffers by dimension and side with room for
+  // out_room_ / in_room_ atoms (the same on both ends of a transfer: both grow with the
+  // same counts), and what the last plan captured.
+  enum SizeSlot : int {
+    own_slot,
+    inner_slot,
+    first_slot,
+    count_slot = first_slot + 6,
+    border_slot = count_slot + 6,
+    size_slots = border_slot + 6
+  };
+  Indices sizes_;
+  Payload program_out_[3][2], program_in_[3][2];
+  int out_room_[3][2] = {}, in_room_[3][2] = {};
+  std::vector<std::uintptr_t> planned_;
+  const double* program_x_ = nullptr;  // x_ as the program reads it
   // Reductions.
   Payload thermo_;  // sum |v|^2, potential energy, virial, atoms, sum v (3)
   Payload setup_sums_;

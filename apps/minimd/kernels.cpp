@@ -9,12 +9,15 @@ namespace minimd {
 namespace {
 using Range = Kokkos::RangePolicy<Device>;
 Range over(const Device& space, int n) { return Range(space, 0, n); }
+// Up to a count's bound; the kernel skips items at or past the count itself.
+Range over(const Device& space, const Count& n) { return Range(space, 0, n.bound); }
 }  // namespace
 
-void initial_integrate(const Device& space, Vectors x, Vectors v, Vectors f, int n, double dt) {
+void initial_integrate(const Device& space, Vectors x, Vectors v, Vectors f, Count n, double dt) {
   const double half = 0.5 * dt;  // dt / 2m, mass 1
   Kokkos::parallel_for(
       "minimd::initial_integrate", over(space, n), KOKKOS_LAMBDA(int i) {
+        if (i >= n.get()) return;
         for (int d = 0; d < 3; ++d) {
           v(i, d) += half * f(i, d);
           x(i, d) += dt * v(i, d);
@@ -22,10 +25,11 @@ void initial_integrate(const Device& space, Vectors x, Vectors v, Vectors f, int
       });
 }
 
-void final_integrate(const Device& space, Vectors v, Vectors f, int n, double dt) {
+void final_integrate(const Device& space, Vectors v, Vectors f, Count n, double dt) {
   const double half = 0.5 * dt;
   Kokkos::parallel_for(
       "minimd::final_integrate", over(space, n), KOKKOS_LAMBDA(int i) {
+        if (i >= n.get()) return;
         for (int d = 0; d < 3; ++d) v(i, d) += half * f(i, d);
       });
 }
@@ -152,28 +156,32 @@ void count_outside(const Device& space, Vectors x, int n, Box box, Counters coun
       });
 }
 
-void pack_positions(const Device& space, Vectors x, Indices list, int count, int d, double shift,
+void pack_positions(const Device& space, Vectors x, Indices list, Count count, int d, double shift,
                     Payload out) {
   Kokkos::parallel_for(
       "minimd::pack_positions", over(space, count), KOKKOS_LAMBDA(int k) {
+        if (k >= count.get()) return;
         const int i = list(k);
         for (int e = 0; e < 3; ++e) out(3 * k + e) = x(i, e) + (e == d ? shift : 0.0);
       });
 }
 
-void unpack_rows(const Device& space, Payload in, int count, Vectors x, int first) {
+void unpack_rows(const Device& space, Payload in, Count count, Vectors x, Count first) {
   Kokkos::parallel_for(
       "minimd::unpack_rows", over(space, count), KOKKOS_LAMBDA(int k) {
-        for (int e = 0; e < 3; ++e) x(first + k, e) = in(3 * k + e);
+        if (k >= count.get()) return;
+        const int row = first.get() + k;
+        for (int e = 0; e < 3; ++e) x(row, e) = in(3 * k + e);
       });
 }
 
-void copy_positions(const Device& space, Vectors x, Indices list, int count, int d, double shift,
-                    int first) {
+void copy_positions(const Device& space, Vectors x, Indices list, Count count, int d, double shift,
+                    Count first) {
   Kokkos::parallel_for(
       "minimd::copy_positions", over(space, count), KOKKOS_LAMBDA(int k) {
-        const int i = list(k);
-        for (int e = 0; e < 3; ++e) x(first + k, e) = x(i, e) + (e == d ? shift : 0.0);
+        if (k >= count.get()) return;
+        const int i = list(k), row = first.get() + k;
+        for (int e = 0; e < 3; ++e) x(row, e) = x(i, e) + (e == d ? shift : 0.0);
       });
 }
 
@@ -478,20 +486,43 @@ struct PairForces {
   }
 };
 
-// The force over atoms [first, last).
+// A force functor over atoms [first, last) where the device reads either end (Count).
 template <class Functor>
-void run_force(const char* name, const Device& space, int first, int last, const Functor& functor,
-               bool energy, Payload ev) {
-  if (energy)
-    Kokkos::parallel_reduce(name, Kokkos::RangePolicy<Device, Energy>(space, first, last), functor,
-                            Kokkos::Sum<double, Memory>(Kokkos::subview(ev, 0)),
-                            Kokkos::Sum<double, Memory>(Kokkos::subview(ev, 1)));
+struct Between {
+  Functor forces;
+  Count first, last;
+  KOKKOS_INLINE_FUNCTION bool outside(int i) const { return i < first.get() || i >= last.get(); }
+  KOKKOS_INLINE_FUNCTION void operator()(int i) const {
+    if (!outside(i)) forces(i);
+  }
+  KOKKOS_INLINE_FUNCTION void operator()(Energy tag, int i, double& e, double& w) const {
+    if (!outside(i)) forces(tag, i, e, w);
+  }
+};
+
+// The force over atoms [first, last): the range launched when both are host counts, else
+// [0 or first, last's bound) with the rest skipped on the device.
+template <class Functor>
+void run_force(const char* name, const Device& space, const Count& first, const Count& last,
+               const Functor& functor, bool energy, Payload ev) {
+  const int begin = first.slot < 0 ? first.bound : 0;
+  const int end = std::max(begin, last.bound);
+  auto launch = [&](const auto& forces) {
+    if (energy)
+      Kokkos::parallel_reduce(name, Kokkos::RangePolicy<Device, Energy>(space, begin, end), forces,
+                              Kokkos::Sum<double, Memory>(Kokkos::subview(ev, 0)),
+                              Kokkos::Sum<double, Memory>(Kokkos::subview(ev, 1)));
+    else
+      Kokkos::parallel_for(name, Range(space, begin, end), forces);
+  };
+  if (first.slot < 0 && last.slot < 0)
+    launch(functor);
   else
-    Kokkos::parallel_for(name, Range(space, first, last), functor);
+    launch(Between<Functor>{functor, first, last});
 }
 }  // namespace
 
-void force_full(const Device& space, Vectors x, Vectors f, int first, int last, int nlocal,
+void force_full(const Device& space, Vectors x, Vectors f, Count first, Count last, int nlocal,
                 NeighborList neighbors, Indices count, const Potential& p, bool energy,
                 Payload ev) {
   run_force("minimd::force_full", space, first, last,

@@ -34,14 +34,27 @@ enum Counter : int {
   counter_slots
 };
 
+// How many atoms (or list entries) a kernel works on: known on the host (an int), or
+// read by the device from sizes(slot) when the kernel runs, at most `bound`. The second
+// serves a step program's work, which is recorded once and replayed while the counts
+// change at each reneighboring.
+struct Count {
+  Count(int n) : bound(n) {}  // implicit: a host count reads as itself
+  Count(Indices sizes, int slot, int bound) : bound(bound), sizes(sizes), slot(slot) {}
+  KOKKOS_INLINE_FUNCTION int get() const { return slot < 0 ? bound : sizes(slot); }
+  int bound = 0;
+  Indices sizes;
+  int slot = -1;
+};
+
 // A unit's subdomain: [lo, hi) along each dimension.
 struct Box {
   double lo[3], hi[3];
 };
 
 // -- integration ------------------------------------------------------------------
-void initial_integrate(const Device& space, Vectors x, Vectors v, Vectors f, int n, double dt);
-void final_integrate(const Device& space, Vectors v, Vectors f, int n, double dt);
+void initial_integrate(const Device& space, Vectors x, Vectors v, Vectors f, Count n, double dt);
+void final_integrate(const Device& space, Vectors v, Vectors f, Count n, double dt);
 void scale(const Device& space, Vectors v, int n, double factor);
 void subtract(const Device& space, Vectors v, int n, double vx, double vy, double vz);
 // into(0..2) = sum of v over n atoms
@@ -68,13 +81,13 @@ void unpack_atoms(const Device& space, Payload in, int count, Vectors x, Vectors
 // Counts into counters(lost) the atoms of [0, n) outside `box` (or not finite).
 void count_outside(const Device& space, Vectors x, int n, Box box, Counters counters);
 // out = x of the listed atoms, shifted by `shift` along d: 3 doubles per atom.
-void pack_positions(const Device& space, Vectors x, Indices list, int count, int d, double shift,
+void pack_positions(const Device& space, Vectors x, Indices list, Count count, int d, double shift,
                     Payload out);
 // Rows [first, first + count) of x = the packed positions.
-void unpack_rows(const Device& space, Payload in, int count, Vectors x, int first);
+void unpack_rows(const Device& space, Payload in, Count count, Vectors x, Count first);
 // Ghost rows [first, first + count) of x from the listed atoms of the same unit, shifted.
-void copy_positions(const Device& space, Vectors x, Indices list, int count, int d, double shift,
-                    int first);
+void copy_positions(const Device& space, Vectors x, Indices list, Count count, int d, double shift,
+                    Count first);
 // Reverse communication: out = rows [first, first + count) of f.
 void pack_rows(const Device& space, Vectors f, int first, int count, Payload out);
 // f of the listed atoms += the packed forces.
@@ -131,7 +144,7 @@ void force(const Device& space, Vectors x, Vectors f, int nlocal, int nall, Neig
 // Full lists: the force on own atoms [first, last) only, so that atoms whose lists hold
 // no ghost can run before the ghosts are updated. With `energy`, ev holds the sums over
 // that range alone.
-void force_full(const Device& space, Vectors x, Vectors f, int first, int last, int nlocal,
+void force_full(const Device& space, Vectors x, Vectors f, Count first, Count last, int nlocal,
                 NeighborList neighbors, Indices count, const Potential& p, bool energy, Payload ev);
 
 }  // namespace minimd

@@ -100,6 +100,8 @@ int run(kodo::Runtime& runtime, const Options& opt, const kodo::Extent3& units,
     std::printf("\t# Ghost Newton: %d\n", opt.ghost_newton ? 1 : 0);
     std::printf("\t# Comm: %s, completion: %s\n", opt.comm.c_str(),
                 opt.sync ? "sync (fence)" : "engine");
+    std::printf("\t# Plain steps: %s\n",
+                setup.step_program ? "step program (one device program per rank)" : "unit by unit");
     std::printf("\t# Size of float: 8\n");
     std::fflush(stdout);
   }
@@ -206,14 +208,59 @@ int run(kodo::Runtime& runtime, const Options& opt, const kodo::Extent3& units,
   const double setup_end = now();
   clock_start = setup_end;
   *setup.timers = minimd::Timers{};
+  // The plain steps as one device program per rank (atom_unit.hpp), built again when a
+  // unit's views change: every rank decides alike, as building it is collective.
+  std::optional<kodo::StepProgram<minimd::AtomUnit>> program;
+  int programs_built = 0;
+  std::int64_t plain_steps = 0;
+  double plain_seconds = 0, build_seconds = 0;  // this rank's
+  auto run_program = [&](std::int64_t steps) {
+    int stale = program ? 0 : 1;
+    atoms.for_each_local([&](const minimd::AtomUnit& unit) {
+      if (!unit.plan_current()) stale = 1;
+    });
+    MPI_Allreduce(MPI_IN_PLACE, &stale, 1, MPI_INT, MPI_MAX, runtime.comm());
+    const double t0 = now();
+    if (stale) {
+      program.reset();  // one program per collection at a time
+      program.emplace(atoms, kodo::StepProgramOptions{.phases = minimd::AtomUnit::program_phases,
+                                                      .comm = setup.host_staged
+                                                                  ? kodo::CommMode::host_staged
+                                                                  : kodo::CommMode::device});
+      ++programs_built;
+    }
+    const double t1 = now();
+    build_seconds += t1 - t0;
+    // Before run(): a unit of another rank may finish these steps and send data of the
+    // next one while this rank's run() still goes on.
+    atoms.for_each_local([&](minimd::AtomUnit& unit) { unit.program_runs(steps); });
+    program->advance(minimd::AtomUnit::program_phases * steps);
+    runtime.run();
+    plain_seconds += now() - t1;
+    plain_steps += steps;
+  };
+  // Steps up to `last`: runs of plain steps through the program, the others unit by unit.
+  auto run_to = [&](std::int64_t last) {
+    while (step < last) {
+      std::int64_t n = 0;
+      const bool plain = setup.step_program && setup.plain_step(step + 1);
+      while (step + n < last && (setup.step_program && setup.plain_step(step + n + 1)) == plain)
+        ++n;
+      if (plain) {
+        run_program(n);
+      } else {
+        atoms.broadcast_local<&minimd::AtomUnit::run>(n);
+        runtime.run();
+      }
+      step += n;
+    }
+  };
   // Up to the last step, with a checkpoint at every multiple of --checkpoint-every.
   const std::int64_t first_step = step;
   while (step < p.steps) {
     const std::int64_t every = opt.checkpoint_every;
     const std::int64_t next = every > 0 ? std::min(p.steps, (step / every + 1) * every) : p.steps;
-    atoms.broadcast_local<&minimd::AtomUnit::run>(next - step);
-    runtime.run();
-    step = next;
+    run_to(next);
     if (every == 0 || step % every != 0) continue;
     try {
       const auto r =
@@ -231,6 +278,13 @@ int run(kodo::Runtime& runtime, const Options& opt, const kodo::Extent3& units,
     }
   }
   const double total = now() - clock_start;
+  if (root && setup.step_program)
+    std::printf("# step program: built %d time(s) in %.6f s%s; %" PRId64
+                " plain steps in %.6f s, the other %" PRId64 " in %.6f s (rank 0)\n",
+                programs_built, build_seconds,
+                program && !program->replays_graphs() ? ", its work called step by step" : "",
+                plain_steps, plain_seconds, p.steps - first_step - plain_steps,
+                total - plain_seconds - build_seconds);
   const std::int64_t steps_run = p.steps - first_step;
 
   // The time split: the longest over ranks (measured with --sync only).
@@ -322,6 +376,8 @@ int main(int argc, char** argv) {
                                     : minimd::ListKind::half;
     setup.host_staged = opt.comm == "host";
     setup.sync = opt.sync;
+    setup.step_program = (opt.step_program < 0 ? opt.odf > 1 : opt.step_program == 1) &&
+                         setup.list == minimd::ListKind::full && !opt.sync;
     setup.timers = &timers;
     if (!opt.reference.empty()) reference = minimd::ThermoLog::read(opt.reference);
   } catch (const std::exception& e) {

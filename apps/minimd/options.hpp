@@ -42,7 +42,11 @@ struct Options {
   std::int64_t odf = 1;
   std::string comm = "device";  // "device" (GPU-aware) or "host" (staged in pinned memory)
   bool sync = false;            // fence streams instead of the completion engine
-  std::string reference;        // a thermo log to compare with (empty: none)
+  // Steps that neither rebuild the lists nor sum the thermo run as a kodo::StepProgram
+  // (with full lists and without --sync; atom_unit.hpp), else unit by unit. -1: when a
+  // rank has several units (--odf > 1; with one, unit by unit was measured faster).
+  int step_program = -1;
+  std::string reference;                     // a thermo log to compare with (empty: none)
   std::vector<double> drift{0.0, 0.0, 0.0};  // a uniform velocity added at the start
   std::int64_t checkpoint_every = 0;         // a checkpoint after every N-th step (0: never)
   std::string checkpoint_dir;                // ... into this directory
