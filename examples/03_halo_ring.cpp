@@ -23,8 +23,8 @@ class Cell : public kodo::WorkUnit<Cell> {
   explicit Cell(const kodo::UnitInit<Cell>& init) : WorkUnit(init) {
     const std::int64_t n = init.shape.size(), me = init.shape.linear(init.index);
     kodo::Stream& stream = streams().communication(0);
-    right_ = open_channel(init.shape.delinear((me + 1) % n), stream);
-    left_ = open_channel(init.shape.delinear((me + n - 1) % n), stream);
+    right_ = open_channel(stream, init.shape.delinear((me + 1) % n));
+    left_ = open_channel(stream, init.shape.delinear((me + n - 1) % n));
     halos_ = left_.open_ring(std::vector{Halo("halo0", kMost), Halo("halo1", kMost)},
                              [this](const kodo::Arrival<Halo>& a) { on_halo(a); });
   }

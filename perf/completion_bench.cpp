@@ -59,7 +59,7 @@ constexpr const char* kUsage =
 int main(int argc, char** argv) {
   kodo::Runtime runtime(argc, argv);
   if (runtime.print_usage_if_requested(kUsage)) return 0;
-  if (std::string(kodo::backend::name()) == "host") {
+  if (kodo::host_build) {
     std::fprintf(
         stderr,
         "completion_bench: needs a device backend (host work completes in the launching call)\n");
@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
           learned = perf::seconds();
           fired = true;
         });
-      if (m == "event_query") kodo::backend::record_event(event, stream.native_handle());
+      if (m == "event_query") kodo::backend::record_event(stream.native_handle(), event);
       while (*f.started < k) {
       }
       watch_for = k;
@@ -157,7 +157,7 @@ int main(int argc, char** argv) {
       engine.when_done(s, [&] { --outstanding; });
       ++outstanding;
       events[p] = kodo::backend::create_event();
-      kodo::backend::record_event(events[p], s.native_handle());
+      kodo::backend::record_event(s.native_handle(), events[p]);
     }
     constexpr int loops = 20000;
     std::vector<double> poll_us, query_us;

@@ -60,7 +60,7 @@ void copy_pairs(const Space& space, const Field& a, const Field& b, const BlockS
 }
 
 std::vector<std::array<std::int64_t, 3>> parse_sizes(int argc, char** argv) {
-  const bool host = KODO_BACKEND_NAME == std::string("host");
+  const bool host = kodo::host_build;
   std::vector<std::array<std::int64_t, 3>> sizes;
   for (const auto& item :
        perf::items(perf::option(argc, argv, "--sizes", host ? "64,128" : "256,512,768,1024"))) {

@@ -347,7 +347,7 @@ constexpr const char* kUsage =
 int main(int argc, char** argv) {
   kodo::Runtime runtime(argc, argv);
   if (runtime.print_usage_if_requested(kUsage)) return 0;
-  const bool host = KODO_BACKEND_NAME == std::string("host");
+  const bool host = kodo::host_build;
   perf::Csv csv(perf::csv_path(argc, argv), argc, argv,
                 "cells,atoms,kernel,variant,seconds,atoms_per_second,check");
   const int reps = std::stoi(perf::option(argc, argv, "--reps", "20"));

@@ -62,7 +62,7 @@ class Tick : public kodo::WorkUnit<Tick> {
         out_[p][f] = Face("out", setup.face);  // zero: the faces of step 0
       }
       if (setup.rank_program) continue;
-      channel_[f] = open_channel(peer(f), *stream_);
+      channel_[f] = open_channel(*stream_, peer(f));
       ring_[f] = channel_[f].open_ring(std::vector{in_[0][f], in_[1][f]},
                                        [this](const kodo::Arrival<Face>& a) {
                                          ++received_[a.transfer % 2];
@@ -126,7 +126,7 @@ class Tick : public kodo::WorkUnit<Tick> {
                                                                      setup_.face),
                            kernel(p));
       for (int f = 0; f < 6; ++f)
-        if (has_[f]) ring_[f].release(static_cast<std::uint64_t>(step_), *stream_);
+        if (has_[f]) ring_[f].release(*stream_, static_cast<std::uint64_t>(step_));
       ++step_;
     }
   }

@@ -48,9 +48,9 @@ class Endpoint : public kodo::WorkUnit<Endpoint> {
         ack_in_("ack_in", 8) {
     kodo::Stream& s = streams().communication(0);
     const kodo::Index3 peer{1 - init.index.x, 0, 0};
-    channel_[0] = open_channel(peer, s, kodo::CommMode::device, 0);
-    channel_[1] = open_channel(peer, s, kodo::CommMode::host_staged, 1);
-    channel_[2] = open_channel(peer, s, kodo::CommMode::device, 2);
+    channel_[0] = open_channel(s, peer, kodo::CommMode::device, 0);
+    channel_[1] = open_channel(s, peer, kodo::CommMode::host_staged, 1);
+    channel_[2] = open_channel(s, peer, kodo::CommMode::device, 2);
     ring_buffers_ = {Buffer("ring0", max_bytes), Buffer("ring1", max_bytes)};
     ring_ = channel_[2].open_ring(ring_buffers_,
                                   [this](const kodo::Arrival<Buffer>& a) { on_ring(a); });
@@ -117,13 +117,13 @@ class Endpoint : public kodo::WorkUnit<Endpoint> {
     for (int i = 0; i < trial_.iterations; ++i) {
       const std::uint64_t k = first + static_cast<std::uint64_t>(i);
       if (index().x == 0) link().send(out_view_);
-      ring_.wait(k, s);
+      ring_.wait(s, k);
       if (index().x == 1) {
         last_ =
             Kokkos::subview(ring_buffers_[k % 2], std::make_pair<std::int64_t>(0, trial_.bytes));
         link().send(last_);
       }
-      ring_.release(k, s);
+      ring_.release(s, k);
     }
   }
 
@@ -181,7 +181,7 @@ class Endpoint : public kodo::WorkUnit<Endpoint> {
     ++done_;
     last_ = Kokkos::subview(a.view, std::make_pair<std::size_t>(0, a.count));
     link().send(trial_.window == 1 ? last_ : ack_, kodo::data_ready);
-    ring_.release(a.transfer, streams().communication(0));
+    ring_.release(streams().communication(0), a.transfer);
   }
 
   kodo::Channel channel_[3];

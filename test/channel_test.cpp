@@ -27,8 +27,8 @@ class Ring : public kodo::WorkUnit<Self> {
       : kodo::WorkUnit<Self>(init), stream_(&this->streams().communication(0)) {
     const auto& shape = this->collection().shape();
     const std::int64_t n = shape.size(), me = shape.linear(this->index());
-    to_next_ = this->open_channel(shape.delinear((me + 1) % n), *stream_, mode);
-    from_previous_ = this->open_channel(shape.delinear((me + n - 1) % n), *stream_, mode);
+    to_next_ = this->open_channel(*stream_, shape.delinear((me + 1) % n), mode);
+    from_previous_ = this->open_channel(*stream_, shape.delinear((me + n - 1) % n), mode);
   }
 
   std::int64_t me() const { return this->collection().shape().linear(this->index()); }
@@ -149,7 +149,7 @@ class Opener : public kodo::WorkUnit<Opener> {
  public:
   explicit Opener(const kodo::UnitInit<Opener>& init) : WorkUnit(init) {}
   kodo::Channel open(const Index3& peer, int port = 0) {
-    return open_channel(peer, streams().communication(0), CommMode::device, port);
+    return open_channel(streams().communication(0), peer, CommMode::device, port);
   }
 };
 
@@ -234,8 +234,8 @@ class RingReceiver : public kodo::WorkUnit<RingReceiver> {
       : WorkUnit(init), stream_(&streams().communication(0)) {
     const auto& shape = collection().shape();
     const std::int64_t n = shape.size();
-    to_next_ = open_channel(shape.delinear((me() + 1) % n), *stream_, mode);
-    from_previous_ = open_channel(shape.delinear((me() + n - 1) % n), *stream_, mode);
+    to_next_ = open_channel(*stream_, shape.delinear((me() + 1) % n), mode);
+    from_previous_ = open_channel(*stream_, shape.delinear((me() + n - 1) % n), mode);
     ring_ = from_previous_.open_ring(std::vector{View("ring0", capacity), View("ring1", capacity)},
                                      [this](const kodo::Arrival<View>& a) { on_arrival(a); });
   }
@@ -321,7 +321,7 @@ class Far : public kodo::WorkUnit<Far> {
     for (const auto& p : pairs)
       for (int side = 0; side < 2; ++side)
         if (p[side] == me) {
-          link_ = open_channel(shape.delinear(p[1 - side]), streams().communication(0));
+          link_ = open_channel(streams().communication(0), shape.delinear(p[1 - side]));
           inbox_ = Kokkos::View<std::int64_t*>("inbox", 1);
           link_.recv(inbox_, [this] { got_ = on_host_value(); });
           Kokkos::View<std::int64_t*> out("out", 1);

@@ -38,7 +38,7 @@ namespace {
 class Peer : public kodo::WorkUnit<Peer> {
  public:
   explicit Peer(const kodo::UnitInit<Peer>& init)
-      : WorkUnit(init), link_(open_channel({1 - init.index.x, 0, 0}, streams().communication(0))) {}
+      : WorkUnit(init), link_(open_channel(streams().communication(0), {1 - init.index.x, 0, 0})) {}
 
   void truncate() {
     if (index().x == 0) {
@@ -122,7 +122,7 @@ class RingWaiter : public kodo::WorkUnit<RingWaiter> {
  public:
   using View = Kokkos::View<double*>;
   explicit RingWaiter(const kodo::UnitInit<RingWaiter>& init)
-      : WorkUnit(init), link_(open_channel({1 - init.index.x, 0, 0}, streams().compute(0))) {
+      : WorkUnit(init), link_(open_channel(streams().compute(0), {1 - init.index.x, 0, 0})) {
     if (index().x == 0)
       ring_ = link_.open_ring(std::vector{View("a", 4), View("b", 4)},
                               [this](const kodo::Arrival<View>& a) { first(a.transfer); });
@@ -143,7 +143,7 @@ class RingWaiter : public kodo::WorkUnit<RingWaiter> {
       std::puts("the same-node route was not taken");
       std::exit(5);
     }
-    ring_.wait(1, streams().compute(0));
+    ring_.wait(streams().compute(0), 1);
     std::puts("unexpected: the wait for transfer 1 ended");
   }
   kodo::Channel link_;

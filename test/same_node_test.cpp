@@ -53,8 +53,8 @@ class Burst : public kodo::WorkUnit<Burst> {
       : WorkUnit(init), stream_(&streams().communication(0)) {
     const auto& shape = collection().shape();
     const std::int64_t n = shape.size();
-    to_next_ = open_channel(shape.delinear((me() + 1) % n), *stream_, mode);
-    from_previous_ = open_channel(shape.delinear((me() + n - 1) % n), *stream_, mode);
+    to_next_ = open_channel(*stream_, shape.delinear((me() + 1) % n), mode);
+    from_previous_ = open_channel(*stream_, shape.delinear((me() + n - 1) % n), mode);
     ring_ = from_previous_.open_ring(std::vector{View("r0", kCapacity), View("r1", kCapacity),
                                                  View("r2", kCapacity)},
                                      [this](const kodo::Arrival<View>& a) { on_arrival(a); });
@@ -90,7 +90,7 @@ class Burst : public kodo::WorkUnit<Burst> {
     if (k % 2 == 0)
       ring_.release(a.transfer);
     else
-      ring_.release(a.transfer, *stream_);
+      ring_.release(*stream_, a.transfer);
   }
 
   kodo::Stream* stream_;
@@ -150,8 +150,8 @@ class Awaiter : public kodo::WorkUnit<Awaiter> {
     const std::int64_t n = shape.size();
     // Sends leave from a stream of their own: on GPUs a send waits on its stream for the
     // receiver's buffer, and must not wait behind this unit's waits (nor they behind it).
-    to_next_ = open_channel(shape.delinear((me() + 1) % n), streams().communication(0));
-    from_previous_ = open_channel(shape.delinear((me() + n - 1) % n), *stream_);
+    to_next_ = open_channel(streams().communication(0), shape.delinear((me() + 1) % n));
+    from_previous_ = open_channel(*stream_, shape.delinear((me() + n - 1) % n));
     buffers_ = {View("a", kLength), View("b", kLength)};
     ring_ =
         from_previous_.open_ring(buffers_, [this](const kodo::Arrival<View>& a) { on_arrival(a); });
@@ -181,13 +181,13 @@ class Awaiter : public kodo::WorkUnit<Awaiter> {
     could_wait_ = ring_.waits_on_streams();
     if (!could_wait_) return;
     for (int k = 1; k < kCount; ++k) {
-      ring_.wait(static_cast<std::uint64_t>(k), *stream_);
+      ring_.wait(*stream_, static_cast<std::uint64_t>(k));
       // Work that reads the buffer goes on the stream behind the wait.
       const View copy(Kokkos::view_alloc(Kokkos::WithoutInitializing, "copy"), kLength);
       Kokkos::deep_copy(stream_->space(), copy, buffers_[k % 2]);
       stream_->space().fence();
       check(copy, k);
-      ring_.release(static_cast<std::uint64_t>(k), *stream_);
+      ring_.release(*stream_, static_cast<std::uint64_t>(k));
       waited_ = static_cast<std::uint64_t>(k) + 1;
     }
   }
@@ -211,7 +211,7 @@ TEST(SameNodeRings, StreamsWaitForTransfersAndReleaseThem) {
   units.for_each_local([&](Awaiter& u) {
     // Before a transfer has come by the route the ring cannot tell it is taken.
     EXPECT_FALSE(u.ring_.waits_on_streams());
-    EXPECT_ERROR(u.ring_.wait(0, *u.stream_),
+    EXPECT_ERROR(u.ring_.wait(*u.stream_, 0),
                  "a stream can wait for a ring's transfer only on the same-node route");
   });
   MPI_Barrier(rt.comm());  // no rank sends before every rank has checked
@@ -228,9 +228,9 @@ TEST(SameNodeRings, StreamsWaitForTransfersAndReleaseThem) {
     if (u.could_wait_) {
       EXPECT_EQ(u.waited_, static_cast<std::uint64_t>(Awaiter::kCount));
       // Beyond the buffers' window, and once released: refused, naming the transfers held.
-      EXPECT_ERROR(u.ring_.wait(Awaiter::kCount + 2, *u.stream_),
+      EXPECT_ERROR(u.ring_.wait(*u.stream_, Awaiter::kCount + 2),
                    "where the ring's buffers hold transfers 120 to 121");
-      EXPECT_ERROR(u.ring_.wait(3, *u.stream_), "a stream waits for transfer 3 where");
+      EXPECT_ERROR(u.ring_.wait(*u.stream_, 3), "a stream waits for transfer 3 where");
     }
   });
 }
@@ -241,7 +241,7 @@ class Asker : public kodo::WorkUnit<Asker> {
  public:
   using View = Kokkos::View<double*, Kokkos::HostSpace>;
   explicit Asker(const kodo::UnitInit<Asker>& init)
-      : WorkUnit(init), link_(open_channel({1 - init.index.x, 0, 0}, streams().communication(0))) {}
+      : WorkUnit(init), link_(open_channel(streams().communication(0), {1 - init.index.x, 0, 0})) {}
   void start() {
     if (index().x != 0) return;
     out_ = View("out", 4);

@@ -13,13 +13,13 @@ class Link : public kodo::WorkUnit<Link> {
  public:
   explicit Link(const kodo::UnitInit<Link>& init)
       : WorkUnit(init),
-        next_(open_channel(init.shape.delinear((init.shape.linear(init.index) + 1) %
-                                               init.shape.size()),
-                           streams().communication(0))),
-        previous_(open_channel(init.shape.delinear((init.shape.linear(init.index) +
+        next_(open_channel(streams().communication(0),
+                           init.shape.delinear((init.shape.linear(init.index) + 1) %
+                                               init.shape.size()))),
+        previous_(open_channel(streams().communication(0),
+                               init.shape.delinear((init.shape.linear(init.index) +
                                                     init.shape.size() - 1) %
-                                                   init.shape.size()),
-                               streams().communication(0))) {}
+                                                   init.shape.size()))) {}
 
   void start(long round) {
     inbox_ = Kokkos::View<long*>("inbox", 1);

@@ -37,7 +37,7 @@ JacobiBlock::JacobiBlock(const kodo::UnitInit<JacobiBlock>& init, const BlockCon
       receive_buffer_[parity][f] = Field("jacobi::ghost", shape_.face_size(f));
     }
     if (config_.rank_program) continue;  // the program moves the faces
-    channel_[f] = open_channel(across_face(index(), f), *pack_stream_, config.comm);
+    channel_[f] = open_channel(*pack_stream_, across_face(index(), f), config.comm);
     // Transfer n on the link is the face of iteration n; it lands in the buffer of its
     // parity, and the ring hands faces over in iteration order.
     faces_in_[f] = channel_[f].open_ring(std::vector{receive_buffer_[0][f], receive_buffer_[1][f]},
@@ -118,7 +118,7 @@ void JacobiBlock::advance() {
     if (on_device) {
       if (iteration_ - least_handed() >= kRunAhead) return;  // hand-overs let it go on
       for (int f = 0; f < 6; ++f)
-        if (has_neighbour_[f]) faces_in_[f].wait(static_cast<std::uint64_t>(iteration_), *compute_);
+        if (has_neighbour_[f]) faces_in_[f].wait(*compute_, static_cast<std::uint64_t>(iteration_));
     } else if (received_[p] < neighbours_) {
       return;  // wait for the missing faces
     }
@@ -138,7 +138,7 @@ void JacobiBlock::advance() {
       if (on_device)
         for (int f = 0; f < 6; ++f)
           if (has_neighbour_[f])
-            faces_in_[f].release(static_cast<std::uint64_t>(iteration_), *compute_);
+            faces_in_[f].release(*compute_, static_cast<std::uint64_t>(iteration_));
     } else {
       if (config_.fusion == Fusion::B)
         unpack_faces(comm_->space(), field_[p], shape_, receive_buffer_[p]);

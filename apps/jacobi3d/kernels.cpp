@@ -35,7 +35,7 @@ struct LaunchOn {
 std::int64_t choose_chunk(std::int64_t chunk, std::int64_t columns, std::int64_t nx) {
   if (chunk > 0) return chunk;
   chunk = kUpdateChunk;
-  if (Kokkos::SpaceAccessibility<Kokkos::HostSpace, Space::memory_space>::accessible) return chunk;
+  if (kodo::host_build) return chunk;
   while (chunk > 4 && (nx + chunk - 1) / chunk * columns < (std::int64_t{1} << 17)) chunk /= 2;
   return chunk;
 }
@@ -319,9 +319,8 @@ void unpack_faces_with(Launch&& launch, const Field& a, const BlockShape& s,
 template <class Launch>
 void update_with(Launch&& launch, const Field& a, const Field& b, const BlockShape& s,
                  const Box& box, std::int64_t chunk) {
-#if defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP)
-  if (s.n[2] % 2 == 0) return march_pairs(launch, a, b, s, box, chunk);
-#endif
+  if constexpr (!kodo::host_build)
+    if (s.n[2] % 2 == 0) return march_pairs(launch, a, b, s, box, chunk);
   march_ahead<1>(launch, "jacobi::update", ReadField(a), WriteField(b), s, box, chunk);
 }
 
@@ -514,9 +513,8 @@ void fused_step(Launch&& launch, const Field& a, const Field& b, const BlockShap
   bool any_face = false;
   for (int f = 0; f < 6; ++f) any_face = any_face || faces.in[f] || faces.out[f];
   if (!any_face) return update_with(launch, a, b, s, interior(s), chunk);
-#if defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP)
-  if (s.n[2] % 2 == 0) return fused_pairs(launch, a, b, s, faces, chunk);
-#endif
+  if constexpr (!kodo::host_build)
+    if (s.n[2] % 2 == 0) return fused_pairs(launch, a, b, s, faces, chunk);
   chunk = choose_chunk(chunk, s.n[1] * s.n[2], s.n[0]);
   const std::int64_t threads = (s.n[0] + chunk - 1) / chunk * s.n[1] * s.n[2];
   if (threads <= std::numeric_limits<std::uint32_t>::max())

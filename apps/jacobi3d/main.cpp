@@ -17,7 +17,6 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <type_traits>
 #include <vector>
 
 namespace {
@@ -130,8 +129,7 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
         // Units of a rank take its streams in turn: one each. On the host backend a wait
         // holds the rank, and with it the rank's other units: one unit per rank.
         !rank_program && opt.device_waits && opt.odf <= runtime.streams().per_priority() &&
-            (opt.odf == 1 ||
-             !std::is_same_v<kodo::ExecutionSpace::memory_space, Kokkos::HostSpace>),
+            (opt.odf == 1 || !kodo::host_build),
         rank_program};
     const double t0 = now();
     auto blocks = kodo::Collection<jacobi::JacobiBlock>::create(runtime, units, config);
@@ -149,7 +147,7 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
       const double build_ms = (now() - built_from) * 1e3;
       int replays = program->replays_graphs() ? 1 : 0, ranks_replaying = 0;
       MPI_Reduce(&replays, &ranks_replaying, 1, MPI_INT, MPI_SUM, 0, runtime.comm());
-      if (root && std::string_view(KODO_BACKEND_NAME) == "host")
+      if (root && kodo::host_build)
         std::printf(
             "rank program: the host backend runs each block's iteration in turn (built "
             "in %.2f ms on rank 0)\n",

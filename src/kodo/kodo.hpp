@@ -21,3 +21,4 @@
 #include <kodo/tasking/decomposition.hpp>
 #include <kodo/tasking/runtime.hpp>
 #include <kodo/tasking/step_program.hpp>
+#include <kodo/tasking/work_unit.hpp>

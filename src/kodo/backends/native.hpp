@@ -50,7 +50,7 @@ void check_stream(NativeStream stream);
 
 // Plain event polling, the mechanism the completion engine replaces (kept for
 // comparison in perf/): record on a stream, then ask whether it has been reached.
-void record_event(NativeEvent event, NativeStream stream);
+void record_event(NativeStream stream, NativeEvent event);
 bool event_reached(NativeEvent event);
 
 // Host memory the device can write: `count` counters, zeroed. `device_address`
@@ -157,7 +157,7 @@ std::size_t graph_kernels(NativeGraph graph);
 // kodo::Error on failure.
 NativeGraphExec instantiate_graph(NativeGraph graph);
 void destroy_graph_exec(NativeGraphExec exec);
-void launch_graph(NativeGraphExec exec, NativeStream stream);
+void launch_graph(NativeStream stream, NativeGraphExec exec);
 // Enqueues `copies` on `stream`, one after another (no graph).
 void enqueue_copies(NativeStream stream, const std::vector<DeviceCopy>& copies);
 

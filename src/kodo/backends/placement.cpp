@@ -1,6 +1,7 @@
 #include <kodo/backends/placement.hpp>
 
 #include <kodo/backends/native.hpp>
+#include <kodo/backends/stream.hpp>
 #include <kodo/core/agree.hpp>
 #include <kodo/core/error.hpp>
 #include <kodo/core/numeric.hpp>
@@ -53,7 +54,7 @@ Placement place_rank(MPI_Comm comm, int device) {
   read_binding(p);
 
   std::string problem;
-  const bool device_build = std::string(backend::name()) != "host";
+  const bool device_build = !host_build;
   // KODO_DEVICE says what the user expects: "gpu", "host" or "auto" (the default: GPUs
   // when the build has a device backend).
   const char* want = std::getenv("KODO_DEVICE");

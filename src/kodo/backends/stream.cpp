@@ -57,7 +57,7 @@ void Stream::wait_for(const Stream& other) {
 }
 
 StreamPool::StreamPool(int per_priority) : per_priority_(per_priority) {
-  if (per_priority < 1) throw Error("kodo: a stream pool needs at least one stream per priority");
+  if (per_priority < 1) throw Error("a stream pool needs at least one stream per priority");
   host_counters_ = backend::allocate_counters(2 * per_priority, &device_counters_);
   for (int i = 0; i < per_priority; ++i) {
     compute_.push_back(std::make_unique<Stream>(false, host_counters_ + 2 * i,

@@ -8,11 +8,20 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace kodo {
 
 using ExecutionSpace = Kokkos::DefaultExecutionSpace;
+
+// Whether this kodo runs on the host backend (CPUs, no GPU): the one way kodo, its apps
+// and tests ask which kind of build they are in. KODO_BACKEND_NAME ("host", "cuda" or
+// "hip") is set by kodo's CMake for everything that links kodo.
+inline constexpr bool host_build = std::string_view(KODO_BACKEND_NAME) == "host";
+static_assert(host_build == std::is_same_v<ExecutionSpace, Kokkos::DefaultHostExecutionSpace>,
+              "kodo: the backend kodo was configured for is not Kokkos' default execution space");
 
 // Something that can mark a point in its work and tell how far its work has got.
 // Streams are the real thing; tests substitute sources they complete by hand.

@@ -2,7 +2,7 @@
 // Channels: persistent links between two work units for repeated transfers of views
 // (halos), with receives posted in advance into the views the data must land in.
 //
-//   kodo::Channel c = open_channel(neighbour_index, comm_stream);   // in both units
+//   kodo::Channel c = open_channel(comm_stream, neighbour_index);   // in both units
 //   c.recv(ghost_buffer, [this] { on_face(); });     // posted now, matched later
 //   pack(comm_stream, ...); c.send(face_buffer);     // sent once the pack is done
 //
@@ -240,10 +240,10 @@ Segment view_segment(const V& v, const char* what) {
 
 // A ring's state (receive_ring.cpp); what ReceiveRing calls of it. `core` may be null (a
 // ring that is not open: release() then throws).
-void release_ring(RingCore* core, std::uint64_t transfer, Stream* stream);
+void release_ring(RingCore* core, Stream* stream, std::uint64_t transfer);
 void stop_ring(RingCore& core);
 bool ring_waits_on_streams(const RingCore* core);
-void wait_on_ring(RingCore* core, std::uint64_t transfer, Stream& stream);
+void wait_on_ring(RingCore* core, Stream& stream, std::uint64_t transfer);
 
 }  // namespace detail
 
@@ -264,7 +264,7 @@ struct Arrival {
 // the channel).
 //
 // Waits on streams (same-node route): the unit may queue the work that reads transfer t
-// before t arrives, behind wait(t, stream), and release t on that stream at once; no
+// before t arrives, behind wait(stream, t), and release t on that stream at once; no
 // host then stands between t's arrival and that work, nor between the work's end and
 // the sender's next transfer into the buffer (on GPUs the release's count is stored by
 // the stream, and the sender's stream waits for it on the device). on_arrival still
@@ -287,10 +287,10 @@ class ReceiveRing {
   ~ReceiveRing() { stop(); }
 
   // The buffer of `transfer` may be written again now: the unit is done with it.
-  void release(std::uint64_t transfer) { detail::release_ring(core_.get(), transfer, nullptr); }
+  void release(std::uint64_t transfer) { detail::release_ring(core_.get(), nullptr, transfer); }
   // ... once the work enqueued on `stream` so far (device work reading it) is done.
-  void release(std::uint64_t transfer, Stream& stream) {
-    detail::release_ring(core_.get(), transfer, &stream);
+  void release(Stream& stream, std::uint64_t transfer) {
+    detail::release_ring(core_.get(), &stream, transfer);
   }
   bool is_open() const { return core_ != nullptr; }
 
@@ -303,8 +303,8 @@ class ReceiveRing {
   // (transfer % buffers()). `transfer` is not released yet, and its buffer is free: it
   // is below the oldest transfer not released + buffers(). On the host backend, whose
   // streams run work in the call, this returns once the transfer is in.
-  void wait(std::uint64_t transfer, Stream& stream) {
-    detail::wait_on_ring(core_.get(), transfer, stream);
+  void wait(Stream& stream, std::uint64_t transfer) {
+    detail::wait_on_ring(core_.get(), stream, transfer);
   }
 
  private:

@@ -219,8 +219,8 @@ struct ChannelEnd : std::enable_shared_from_this<ChannelEnd> {
   void node_send(Send t);
   void publish(Send t);
   void land(Receive r);
-  void consumed(std::uint64_t transfers, Stream* stream);
-  void wait_on_stream(std::uint64_t transfer, Stream& stream);
+  void consumed(Stream* stream, std::uint64_t transfers);
+  void wait_on_stream(Stream& stream, std::uint64_t transfer);
   void abandon_node_route();
   // What a wait on a stream for this end stores when it runs out (NodeChannels).
   std::uint64_t failure_code(bool outgoing) const { return wait_codes[outgoing ? 1 : 0]; }

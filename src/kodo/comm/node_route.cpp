@@ -217,7 +217,7 @@ void ChannelEnd::land(Receive r) {
 // the work enqueued on `stream` so far is done (now, without a stream). The count is
 // stored in stream order (never on the host while an earlier store is still to run on a
 // stream: it would then go back), so the sender's streams need no host to learn it.
-void ChannelEnd::consumed(std::uint64_t transfers, Stream* stream) {
+void ChannelEnd::consumed(Stream* stream, std::uint64_t transfers) {
   if (!node_in) return;
   NodeIn& in = *node_in;
   in.released = transfers;
@@ -237,7 +237,7 @@ void ChannelEnd::consumed(std::uint64_t transfers, Stream* stream) {
 // its buffer) or either end closed: on GPUs a wait on the device. The host backend's
 // streams run work in the call, so there the rank moves same-node transfers (landing
 // this one in its view) until it is in, checking that the peer still runs.
-void ChannelEnd::wait_on_stream(std::uint64_t transfer, Stream& stream) {
+void ChannelEnd::wait_on_stream(Stream& stream, std::uint64_t transfer) {
   const backend::DeviceWait w =
       device_wait(false, node_in->device_words, kArrivedWord, transfer + 1);
   if (!backend::streams_run_in_call()) {

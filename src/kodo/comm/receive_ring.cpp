@@ -55,7 +55,7 @@ struct RingCore : std::enable_shared_from_this<RingCore> {
   }
 };
 
-void release_ring(RingCore* core, std::uint64_t transfer, Stream* stream) {
+void release_ring(RingCore* core, Stream* stream, std::uint64_t transfer) {
   if (!core || core->stopped) throw Error("release on a receive ring that is not open");
   RingCore& r = *core;
   if (transfer != r.released)
@@ -72,7 +72,7 @@ void release_ring(RingCore* core, std::uint64_t transfer, Stream* stream) {
     // posted now, and neither end's host needs to see the release finish.
     r.free[transfer % r.size()] = true;
     r.post_free();
-    r.end->consumed(transfer + 1, stream);
+    r.end->consumed(stream, transfer + 1);
     return;
   }
   if (!stream) return r.free_buffer(transfer);
@@ -98,7 +98,7 @@ bool ring_waits_on_streams(const RingCore* core) {
   return load_word(in.words + kArrivedWord) != 0;
 }
 
-void wait_on_ring(RingCore* core, std::uint64_t transfer, Stream& stream) {
+void wait_on_ring(RingCore* core, Stream& stream, std::uint64_t transfer) {
   if (!core || core->stopped) throw Error("a wait on a receive ring that is not open");
   RingCore& r = *core;
   if (!ring_waits_on_streams(core))
@@ -110,7 +110,7 @@ void wait_on_ring(RingCore* core, std::uint64_t transfer, Stream& stream) {
                     " where the ring's buffers hold transfers ", r.released, " to ",
                     r.released + r.size() - 1, " (those released and not yet released)"));
   r.waited = std::max(r.waited, transfer + 1);
-  r.end->wait_on_stream(transfer, stream);
+  r.end->wait_on_stream(stream, transfer);
 }
 
 }  // namespace kodo::detail

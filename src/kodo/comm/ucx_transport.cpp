@@ -97,7 +97,7 @@ UcxTransport::UcxTransport(MPI_Comm comm, Deliver deliver, Prepare prepare, Land
   if (const char* mode = std::getenv("KODO_UCX_ERROR_MODE")) {
     const std::string m = mode;
     if (m != "peer" && m != "none")
-      throw Error("kodo: KODO_UCX_ERROR_MODE must be peer or none, not '" + m + "'");
+      throw Error("KODO_UCX_ERROR_MODE must be peer or none, not '" + m + "'");
     peer_errors_ = m == "peer";
   }
   MPI_Comm_rank(comm_, &rank_);

@@ -78,6 +78,7 @@ struct SavedCollectionRecord {
 
 // Pinned host memory for a checkpoint's device copies (the runtime's reused staging).
 class PinnedChunks;
+struct ManifestUnit;  // what the manifest records of a unit file
 
 // One checkpoint being written: the parts that are not templates.
 class CheckpointWrite {
@@ -94,12 +95,11 @@ class CheckpointWrite {
   CheckpointReport finish(const std::string& problem);
 
  private:
-  struct Unit;
   Runtime& runtime_;
   std::string dir_, partial_, final_;
   CheckpointInfo info_;
   std::vector<SavedCollectionRecord> collections_;
-  std::vector<Unit> written_;
+  std::vector<ManifestUnit> written_;
   double started_ = 0;
   std::unique_ptr<PinnedChunks> staging_;
 };

@@ -1,6 +1,7 @@
 #pragma once
-// Collections of work units, asynchronous entry-method invocation, and what a unit can
-// ask of the runtime (streams, device completions, channels, reductions).
+// Collections of work units and asynchronous entry-method invocation. What a unit can ask
+// of the runtime (streams, device completions, channels, reductions): work_unit.hpp; a
+// reference to one unit: unit_ref.hpp; reduction operations: reduction_ops.hpp.
 //
 //   struct Block : kodo::WorkUnit<Block> {
 //     Block(const kodo::UnitInit<Block>& init, double scale) : WorkUnit(init) { ... }
@@ -37,20 +38,16 @@
 // For repeated transfers between the same units into memory the receiver chose in
 // advance, use a Channel (open_channel).
 
-#include <kodo/comm/channel.hpp>
+#include <kodo/core/error.hpp>
+#include <kodo/core/index.hpp>
 #include <kodo/core/numeric.hpp>
 #include <kodo/tasking/collection_base.hpp>
 #include <kodo/tasking/entry.hpp>
 #include <kodo/tasking/runtime.hpp>
+#include <kodo/tasking/unit_ref.hpp>
 
-#include <algorithm>
-#include <array>
 #include <cstdint>
-#include <cstring>
-#include <functional>
 #include <memory>
-#include <sstream>
-#include <tuple>
 #include <type_traits>
 #include <typeinfo>
 #include <utility>
@@ -58,46 +55,10 @@
 
 namespace kodo {
 
-// Reduction operations; on a std::array they work element by element. Any
-// default-constructible functor T(T, T) works as well (E(E, E) for std::vector<E>).
-namespace detail {
-template <class Op, class T, std::size_t N>
-std::array<T, N> elementwise(const std::array<T, N>& a, const std::array<T, N>& b) {
-  std::array<T, N> r;
-  for (std::size_t i = 0; i < N; ++i) r[i] = Op{}(a[i], b[i]);
-  return r;
-}
-}  // namespace detail
-struct Sum {
-  template <class T>
-  T operator()(const T& a, const T& b) const {
-    return a + b;
-  }
-  template <class T, std::size_t N>
-  std::array<T, N> operator()(const std::array<T, N>& a, const std::array<T, N>& b) const {
-    return detail::elementwise<Sum>(a, b);
-  }
-};
-struct Min {
-  template <class T>
-  T operator()(const T& a, const T& b) const {
-    return b < a ? b : a;
-  }
-  template <class T, std::size_t N>
-  std::array<T, N> operator()(const std::array<T, N>& a, const std::array<T, N>& b) const {
-    return detail::elementwise<Min>(a, b);
-  }
-};
-struct Max {
-  template <class T>
-  T operator()(const T& a, const T& b) const {
-    return a < b ? b : a;
-  }
-  template <class T, std::size_t N>
-  std::array<T, N> operator()(const std::array<T, N>& a, const std::array<T, N>& b) const {
-    return detail::elementwise<Max>(a, b);
-  }
-};
+template <class U>
+struct UnitInit;  // work_unit.hpp
+template <class Derived>
+class WorkUnit;  // work_unit.hpp
 
 namespace detail {
 template <class U>
@@ -112,57 +73,6 @@ class CollectionStore final : public CollectionBase {
   std::vector<std::unique_ptr<U>> units_;
 };
 }  // namespace detail
-
-// What the runtime hands a unit's constructor: the unit's place in its collection.
-template <class U>
-struct UnitInit {
-  Extent3 shape;
-  Index3 index;
-
- private:
-  friend class Collection<U>;
-  friend class WorkUnit<U>;
-  UnitInit(Runtime* runtime, std::uint32_t collection, Extent3 shape, Index3 index)
-      : shape(shape), index(index), runtime_(runtime), collection_(collection) {}
-  Runtime* runtime_;
-  std::uint32_t collection_;
-};
-
-// A reference to one unit, local or remote, for invoking its entry methods.
-template <class U>
-class UnitRef {
- public:
-  UnitRef(Runtime* runtime, std::uint32_t collection, Extent3 shape, Index3 index)
-      : runtime_(runtime), collection_(collection), shape_(shape), index_(index) {
-    if (!shape_.contains(index_))
-      throw Error(detail::cat("unit ", index_, " is outside its collection of shape ", shape_));
-  }
-
-  // Invokes entry method M on the unit with `args` (copied now, run later).
-  template <auto M, class... A>
-  void send(A&&... args) const {
-    using E = detail::Entry<U, M>;
-    static_assert(sizeof...(A) == std::tuple_size_v<typename E::Arguments>,
-                  "kodo: wrong number of arguments for this entry method");
-    const std::int64_t linear = shape_.linear(index_);
-    const int owner = runtime_->collection(collection_).map().owner(linear);
-    detail::Message m;
-    m.header = {detail::MessageKind::invoke, collection_, E::id, linear, runtime_->rank()};
-    if (owner == runtime_->rank())
-      m.local = std::make_unique<typename E::Kept>(std::forward<A>(args)...);
-    else
-      E::serialize(m, std::forward<A>(args)...);
-    runtime_->post(owner, std::move(m));
-  }
-
-  Index3 index() const { return index_; }
-
- private:
-  Runtime* runtime_;
-  std::uint32_t collection_;
-  Extent3 shape_;
-  Index3 index_;
-};
 
 // A handle to a collection of units of type U, cheap to copy; units keep one to reach
 // their neighbours.
@@ -269,115 +179,6 @@ class Collection {
   Runtime* runtime_ = nullptr;
   std::uint32_t id_ = 0;
   Extent3 shape_;
-};
-
-// Base class of work units: a unit's index, its collection, and what it may ask of the
-// runtime it runs on.
-template <class Derived>
-class WorkUnit {
- public:
-  explicit WorkUnit(const UnitInit<Derived>& init)
-      : collection_(init.runtime_, init.collection_, init.shape), index_(init.index) {}
-
-  const Index3& index() const { return index_; }
-  const Collection<Derived>& collection() const { return collection_; }
-  // Another unit of this collection, for invoking its entry methods.
-  UnitRef<Derived> unit(const Index3& index) const { return collection_[index]; }
-
-  // The rank's streams (compute and communication; units share them round-robin).
-  StreamPool& streams() const { return runtime().streams(); }
-  // Runs `continuation` from the scheduler loop once the work enqueued on `source` so
-  // far is done; the rank never waits for it.
-  void when_done(CompletionSource& source, std::function<void()> continuation) const {
-    runtime().when_done(source, std::move(continuation));
-  }
-
-  // This unit's end of a channel with unit `peer` of the same collection (channel.hpp);
-  // `port` tells apart several links between the same two units. Local copies and
-  // staging copies run on `stream`, and a send waits for the work enqueued there.
-  Channel open_channel(const Index3& peer, Stream& stream, CommMode mode = CommMode::device,
-                       int port = 0) const {
-    const int peer_rank = collection_.shape().contains(peer) ? collection_.owner(peer) : -1;
-    return Channel(runtime().channel_host(),
-                   detail::LinkSpec{collection_.id(), collection_.shape(), index_, peer, peer_rank,
-                                    port, &stream, mode});
-  }
-
-  // Contributes `value` to this unit's next reduction round. When every unit of the
-  // collection has contributed to the round, the values combined with Op are delivered
-  // to entry method Target (taking T) of every unit, then to the main program of every
-  // rank (Collection::on_reduced and reduced). All units of a round must use the same T,
-  // Op and Target. Op is a type: a default-constructed Op combines the values. T is
-  // trivially copyable (Sum, Min and Max combine a std::array element by element), or
-  // a std::vector<E>: a runtime-length array, combined element by element with Op on E,
-  // and delivered as std::vector<E>; the vectors of one round must have one length, or
-  // the job ends with "a reduction of mismatched shapes".
-  template <auto Target, detail::ReductionValueType T, class Op = Sum>
-  void contribute(const T& value, Op = {}) {
-    contribute_to_round<detail::Reducer<Derived, T, Op, Target>>(
-        next_round_++, detail::ReductionValue<T>::bytes(value));
-  }
-  // The same with the result for the main program only.
-  template <detail::ReductionValueType T, class Op = Sum>
-  void contribute(const T& value, Op op = {}) {
-    contribute<nullptr>(value, op);
-  }
-
-  // Contributes the contents of a device (or host) view to this unit's next round,
-  // once the work enqueued on `stream` so far is done: no fence is needed. A rank-0
-  // view of E contributes an E, a rank-1 view a std::vector<E> (above). The view must
-  // be contiguous; the runtime keeps it, copies it on `stream` into pinned host memory
-  // and contributes the copy from the scheduler loop. The round is this call's, in
-  // call order, whenever the copy completes.
-  template <auto Target, class V, class Op = Sum>
-    requires Kokkos::is_view<V>::value
-  void contribute(Stream& stream, const V& view, Op = {}) {
-    static_assert(V::rank() <= 1, "kodo: a view contributed to a reduction has rank 0 or 1");
-    using E = typename V::non_const_value_type;
-    using T = std::conditional_t<V::rank() == 0, E, std::vector<E>>;
-    using R = detail::Reducer<Derived, T, Op, Target>;
-    if (!view.span_is_contiguous())
-      throw Error(detail::cat("unit ", index_, " contributed a non-contiguous view (", view.label(),
-                              ") to a reduction"));
-    const std::uint64_t round = next_round_++;
-    const std::size_t count = view.size(), bytes = count * sizeof(E);
-    auto staging = runtime().pinned_staging(bytes);
-    using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
-    Kokkos::deep_copy(stream.space(),
-                      Kokkos::View<E*, Kokkos::LayoutRight, Kokkos::SharedHostPinnedSpace,
-                                   Unmanaged>(reinterpret_cast<E*>(staging.data()), count),
-                      Kokkos::View<const E*, Kokkos::LayoutRight, typename V::memory_space,
-                                   Unmanaged>(view.data(), count));
-    // The view and the staging buffer stay alive until the copy is done.
-    when_done(stream, [this, view, staging, bytes, round] {
-      Bytes value(bytes);
-      if (bytes) std::memcpy(value.data(), staging.data(), bytes);
-      contribute_to_round<R>(round, std::move(value));
-    });
-  }
-  // The same with the result for the main program only.
-  template <class V, class Op = Sum>
-    requires Kokkos::is_view<V>::value
-  void contribute(Stream& stream, const V& view, Op op = {}) {
-    contribute<nullptr>(stream, view, op);
-  }
-
- protected:
-  ~WorkUnit() = default;
-
- private:
-  Runtime& runtime() const { return collection_.runtime(); }
-
-  template <class R>
-  void contribute_to_round(std::uint64_t round, Bytes value) {
-    auto& store = collection_.store();
-    runtime().contribute(store, store.slot_of(store.shape().linear(index_)), round, R::id,
-                         std::move(value));
-  }
-
-  Collection<Derived> collection_;
-  Index3 index_;
-  std::uint64_t next_round_ = 0;
 };
 
 }  // namespace kodo

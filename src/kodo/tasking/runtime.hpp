@@ -1,7 +1,7 @@
 #pragma once
 // The per-rank runtime: starts and stops MPI, Kokkos, the rank's GPU, streams and
 // transport, and runs the scheduler. What units need of it reaches them through
-// WorkUnit (collection.hpp); the main program uses what is public here.
+// WorkUnit (work_unit.hpp); the main program uses what is public here.
 
 #include <kodo/backends/placement.hpp>
 #include <kodo/backends/stream.hpp>

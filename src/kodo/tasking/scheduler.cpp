@@ -70,9 +70,8 @@ void Scheduler::start_node_channels(bool streams_may_wait) {
   std::uint64_t bytes = 0;
   try {
     selection = parse_channel_selection(text ? text : "");
-    const bool host = std::string_view(backend::name()) == "host";
     // Words only on GPUs; the host backend's data travels through the segment too.
-    bytes = bytes_from_environment("KODO_NODE_SEGMENT_BYTES", host ? 8 << 20 : 1 << 20,
+    bytes = bytes_from_environment("KODO_NODE_SEGMENT_BYTES", host_build ? 8 << 20 : 1 << 20,
                                    std::uint64_t{1} << 34);
     if (bytes < 4096) problem = cat("KODO_NODE_SEGMENT_BYTES is ", bytes, "; at least 4096");
   } catch (const Error& e) {
@@ -90,9 +89,8 @@ void Scheduler::start_node_channels(bool streams_may_wait) {
                     selection == ChannelSelection::ucx
                         ? "UCX between all ranks"
                         : cat("receive rings between ranks of one node by the same-node route (",
-                              std::string_view(backend::name()) == "host"
-                                  ? "copies through shared memory"
-                                  : "device copies into the peer's mapped buffers",
+                              host_build ? "copies through shared memory"
+                                         : "device copies into the peer's mapped buffers",
                               "), UCX otherwise"),
                     " [KODO_CHANNELS=", to_string(selection), "]"));
 }

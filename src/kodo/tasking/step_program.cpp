@@ -657,7 +657,7 @@ void RankProgram::launch_early(std::int64_t k) {
   Impl& m = *impl_;
   const auto q = static_cast<std::size_t>(k % m.options.phases);
   if (!m.early_by_phase.empty()) {
-    backend::launch_graph(m.early_by_phase[q].exec, m.stream->native_handle());
+    backend::launch_graph(m.stream->native_handle(), m.early_by_phase[q].exec);
     return;
   }
   for (const Impl::Unit& u : m.units)
@@ -705,9 +705,9 @@ void RankProgram::launch(std::int64_t k, std::int64_t span) {
   Trace& trace = runtime_.scheduler().trace();
   const auto begin = trace.enabled() ? Trace::Clock::now() : Trace::Clock::time_point{};
   if (span > 1) {
-    backend::launch_graph(m.period.exec, m.stream->native_handle());
+    backend::launch_graph(m.stream->native_handle(), m.period.exec);
   } else if (!m.by_phase.empty()) {
-    backend::launch_graph(m.by_phase[q].exec, m.stream->native_handle());
+    backend::launch_graph(m.stream->native_handle(), m.by_phase[q].exec);
   } else {
     for (const Impl::Unit& u : m.units) {
       if (const auto& w = u.phases[q].early; w && !m.split) w(m.stream->space());
@@ -737,7 +737,7 @@ void RankProgram::step_done(std::int64_t k) {
   const auto q = static_cast<std::size_t>(k % m.options.phases);
   completed_ = k + 1;
   for (Impl::RemoteLink* link : m.remote_receives[q])
-    release_ring(link->ring.get(), link->released++, nullptr);
+    release_ring(link->ring.get(), nullptr, link->released++);
   if (!m.remote_sends[q].empty()) send_remote(q, k);
   pump();
 }

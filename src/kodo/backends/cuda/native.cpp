@@ -98,7 +98,7 @@ void check_stream(NativeStream stream) {
   if (e != cudaSuccess && e != cudaErrorNotReady) check(e, "cudaStreamQuery (the stream failed)");
 }
 
-void record_event(NativeEvent event, NativeStream stream) {
+void record_event(NativeStream stream, NativeEvent event) {
   check(cudaEventRecord(static_cast<cudaEvent_t>(event), static_cast<cudaStream_t>(stream)),
         "cudaEventRecord");
 }
@@ -429,7 +429,7 @@ void destroy_graph_exec(NativeGraphExec exec) {
   if (exec) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec));
 }
 
-void launch_graph(NativeGraphExec exec, NativeStream stream) {
+void launch_graph(NativeStream stream, NativeGraphExec exec) {
   check(cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec), static_cast<cudaStream_t>(stream)),
         "cudaGraphLaunch");
 }

@@ -83,7 +83,7 @@ void check_stream(NativeStream stream) {
   if (e != hipSuccess && e != hipErrorNotReady) check(e, "hipStreamQuery (the stream failed)");
 }
 
-void record_event(NativeEvent event, NativeStream stream) {
+void record_event(NativeStream stream, NativeEvent event) {
   check(hipEventRecord(static_cast<hipEvent_t>(event), static_cast<hipStream_t>(stream)),
         "hipEventRecord");
 }
@@ -436,7 +436,7 @@ void destroy_graph_exec(NativeGraphExec exec) {
   if (exec) (void)hipGraphExecDestroy(static_cast<hipGraphExec_t>(exec));
 }
 
-void launch_graph(NativeGraphExec exec, NativeStream stream) {
+void launch_graph(NativeStream stream, NativeGraphExec exec) {
   check(hipGraphLaunch(static_cast<hipGraphExec_t>(exec), static_cast<hipStream_t>(stream)),
         "hipGraphLaunch");
 }

@@ -32,7 +32,7 @@ void order_after(NativeStream, NativeStream, NativeEvent) {}
 
 void check_stream(NativeStream) {}
 
-void record_event(NativeEvent, NativeStream) {}
+void record_event(NativeStream, NativeEvent) {}
 bool event_reached(NativeEvent) { return true; }
 
 std::uint64_t* allocate_counters(std::size_t count, std::uint64_t** device_address) {
@@ -99,7 +99,7 @@ NativeGraphExec instantiate_graph(NativeGraph) {
   throw Error("the host backend has no device graphs");
 }
 void destroy_graph_exec(NativeGraphExec) {}
-void launch_graph(NativeGraphExec, NativeStream) {
+void launch_graph(NativeStream, NativeGraphExec) {
   throw Error("the host backend has no device graphs");
 }
 void enqueue_copies(NativeStream, const std::vector<DeviceCopy>& copies) {

@@ -1,0 +1,192 @@
+#include <kodo/tasking/checkpoint_manifest.hpp>
+
+#include <kodo/core/numeric.hpp>
+#include <kodo/tasking/checkpoint_files.hpp>
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <filesystem>
+#include <sstream>
+
+namespace kodo::detail {
+
+std::string manifest_text(const CheckpointInfo& info, int ranks,
+                          const std::vector<SavedCollectionRecord>& collections,
+                          const std::vector<ManifestUnit>& written) {
+  std::ostringstream m;
+  m << "kodo-checkpoint " << kFormat << "\nkodo-version " << KODO_VERSION << "\napplication "
+    << info.application << "\nranks " << ranks << '\n';
+  for (const auto& [key, value] : info.keys) m << "key " << key << ' ' << value << '\n';
+  for (const auto& c : collections) {
+    const std::int64_t units = c.shape.size();
+    m << "collection " << c.id << ' ' << c.shape.x << ' ' << c.shape.y << ' ' << c.shape.z
+      << " odf " << (units + ranks - 1) / ranks << " type " << c.unit_type << '\n';
+    std::vector<const ManifestUnit*> by_linear(static_cast<std::size_t>(units), nullptr);
+    for (const auto& u : written)
+      if (u.collection == c.id) by_linear[static_cast<std::size_t>(u.linear)] = &u;
+    for (std::int64_t l = 0; l < units; ++l) {
+      const ManifestUnit* u = by_linear[static_cast<std::size_t>(l)];
+      if (!u) throw Error(cat("unit ", l, " of collection ", c.id, " was not written"));
+      m << "unit " << c.id << ' ' << l << ' ' << u->bytes << ' ' << std::hex << u->checksum
+        << std::dec << '\n';
+    }
+  }
+  m << "end\n";
+  return m.str();
+}
+
+Manifest parse_manifest(const std::string& text_in, const std::string& checkpoint,
+                        std::string_view application) {
+  const std::string manifest = checkpoint + "/manifest";
+  Manifest result;
+  std::istringstream in(text_in);
+  auto bad = [&](std::size_t number, const std::string& what) {
+    return Error(cat("checkpoint file ", manifest, ", line ", number, ": ", what));
+  };
+  std::string text;
+  std::size_t number = 0;
+  bool ended = false, have_application = false, have_version = false, have_ranks = false;
+  while (std::getline(in, text)) {
+    ++number;
+    if (ended) throw bad(number, "text after 'end'");
+    std::istringstream words(text);
+    std::string word;
+    words >> word;
+    auto rest = [&] {
+      std::string r;
+      std::getline(words >> std::ws, r);
+      return r;
+    };
+    auto integer = [&](std::int64_t min, std::int64_t max) {
+      std::string w;
+      words >> w;
+      const auto v = parse_whole<std::int64_t>(w);
+      if (!v || *v < min || *v > max)
+        throw bad(number, cat("'", w, "' is not a number from ", min, " to ", max));
+      return *v;
+    };
+    auto no_more = [&] {
+      std::string extra;
+      if (words >> extra) throw bad(number, cat("unexpected '", extra, "'"));
+    };
+    auto once = [&](bool& seen) {
+      if (seen) throw bad(number, cat("a second '", word, "' line"));
+      seen = true;
+    };
+    if (number == 1) {
+      if (word != "kodo-checkpoint") throw bad(number, "not a kodo checkpoint manifest");
+      const std::string format = rest();
+      if (format != std::to_string(kFormat))
+        throw bad(number, cat("the checkpoint is in format ", format, "; this kodo (", KODO_VERSION,
+                              ") reads format ", kFormat));
+    } else if (word == "kodo-version") {
+      once(have_version);
+      result.kodo_version = rest();
+    } else if (word == "application") {
+      once(have_application);
+      const std::string app = rest();
+      if (app != application)
+        throw Error(cat("checkpoint ", checkpoint, " was written by ", app, ", not ", application));
+    } else if (word == "ranks") {
+      once(have_ranks);
+      result.ranks = static_cast<int>(integer(1, INT32_MAX));
+      no_more();
+    } else if (word == "key") {
+      std::string key;
+      words >> key;
+      if (key.empty()) throw bad(number, "a key without a name");
+      for (const auto& [k, v] : result.keys)
+        if (k == key) throw bad(number, cat("key '", key, "' appears twice"));
+      result.keys.emplace_back(key, rest());
+    } else if (word == "collection") {
+      SavedCollectionRecord r;
+      r.id = static_cast<std::uint32_t>(integer(0, UINT32_MAX));
+      r.shape.x = integer(1, INT64_MAX);
+      r.shape.y = integer(1, INT64_MAX);
+      r.shape.z = integer(1, INT64_MAX);
+      const auto xy =
+          checked_mul(static_cast<std::uint64_t>(r.shape.x), static_cast<std::uint64_t>(r.shape.y));
+      const auto xyz = xy ? checked_mul(*xy, static_cast<std::uint64_t>(r.shape.z)) : xy;
+      if (!xyz || *xyz > std::uint64_t{1} << 62)
+        throw bad(number, "a collection of more than 2^62 units");
+      std::string odf, type;
+      words >> odf;
+      integer(1, INT64_MAX);
+      words >> type >> r.unit_type;
+      if (odf != "odf" || type != "type" || r.unit_type.empty())
+        throw bad(number, "a malformed collection line");
+      no_more();
+      for (const auto& other : result.collections)
+        if (other.id == r.id) throw bad(number, cat("collection ", r.id, " appears twice"));
+      result.collections.push_back(std::move(r));
+    } else if (word == "unit") {
+      const auto id = static_cast<std::uint32_t>(integer(0, UINT32_MAX));
+      auto found = std::find_if(result.collections.begin(), result.collections.end(),
+                                [&](const auto& r) { return r.id == id; });
+      if (found == result.collections.end())
+        throw bad(number, cat("a unit of collection ", id, ", which is not listed before it"));
+      const std::int64_t linear = integer(0, found->shape.size() - 1);
+      SavedUnit u;
+      u.bytes = static_cast<std::uint64_t>(integer(0, INT64_MAX));
+      std::string sum;
+      words >> sum;
+      const auto checksum = parse_whole<std::uint64_t>(sum, 16);
+      if (!checksum) throw bad(number, cat("'", sum, "' is not a checksum"));
+      u.checksum = *checksum;
+      no_more();
+      // Units come in order, so the list grows by one each time.
+      if (static_cast<std::int64_t>(found->units.size()) != linear)
+        throw bad(number, cat("unit ", linear, " of collection ", id, " out of order"));
+      found->units.push_back(u);
+    } else if (word == "end") {
+      no_more();
+      ended = true;
+    } else {
+      throw bad(number, cat("unknown entry '", word, "'"));
+    }
+  }
+  if (!ended) throw Error(cat("checkpoint file ", manifest, " is truncated (no 'end')"));
+  if (!have_application || result.ranks == 0 || result.collections.empty())
+    throw Error(cat("checkpoint file ", manifest, " lacks its application, ranks or collections"));
+  for (const auto& r : result.collections)
+    if (static_cast<std::int64_t>(r.units.size()) != r.shape.size())
+      throw Error(cat("checkpoint file ", manifest, " lists ", r.units.size(), " of the ",
+                      r.shape.size(), " units of collection ", r.id));
+  return result;
+}
+
+LatestManifest read_latest(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw Error(cat("checkpoint directory ", dir, " does not exist"));
+  const std::string latest = dir + "/latest";
+  if (!fs::exists(latest, ec))
+    throw Error(cat("checkpoint directory ", dir, " holds no complete checkpoint (no ", latest,
+                    ")"));
+  const auto latest_size = fs::file_size(latest, ec);
+  if (ec || latest_size > 256) throw Error(cat(latest, " is not a checkpoint's name"));
+  const auto latest_bytes = read_file(latest, latest_size);
+  std::istringstream line(std::string(reinterpret_cast<const char*>(latest_bytes.data()),
+                                      latest_bytes.size()));
+  LatestManifest m;
+  std::string sum, extra;
+  bool partial = false;
+  const bool named = line >> m.name >> sum && !(line >> extra);
+  const auto manifest_sum = parse_whole<std::uint64_t>(sum, 16);
+  if (!named || !manifest_sum || checkpoint_number(m.name, &partial) < 0 || partial)
+    throw Error(cat(latest, " is not a checkpoint's name"));
+  const std::string manifest = cat(dir, "/", m.name, "/manifest");
+  const auto manifest_size = fs::file_size(manifest, ec);
+  if (ec) throw Error(cat("checkpoint file ", manifest, " is missing"));
+  if (manifest_size > kManifestLimit)
+    throw Error(cat("checkpoint file ", manifest, " is too large for a manifest"));
+  const auto bytes = read_file(manifest, manifest_size);
+  if (checkpoint_checksum(bytes.data(), bytes.size()) != *manifest_sum)
+    throw Error(cat("checkpoint file ", manifest, " does not match its checksum in ", latest,
+                    ": the file is corrupted"));
+  m.text.assign(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  return m;
+}
+
+}  // namespace kodo::detail

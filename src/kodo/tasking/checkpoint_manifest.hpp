@@ -1,0 +1,49 @@
+#pragma once
+// A checkpoint's manifest (D/checkpoint-N/manifest) and the file naming the latest
+// checkpoint (D/latest): the text that CheckpointWrite::finish writes and that
+// Checkpoint::open parses, side by side. Internal to the checkpoint sources (not
+// installed).
+
+#include <kodo/tasking/checkpoint.hpp>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace kodo::detail {
+
+// What the manifest records of one unit file.
+struct ManifestUnit {
+  std::uint32_t collection;
+  std::int64_t linear;
+  std::uint64_t bytes, checksum;
+};
+
+// The manifest of a checkpoint written by `ranks` ranks, listing every unit of every
+// collection in order. Throws kodo::Error if a unit is missing from `units`.
+std::string manifest_text(const CheckpointInfo& info, int ranks,
+                          const std::vector<SavedCollectionRecord>& collections,
+                          const std::vector<ManifestUnit>& units);
+
+// What a manifest says.
+struct Manifest {
+  std::string kodo_version;
+  int ranks = 0;
+  std::vector<std::pair<std::string, std::string>> keys;
+  std::vector<SavedCollectionRecord> collections;
+};
+// Parses the manifest of checkpoint directory `checkpoint`, every line checked; throws
+// kodo::Error naming the file and line, or the application that wrote it if it is not
+// `application`. Every rank parses the same text and so reaches the same verdict.
+Manifest parse_manifest(const std::string& text, const std::string& checkpoint,
+                        std::string_view application);
+
+// Rank 0's reading of D/latest and the manifest it names (checked against its checksum).
+struct LatestManifest {
+  std::string name, text;
+};
+LatestManifest read_latest(const std::string& dir);
+
+}  // namespace kodo::detail
