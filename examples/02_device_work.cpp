@@ -1,7 +1,8 @@
-// Device work on a unit's stream, awaited without blocking the rank: each unit fills a
-// view and sums it with Kokkos kernels on one of the rank's compute streams, and checks
-// the sum once when_done reports that the stream has done that work. Until then the
-// rank's scheduler is free to run other units.
+// Tutorial 2: device work on a unit's stream, awaited without blocking the rank.
+//
+// Each unit fills a view and sums it with Kokkos kernels on one of the rank's compute
+// streams, and checks the sum once when_done reports that the stream has done that work.
+// Until then the rank's scheduler is free to run other units: nothing fences.
 //
 //   mpiexec -n 2 device_work
 #include <kodo/kodo.hpp>
@@ -17,14 +18,18 @@ class Block : public kodo::WorkUnit<Block> {
 
   void start() {
     const std::int64_t me = collection().shape().linear(index());
-    kodo::Stream& stream = streams().compute(me);  // the rank's units share its streams
+    // 1. A stream: the rank's units share its streams (kodo::Stream, a Kokkos
+    //    execution-space instance); kernels go to its space().
+    kodo::Stream& stream = streams().compute(me);
     const Kokkos::RangePolicy<kodo::ExecutionSpace> all(stream.space(), 0, kValues);
-    auto values = values_;  // the kernels capture views, not the unit
+    // 2. Ordinary Kokkos kernels on that space; they capture views, not the unit.
+    auto values = values_;
     Kokkos::parallel_for("fill", all, KOKKOS_LAMBDA(std::int64_t i) { values(i) = me + i; });
     // Into a view: the reduction does not wait for its result.
     Kokkos::parallel_reduce(
         "sum", all, KOKKOS_LAMBDA(std::int64_t i, std::int64_t& s) { s += values(i); }, sum_);
-    // Both kernels are only enqueued; this runs from the scheduler loop once they are done.
+    // 3. Both kernels are only enqueued. when_done runs the continuation from the
+    //    scheduler loop once the stream has done them: the rank never waits.
     when_done(stream, [this, me] {
       const bool right = sum_() == me * kValues + kValues * (kValues - 1) / 2;
       contribute(std::int64_t{right}, kodo::Sum{});  // how many units got theirs right

@@ -1,4 +1,6 @@
-// Halos of varying size through receive rings, and a reduction the main program reads.
+// Tutorial 3: channels and receive rings, for data that goes to the same neighbour
+// every step.
+//
 // Units sit in a ring; at each step every unit sends its right neighbour a halo whose
 // length changes from step to step (like particles leaving a subdomain), received into
 // a ring of two buffers of the largest size. The ring hands the halos over in step
@@ -22,9 +24,13 @@ class Cell : public kodo::WorkUnit<Cell> {
  public:
   explicit Cell(const kodo::UnitInit<Cell>& init) : WorkUnit(init) {
     const std::int64_t n = init.shape.size(), me = init.shape.linear(init.index);
+    // 1. A channel links two units; each opens its end (the stream comes first: local
+    //    and staging copies run there). Both units of a link must open it.
     kodo::Stream& stream = streams().communication(0);
     right_ = open_channel(stream, init.shape.delinear((me + 1) % n));
     left_ = open_channel(stream, init.shape.delinear((me + n - 1) % n));
+    // 2. The receiving end opens a ring of buffers the sender writes into; each arrival
+    //    is handed to the callback, in order, with its length.
     halos_ = left_.open_ring(std::vector{Halo("halo0", kMost), Halo("halo1", kMost)},
                              [this](const kodo::Arrival<Halo>& a) { on_halo(a); });
   }
@@ -37,13 +43,16 @@ class Cell : public kodo::WorkUnit<Cell> {
   void send(int step) {
     Halo out("out", halo_length(me(), step));
     Kokkos::deep_copy(out, static_cast<double>(me() + 1));
-    right_.send(out, kodo::data_ready);  // written by the host: complete now
+    // 3. Send. send(view) leaves once the work enqueued on the channel's stream (a pack)
+    //    is done; with data_ready at once (written by the host here: complete now).
+    right_.send(out, kodo::data_ready);
   }
 
   // Halos arrive in step order (a.transfer is the step), a.count values each.
   void on_halo(const kodo::Arrival<Halo>& a) {
     for (std::size_t i = 0; i < a.count; ++i) received_ += a.view(i);
-    halos_.release(a.transfer);  // its buffer takes the halo two steps on
+    // 4. Release the buffer once done with it: it takes the halo two steps on.
+    halos_.release(a.transfer);
     if (a.transfer + 1 < kSteps)
       send(static_cast<int>(a.transfer) + 1);
     else
