@@ -166,7 +166,6 @@ bool JacobiBlock::faces_wait_on_device() {
     if (has_neighbour_[f] && !faces_in_[f].waits_on_streams()) return false;
   waits_from_ = iteration_;
   for (int f = 0; f < 6; ++f) handed_[f] = iteration_;
-  ++config_.report->units_waiting_on_device;
   return true;
 }
 
@@ -293,23 +292,12 @@ void JacobiBlock::contribute_checksum() {
   checksum_requested_ = false;
   const std::uint64_t sum =
       checksum(compute_->space(), field_[iteration_ % 2], shape_, config_.grid, origin_);
-  contribute<&JacobiBlock::checksum_done>(sum, kodo::Sum{});
   // The last update's size: A[n] against A[n - 1] (0 before the first update).
   const double squares = iteration_ == 0
                              ? 0.0
                              : difference_squares(compute_->space(), field_[iteration_ % 2],
                                                   field_[(iteration_ + 1) % 2], shape_);
-  contribute<&JacobiBlock::residual_done>(squares, kodo::Sum{});
-}
-
-void JacobiBlock::residual_done(double squares) {
-  config_.report->residual = std::sqrt(squares);
-  config_.report->have_residual = true;
-}
-
-void JacobiBlock::checksum_done(std::uint64_t checksum) {
-  config_.report->checksum = checksum;
-  config_.report->have_checksum = true;
+  contribute(Summary{sum, squares}, AddSummaries{});
 }
 
 }  // namespace jacobi

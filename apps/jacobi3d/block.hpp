@@ -12,18 +12,31 @@
 #include <kodo/kodo.hpp>
 
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 
 namespace jacobi {
 
-// Rank-local results that blocks hand back to the main program.
+// What the blocks' reduction gives the main program after compute_checksum (read with
+// blocks.reduced<Summary>()): one round, combined with AddSummaries.
+struct Summary {
+  std::uint64_t checksum = 0;  // of the field (checksum.hpp's), over every block
+  double squares = 0;          // of the last update's changes (0 before any)
+  double residual() const { return std::sqrt(squares); }  // the L2 norm of that update
+};
+struct AddSummaries {
+  Summary operator()(const Summary& a, const Summary& b) const {
+    return {a.checksum + b.checksum, a.squares + b.squares};
+  }
+};
+
+// A run's results as the main program prints them (from a Summary, or the baseline's).
 struct RankReport {
   std::uint64_t checksum = 0;
   bool have_checksum = false;
   double residual = 0;  // L2 norm of the last update (0 before any)
   bool have_residual = false;
-  int units_waiting_on_device = 0;  // blocks whose stream awaits their faces
 };
 
 // How a block learns that its device work is done.
@@ -36,7 +49,6 @@ struct BlockConfig {
   Grid grid;
   Completion completion = Completion::engine;
   kodo::CommMode comm = kodo::CommMode::device;  // for neighbours on other ranks
-  RankReport* report = nullptr;
   Fusion fusion = Fusion::none;
   bool graphs = false;   // each iteration's kernels as one graph, replayed
   bool overlap = false;  // update the inner box while the faces travel (fusion none, no graphs)
@@ -94,9 +106,10 @@ class JacobiBlock : public kodo::WorkUnit<JacobiBlock> {
 
   // Entry methods.
   void iterate(std::int64_t count);  // run `count` more iterations (the unit path)
-  void compute_checksum();           // once the iterations asked for so far are done
-  void checksum_done(std::uint64_t checksum);
-  void residual_done(double squares);
+  // Once the iterations asked for so far are done: a Summary to the main program.
+  void compute_checksum();
+  // Whether the block's stream awaits its faces on the device (--waits device).
+  bool waits_on_device() const { return waits_from_ >= 0; }
 
   // The state a checkpoint holds (kodo's unit_state.hpp): the updates done since the
   // computation began, across restarts, and the current array. Restored only before the

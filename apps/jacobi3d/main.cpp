@@ -125,7 +125,7 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
     const bool rank_program = opt.path == "rank";
     const jacobi::BlockConfig config{
         grid, opt.sync ? jacobi::Completion::sync : jacobi::Completion::engine,
-        kodo::parse_comm_mode(opt.comm), &report, opt.fusion, opt.graphs, opt.overlap,
+        kodo::parse_comm_mode(opt.comm), opt.fusion, opt.graphs, opt.overlap,
         // Units of a rank take its streams in turn: one each. On the host backend a wait
         // holds the rank, and with it the rank's other units: one unit per rank.
         !rank_program && opt.device_waits && opt.odf <= runtime.streams().per_priority() &&
@@ -193,8 +193,13 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
                   written.seconds, written.bytes / 1e9 / written.seconds);
     blocks.broadcast_local<&jacobi::JacobiBlock::compute_checksum>();
     runtime.run();
-    int waiting = 0;
-    MPI_Reduce(&report.units_waiting_on_device, &waiting, 1, MPI_INT, MPI_SUM, 0, runtime.comm());
+    const auto summary = blocks.reduced<jacobi::Summary>();
+    report = {summary.checksum, true, summary.residual(), true};
+    int waiting_here = 0, waiting = 0;
+    blocks.for_each_local([&](const jacobi::JacobiBlock& b) {
+      waiting_here += b.waits_on_device();
+    });
+    MPI_Reduce(&waiting_here, &waiting, 1, MPI_INT, MPI_SUM, 0, runtime.comm());
     if (root && opt.device_waits && !rank_program)
       std::printf("units whose stream awaited their faces on the device: %d of %" PRId64 "\n",
                   waiting, units.size());
