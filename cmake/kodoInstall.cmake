@@ -2,9 +2,10 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-# Headers keep their paths under src/: include/kodo/..., and include/kodo.hpp (forwarding,
-# for one release). The include directory users get is include/, so only <kodo/...> (and
-# <kodo.hpp>) resolve: kodo's folder names are not top-level include names.
+# The public headers (kodo.hpp and what it includes; src/CMakeLists.txt) keep their paths
+# under src/: include/kodo/..., and include/kodo.hpp (forwarding, for one release). The
+# include directory users get is include/, so only <kodo/...> (and <kodo.hpp>) resolve:
+# kodo's folder names are not top-level include names. Internal headers stay behind.
 install(TARGETS kodo EXPORT kodoTargets
         FILE_SET HEADERS DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT kodoTargets NAMESPACE kodo:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kodo)

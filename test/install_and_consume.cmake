@@ -10,6 +10,18 @@ function(run)
   message("${out}")
 endfunction()
 run(${CMAKE_COMMAND} --install ${BUILD} --prefix ${prefix})
+# Only <kodo/kodo.hpp> and what it includes are installed: kodo's internals are not
+# reachable from a user's project by any name (the consumer below builds without them).
+foreach(internal kodo/tasking/scheduler.hpp kodo/comm/ucx_transport.hpp kodo/backends/native.hpp
+                 kodo/comm/channel_end.hpp kodo/tasking/completion_engine.hpp)
+  if(EXISTS ${prefix}/include/${internal})
+    message(FATAL_ERROR "an installed kodo holds the internal header ${internal}")
+  endif()
+endforeach()
+if(NOT EXISTS ${prefix}/include/kodo/kodo.hpp)
+  message(FATAL_ERROR "an installed kodo lacks kodo/kodo.hpp")
+endif()
+message("consumer: internal headers are not installed")
 run(${CMAKE_COMMAND} -S ${SOURCE} -B ${WORK}/build -G ${GENERATOR} -DCMAKE_BUILD_TYPE=Release
     -DCMAKE_PREFIX_PATH=${prefix})
 run(${CMAKE_COMMAND} --build ${WORK}/build)
