@@ -374,9 +374,12 @@ double AtomUnit::shift(int d, int toward) const {
   return 0.0;
 }
 
+bool AtomUnit::remote(int d, int toward) const {
+  return collection().owner(neighbour(d, toward)) != collection().owner(index());
+}
+
 bool AtomUnit::staged_to(int d, int toward) const {
-  return setup_.host_staged &&
-         collection().owner(neighbour(d, toward)) != collection().owner(index());
+  return setup_.host_staged && remote(d, toward);
 }
 
 Payload& AtomUnit::buffer(Kind kind, int d, int toward, std::size_t size) {
@@ -1018,16 +1021,14 @@ void AtomUnit::plan_step(kodo::StepPlan& plan) {
   // Atoms with no ghost in their lists need only their own positions: their force can run
   // while ghosts come from another rank. Within a rank the other units' work fills the
   // device meanwhile, and one launch over every atom costs less than two.
-  bool remote = false;
-  for (int d = 0; d < 3; ++d)
-    for (int side = 0; side < 2; ++side)
-      remote = remote || collection().owner(neighbour(d, side)) != collection().owner(index());
-  if (q == 1 && remote)
+  bool split = false;
+  for (int d = 0; d < 3; ++d) split = split || remote(d, 0) || remote(d, 1);
+  if (q == 1 && split)
     plan.work_without_receives([=](const Device& s) {
       force_full(s, x, f, 0, inner, rows, lists, list_sizes, pair, false, {});
     });
   if (q == 3) {
-    const Count first = remote ? inner : Count(0);
+    const Count first = split ? inner : Count(0);
     parts.push_back([=](const Device& s) {
       force_full(s, x, f, first, own_rows, rows, lists, list_sizes, pair, false, {});
       final_integrate(s, v, f, own, dt);

@@ -173,6 +173,7 @@ class AtomUnit : public kodo::WorkUnit<AtomUnit> {
   Potential potential() const;
 
   bool self(int d) const { return (d == 0 ? units_.x : d == 1 ? units_.y : units_.z) == 1; }
+  bool remote(int d, int toward) const;  // the neighbour toward a side is on another rank
   bool staged_to(int d, int toward) const;
   kodo::Index3 neighbour(int d, int toward) const;
   double shift(int d, int toward) const;  // periodic shift of what goes toward a side

@@ -240,12 +240,12 @@ int run(kodo::Runtime& runtime, const Options& opt, const kodo::Extent3& units,
     plain_steps += steps;
   };
   // Steps up to `last`: runs of plain steps through the program, the others unit by unit.
+  auto by_program = [&](std::int64_t s) { return setup.step_program && setup.plain_step(s); };
   auto run_to = [&](std::int64_t last) {
     while (step < last) {
-      std::int64_t n = 0;
-      const bool plain = setup.step_program && setup.plain_step(step + 1);
-      while (step + n < last && (setup.step_program && setup.plain_step(step + n + 1)) == plain)
-        ++n;
+      const bool plain = by_program(step + 1);
+      std::int64_t n = 1;
+      while (step + n < last && by_program(step + n + 1) == plain) ++n;
       if (plain) {
         run_program(n);
       } else {

@@ -1,5 +1,7 @@
 #include <kodo/tasking/checkpoint_files.hpp>
 
+#include <kodo/tasking/scheduler.hpp>
+
 #include <sys/stat.h>
 
 namespace kodo::detail {
@@ -83,6 +85,8 @@ std::string unit_file(const std::string& checkpoint, std::uint32_t collection,
 
 // Checkpoints are collective: called from an entry method, one would wait for ranks
 // that are themselves waiting in run().
+bool CheckpointAccess::running(Runtime& runtime) { return runtime.scheduler().running(); }
+
 void require_main_program(Runtime& runtime, const char* call) {
   if (CheckpointAccess::running(runtime))
     throw Error(cat(call,

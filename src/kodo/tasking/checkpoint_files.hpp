@@ -6,7 +6,6 @@
 // checkpoint sources (not installed).
 
 #include <kodo/tasking/checkpoint.hpp>
-#include <kodo/tasking/scheduler.hpp>
 
 #include <algorithm>
 #include <bit>
@@ -152,7 +151,7 @@ struct CheckpointAccess {
                                                                          std::size_t bytes) {
     return runtime.pinned_staging(bytes);
   }
-  static bool running(Runtime& runtime) { return runtime.scheduler().running(); }
+  static bool running(Runtime& runtime);  // inside run()
 };
 
 // Two pinned host buffers: a device field is copied through one while the other is

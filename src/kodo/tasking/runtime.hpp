@@ -24,7 +24,7 @@ class CollectionBase;
 class ChannelHost;
 struct Message;
 struct TestAccess;        // defined by kodo's own tests only
-struct CheckpointAccess;  // what checkpoints use of the runtime (checkpoint.cpp)
+struct CheckpointAccess;  // what checkpoints use of the runtime (checkpoint_files.hpp)
 class RankProgram;        // step programs (step_program.hpp)
 }  // namespace detail
 
