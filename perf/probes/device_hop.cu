@@ -14,6 +14,12 @@
 //   kern_spin     kernel: copy + fence + flag ; kernel<<<1,1>>> spinning on own flag
 //   fused         one kernel per hop: spin on own flag, then copy + fence + flag
 //   ce_spin       cudaMemcpyAsync + WriteValue64 ; spin kernel
+//   kern_spin_host kern_spin with the flags in cudaHostRegister'ed shm
+//   route, route_host  what a same-node channel with waits on streams does per hop: a copy
+//                 kernel whose every block first waits for the peer to have consumed the
+//                 previous transfer, a publishing kernel, a one-thread wait kernel at the
+//                 receiver, its consumed count written by a stream memory operation; flags
+//                 in device memory (route) or in cudaHostRegister'ed shm (route_host)
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <fcntl.h>
@@ -55,6 +61,22 @@ __global__ void send_kernel(unsigned char* dst, const unsigned char* src, std::s
   copy_body(dst, src, n);
   raise_flag(flag, v);
 }
+// Every block's first thread waits for *consumed >= v (the receiver freed the buffer).
+__global__ void route_copy_kernel(unsigned char* dst, const unsigned char* src, std::size_t n,
+                                  volatile unsigned long long* consumed, unsigned long long v) {
+  __shared__ int go;
+  if (threadIdx.x == 0) {
+    while (*consumed < v) __nanosleep(200);
+    __threadfence_system();
+    go = 1;
+  }
+  __syncthreads();
+  if (go) copy_body(dst, src, n);
+}
+__global__ void publish_kernel(volatile unsigned long long* flag, unsigned long long v) {
+  __threadfence_system();
+  if (threadIdx.x == 0) *flag = v;
+}
 __global__ void spin_kernel(volatile unsigned long long* flag, unsigned long long v) {
   while (*flag < v) {}
 }
@@ -85,7 +107,8 @@ int main(int argc, char** argv) {
   CK(cudaMalloc(&buf, most));
   CK(cudaMalloc(&src, most));
   unsigned long long *own = nullptr, *theirs = nullptr;
-  if (mode == "memop_host") {
+  const bool host_flags = mode == "memop_host" || mode == "kern_spin_host" || mode == "route_host";
+  if (host_flags) {
     std::string name = "/kodo_hop_" + std::to_string(getpid());
     int fd = shm_open(name.c_str(), O_CREAT | O_RDWR, 0600);
     if (fd < 0 || ftruncate(fd, 4096) != 0) MPI_Abort(MPI_COMM_WORLD, 3);
@@ -134,7 +157,10 @@ int main(int argc, char** argv) {
     MPI_Barrier(MPI_COMM_WORLD);
     const int blocks = static_cast<int>(std::min<std::size_t>(528, (bytes + 4095) / 4096));
     auto send = [&](const unsigned char* from, unsigned long long v) {
-      if (mode == "ce_memop" || mode == "ce_spin") {
+      if (mode == "route" || mode == "route_host") {
+        route_copy_kernel<<<blocks, 256, 0, s>>>(peer_buf, from, bytes, own + 1, v - 1);
+        publish_kernel<<<1, 32, 0, s>>>(theirs, v);
+      } else if (mode == "ce_memop" || mode == "ce_spin") {
         CK(cudaMemcpyAsync(peer_buf, from, bytes, cudaMemcpyDeviceToDevice, s));
         CU(cuStreamWriteValue64(s, (CUdeviceptr)theirs, v, 0));
       } else if (mode == "memop" || mode == "memop_host") {
@@ -144,7 +170,10 @@ int main(int argc, char** argv) {
       }
     };
     auto wait = [&](unsigned long long v) {
-      if (mode == "kern_spin" || mode == "ce_spin") spin_kernel<<<1, 1, 0, s>>>(own, v);
+      if (mode == "route" || mode == "route_host") {
+        spin_kernel<<<1, 1, 0, s>>>(own, v);
+        CU(cuStreamWriteValue64(s, (CUdeviceptr)(theirs + 1), v, 0));  // consumed
+      } else if (mode == "kern_spin" || mode == "ce_spin" || mode == "kern_spin_host") spin_kernel<<<1, 1, 0, s>>>(own, v);
       else CU(cuStreamWaitValue64(s, (CUdeviceptr)own, v, CU_STREAM_WAIT_VALUE_GEQ));
     };
     CK(cudaEventRecord(e0, s));

@@ -106,11 +106,18 @@ __global__ void copy_and_publish_kernel(DeviceWait first, unsigned char* to,
   copy_part(to, from, bytes, threadIdx.x, blockDim.x);
   publish(size_word, size, count_word, count);
 }
-// Every block waits (a block cannot see another's wait end); the publish after it
-// waits again, which then passes at once, so a failed wait also skips the stores.
-__global__ void copy_kernel(DeviceWait first, unsigned char* to, const unsigned char* from,
+// A large copy's wait: one thread waits and stores the outcome (1: go on, 0: skip the
+// copy) in a word of device memory that every block of the copy then reads. Blocks that
+// each read the wait's word in host memory are served one after another (about 1 us a
+// block between two H200s, perf/results/device_hop_route_flags_h200x2.csv).
+__global__ void gate_kernel(DeviceWait first, std::uint64_t* gate) {
+  *reinterpret_cast<volatile std::uint64_t*>(gate) = wait_for_count(first) ? 1 : 0;
+}
+// The publish after it waits again, which then passes at once, so a failed wait also
+// skips the stores. No gate: no wait.
+__global__ void copy_kernel(const std::uint64_t* gate, unsigned char* to, const unsigned char* from,
                             std::size_t bytes) {
-  if (!block_waits(first)) return;
+  if (gate && *reinterpret_cast<const volatile std::uint64_t*>(gate) == 0) return;
   copy_part(to, from, bytes, std::size_t(blockIdx.x) * blockDim.x + threadIdx.x,
             std::size_t(gridDim.x) * blockDim.x);
 }

@@ -111,11 +111,12 @@ bool enqueue_wait(NativeStream stream, const DeviceWait& wait);
 // another device mapped here), then the stores *size_word = size and then
 // *count_word = count, each visible to other processes and devices only after
 // everything before it. `from_device`: `from` is device memory. A wait that times out
-// or finds the link abandoned skips the copy and the stores.
+// or finds the link abandoned skips the copy and the stores. `gate`: one word of device
+// memory for the link's copies, where a large copy's wait leaves its outcome.
 void enqueue_copy_and_publish(NativeStream stream, const DeviceWait& first, void* to,
                               const void* from, std::size_t bytes, bool from_device,
                               std::uint64_t* size_word, std::uint64_t size,
-                              std::uint64_t* count_word, std::uint64_t count);
+                              std::uint64_t* count_word, std::uint64_t count, std::uint64_t* gate);
 
 // --- device graphs (tasking/step_program.hpp) -------------------------------------------
 

@@ -169,6 +169,9 @@ struct ChannelEnd : std::enable_shared_from_this<ChannelEnd> {
     std::vector<std::byte*> to;  // by buffer: where this rank's streams write it
     std::vector<std::uint64_t> capacity;
     std::deque<Send> held;  // waiting for their buffers to be released, in order
+    // Device memory where a large copy's wait for its buffer leaves its outcome
+    // (backend::enqueue_copy_and_publish).
+    Kokkos::View<std::uint64_t*, ExecutionSpace::memory_space> gate;
   };
   std::optional<NodeOut> node_out;
 

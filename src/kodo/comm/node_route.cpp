@@ -95,7 +95,14 @@ void ChannelEnd::choose_ucx_receives(const std::string& why) {
 // The sending end maps the buffers the receiver offered.
 void ChannelEnd::accept_ring(const RingMessage& ring) {
   NodeChannels& n = node();
-  NodeOut out{n.host(link.peer_rank, ring.words), n.device(link.peer_rank, ring.words), {}, {}, {}};
+  NodeOut out{n.host(link.peer_rank, ring.words),
+              n.device(link.peer_rank, ring.words),
+              {},
+              {},
+              {},
+              decltype(NodeOut::gate)(Kokkos::view_alloc(Kokkos::WithoutInitializing,
+                                                         "kodo::same-node copy gate"),
+                                      1)};
   std::string why;
   for (const RingBufferOffer& b : ring.buffers) {
     out.capacity.push_back(b.capacity);
@@ -192,7 +199,8 @@ void ChannelEnd::publish(Send t) {
       link.stream->native_handle(), free, out.to[b], t.segment.data, t.segment.bytes,
       t.segment.kind != MemoryKind::host,
       reinterpret_cast<std::uint64_t*>(out.device_words + kSizeWords + 8 * b), t.segment.bytes,
-      reinterpret_cast<std::uint64_t*>(out.device_words + kArrivedWord), t.transfer + 1);
+      reinterpret_cast<std::uint64_t*>(out.device_words + kArrivedWord), t.transfer + 1,
+      out.gate.data());
   host->when_done(*link.stream, [self_ptr = shared_from_this(), t = std::move(t)]() mutable {
     self_ptr->sending.erase(t.transfer);
     if (t.done) self_ptr->host->queue_callback(std::move(t.done));

@@ -194,12 +194,12 @@ bool enqueue_wait(NativeStream stream, const DeviceWait& wait) {
 void enqueue_copy_and_publish(NativeStream stream, const DeviceWait& first, void* to,
                               const void* from, std::size_t bytes, bool from_device,
                               std::uint64_t* size_word, std::uint64_t size,
-                              std::uint64_t* count_word, std::uint64_t count) {
+                              std::uint64_t* count_word, std::uint64_t count, std::uint64_t* gate) {
   auto s = static_cast<cudaStream_t>(stream);
   auto* t = static_cast<unsigned char*>(to);
   const auto* f = static_cast<const unsigned char*>(from);
   // Small transfers: one block waits, copies and publishes (one launch). Larger ones:
-  // the copy on every SM, then one thread publishes.
+  // one thread waits (gate_kernel), the copy on every SM, then one thread publishes.
   constexpr std::size_t kOneBlock = 32 * 1024;
   if (from_device && bytes <= kOneBlock) {
     kernels::copy_and_publish_kernel<<<1, 512, 0, s>>>(first, t, f, bytes, size_word, size,
@@ -207,7 +207,8 @@ void enqueue_copy_and_publish(NativeStream stream, const DeviceWait& first, void
   } else {
     if (from_device) {
       const auto blocks = static_cast<unsigned>(std::min<std::size_t>(1024, (bytes + 8191) / 8192));
-      kernels::copy_kernel<<<blocks, 512, 0, s>>>(first, t, f, bytes);
+      if (first.word) kernels::gate_kernel<<<1, 1, 0, s>>>(first, gate);
+      kernels::copy_kernel<<<blocks, 512, 0, s>>>(first.word ? gate : nullptr, t, f, bytes);
     } else if (bytes != 0) {
       kernels::wait_kernel<<<1, 1, 0, s>>>(first);
       check(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDefault, s), "cudaMemcpyAsync");

@@ -199,7 +199,7 @@ bool enqueue_wait(NativeStream stream, const DeviceWait& wait) {
 void enqueue_copy_and_publish(NativeStream stream, const DeviceWait& wait, void* to,
                               const void* from, std::size_t bytes, bool from_device,
                               std::uint64_t* size_word, std::uint64_t size,
-                              std::uint64_t* count_word, std::uint64_t count) {
+                              std::uint64_t* count_word, std::uint64_t count, std::uint64_t* gate) {
   auto s = static_cast<hipStream_t>(stream);
   auto* t = static_cast<unsigned char*>(to);
   const auto* f = static_cast<const unsigned char*>(from);
@@ -211,7 +211,10 @@ void enqueue_copy_and_publish(NativeStream stream, const DeviceWait& wait, void*
   } else {
     if (from_device) {
       const auto blocks = static_cast<unsigned>(std::min<std::size_t>(1024, (bytes + 8191) / 8192));
-      hipLaunchKernelGGL(kernels::copy_kernel, dim3(blocks), dim3(512), 0, s, first, t, f, bytes);
+      if (first.word) hipLaunchKernelGGL(kernels::gate_kernel, dim3(1), dim3(1), 0, s, first, gate);
+      hipLaunchKernelGGL(kernels::copy_kernel, dim3(blocks), dim3(512), 0, s,
+                         static_cast<const std::uint64_t*>(first.word ? gate : nullptr), t, f,
+                         bytes);
     } else if (bytes != 0) {
       hipLaunchKernelGGL(kernels::wait_kernel, dim3(1), dim3(1), 0, s, first);
       check(hipMemcpyAsync(to, from, bytes, hipMemcpyDefault, s), "hipMemcpyAsync");

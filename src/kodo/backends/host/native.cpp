@@ -73,7 +73,7 @@ bool enqueue_wait(NativeStream, const DeviceWait& wait) {
 // `first` is the caller's to honour (it holds the transfer until its buffer is free).
 void enqueue_copy_and_publish(NativeStream, const DeviceWait&, void* to, const void* from,
                               std::size_t bytes, bool, std::uint64_t* size_word, std::uint64_t size,
-                              std::uint64_t* count_word, std::uint64_t count) {
+                              std::uint64_t* count_word, std::uint64_t count, std::uint64_t*) {
   if (bytes != 0) std::memcpy(to, from, bytes);
   std::atomic_ref<std::uint64_t>(*size_word).store(size, std::memory_order_release);
   std::atomic_ref<std::uint64_t>(*count_word).store(count, std::memory_order_release);
