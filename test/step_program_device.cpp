@@ -61,12 +61,16 @@ struct Large final : kodo::WorkUnit<Large> {
 int main(int argc, char** argv) {
   kodo::Runtime runtime(argc, argv);
   if (runtime.print_usage_if_requested(
-          "usage: step_program_device [--large-functor]\n"
+          "usage: step_program_device [--large-functor | --device-transfers]\n"
           "Runs step programs and checks them against the host; --large-functor builds one\n"
-          "whose kernel functor exceeds 512 bytes (refused where steps are device graphs).\n"))
+          "whose kernel functor exceeds 512 bytes (refused where steps are device graphs);\n"
+          "--device-transfers also checks that every program whose units talk across ranks\n"
+          "came to make those transfers in its graphs (ranks on GPUs of their own, one node).\n"))
     return 0;
   const bool root = runtime.rank() == 0;
   const bool large = argc > 1 && std::string(argv[1]) == "--large-functor";
+  const bool device_transfers = argc > 1 && std::string(argv[1]) == "--device-transfers";
+  int programs = 0, on_device = 0;  // programs with units on other ranks, and of those ...
   if (large) {
     auto units = kodo::Collection<Large>::create(runtime, {2 * runtime.size(), 1, 1});
     try {
@@ -92,12 +96,19 @@ int main(int argc, char** argv) {
     for (const int phases : {1, 2, 3})
       for (const bool split : {false, true}) {
         const std::int64_t n = per_rank * runtime.size();
+        if (root && device_transfers)  // where a hang would be
+          std::fprintf(stderr, "step_program_device: %lld units per rank, %d phase(s)%s\n",
+                       static_cast<long long>(per_rank), phases, split ? ", split" : "");
         auto units = kodo::Collection<Arc>::create(runtime, {n, 1, 1}, length, phases, split);
         kodo::StepProgram<Arc> program(units, {.phases = phases});
         std::int64_t done = 0;
         for (const std::int64_t piece : {5, 1, 6}) {
           program.advance(piece);
           runtime.run();
+          if (piece == 6 && runtime.size() > 1) {
+            ++programs;
+            on_device += program.transfers_on_device() ? 1 : 0;
+          }
           done += piece;
           expect(step_units::check_arcs(units, length, done),
                  "arcs of " + std::to_string(n) + " units, " + std::to_string(phases) +
@@ -134,6 +145,16 @@ int main(int argc, char** argv) {
              "a fencing work's result");
     });
   }
+  if (device_transfers)
+    expect(on_device == programs ? ""
+                                 : std::to_string(programs - on_device) + " of " +
+                                       std::to_string(programs) + " programs moved them by host",
+           "transfers with other ranks made in the graphs");
+  if (root && runtime.size() > 1)
+    std::printf(
+        "step_program_device: %d of %d programs made their transfers with other ranks "
+        "in their graphs (rank 0)\n",
+        on_device, programs);
   int all = 0;
   MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, runtime.comm());
   if (root)

@@ -45,6 +45,11 @@ TEST_P(StepProgramRuns, GiveTheSerialStencilWhateverTheUnitsAndRanks) {
   EXPECT_EQ(program.steps(), 0);
   // The host backend records no graphs; devices do unless told not to.
   EXPECT_EQ(program.replays_graphs(), c.graphs && !kodo::host_build && rt.rank() < c.units);
+  // Graphs make the transfers with other ranks only on GPUs, GPU-aware, with graphs (and
+  // same-node routes: verified on GPUs, perf/results/device_links_*).
+  if (kodo::host_build || c.comm == kodo::CommMode::host_staged || !c.graphs) {
+    EXPECT_FALSE(program.transfers_on_device());
+  }
   // Steps in pieces: each run() ends with the steps asked for done.
   std::int64_t done = 0;
   for (std::int64_t piece : {3, 0, 1, 7}) {

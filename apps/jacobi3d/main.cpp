@@ -200,6 +200,13 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
       waiting_here += b.waits_on_device();
     });
     MPI_Reduce(&waiting_here, &waiting, 1, MPI_INT, MPI_SUM, 0, runtime.comm());
+    int on_device = program && program->transfers_on_device() ? 1 : 0, ranks_on_device = 0;
+    MPI_Reduce(&on_device, &ranks_on_device, 1, MPI_INT, MPI_SUM, 0, runtime.comm());
+    if (root && program && runtime.size() > 1)
+      std::printf(
+          "rank program: %d of %d rank(s) made their transfers with other ranks in "
+          "their graphs\n",
+          ranks_on_device, runtime.size());
     if (root && opt.device_waits && !rank_program)
       std::printf("units whose stream awaited their faces on the device: %d of %" PRId64 "\n",
                   waiting, units.size());

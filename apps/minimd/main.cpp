@@ -279,10 +279,13 @@ int run(kodo::Runtime& runtime, const Options& opt, const kodo::Extent3& units,
   }
   const double total = now() - clock_start;
   if (root && setup.step_program)
-    std::printf("# step program: built %d time(s) in %.6f s%s; %" PRId64
+    std::printf("# step program: built %d time(s) in %.6f s%s%s; %" PRId64
                 " plain steps in %.6f s, the other %" PRId64 " in %.6f s (rank 0)\n",
                 programs_built, build_seconds,
                 program && !program->replays_graphs() ? ", its work called step by step" : "",
+                program && program->transfers_on_device()
+                    ? ", its graphs make the transfers with other ranks"
+                    : "",
                 plain_steps, plain_seconds, p.steps - first_step - plain_steps,
                 total - plain_seconds - build_seconds);
   const std::int64_t steps_run = p.steps - first_step;

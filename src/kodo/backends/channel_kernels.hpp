@@ -39,19 +39,24 @@ __device__ inline void pause_briefly() {
 // DeviceWait's loop, for one thread: true once the count is reached; false once the
 // other side abandoned the link (work behind a receive wait goes on; a copy into a
 // buffer the receiver may still read is skipped) or the bound is spent (failure stored).
+// The words live in host memory, and reads of one word by many waiting threads are served
+// one after another: the abandon and failure words (the latter one word for all of a
+// rank's waits) are read once every 32 rounds, the count every round.
 __device__ bool wait_for_count(const DeviceWait& w) {
   if (!w.word) return true;
   const auto* word = reinterpret_cast<const volatile std::uint64_t*>(w.word);
   const auto* abandon = reinterpret_cast<const volatile std::uint64_t*>(w.abandon);
   auto* failure = reinterpret_cast<volatile std::uint64_t*>(w.failure_word);
   const std::uint64_t start = wait_clock();
-  while (*word < w.value) {
-    if (abandon && *abandon != 0) return false;
-    if (*failure != 0) return false;  // another wait failed: the job is ending
-    if (wait_clock() - start > w.timeout_ns) {
-      *failure = w.failure;
-      __threadfence_system();
-      return false;
+  for (unsigned round = 1; *word < w.value; ++round) {
+    if (round % 32 == 0) {
+      if (abandon && *abandon != 0) return false;
+      if (*failure != 0) return false;  // another wait failed: the job is ending
+      if (wait_clock() - start > w.timeout_ns) {
+        *failure = w.failure;
+        __threadfence_system();
+        return false;
+      }
     }
     pause_briefly();
   }
@@ -126,6 +131,38 @@ __global__ void publish_kernel(DeviceWait first, std::uint64_t* size_word, std::
   if (!block_waits(first)) return;
   publish(size_word, size, count_word, count);
 }
+
+// --- transfers made by a graph's nodes (native.hpp: StepTransfer) ---------------------
+
+__device__ inline std::uint64_t transfer_of(const StepTransfer& s) {
+  const std::uint64_t k = *reinterpret_cast<const volatile std::uint64_t*>(s.step) + s.offset;
+  return (k + s.shift) / s.phases * s.uses + s.index;
+}
+__global__ void transfer_wait_kernel(StepTransfer s, DeviceWait arrived) {
+  arrived.value = transfer_of(s) + 1;
+  wait_for_count(arrived);
+}
+__global__ void transfer_release_kernel(StepTransfer s, std::uint64_t* consumed) {
+  __threadfence_system();  // the step's reads of the buffer are done before
+  *reinterpret_cast<volatile std::uint64_t*>(consumed) = transfer_of(s) + 1;
+}
+__global__ void transfer_gate_kernel(StepTransfer s, DeviceWait free, std::uint64_t buffers,
+                                     std::uint64_t* gate) {
+  const std::uint64_t t = transfer_of(s);
+  bool go = true;
+  if (t >= buffers) {
+    free.value = t + 1 - buffers;
+    go = wait_for_count(free);
+  }
+  *reinterpret_cast<volatile std::uint64_t*>(gate) = go ? 1 : 0;
+}
+__global__ void transfer_publish_kernel(StepTransfer s, const std::uint64_t* gate,
+                                        std::uint64_t* size_word, std::uint64_t size,
+                                        std::uint64_t* count_word) {
+  if (*reinterpret_cast<const volatile std::uint64_t*>(gate) == 0) return;
+  publish(size_word, size, count_word, transfer_of(s) + 1);
+}
+__global__ void step_advance_kernel(std::uint64_t* step, std::uint64_t steps) { *step += steps; }
 
 // A graph's copy node: copy blockIdx.y of `copies`, by the blocks of that row.
 __global__ void copy_list_kernel(const DeviceCopy* copies) {

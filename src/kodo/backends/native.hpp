@@ -162,4 +162,36 @@ void launch_graph(NativeStream stream, NativeGraphExec exec);
 // Enqueues `copies` on `stream`, one after another (no graph).
 void enqueue_copies(NativeStream stream, const std::vector<DeviceCopy>& copies);
 
+// Transfers with another rank made by a graph's own nodes, over a same-node route (the
+// link words and buffers of enqueue_wait and enqueue_copy_and_publish). A recorded step
+// is replayed for many steps, so its nodes work out which transfer they handle on the
+// device: the graph runs step k = *step + offset, and the node handles transfer
+// ((k + shift) / phases) * uses + index of its link.
+struct StepTransfer {
+  const std::uint64_t* step = nullptr;  // device memory
+  std::uint64_t offset = 0, shift = 0, phases = 1, uses = 1, index = 0;
+};
+// A node that waits until *arrived.word >= transfer + 1 (arrived.value is not used).
+NativeGraphNode add_transfer_wait(NativeGraph graph, const StepTransfer& transfer,
+                                  const DeviceWait& arrived,
+                                  const std::vector<NativeGraphNode>& after);
+// A node that stores *consumed_word = transfer + 1, visible to other devices and
+// processes after everything before it.
+NativeGraphNode add_transfer_release(NativeGraph graph, const StepTransfer& transfer,
+                                     std::uint64_t* consumed_word,
+                                     const std::vector<NativeGraphNode>& after);
+// Nodes that, once *free.word >= transfer + 1 - buffers (the receiver has freed the
+// buffer; no wait for the first `buffers` transfers), copy `bytes` from `from` to `to`
+// and then store *size_word = bytes and *count_word = transfer + 1, as
+// enqueue_copy_and_publish does; `gate` is a device word of the link's own. Returns the
+// last node.
+NativeGraphNode add_transfer_send(NativeGraph graph, const StepTransfer& transfer,
+                                  const DeviceWait& free, std::uint64_t buffers, void* to,
+                                  const void* from, std::size_t bytes, std::uint64_t* size_word,
+                                  std::uint64_t* count_word, std::uint64_t* gate,
+                                  const std::vector<NativeGraphNode>& after);
+// A node that adds `steps` to *step (device memory).
+NativeGraphNode add_step_advance(NativeGraph graph, std::uint64_t* step, std::uint64_t steps,
+                                 const std::vector<NativeGraphNode>& after);
+
 }  // namespace kodo::backend

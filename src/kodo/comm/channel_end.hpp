@@ -7,7 +7,8 @@
 //   node_route.cpp       the same-node route (rings in the receiver's node segment)
 //   link_messages.cpp    what ends tell each other: link announcements, ring offers
 //   channel_report.cpp   the stall report's lines on transfers that wait
-//   receive_ring.cpp     receive rings over an end (ReceiveRing)
+//   receive_ring.cpp     receive rings over an end (ReceiveRing; receive_ring.hpp)
+//   device_route.cpp     a link's same-node route handed to device work (step programs)
 
 #include <kodo/backends/native.hpp>
 #include <kodo/comm/channel.hpp>

@@ -1,6 +1,7 @@
 #include <kodo/tasking/step_program.hpp>
 
 #include <kodo/backends/native.hpp>
+#include <kodo/comm/device_route.hpp>
 #include <kodo/core/agree.hpp>
 #include <kodo/tasking/runtime.hpp>
 #include <kodo/tasking/scheduler.hpp>
@@ -115,15 +116,25 @@ struct RankProgram::Impl {
   // views in phase order (transfer t in buffer t % their number).
   struct RemoteLink {
     Channel channel;
+    std::size_t slot = 0;  // the local unit
     std::shared_ptr<RingCore> ring;
     std::vector<int> phases;         // the receiving phases, ascending
     std::vector<std::size_t> bytes;  // by ring buffer
     std::uint64_t released = 0;
     std::string name;
+    std::optional<RouteIn> route;  // once the device makes its transfers
+    std::uint64_t index_of(int phase) const {
+      return static_cast<std::uint64_t>(std::find(phases.begin(), phases.end(), phase) -
+                                        phases.begin());
+    }
   };
   struct RemoteSend {
     Channel* channel;
     PlannedView view;
+    std::size_t slot = 0;           // the local unit
+    std::vector<int> receiving;     // the phases its peer receives on the link, ascending
+    std::optional<RouteOut> route;  // once the device makes its transfers
+    std::uint64_t* gate = nullptr;  // device word of its own (add_transfer_send)
   };
   std::map<LinkId, std::unique_ptr<RemoteLink>> links;    // (local, remote, tag)
   std::vector<std::vector<RemoteSend>> remote_sends;      // by phase
@@ -134,6 +145,13 @@ struct RankProgram::Impl {
   // A step's work_without_receives is launched apart, before the step's views from other
   // ranks are in (only where some are awaited, and some unit has such work).
   bool split = false;
+  // Transfers with other ranks made by the graphs themselves, over same-node routes
+  // (device links): device_words holds the step the next launch runs, then a gate per
+  // remote send.
+  bool device_links = false;
+  Kokkos::View<std::uint64_t*, ExecutionSpace::memory_space> device_words;
+  bool device_routes_ready();  // every link of this rank on a route the device can drive
+  void take_device_links();
 
   // Recorded steps: `span` steps as one graph.
   struct Recorded {
@@ -411,16 +429,27 @@ void RankProgram::build() {
       }
       return *link;
     };
+    std::map<LinkId, std::vector<int>> receiving;  // by link: the phases its peer receives on
+    std::map<std::int64_t, std::size_t> slot_of;
     for (std::size_t slot = 0; slot < m.units.size(); ++slot) {
       const Impl::Unit& u = m.units[slot];
+      slot_of[u.linear] = slot;
       for (int q = 0; q < P; ++q)
         for (const PlannedTransfer& t : u.phases[static_cast<std::size_t>(q)].sends) {
           const std::int64_t to = m.shape.linear(t.peer);
-          if (m.map->owner(to) != m.rank)
-            m.remote_sends[static_cast<std::size_t>(q)]
-                .push_back({&link_of(u.linear, to, t.tag).channel, t.view});
+          if (m.map->owner(to) == m.rank) continue;
+          Impl::RemoteLink& link = link_of(u.linear, to, t.tag);
+          link.slot = slot;
+          m.remote_sends[static_cast<std::size_t>(q)]
+              .push_back({&link.channel, t.view, slot, {}, std::nullopt, nullptr});
+          receiving[{u.linear, to, t.tag}].push_back(next(q));
         }
     }
+    for (auto& [id, phases] : receiving) std::sort(phases.begin(), phases.end());
+    for (auto& sends : m.remote_sends)
+      for (Impl::RemoteSend& s : sends)
+        for (const auto& [id, link] : m.links)
+          if (&link->channel == s.channel) s.receiving = receiving[id];
     std::map<LinkId, std::vector<std::pair<int, const PlannedTransfer*>>> rings;
     for (const auto& [key, found] : receives) {
       const auto [receiver, sender, tag, q] = key;
@@ -429,6 +458,7 @@ void RankProgram::build() {
     }
     for (auto& [id, views] : rings) {  // phases ascending
       Impl::RemoteLink& link = link_of(id.local, id.remote, id.tag);
+      link.slot = slot_of.at(id.local);
       std::vector<Segment> buffers;
       std::vector<std::shared_ptr<const void>> keep;
       for (const auto& [q, t] : views) {
@@ -484,8 +514,9 @@ void RankProgram::build() {
         if (why.empty() && m.split)
           why = m.record(q, 1, Parts::early, m.early_by_phase[phase], for_good);
       }
-      // A graph of one kernel saves nothing over launching it.
-      bool worth = false;
+      // A graph of one kernel saves nothing over launching it, unless its nodes may come to
+      // make the transfers with other ranks too (take_device_links).
+      bool worth = m.remote() && m.options.comm == CommMode::device;
       for (const auto& list : {m.by_phase, m.early_by_phase})
         for (const auto& r : list)
           worth = worth || (r.graph && backend::graph_kernels(r.graph) > 1);
@@ -524,6 +555,72 @@ void RankProgram::build() {
     print_error(cat("kodo: the step program of collection ", m.collection, " runs without device ",
                     "graphs on ", count, " rank(s), calling each unit's work every step: on rank ",
                     m.rank, ", ", why));
+
+  // Where every transfer with another rank, on every rank, goes by a same-node route and
+  // every rank records its steps, the graphs make those transfers themselves. The routes
+  // are known once the rings' offers are answered: the job runs until quiet first.
+  int candidate = !m.remote() || (!m.by_phase.empty() && m.options.comm == CommMode::device &&
+                                  !backend::streams_run_in_call())
+                      ? 1
+                      : 0,
+      remote_here = m.remote() ? 1 : 0, all_candidates = 0, remote_anywhere = 0;
+  check_mpi(MPI_Allreduce(&candidate, &all_candidates, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+  check_mpi(MPI_Allreduce(&remote_here, &remote_anywhere, 1, MPI_INT, MPI_MAX, comm),
+            "MPI_Allreduce");
+  if (all_candidates == 0 || remote_anywhere == 0) return;
+  runtime_.run();
+  int ready = m.device_routes_ready() ? 1 : 0, all_ready = 0;
+  check_mpi(MPI_Allreduce(&ready, &all_ready, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+  std::string failure;
+  if (all_ready != 0 && m.remote()) {
+    try {
+      m.take_device_links();
+    } catch (...) {
+      failure = cat("the step program of collection ", m.collection, " on rank ", m.rank,
+                    " could not record its transfers with other ranks: ", what_of_current());
+    }
+  }
+  agree_and_report(comm, failure);
+}
+
+bool RankProgram::Impl::device_routes_ready() {
+  for (const auto& [id, link] : links)
+    if (link->ring && !route_in(*link->ring)) return false;
+  for (const auto& list : remote_sends)
+    for (const RemoteSend& s : list)
+      if (!route_out(*s.channel->end_)) return false;
+  return true;
+}
+
+// Before the first step: the rings stop taking receives, the graphs are recorded again
+// with the transfers inside (and whole periods of steps as one graph).
+void RankProgram::Impl::take_device_links() {
+  std::size_t sends = 0;
+  for (const auto& list : remote_sends) sends += list.size();
+  device_words = decltype(device_words)("kodo::StepProgram step and gates", 1 + sends);
+  std::uint64_t* next_gate = device_words.data() + 1;
+  for (auto& list : remote_sends)
+    for (RemoteSend& s : list) {
+      s.route = route_out(*s.channel->end_);
+      s.gate = next_gate++;
+    }
+  for (auto& [id, link] : links)
+    if (link->ring) {
+      link->route = route_in(*link->ring);
+      hand_ring_to_device(*link->ring);
+    }
+  device_links = true;
+  split = false;
+  for (auto& r : by_phase) drop(r);
+  for (auto& r : early_by_phase) drop(r);
+  early_by_phase.clear();
+  bool for_good = false;
+  std::string why;
+  for (int q = 0; q < options.phases && why.empty(); ++q)
+    why = record(q, 1, Parts::whole, by_phase[static_cast<std::size_t>(q)], for_good);
+  if (why.empty())
+    why = record(0, periods_span(options.phases, units.size()), Parts::whole, period, for_good);
+  if (!why.empty()) throw Error(why);
 }
 
 // Step j of the span (phase (first + j) % P) is, for each unit u, a node E(u, j) holding
@@ -556,6 +653,30 @@ std::string RankProgram::Impl::record(int first, int span, Parts parts, Recorded
   };
   bool any = false;
   std::string why;
+  // With device_links, the transfers with other ranks as nodes too: a wait before the
+  // work that reads one, a release after it, a send after the step that fills one (the
+  // unit's step j + P, which fills it again, after it); each link's nodes in step order.
+  std::vector<Node> all;  // every node, for the one that advances the step
+  // By link and kind (0 wait, 1 release, 2 send): the node of the step before.
+  std::map<std::pair<const void*, int>, Node> previous;
+  std::vector<std::vector<Node>> sent(steps, std::vector<Node>(n));  // remote sends of u's step j
+  auto transfer = [&](std::size_t j, std::uint64_t shift, std::uint64_t uses, std::uint64_t index) {
+    return backend::StepTransfer{device_words.data(),
+                                 static_cast<std::uint64_t>(j),
+                                 shift,
+                                 static_cast<std::uint64_t>(P),
+                                 uses,
+                                 index};
+  };
+  auto chain = [&](std::pair<const void*, int> key, Node node) {
+    previous[key] = node;
+    all.push_back(node);
+    return node;
+  };
+  auto prior = [&](std::pair<const void*, int> key) {
+    const auto it = previous.find(key);
+    return it == previous.end() ? std::vector<Node>{} : std::vector<Node>{it->second};
+  };
   for (std::size_t j = 0; j < steps && why.empty(); ++j) {
     const int q = (first + static_cast<int>(j)) % P;
     const auto phase = static_cast<std::size_t>(q);
@@ -565,6 +686,18 @@ std::string RankProgram::Impl::record(int first, int span, Parts parts, Recorded
       if (j > 0)
         for (Node node : {last[j - 1][u], copy[j - 1][u]})
           if (node) before.push_back(node);
+      if (device_links && j >= static_cast<std::size_t>(P) && sent[j - P][u])
+        before.push_back(sent[j - P][u]);
+      std::vector<Node> waits;
+      if (device_links && parts != Parts::early)
+        for (RemoteLink* link : remote_receives[phase])
+          if (link->slot == u)
+            waits.push_back(chain({link, 0},
+                                  backend::add_transfer_wait(into.graph,
+                                                             transfer(j, 0, link->phases.size(),
+                                                                      link->index_of(q)),
+                                                             link->route->arrived,
+                                                             prior({link, 0}))));
       if (plan.early && parts != Parts::rest) {
         early[j][u] = add(plan.early, before, u, q, why);
         last[j][u] = early[j][u];
@@ -575,11 +708,42 @@ std::string RankProgram::Impl::record(int first, int span, Parts parts, Recorded
         if (j > 0)
           for (std::size_t s : copy_senders[static_cast<std::size_t>((q + P - 1) % P)][u])
             if (copy[j - 1][s]) after.push_back(copy[j - 1][s]);
+        after.insert(after.end(), waits.begin(), waits.end());
         work[j][u] = add(plan.work, after, u, q, why);
         last[j][u] = work[j][u];
         any = true;
       }
       if (!last[j][u] && j > 0) last[j][u] = last[j - 1][u];
+      if (!device_links || parts == Parts::early || !why.empty()) continue;
+      for (RemoteLink* link : remote_receives[phase])
+        if (link->slot == u) {
+          std::vector<Node> after = prior({link, 1});
+          if (last[j][u]) after.push_back(last[j][u]);
+          after.insert(after.end(), waits.begin(), waits.end());
+          chain({link, 1}, backend::add_transfer_release(into.graph,
+                                                         transfer(j, 0, link->phases.size(),
+                                                                  link->index_of(q)),
+                                                         link->route->consumed, after));
+        }
+      std::vector<Node> sends;
+      for (RemoteSend& s : remote_sends[phase])
+        if (s.slot == u) {
+          const RouteOut& r = *s.route;
+          const auto to = static_cast<int>((q + 1) % P);
+          const auto index =
+              static_cast<std::size_t>(std::find(s.receiving.begin(), s.receiving.end(), to) -
+                                       s.receiving.begin());
+          std::vector<Node> after = prior({s.channel, 2});
+          if (last[j][u]) after.push_back(last[j][u]);
+          sends.push_back(chain(
+              {s.channel, 2},
+              backend::add_transfer_send(into.graph, transfer(j, 1, s.receiving.size(), index),
+                                         r.consumed, s.receiving.size(), r.to[index],
+                                         s.view.segment.data, s.view.segment.bytes,
+                                         r.size_words[index], r.arrived, s.gate, after)));
+        }
+      if (!sends.empty())
+        sent[j][u] = sends.size() == 1 ? sends[0] : backend::add_copies(into.graph, {}, sends);
     }
     if (parts == Parts::early) continue;
     const auto& list = copies[phase];
@@ -597,12 +761,22 @@ std::string RankProgram::Impl::record(int first, int span, Parts parts, Recorded
     }
   }
   if (!why.empty()) return why;
+  if (device_links) {
+    for (const auto& nodes : {early, work, copy})
+      for (const auto& step : nodes)
+        for (Node node : step)
+          if (node) all.push_back(node);
+    backend::add_step_advance(into.graph, device_words.data(), static_cast<std::uint64_t>(span),
+                              all);
+    any = true;
+  }
   if (!any) backend::add_copies(into.graph, {}, {});
   into.exec = backend::instantiate_graph(into.graph);
   return "";
 }
 
 bool RankProgram::replays_graphs() const { return !impl_->by_phase.empty(); }
+bool RankProgram::transfers_on_device() const { return impl_->device_links; }
 
 void RankProgram::advance(std::int64_t steps) {
   if (runtime_.scheduler().running())
@@ -630,6 +804,13 @@ void RankProgram::pump() {
   while (launched_ < target_ && launched_ - completed_ < ahead) {
     const std::int64_t k = launched_;
     const auto q = static_cast<std::size_t>(k % P);
+    if (m.device_links) {
+      const std::int64_t span =
+          m.period.exec && q == 0 && target_ - k >= m.period.span ? m.period.span : 1;
+      launch(k, span);
+      launched_ += span;
+      continue;
+    }
     // The step of this phase before k (-1: the prime, before the last phase's first step)
     // has handed its views to the channels, and they are done with them.
     if (const std::int64_t previous = k - P; !m.remote_sends[q].empty() && previous >= -1 &&
@@ -673,6 +854,18 @@ void RankProgram::prime() {
   for (const auto& copies : m.copies[last])
     backend::enqueue_copies(m.stream->native_handle(), copies);
   if (m.remote_sends[last].empty()) return;
+  if (m.device_links) {
+    // Each link's transfer 0 (into the receivers' phase-0 views, the first of their ring):
+    // after the prime's work, from the program's stream.
+    for (const Impl::RemoteSend& s : m.remote_sends[last]) {
+      const RouteOut& r = *s.route;
+      backend::enqueue_copy_and_publish(m.stream->native_handle(), backend::DeviceWait{}, r.to[0],
+                                        s.view.segment.data, s.view.segment.bytes, true,
+                                        r.size_words[0], s.view.segment.bytes, r.arrived, 1,
+                                        s.gate);
+    }
+    return;
+  }
   runtime_.when_done(*m.source, [this, alive = std::weak_ptr<bool>(m.alive), last] {
     if (alive.expired()) return;
     send_remote(last, -1);
@@ -720,7 +913,7 @@ void RankProgram::launch(std::int64_t k, std::int64_t span) {
     trace.span(span > 1 ? "step program: launch of a period" : "step program: launch of a step", 0,
                begin, Trace::Clock::now());
   const std::int64_t end = k + span;
-  if (m.remote() || end - unmarked_ >= kMarkEvery || end >= target_) {
+  if ((m.remote() && !m.device_links) || end - unmarked_ >= kMarkEvery || end >= target_) {
     runtime_.when_done(*m.source,
                        [this, from = unmarked_, end, alive = std::weak_ptr<bool>(m.alive)] {
                          if (alive.expired()) return;
@@ -736,6 +929,7 @@ void RankProgram::step_done(std::int64_t k) {
   Impl& m = *impl_;
   const auto q = static_cast<std::size_t>(k % m.options.phases);
   completed_ = k + 1;
+  if (m.device_links) return pump();  // the graphs release and send
   for (Impl::RemoteLink* link : m.remote_receives[q])
     release_ring(link->ring.get(), nullptr, link->released++);
   if (!m.remote_sends[q].empty()) send_remote(q, k);

@@ -35,12 +35,17 @@
 // step starts as soon as its own views are in. Views sent to units on other ranks travel through
 // channels (receive rings; GPU-aware, or host-staged with CommMode::host_staged) once the step's
 // work is done; a step that receives from another rank launches its work_without_receives at once
-// and the rest once those views are in. The host backend, and a program whose work cannot be
-// recorded (a fence, a host read of device data), call each unit's work every step instead, on one
-// stream, with the same results; a program that could not record its work says so once (rank 0).
-// Work holding a kernel whose functor exceeds Kokkos' 512 bytes of kernel arguments is refused, on
-// every rank: Kokkos launches such a kernel through constant memory, which neither a recording nor
-// the launches after it survive.
+// and the rest once those views are in. Where every such channel of every rank takes the
+// same-node route (GPU-aware, ranks of one node on GPUs of their own, graphs on every rank),
+// the graphs make those transfers themselves: a node waits on the device for a view to land,
+// nodes copy a view into the peer's memory and publish it, and no host stands between the
+// steps of two ranks (transfers_on_device()). To know the routes, building such a program
+// runs the job until it is quiet, as run() does. The host backend, and a program whose
+// work cannot be recorded (a fence, a host read of device data), call each unit's work every step
+// instead, on one stream, with the same results; a program that could not record its work says so
+// once (rank 0). Work holding a kernel whose functor exceeds Kokkos' 512 bytes of kernel arguments
+// is refused, on every rank: Kokkos launches such a kernel through constant memory, which neither a
+// recording nor the launches after it survive.
 //
 // The rules that follow:
 // - work(f), work_without_receives(f): f(space) only enqueues device work on `space`, the
@@ -182,6 +187,7 @@ class RankProgram {
   void advance(std::int64_t steps);
   std::int64_t steps() const { return target_; }
   bool replays_graphs() const;
+  bool transfers_on_device() const;
 
  private:
   struct Impl;
@@ -239,6 +245,9 @@ class StepProgram {
   std::int64_t steps() const { return core_->steps(); }
   // Whether this rank launches each step as one recorded device graph.
   bool replays_graphs() const { return core_->replays_graphs(); }
+  // Whether this rank's graphs make its transfers with other ranks themselves (from some
+  // step of the first run() on; see above).
+  bool transfers_on_device() const { return core_->transfers_on_device(); }
 
  private:
   std::unique_ptr<detail::RankProgram> core_;

@@ -407,6 +407,75 @@ NativeGraphNode add_copies(NativeGraph graph, const std::vector<DeviceCopy>& cop
 }
 
 namespace {
+// Adds a kernel node of `blocks` x `threads` running `kernel` with `arguments`.
+hipGraphNode_t add_kernel(NativeGraph graph, const void* kernel, unsigned blocks, unsigned threads,
+                          void** arguments, const std::vector<NativeGraphNode>& after) {
+  const auto deps = nodes_of(after);
+  hipKernelNodeParams p{};
+  p.func = const_cast<void*>(kernel);
+  p.gridDim = dim3(blocks);
+  p.blockDim = dim3(threads);
+  p.kernelParams = arguments;
+  hipGraphNode_t node = nullptr;
+  check(hipGraphAddKernelNode(&node, build_of(graph).graph, deps.data(), deps.size(), &p),
+        "hipGraphAddKernelNode");
+  return node;
+}
+}  // namespace
+
+NativeGraphNode add_transfer_wait(NativeGraph graph, const StepTransfer& transfer,
+                                  const DeviceWait& arrived,
+                                  const std::vector<NativeGraphNode>& after) {
+  StepTransfer s = transfer;
+  DeviceWait w = in_ticks(arrived);
+  void* arguments[] = {&s, &w};
+  return add_kernel(graph, reinterpret_cast<const void*>(&kernels::transfer_wait_kernel), 1, 1,
+                    arguments, after);
+}
+
+NativeGraphNode add_transfer_release(NativeGraph graph, const StepTransfer& transfer,
+                                     std::uint64_t* consumed_word,
+                                     const std::vector<NativeGraphNode>& after) {
+  StepTransfer s = transfer;
+  void* arguments[] = {&s, &consumed_word};
+  return add_kernel(graph, reinterpret_cast<const void*>(&kernels::transfer_release_kernel), 1, 1,
+                    arguments, after);
+}
+
+NativeGraphNode add_transfer_send(NativeGraph graph, const StepTransfer& transfer,
+                                  const DeviceWait& free, std::uint64_t buffers, void* to,
+                                  const void* from, std::size_t bytes, std::uint64_t* size_word,
+                                  std::uint64_t* count_word, std::uint64_t* gate,
+                                  const std::vector<NativeGraphNode>& after) {
+  StepTransfer s = transfer;
+  DeviceWait w = in_ticks(free);
+  void* gate_arguments[] = {&s, &w, &buffers, &gate};
+  NativeGraphNode last = add_kernel(graph,
+                                    reinterpret_cast<const void*>(&kernels::transfer_gate_kernel),
+                                    1, 1, gate_arguments, after);
+  const std::uint64_t* open = gate;
+  if (bytes != 0) {
+    auto* t = static_cast<unsigned char*>(to);
+    const auto* f = static_cast<const unsigned char*>(from);
+    void* copy_arguments[] = {&open, &t, &f, &bytes};
+    const auto blocks = static_cast<unsigned>(std::min<std::size_t>(1024, (bytes + 8191) / 8192));
+    last = add_kernel(graph, reinterpret_cast<const void*>(&kernels::copy_kernel), blocks, 512,
+                      copy_arguments, {last});
+  }
+  std::uint64_t size = bytes;
+  void* publish_arguments[] = {&s, &open, &size_word, &size, &count_word};
+  return add_kernel(graph, reinterpret_cast<const void*>(&kernels::transfer_publish_kernel), 1, 32,
+                    publish_arguments, {last});
+}
+
+NativeGraphNode add_step_advance(NativeGraph graph, std::uint64_t* step, std::uint64_t steps,
+                                 const std::vector<NativeGraphNode>& after) {
+  void* arguments[] = {&step, &steps};
+  return add_kernel(graph, reinterpret_cast<const void*>(&kernels::step_advance_kernel), 1, 1,
+                    arguments, after);
+}
+
+namespace {
 std::size_t kernels_in(hipGraph_t graph) {
   std::size_t count = 0, kernels = 0;
   check(hipGraphGetNodes(graph, nullptr, &count), "hipGraphGetNodes");

@@ -94,6 +94,24 @@ NativeGraphNode add_copies(NativeGraph, const std::vector<DeviceCopy>&,
                            const std::vector<NativeGraphNode>&) {
   throw Error("the host backend has no device graphs");
 }
+NativeGraphNode add_transfer_wait(NativeGraph, const StepTransfer&, const DeviceWait&,
+                                  const std::vector<NativeGraphNode>&) {
+  throw Error("the host backend has no device graphs");
+}
+NativeGraphNode add_transfer_release(NativeGraph, const StepTransfer&, std::uint64_t*,
+                                     const std::vector<NativeGraphNode>&) {
+  throw Error("the host backend has no device graphs");
+}
+NativeGraphNode add_transfer_send(NativeGraph, const StepTransfer&, const DeviceWait&,
+                                  std::uint64_t, void*, const void*, std::size_t, std::uint64_t*,
+                                  std::uint64_t*, std::uint64_t*,
+                                  const std::vector<NativeGraphNode>&) {
+  throw Error("the host backend has no device graphs");
+}
+NativeGraphNode add_step_advance(NativeGraph, std::uint64_t*, std::uint64_t,
+                                 const std::vector<NativeGraphNode>&) {
+  throw Error("the host backend has no device graphs");
+}
 std::size_t graph_kernels(NativeGraph) { return 0; }
 NativeGraphExec instantiate_graph(NativeGraph) {
   throw Error("the host backend has no device graphs");
