@@ -126,9 +126,12 @@ __global__ void copy_kernel(const std::uint64_t* gate, unsigned char* to, const 
   copy_part(to, from, bytes, std::size_t(blockIdx.x) * blockDim.x + threadIdx.x,
             std::size_t(gridDim.x) * blockDim.x);
 }
-__global__ void publish_kernel(DeviceWait first, std::uint64_t* size_word, std::uint64_t size,
+// After a gated copy (`gate` not null) its outcome decides; otherwise the wait again.
+__global__ void publish_kernel(DeviceWait first, const std::uint64_t* gate,
+                               std::uint64_t* size_word, std::uint64_t size,
                                std::uint64_t* count_word, std::uint64_t count) {
-  if (!block_waits(first)) return;
+  if (gate ? *reinterpret_cast<const volatile std::uint64_t*>(gate) == 0 : !block_waits(first))
+    return;
   publish(size_word, size, count_word, count);
 }
 

@@ -584,11 +584,24 @@ void RankProgram::build() {
 }
 
 bool RankProgram::Impl::device_routes_ready() {
+  // The graphs count transfers from 0: none may have gone yet.
   for (const auto& [id, link] : links)
-    if (link->ring && !route_in(*link->ring)) return false;
+    if (link->ring)
+      if (const auto route = route_in(*link->ring); !route || route->next != 0) return false;
   for (const auto& list : remote_sends)
     for (const RemoteSend& s : list)
-      if (!route_out(*s.channel->end_)) return false;
+      if (const auto route = route_out(*s.channel->end_); !route || route->next != 0) return false;
+  // A view a step both receives and sends on (or copies to a unit of this rank) is read
+  // after its work too: its release would have to wait for that read, and the next
+  // sends for the release. Such programs keep their transfers on the host.
+  for (const Unit& u : units)
+    for (const PlannedPhase& plan : u.phases)
+      for (const PlannedTransfer& in : plan.receives)
+        for (const PlannedTransfer& out : plan.sends) {
+          const auto* a = static_cast<const std::byte*>(in.view.segment.data);
+          const auto* b = static_cast<const std::byte*>(out.view.segment.data);
+          if (a < b + out.view.segment.bytes && b < a + in.view.segment.bytes) return false;
+        }
   return true;
 }
 
@@ -660,6 +673,7 @@ std::string RankProgram::Impl::record(int first, int span, Parts parts, Recorded
   // By link and kind (0 wait, 1 release, 2 send): the node of the step before.
   std::map<std::pair<const void*, int>, Node> previous;
   std::vector<std::vector<Node>> sent(steps, std::vector<Node>(n));  // remote sends of u's step j
+  std::vector<std::vector<Node>> handed(steps);  // the rank's releases and sends of step j
   auto transfer = [&](std::size_t j, std::uint64_t shift, std::uint64_t uses, std::uint64_t index) {
     return backend::StepTransfer{device_words.data(),
                                  static_cast<std::uint64_t>(j),
@@ -677,9 +691,19 @@ std::string RankProgram::Impl::record(int first, int span, Parts parts, Recorded
     const auto it = previous.find(key);
     return it == previous.end() ? std::vector<Node>{} : std::vector<Node>{it->second};
   };
+  std::size_t step_now = 0;  // j, for wait_after
+  // A wait of step j: after the link's wait before it and every release and send of the
+  // rank's step j - 1 (which the peer may be waiting on).
+  auto wait_after = [&](RemoteLink* link) {
+    std::vector<Node> after = prior({link, 0});
+    if (step_now > 0)
+      after.insert(after.end(), handed[step_now - 1].begin(), handed[step_now - 1].end());
+    return after;
+  };
   for (std::size_t j = 0; j < steps && why.empty(); ++j) {
     const int q = (first + static_cast<int>(j)) % P;
     const auto phase = static_cast<std::size_t>(q);
+    step_now = j;
     for (std::size_t u = 0; u < n && why.empty(); ++u) {
       const PlannedPhase& plan = units[u].phases[phase];
       std::vector<Node> before;  // u's step j - 1
@@ -697,7 +721,7 @@ std::string RankProgram::Impl::record(int first, int span, Parts parts, Recorded
                                                              transfer(j, 0, link->phases.size(),
                                                                       link->index_of(q)),
                                                              link->route->arrived,
-                                                             prior({link, 0}))));
+                                                             wait_after(link))));
       if (plan.early && parts != Parts::rest) {
         early[j][u] = add(plan.early, before, u, q, why);
         last[j][u] = early[j][u];
@@ -714,36 +738,50 @@ std::string RankProgram::Impl::record(int first, int span, Parts parts, Recorded
         any = true;
       }
       if (!last[j][u] && j > 0) last[j][u] = last[j - 1][u];
-      if (!device_links || parts == Parts::early || !why.empty()) continue;
-      for (RemoteLink* link : remote_receives[phase])
-        if (link->slot == u) {
-          std::vector<Node> after = prior({link, 1});
-          if (last[j][u]) after.push_back(last[j][u]);
-          after.insert(after.end(), waits.begin(), waits.end());
-          chain({link, 1}, backend::add_transfer_release(into.graph,
-                                                         transfer(j, 0, link->phases.size(),
-                                                                  link->index_of(q)),
-                                                         link->route->consumed, after));
-        }
-      std::vector<Node> sends;
-      for (RemoteSend& s : remote_sends[phase])
-        if (s.slot == u) {
-          const RouteOut& r = *s.route;
-          const auto to = static_cast<int>((q + 1) % P);
-          const auto index =
-              static_cast<std::size_t>(std::find(s.receiving.begin(), s.receiving.end(), to) -
-                                       s.receiving.begin());
-          std::vector<Node> after = prior({s.channel, 2});
-          if (last[j][u]) after.push_back(last[j][u]);
-          sends.push_back(chain(
-              {s.channel, 2},
-              backend::add_transfer_send(into.graph, transfer(j, 1, s.receiving.size(), index),
-                                         r.consumed, s.receiving.size(), r.to[index],
-                                         s.view.segment.data, s.view.segment.bytes,
-                                         r.size_words[index], r.arrived, s.gate, after)));
-        }
-      if (!sends.empty())
+    }
+    // The rank's releases of step j, then its sends: no spinning node (a send's wait for the
+    // peer's buffer, a wait for a transfer) can be started ahead of a node the peer waits on
+    // (a graph's branches need not run side by side).
+    if (device_links && parts != Parts::early && why.empty()) {
+      std::vector<Node> releases;
+      for (std::size_t u = 0; u < n; ++u)
+        for (RemoteLink* link : remote_receives[phase])
+          if (link->slot == u) {
+            std::vector<Node> after = prior({link, 1});
+            if (last[j][u]) after.push_back(last[j][u]);
+            if (const auto it = previous.find({link, 0}); it != previous.end())
+              after.push_back(it->second);  // the step's wait
+            releases.push_back(chain({link, 1},
+                                     backend::add_transfer_release(into.graph,
+                                                                   transfer(j, 0,
+                                                                            link->phases.size(),
+                                                                            link->index_of(q)),
+                                                                   link->route->consumed, after)));
+          }
+      handed[j] = releases;
+      for (std::size_t u = 0; u < n; ++u) {
+        std::vector<Node> sends;
+        for (RemoteSend& s : remote_sends[phase])
+          if (s.slot == u) {
+            const RouteOut& r = *s.route;
+            const auto to = static_cast<int>((q + 1) % P);
+            const auto index =
+                static_cast<std::size_t>(std::find(s.receiving.begin(), s.receiving.end(), to) -
+                                         s.receiving.begin());
+            std::vector<Node> after = prior({s.channel, 2});
+            if (last[j][u]) after.push_back(last[j][u]);
+            after.insert(after.end(), releases.begin(), releases.end());
+            sends.push_back(chain(
+                {s.channel, 2},
+                backend::add_transfer_send(into.graph, transfer(j, 1, s.receiving.size(), index),
+                                           r.consumed, s.receiving.size(), r.to[index],
+                                           s.view.segment.data, s.view.segment.bytes,
+                                           r.size_words[index], r.arrived, s.gate, after)));
+          }
+        if (sends.empty()) continue;
         sent[j][u] = sends.size() == 1 ? sends[0] : backend::add_copies(into.graph, {}, sends);
+        handed[j].push_back(sent[j][u]);
+      }
     }
     if (parts == Parts::early) continue;
     const auto& list = copies[phase];

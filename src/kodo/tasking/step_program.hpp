@@ -40,12 +40,15 @@
 // the graphs make those transfers themselves: a node waits on the device for a view to land,
 // nodes copy a view into the peer's memory and publish it, and no host stands between the
 // steps of two ranks (transfers_on_device()). To know the routes, building such a program
-// runs the job until it is quiet, as run() does. The host backend, and a program whose
-// work cannot be recorded (a fence, a host read of device data), call each unit's work every step
-// instead, on one stream, with the same results; a program that could not record its work says so
-// once (rank 0). Work holding a kernel whose functor exceeds Kokkos' 512 bytes of kernel arguments
-// is refused, on every rank: Kokkos launches such a kernel through constant memory, which neither a
-// recording nor the launches after it survive.
+// runs the job until it is quiet, as run() does. Not where a step sends (or copies) a view it
+// also receives: such a view is read after the step's work, and the transfers stay with the
+// host. A device wait is bounded (KODO_DEVICE_WAIT_SECONDS, then the job ends naming the
+// link): that bound is also how long one rank's next run() may wait for a slower peer. The host
+// backend, and a program whose work cannot be recorded (a fence, a host read of device data), call
+// each unit's work every step instead, on one stream, with the same results; a program that could
+// not record its work says so once (rank 0). Work holding a kernel whose functor exceeds Kokkos'
+// 512 bytes of kernel arguments is refused, on every rank: Kokkos launches such a kernel through
+// constant memory, which neither a recording nor the launches after it survive.
 //
 // The rules that follow:
 // - work(f), work_without_receives(f): f(space) only enqueues device work on `space`, the

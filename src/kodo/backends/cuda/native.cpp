@@ -213,7 +213,8 @@ void enqueue_copy_and_publish(NativeStream stream, const DeviceWait& first, void
       kernels::wait_kernel<<<1, 1, 0, s>>>(first);
       check(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDefault, s), "cudaMemcpyAsync");
     }
-    kernels::publish_kernel<<<1, 32, 0, s>>>(first, size_word, size, count_word, count);
+    const std::uint64_t* gated = from_device && first.word ? gate : nullptr;
+    kernels::publish_kernel<<<1, 32, 0, s>>>(first, gated, size_word, size, count_word, count);
   }
   check(cudaGetLastError(), "a kernel launch (channel copy)");
 }

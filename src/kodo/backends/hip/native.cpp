@@ -219,8 +219,9 @@ void enqueue_copy_and_publish(NativeStream stream, const DeviceWait& wait, void*
       hipLaunchKernelGGL(kernels::wait_kernel, dim3(1), dim3(1), 0, s, first);
       check(hipMemcpyAsync(to, from, bytes, hipMemcpyDefault, s), "hipMemcpyAsync");
     }
-    hipLaunchKernelGGL(kernels::publish_kernel, dim3(1), dim3(32), 0, s, first, size_word, size,
-                       count_word, count);
+    const std::uint64_t* gated = from_device && first.word ? gate : nullptr;
+    hipLaunchKernelGGL(kernels::publish_kernel, dim3(1), dim3(32), 0, s, first, gated, size_word,
+                       size, count_word, count);
   }
   check(hipGetLastError(), "a kernel launch (channel copy)");
 }
