@@ -8,7 +8,7 @@
 #include "test_access.hpp"
 #include "test_runtime.hpp"
 
-#include <kodo/core/env.hpp>
+#include <kodo/core/detail/env.hpp>
 
 #include <gtest/gtest.h>
 

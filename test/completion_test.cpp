@@ -3,7 +3,7 @@
 
 #include "test_runtime.hpp"
 
-#include <kodo/tasking/completion_engine.hpp>
+#include <kodo/tasking/detail/completion_engine.hpp>
 
 #include <gtest/gtest.h>
 

@@ -4,7 +4,7 @@
 // type with an entry method of the same shape.
 
 #include <kodo/kodo.hpp>
-#include <kodo/tasking/reductions.hpp>
+#include <kodo/tasking/detail/reductions.hpp>
 
 #include <cstdint>
 #include <vector>

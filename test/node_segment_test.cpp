@@ -1,8 +1,8 @@
-// Shared memory among the ranks of one node (comm/node_segment.hpp), on 1, 2 and 4
+// Shared memory among the ranks of one node (comm/detail/node_segment.hpp), on 1, 2 and 4
 // ranks under ctest: every rank reads and writes every segment of its node, and a
 // segment whose size or header is not what its owner announced is refused by name.
 
-#include <kodo/comm/node_segment.hpp>
+#include <kodo/comm/detail/node_segment.hpp>
 
 #include "test_runtime.hpp"
 

@@ -1,4 +1,4 @@
-// The reduction tree (tasking/reductions.hpp) against what other ranks send: partials
+// The reduction tree (tasking/detail/reductions.hpp) against what other ranks send: partials
 // only from children, results only from the parent, once per round, in round order.
 
 #include "component_units.hpp"
@@ -6,7 +6,7 @@
 #include "test_runtime.hpp"
 
 #include <kodo/comm/wire.hpp>
-#include <kodo/tasking/reductions.hpp>
+#include <kodo/tasking/detail/reductions.hpp>
 
 #include <gtest/gtest.h>
 

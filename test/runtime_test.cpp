@@ -3,7 +3,7 @@
 
 #include "test_runtime.hpp"
 
-#include <kodo/tasking/trace.hpp>
+#include <kodo/tasking/detail/trace.hpp>
 
 #include <gtest/gtest.h>
 

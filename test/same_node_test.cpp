@@ -8,7 +8,7 @@
 #include "test_runtime.hpp"
 #include "test_views.hpp"
 
-#include <kodo/comm/node_channels.hpp>
+#include <kodo/comm/detail/node_channels.hpp>
 #include <kodo/comm/wire.hpp>
 #include <kodo/kodo.hpp>
 

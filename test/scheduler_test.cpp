@@ -1,4 +1,4 @@
-// The scheduler (tasking/scheduler.hpp) against bad input: calls from other ranks are
+// The scheduler (tasking/detail/scheduler.hpp) against bad input: calls from other ranks are
 // checked against collection, unit and handler, large messages before their buffer is
 // made, and a message nobody sent ends run() with an error, not a hang.
 

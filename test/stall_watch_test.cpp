@@ -1,7 +1,7 @@
-// Stall checks (tasking/stall_watch.hpp): work that stops moving is checked for device
+// Stall checks (tasking/detail/stall_watch.hpp): work that stops moving is checked for device
 // faults.
 
-#include <kodo/tasking/stall_watch.hpp>
+#include <kodo/tasking/detail/stall_watch.hpp>
 
 #include "expect_error.hpp"
 

@@ -1,7 +1,7 @@
-// Stream draining (tasking/stream_drain.hpp): clean only while nothing but its own marks
+// Stream draining (tasking/detail/stream_drain.hpp): clean only while nothing but its own marks
 // complete.
 
-#include <kodo/tasking/stream_drain.hpp>
+#include <kodo/tasking/detail/stream_drain.hpp>
 
 #include "test_runtime.hpp"
 

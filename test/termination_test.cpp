@@ -1,7 +1,7 @@
-// The termination detector (tasking/termination.hpp): the job is quiet only when two
+// The termination detector (tasking/detail/termination.hpp): the job is quiet only when two
 // equal waves balance, and a message processed that nobody sent is an error, not a wait.
 
-#include <kodo/tasking/termination.hpp>
+#include <kodo/tasking/detail/termination.hpp>
 
 #include "test_runtime.hpp"
 

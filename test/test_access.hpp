@@ -3,9 +3,9 @@
 // exactly as UCX enters it for an eager active message, with errors thrown instead of
 // ending the job, so that many malformed messages can be tried in one process.
 
-#include <kodo/comm/ucx_transport.hpp>
+#include <kodo/comm/detail/ucx_transport.hpp>
 #include <kodo/kodo.hpp>
-#include <kodo/tasking/scheduler.hpp>
+#include <kodo/tasking/detail/scheduler.hpp>
 
 #include <cstddef>
 #include <functional>

@@ -1,6 +1,6 @@
 #include <kodo/backends/placement.hpp>
 
-#include <kodo/backends/native.hpp>
+#include <kodo/backends/detail/native.hpp>
 #include <kodo/backends/stream.hpp>
 #include <kodo/core/agree.hpp>
 #include <kodo/core/error.hpp>

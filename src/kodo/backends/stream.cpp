@@ -1,6 +1,6 @@
 #include <kodo/backends/stream.hpp>
 
-#include <kodo/backends/native.hpp>
+#include <kodo/backends/detail/native.hpp>
 #include <kodo/core/error.hpp>
 
 namespace kodo {

@@ -1,6 +1,6 @@
 #include <kodo/comm/channel.hpp>
 
-#include <kodo/comm/channel_end.hpp>
+#include <kodo/comm/detail/channel_end.hpp>
 
 namespace kodo {
 

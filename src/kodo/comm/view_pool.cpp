@@ -1,6 +1,6 @@
 #include <kodo/comm/view_pool.hpp>
 
-#include <kodo/core/env.hpp>
+#include <kodo/core/detail/env.hpp>
 
 #include <algorithm>
 #include <bit>

@@ -5,8 +5,8 @@
 #include <kodo/tasking/checkpoint.hpp>
 
 #include <kodo/core/agree.hpp>
-#include <kodo/tasking/checkpoint_files.hpp>
-#include <kodo/tasking/checkpoint_manifest.hpp>
+#include <kodo/tasking/detail/checkpoint_files.hpp>
+#include <kodo/tasking/detail/checkpoint_manifest.hpp>
 
 #include <algorithm>
 #include <filesystem>

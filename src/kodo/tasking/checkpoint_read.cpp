@@ -1,6 +1,6 @@
 // Restoring one unit from its file: the fields streamed and checked as its state()
 // reads them (FileSource), the file's checksum compared at the end.
-#include <kodo/tasking/checkpoint_files.hpp>
+#include <kodo/tasking/detail/checkpoint_files.hpp>
 
 #include <sys/stat.h>
 

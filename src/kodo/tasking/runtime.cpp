@@ -1,8 +1,8 @@
 #include <kodo/tasking/runtime.hpp>
 
 #include <kodo/core/agree.hpp>
+#include <kodo/tasking/detail/scheduler.hpp>
 #include <kodo/tasking/registry.hpp>
-#include <kodo/tasking/scheduler.hpp>
 
 #include <Kokkos_Core.hpp>
 

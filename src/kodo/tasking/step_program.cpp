@@ -1,10 +1,10 @@
 #include <kodo/tasking/step_program.hpp>
 
-#include <kodo/backends/native.hpp>
-#include <kodo/comm/device_route.hpp>
+#include <kodo/backends/detail/native.hpp>
+#include <kodo/comm/detail/device_route.hpp>
 #include <kodo/core/agree.hpp>
+#include <kodo/tasking/detail/scheduler.hpp>
 #include <kodo/tasking/runtime.hpp>
-#include <kodo/tasking/scheduler.hpp>
 
 #include <algorithm>
 #include <limits>

@@ -5,9 +5,9 @@
 // peer's memop wait took 6.5 us a hop, a kernel's store seen by a spinning peer 2.8 us
 // (perf/probes/device_hop.cu; perf/results/device_hop_probe_h200.csv).
 
-#include <kodo/backends/native.hpp>
+#include <kodo/backends/detail/native.hpp>
 
-#include <kodo/backends/channel_kernels.hpp>
+#include <kodo/backends/detail/channel_kernels.hpp>
 #include <kodo/core/error.hpp>
 
 #include <cuda.h>

@@ -1,8 +1,8 @@
 // HIP backend: the same mechanisms as cuda/, through their HIP equivalents.
 
-#include <kodo/backends/native.hpp>
+#include <kodo/backends/detail/native.hpp>
 
-#include <kodo/backends/channel_kernels.hpp>
+#include <kodo/backends/detail/channel_kernels.hpp>
 #include <kodo/core/error.hpp>
 
 #include <hip/hip_runtime.h>

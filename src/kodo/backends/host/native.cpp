@@ -1,7 +1,7 @@
 // Host backend: work on a host execution space runs to completion in the call that
 // enqueues it, so a "stream" is only a name and its counter is written at once.
 
-#include <kodo/backends/native.hpp>
+#include <kodo/backends/detail/native.hpp>
 
 #include <kodo/core/error.hpp>
 

@@ -1,4 +1,4 @@
-#include <kodo/tasking/reductions.hpp>
+#include <kodo/tasking/detail/reductions.hpp>
 
 #include <kodo/core/error.hpp>
 

@@ -2,7 +2,7 @@
 // Internal to comm/: the state of a receive ring (kodo::ReceiveRing, channel.hpp): a ring
 // of posted receives over one channel end, handed over in transfer order and released in
 // order (receive_ring.cpp; device_route.cpp hands one to device work).
-#include <kodo/comm/channel_end.hpp>
+#include <kodo/comm/detail/channel_end.hpp>
 
 #include <map>
 

@@ -1,4 +1,4 @@
-#include <kodo/comm/node_segment.hpp>
+#include <kodo/comm/detail/node_segment.hpp>
 
 #include <kodo/core/agree.hpp>
 #include <kodo/core/error.hpp>

@@ -9,7 +9,7 @@
 #include <cuda_runtime.h>
 #endif
 
-#include <kodo/backends/native.hpp>
+#include <kodo/backends/detail/native.hpp>
 
 #include <cstddef>
 #include <cstdint>

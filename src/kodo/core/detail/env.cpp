@@ -1,4 +1,4 @@
-#include <kodo/core/env.hpp>
+#include <kodo/core/detail/env.hpp>
 
 #include <kodo/core/error.hpp>
 #include <kodo/core/numeric.hpp>

@@ -1,7 +1,7 @@
-#include <kodo/tasking/checkpoint_manifest.hpp>
+#include <kodo/tasking/detail/checkpoint_manifest.hpp>
 
 #include <kodo/core/numeric.hpp>
-#include <kodo/tasking/checkpoint_files.hpp>
+#include <kodo/tasking/detail/checkpoint_files.hpp>
 
 #include <algorithm>
 #include <climits>

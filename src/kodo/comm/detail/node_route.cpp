@@ -1,7 +1,7 @@
 // The same-node route of a channel end: rings in the receiver's node segment, offered,
 // accepted or refused, filled by the sender's copies and polled by both ranks
 // (channel_end.hpp).
-#include <kodo/comm/channel_end.hpp>
+#include <kodo/comm/detail/channel_end.hpp>
 
 #include <algorithm>
 #include <thread>

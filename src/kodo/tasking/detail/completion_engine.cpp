@@ -1,4 +1,4 @@
-#include <kodo/tasking/completion_engine.hpp>
+#include <kodo/tasking/detail/completion_engine.hpp>
 
 namespace kodo {
 

@@ -1,6 +1,6 @@
 // Receive rings (kodo::ReceiveRing, channel.hpp): a ring of posted receives over one
 // channel end, handed over in transfer order and released in order (channel_end.hpp).
-#include <kodo/comm/receive_ring.hpp>
+#include <kodo/comm/detail/receive_ring.hpp>
 
 #include <algorithm>
 

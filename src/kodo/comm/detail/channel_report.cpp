@@ -1,5 +1,5 @@
 // The stall report's lines on channel transfers that wait (channel_end.hpp).
-#include <kodo/comm/channel_end.hpp>
+#include <kodo/comm/detail/channel_end.hpp>
 
 #include <algorithm>
 

@@ -9,7 +9,7 @@
 // otherwise quiet, so a drain never sits between a message and the next one.
 
 #include <kodo/backends/stream.hpp>
-#include <kodo/tasking/completion_engine.hpp>
+#include <kodo/tasking/detail/completion_engine.hpp>
 
 #include <cstddef>
 #include <functional>

@@ -11,12 +11,12 @@
 #include <kodo/comm/view_pool.hpp>
 #include <kodo/comm/wire.hpp>
 #include <kodo/tasking/collection_base.hpp>
-#include <kodo/tasking/completion_engine.hpp>
-#include <kodo/tasking/reductions.hpp>
-#include <kodo/tasking/stall_watch.hpp>
-#include <kodo/tasking/stream_drain.hpp>
-#include <kodo/tasking/termination.hpp>
-#include <kodo/tasking/trace.hpp>
+#include <kodo/tasking/detail/completion_engine.hpp>
+#include <kodo/tasking/detail/reductions.hpp>
+#include <kodo/tasking/detail/stall_watch.hpp>
+#include <kodo/tasking/detail/stream_drain.hpp>
+#include <kodo/tasking/detail/termination.hpp>
+#include <kodo/tasking/detail/trace.hpp>
 
 #include <mpi.h>
 

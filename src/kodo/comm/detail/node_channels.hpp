@@ -9,8 +9,8 @@
 // receive ring whose peer rank shares this node, and UCX where it cannot (a notice says
 // why, once per reason); "device" makes such a failure an error; "ucx" never takes it.
 
-#include <kodo/backends/native.hpp>
-#include <kodo/comm/node_segment.hpp>
+#include <kodo/backends/detail/native.hpp>
+#include <kodo/comm/detail/node_segment.hpp>
 
 #include <mpi.h>
 

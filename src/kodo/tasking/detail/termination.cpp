@@ -1,4 +1,4 @@
-#include <kodo/tasking/termination.hpp>
+#include <kodo/tasking/detail/termination.hpp>
 
 #include <kodo/core/agree.hpp>
 

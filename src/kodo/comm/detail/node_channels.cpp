@@ -1,7 +1,7 @@
-#include <kodo/comm/node_channels.hpp>
+#include <kodo/comm/detail/node_channels.hpp>
 
 #include <kodo/core/agree.hpp>
-#include <kodo/core/env.hpp>
+#include <kodo/core/detail/env.hpp>
 #include <kodo/core/error.hpp>
 
 #include <cerrno>

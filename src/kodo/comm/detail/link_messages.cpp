@@ -1,7 +1,7 @@
 // What the ends of a link tell each other, as messages between ranks: link
 // announcements (numbering) and ring offers, refusals and acceptances, each field
 // checked on arrival (channel_end.hpp).
-#include <kodo/comm/channel_end.hpp>
+#include <kodo/comm/detail/channel_end.hpp>
 
 namespace kodo::detail {
 

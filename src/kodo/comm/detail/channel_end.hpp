@@ -10,10 +10,10 @@
 //   receive_ring.cpp     receive rings over an end (ReceiveRing; receive_ring.hpp)
 //   device_route.cpp     a link's same-node route handed to device work (step programs)
 
-#include <kodo/backends/native.hpp>
+#include <kodo/backends/detail/native.hpp>
 #include <kodo/comm/channel.hpp>
-#include <kodo/comm/node_channels.hpp>
-#include <kodo/comm/ucx_transport.hpp>
+#include <kodo/comm/detail/node_channels.hpp>
+#include <kodo/comm/detail/ucx_transport.hpp>
 #include <kodo/comm/view_pool.hpp>
 #include <kodo/comm/wire.hpp>
 

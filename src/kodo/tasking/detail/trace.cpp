@@ -1,4 +1,4 @@
-#include <kodo/tasking/trace.hpp>
+#include <kodo/tasking/detail/trace.hpp>
 
 #include <kodo/core/error.hpp>
 #include <kodo/tasking/registry.hpp>

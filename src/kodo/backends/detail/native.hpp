@@ -61,7 +61,7 @@ void free_counters(std::uint64_t* host_address);
 // happens once all earlier work on the stream is done.
 void enqueue_counter_write(NativeStream stream, std::uint64_t* device_address, std::uint64_t value);
 
-// --- same-node channels (comm/node_channels.hpp) ---------------------------------------
+// --- same-node channels (comm/detail/node_channels.hpp) ---------------------------------------
 
 // Makes host memory that other processes map too (a POSIX shared segment) usable by
 // this process's streams; returns the address they use for it.

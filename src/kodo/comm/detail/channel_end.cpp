@@ -1,6 +1,6 @@
 // A channel end's transfers: numbered sends and posted receives through UCX, matched
 // directly between units of one rank, and closing (channel_end.hpp).
-#include <kodo/comm/channel_end.hpp>
+#include <kodo/comm/detail/channel_end.hpp>
 
 namespace kodo::detail {
 

@@ -5,7 +5,7 @@
 // transfers. Both ends of a link may be handed over apart: the words are the same
 // whichever side's host or device writes them.
 
-#include <kodo/backends/native.hpp>
+#include <kodo/backends/detail/native.hpp>
 
 #include <cstdint>
 #include <memory>

@@ -5,7 +5,7 @@
 // waiting work is asked for its health (one driver call each), and a failure becomes a
 // kodo::Error. The clock is read only while work is pending without completing.
 
-#include <kodo/tasking/completion_engine.hpp>
+#include <kodo/tasking/detail/completion_engine.hpp>
 
 #include <chrono>
 #include <cstddef>

@@ -1,8 +1,8 @@
 // The same-node route of a link handed to device work (device_route.hpp).
-#include <kodo/comm/device_route.hpp>
+#include <kodo/comm/detail/device_route.hpp>
 
-#include <kodo/comm/channel_end.hpp>
-#include <kodo/comm/receive_ring.hpp>
+#include <kodo/comm/detail/channel_end.hpp>
+#include <kodo/comm/detail/receive_ring.hpp>
 
 namespace kodo::detail {
 

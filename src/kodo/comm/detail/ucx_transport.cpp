@@ -1,7 +1,7 @@
-#include <kodo/comm/ucx_transport.hpp>
+#include <kodo/comm/detail/ucx_transport.hpp>
 
 #include <kodo/core/agree.hpp>
-#include <kodo/core/env.hpp>
+#include <kodo/core/detail/env.hpp>
 #include <kodo/core/error.hpp>
 
 #include <chrono>

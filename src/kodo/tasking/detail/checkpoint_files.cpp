@@ -1,6 +1,6 @@
-#include <kodo/tasking/checkpoint_files.hpp>
+#include <kodo/tasking/detail/checkpoint_files.hpp>
 
-#include <kodo/tasking/scheduler.hpp>
+#include <kodo/tasking/detail/scheduler.hpp>
 
 #include <sys/stat.h>
 

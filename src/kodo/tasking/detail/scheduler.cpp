@@ -1,10 +1,10 @@
-#include <kodo/tasking/scheduler.hpp>
+#include <kodo/tasking/detail/scheduler.hpp>
 
-#include <kodo/backends/native.hpp>
-#include <kodo/comm/node_channels.hpp>
-#include <kodo/comm/ucx_transport.hpp>
+#include <kodo/backends/detail/native.hpp>
+#include <kodo/comm/detail/node_channels.hpp>
+#include <kodo/comm/detail/ucx_transport.hpp>
 #include <kodo/core/agree.hpp>
-#include <kodo/core/env.hpp>
+#include <kodo/core/detail/env.hpp>
 #include <kodo/tasking/entry.hpp>
 
 #include <array>
