@@ -122,18 +122,19 @@ struct RankProgram::Impl {
     std::vector<std::size_t> bytes;  // by ring buffer
     std::uint64_t released = 0;
     std::string name;
-    std::optional<RouteIn> route;  // once the device makes its transfers
-    std::uint64_t index_of(int phase) const {
+    std::vector<int> peer_phases;  // the phases the peer receives on the link, ascending
+    // The link's same-node route, as the graphs drive it (device links).
+    std::optional<RouteIn> in;
+    std::optional<RouteOut> out;
+    // The ring buffer (or the peer's) of the transfers read in `phase`.
+    static std::uint64_t index_of(const std::vector<int>& phases, int phase) {
       return static_cast<std::uint64_t>(std::find(phases.begin(), phases.end(), phase) -
                                         phases.begin());
     }
   };
   struct RemoteSend {
-    Channel* channel;
+    RemoteLink* link;
     PlannedView view;
-    std::size_t slot = 0;           // the local unit
-    std::vector<int> receiving;     // the phases its peer receives on the link, ascending
-    std::optional<RouteOut> route;  // once the device makes its transfers
     std::uint64_t* gate = nullptr;  // device word of its own (add_transfer_send)
   };
   std::map<LinkId, std::unique_ptr<RemoteLink>> links;    // (local, remote, tag)
@@ -429,7 +430,6 @@ void RankProgram::build() {
       }
       return *link;
     };
-    std::map<LinkId, std::vector<int>> receiving;  // by link: the phases its peer receives on
     std::map<std::int64_t, std::size_t> slot_of;
     for (std::size_t slot = 0; slot < m.units.size(); ++slot) {
       const Impl::Unit& u = m.units[slot];
@@ -440,16 +440,11 @@ void RankProgram::build() {
           if (m.map->owner(to) == m.rank) continue;
           Impl::RemoteLink& link = link_of(u.linear, to, t.tag);
           link.slot = slot;
-          m.remote_sends[static_cast<std::size_t>(q)]
-              .push_back({&link.channel, t.view, slot, {}, std::nullopt, nullptr});
-          receiving[{u.linear, to, t.tag}].push_back(next(q));
+          link.peer_phases.push_back(next(q));
+          m.remote_sends[static_cast<std::size_t>(q)].push_back({&link, t.view});
         }
     }
-    for (auto& [id, phases] : receiving) std::sort(phases.begin(), phases.end());
-    for (auto& sends : m.remote_sends)
-      for (Impl::RemoteSend& s : sends)
-        for (const auto& [id, link] : m.links)
-          if (&link->channel == s.channel) s.receiving = receiving[id];
+    for (auto& [id, link] : m.links) std::sort(link->peer_phases.begin(), link->peer_phases.end());
     std::map<LinkId, std::vector<std::pair<int, const PlannedTransfer*>>> rings;
     for (const auto& [key, found] : receives) {
       const auto [receiver, sender, tag, q] = key;
@@ -585,12 +580,12 @@ void RankProgram::build() {
 
 bool RankProgram::Impl::device_routes_ready() {
   // The graphs count transfers from 0: none may have gone yet.
-  for (const auto& [id, link] : links)
-    if (link->ring)
-      if (const auto route = route_in(*link->ring); !route || route->next != 0) return false;
-  for (const auto& list : remote_sends)
-    for (const RemoteSend& s : list)
-      if (const auto route = route_out(*s.channel->end_); !route || route->next != 0) return false;
+  for (auto& [id, link] : links) {
+    if (link->ring && (!(link->in = route_in(*link->ring)) || link->in->next != 0)) return false;
+    if (!link->peer_phases.empty() &&
+        (!(link->out = route_out(*link->channel.end_)) || link->out->next != 0))
+      return false;
+  }
   // A view a step both receives and sends on (or copies to a unit of this rank) is read
   // after its work too: its release would have to wait for that read, and the next
   // sends for the release. Such programs keep their transfers on the host.
@@ -605,23 +600,18 @@ bool RankProgram::Impl::device_routes_ready() {
   return true;
 }
 
-// Before the first step: the rings stop taking receives, the graphs are recorded again
-// with the transfers inside (and whole periods of steps as one graph).
+// Before the first step, once device_routes_ready() found every route: the rings stop
+// taking receives, the graphs are recorded again with the transfers inside (and whole
+// periods of steps as one graph).
 void RankProgram::Impl::take_device_links() {
   std::size_t sends = 0;
   for (const auto& list : remote_sends) sends += list.size();
   device_words = decltype(device_words)("kodo::StepProgram step and gates", 1 + sends);
   std::uint64_t* next_gate = device_words.data() + 1;
   for (auto& list : remote_sends)
-    for (RemoteSend& s : list) {
-      s.route = route_out(*s.channel->end_);
-      s.gate = next_gate++;
-    }
+    for (RemoteSend& s : list) s.gate = next_gate++;
   for (auto& [id, link] : links)
-    if (link->ring) {
-      link->route = route_in(*link->ring);
-      hand_ring_to_device(*link->ring);
-    }
+    if (link->ring) hand_ring_to_device(*link->ring);
   device_links = true;
   split = false;
   for (auto& r : by_phase) drop(r);
@@ -682,6 +672,10 @@ std::string RankProgram::Impl::record(int first, int span, Parts parts, Recorded
                                  uses,
                                  index};
   };
+  // Step j's transfer of a link it receives on in phase q.
+  auto receive_of = [&](const RemoteLink* link, std::size_t j, int q) {
+    return transfer(j, 0, link->phases.size(), RemoteLink::index_of(link->phases, q));
+  };
   auto chain = [&](std::pair<const void*, int> key, Node node) {
     previous[key] = node;
     all.push_back(node);
@@ -691,19 +685,16 @@ std::string RankProgram::Impl::record(int first, int span, Parts parts, Recorded
     const auto it = previous.find(key);
     return it == previous.end() ? std::vector<Node>{} : std::vector<Node>{it->second};
   };
-  std::size_t step_now = 0;  // j, for wait_after
   // A wait of step j: after the link's wait before it and every release and send of the
   // rank's step j - 1 (which the peer may be waiting on).
-  auto wait_after = [&](RemoteLink* link) {
+  auto wait_after = [&](RemoteLink* link, std::size_t j) {
     std::vector<Node> after = prior({link, 0});
-    if (step_now > 0)
-      after.insert(after.end(), handed[step_now - 1].begin(), handed[step_now - 1].end());
+    if (j > 0) after.insert(after.end(), handed[j - 1].begin(), handed[j - 1].end());
     return after;
   };
   for (std::size_t j = 0; j < steps && why.empty(); ++j) {
     const int q = (first + static_cast<int>(j)) % P;
     const auto phase = static_cast<std::size_t>(q);
-    step_now = j;
     for (std::size_t u = 0; u < n && why.empty(); ++u) {
       const PlannedPhase& plan = units[u].phases[phase];
       std::vector<Node> before;  // u's step j - 1
@@ -717,11 +708,9 @@ std::string RankProgram::Impl::record(int first, int span, Parts parts, Recorded
         for (RemoteLink* link : remote_receives[phase])
           if (link->slot == u)
             waits.push_back(chain({link, 0},
-                                  backend::add_transfer_wait(into.graph,
-                                                             transfer(j, 0, link->phases.size(),
-                                                                      link->index_of(q)),
-                                                             link->route->arrived,
-                                                             wait_after(link))));
+                                  backend::add_transfer_wait(into.graph, receive_of(link, j, q),
+                                                             link->in->arrived,
+                                                             wait_after(link, j))));
       if (plan.early && parts != Parts::rest) {
         early[j][u] = add(plan.early, before, u, q, why);
         last[j][u] = early[j][u];
@@ -753,30 +742,26 @@ std::string RankProgram::Impl::record(int first, int span, Parts parts, Recorded
               after.push_back(it->second);  // the step's wait
             releases.push_back(chain({link, 1},
                                      backend::add_transfer_release(into.graph,
-                                                                   transfer(j, 0,
-                                                                            link->phases.size(),
-                                                                            link->index_of(q)),
-                                                                   link->route->consumed, after)));
+                                                                   receive_of(link, j, q),
+                                                                   link->in->consumed, after)));
           }
       handed[j] = releases;
       for (std::size_t u = 0; u < n; ++u) {
         std::vector<Node> sends;
         for (RemoteSend& s : remote_sends[phase])
-          if (s.slot == u) {
-            const RouteOut& r = *s.route;
-            const auto to = static_cast<int>((q + 1) % P);
-            const auto index =
-                static_cast<std::size_t>(std::find(s.receiving.begin(), s.receiving.end(), to) -
-                                         s.receiving.begin());
-            std::vector<Node> after = prior({s.channel, 2});
+          if (s.link->slot == u) {
+            const RemoteLink& link = *s.link;
+            const RouteOut& r = *link.out;
+            const auto uses = link.peer_phases.size();
+            const auto index = RemoteLink::index_of(link.peer_phases, (q + 1) % P);
+            std::vector<Node> after = prior({s.link, 2});
             if (last[j][u]) after.push_back(last[j][u]);
             after.insert(after.end(), releases.begin(), releases.end());
-            sends.push_back(chain(
-                {s.channel, 2},
-                backend::add_transfer_send(into.graph, transfer(j, 1, s.receiving.size(), index),
-                                           r.consumed, s.receiving.size(), r.to[index],
-                                           s.view.segment.data, s.view.segment.bytes,
-                                           r.size_words[index], r.arrived, s.gate, after)));
+            sends.push_back(chain({s.link, 2},
+                                  backend::add_transfer_send(
+                                      into.graph, transfer(j, 1, uses, index), r.consumed, uses,
+                                      r.to[index], s.view.segment.data, s.view.segment.bytes,
+                                      r.size_words[index], r.arrived, s.gate, after)));
           }
         if (sends.empty()) continue;
         sent[j][u] = sends.size() == 1 ? sends[0] : backend::add_copies(into.graph, {}, sends);
@@ -896,7 +881,7 @@ void RankProgram::prime() {
     // Each link's transfer 0 (into the receivers' phase-0 views, the first of their ring):
     // after the prime's work, from the program's stream.
     for (const Impl::RemoteSend& s : m.remote_sends[last]) {
-      const RouteOut& r = *s.route;
+      const RouteOut& r = *s.link->out;
       backend::enqueue_copy_and_publish(m.stream->native_handle(), backend::DeviceWait{}, r.to[0],
                                         s.view.segment.data, s.view.segment.bytes, true,
                                         r.size_words[0], s.view.segment.bytes, r.arrived, 1,
@@ -918,7 +903,7 @@ void RankProgram::send_remote(std::size_t q, std::int64_t step) {
   const auto alive = std::weak_ptr<bool>(m.alive);
   for (const Impl::RemoteSend& s : m.remote_sends[q]) {
     ++m.sends_pending[q];
-    s.channel->send_segment(
+    s.link->channel.send_segment(
         s.view.segment, s.view.keep,
         [this, q, alive] {
           if (alive.expired()) return;

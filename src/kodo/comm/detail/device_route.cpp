@@ -7,12 +7,8 @@
 namespace kodo::detail {
 
 std::optional<RouteIn> route_in(const RingCore& ring) {
+  if (!ring_offered_for_streams(ring) || backend::streams_run_in_call()) return std::nullopt;
   const ChannelEnd& end = *ring.end;
-  if (ring.stopped || end.closed || end.recv_route != Route::node || !end.node_in ||
-      !end.node().streams_may_wait() || backend::streams_run_in_call())
-    return std::nullopt;
-  for (const std::byte* slot : end.node_in->slots)
-    if (slot) return std::nullopt;  // a buffer in host memory: the loop fills it
   std::byte* words = end.node_in->device_words;
   return RouteIn{end.device_wait(false, words, kArrivedWord, 0),
                  reinterpret_cast<std::uint64_t*>(words + kConsumedWord), ring.released};

@@ -34,19 +34,23 @@ void release_ring(RingCore* core, Stream* stream, std::uint64_t transfer) {
 
 void stop_ring(RingCore& core) { core.stopped = true; }
 
-bool ring_waits_on_streams(const RingCore* core) {
-  if (!core || core->stopped || core->end->closed || core->end->recv_route != Route::node ||
-      !core->end->node().streams_may_wait())
+bool ring_offered_for_streams(const RingCore& core) {
+  if (core.stopped || core.end->closed || core.end->recv_route != Route::node ||
+      !core.end->node().streams_may_wait())
     return false;
   // A buffer in host memory is filled from its slot by this rank's loop, after the count
   // is up: a device wait would run ahead of that copy.
-  const auto& in = *core->end->node_in;
   if (!backend::streams_run_in_call())
-    for (const std::byte* slot : in.slots)
+    for (const std::byte* slot : core.end->node_in->slots)
       if (slot) return false;
+  return true;
+}
+
+bool ring_waits_on_streams(const RingCore* core) {
   // The sender maps the ring when the offer reaches it, or refuses it: the first
   // transfer that comes by the route shows the route taken.
-  return load_word(in.words + kArrivedWord) != 0;
+  return core && ring_offered_for_streams(*core) &&
+         load_word(core->end->node_in->words + kArrivedWord) != 0;
 }
 
 void wait_on_ring(RingCore* core, Stream& stream, std::uint64_t transfer) {

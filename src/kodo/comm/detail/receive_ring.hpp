@@ -55,4 +55,9 @@ struct RingCore : std::enable_shared_from_this<RingCore> {
   }
 };
 
+// Whether streams may wait for the ring's transfers once its sender takes the route it
+// offered: a same-node ring into device memory, on a GPU no other rank shares
+// (ReceiveRing::waits_on_streams also asks that the first transfer came that way).
+bool ring_offered_for_streams(const RingCore& core);
+
 }  // namespace kodo::detail
