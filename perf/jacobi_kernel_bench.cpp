@@ -8,8 +8,9 @@
 
 #include "report.hpp"
 
-#include <kernels.hpp>
 #include <kodo/kodo.hpp>
+
+#include <tuned_kernels.hpp>
 
 #include <array>
 #include <cinttypes>

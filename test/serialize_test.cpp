@@ -50,10 +50,11 @@ TEST(Serialize, ViewsTravelAsAttachments) {
   ASSERT_EQ(attachments.size(), 1u);
   EXPECT_EQ(attachments[0].segment.data, v.data());
   EXPECT_EQ(attachments[0].segment.bytes, 12 * sizeof(double));
-  EXPECT_EQ(attachments[0].segment.kind, kodo::memory_kind<Kokkos::View<double**>::memory_space>());
+  EXPECT_EQ(attachments[0].segment.kind,
+            kodo::detail::memory_kind<Kokkos::View<double**>::memory_space>());
   EXPECT_EQ(bytes.size(), sizeof(int) + 2 * sizeof(std::uint64_t));  // no contents inline
 
-  std::vector<kodo::Segment> destinations;
+  std::vector<kodo::detail::Segment> destinations;
   kodo::ByteReader r(bytes);
   kodo::detail::WireAccess::expect_views(r, destinations, 12 * sizeof(double));
   EXPECT_EQ(kodo::unpack<int>(r), 5);
@@ -101,7 +102,7 @@ TEST(Serialize, TruncatedPayloadIsAnError) {
   kodo::pack(w2, Kokkos::View<double**>("v", 8, 2));
   kodo::Bytes b2 = kodo::detail::WireAccess::take_bytes(w2);
   b2.resize(b2.size() - 4);  // the second extent is cut
-  std::vector<kodo::Segment> destinations;
+  std::vector<kodo::detail::Segment> destinations;
   kodo::ByteReader r2(b2);
   kodo::detail::WireAccess::expect_views(r2, destinations, 16 * sizeof(double));
   EXPECT_THROW(kodo::unpack<Kokkos::View<double**>>(r2), kodo::Error);
@@ -131,12 +132,12 @@ TEST(Serialize, HugeCountsAreRefusedBeforeAllocating) {
 }
 
 TEST(Serialize, ViewExtentsThatOverflowOrExceedTheBoundAreRefused) {
-  std::vector<kodo::Segment> destinations;
+  std::vector<kodo::detail::Segment> destinations;
   // 2^40 x 2^40 doubles overflows 64 bits; 2^36 doubles exceeds the bound.
   for (const auto& words : {bytes_of({std::uint64_t{1} << 40, std::uint64_t{1} << 40}),
                             bytes_of({std::uint64_t{1} << 36, 1})}) {
     kodo::ByteReader r(words);
-    Access::expect_views(r, destinations, kodo::kMaxViewDataBytes);
+    Access::expect_views(r, destinations, kodo::detail::kMaxViewDataBytes);
     EXPECT_NE(error_of([&] { kodo::unpack<Kokkos::View<double**>>(r); }).find("bound"),
               std::string::npos);
   }
@@ -144,7 +145,7 @@ TEST(Serialize, ViewExtentsThatOverflowOrExceedTheBoundAreRefused) {
 }
 
 TEST(Serialize, ViewsMustFitTheDataThatArrived) {
-  std::vector<kodo::Segment> destinations;
+  std::vector<kodo::detail::Segment> destinations;
   const kodo::Bytes words = bytes_of({100});
   kodo::ByteReader r(words);
   Access::expect_views(r, destinations, 99 * sizeof(double));  // one element short

@@ -7,7 +7,7 @@
 // iteration n lands straight in the ghost layer of A[n % 2]: the update never writes
 // ghosts, and no face for n + 2 can arrive while A[n % 2] is still being read.
 
-#include "kernels.hpp"
+#include "tuned_kernels.hpp"
 
 #include <kodo/kodo.hpp>
 

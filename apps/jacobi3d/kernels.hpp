@@ -1,12 +1,12 @@
 #pragma once
-// The device kernels of a Jacobi3D block, as free functions: nvcc does not allow device
-// lambdas inside private member functions.
+// The plain kernels of a Jacobi3D block, as free functions (nvcc does not allow device
+// lambdas inside private member functions): initialise, pack and unpack a face, update,
+// the residual and the checksum. What --fusion, --graphs and --overlap run instead is in
+// tuned_kernels.hpp.
 
 #include "jacobi.hpp"
 
 #include <kodo/kodo.hpp>
-
-#include <Kokkos_Graph.hpp>
 
 #include <cstdint>
 #include <string>
@@ -15,18 +15,6 @@ namespace jacobi {
 
 using Space = Kokkos::DefaultExecutionSpace;
 using Field = Kokkos::View<double*, Space::memory_space>;
-using StepGraph = Kokkos::Experimental::Graph<Space>;
-
-// How the face kernels of a block are shaped, each iteration.
-enum class Fusion {
-  none,  // a pack kernel per face, an unpack kernel per face as it arrives
-  A,     // all packs in one kernel; unpacks as faces arrive
-  B,     // all packs in one kernel, and all unpacks in one once every face is in
-  C,     // unpack, update and pack in one kernel (fused_update), once every face is in
-};
-// "none", "A", "B" or "C", and back (std::invalid_argument for any other name).
-const char* fusion_name(Fusion fusion);
-Fusion parse_fusion(const std::string& name);
 
 // Faces are numbered 2 * dimension + side: 0 -x, 1 +x, 2 -y, 3 +y, 4 -z, 5 +z.
 struct BlockShape {
@@ -85,9 +73,6 @@ void init_field(const Field& a, const BlockShape& s, const Grid& g, const std::i
 void pack_face(const Space& space, const Field& a, const BlockShape& s, int f, const Field& buffer);
 // Copies `data` into the ghost layer of face f.
 void unpack_face(const Space& space, const Field& a, const BlockShape& s, int f, const Field& data);
-// pack_face (unpack_face) for every face whose buffer is allocated, in one kernel.
-void pack_faces(const Space& space, const Field& a, const BlockShape& s, const Field (&buffers)[6]);
-void unpack_faces(const Space& space, const Field& a, const BlockShape& s, const Field (&data)[6]);
 // One Jacobi update: the interior of b from a. Each thread marches along x through
 // `chunk` points of one (y, z) column, keeping the x neighbours in registers; adjacent
 // threads take adjacent z, so loads are coalesced. On GPUs, blocks with an even z
@@ -99,39 +84,6 @@ inline constexpr std::int64_t kUpdateChunk = 32;
 inline constexpr std::int64_t kAutoChunk = 0;
 void update(const Space& space, const Field& a, const Field& b, const BlockShape& s,
             std::int64_t chunk = kAutoChunk);
-// The march over 16-byte pairs of z points that update uses on GPUs (z extent even).
-void update_pairs(const Space& space, const Field& a, const Field& b, const BlockShape& s,
-                  std::int64_t chunk = kAutoChunk);
-// The march with 8-byte accesses only (what update does on the host and for odd z).
-void update_scalar(const Space& space, const Field& a, const Field& b, const BlockShape& s,
-                   std::int64_t chunk = kAutoChunk);
-// The same update as one flat range over all interior points (the plain Kokkos way,
-// kept for comparison in perf/).
-void update_flat(const Space& space, const Field& a, const Field& b, const BlockShape& s);
-// Fusion C's kernel: the update a -> b that reads the ghost values of every face with a
-// buffer in `receive` from that buffer (not from a's ghost layer), and writes b's new
-// values on each face with a buffer in `send` to that buffer too (what pack_face would).
-void fused_update(const Space& space, const Field& a, const Field& b, const BlockShape& s,
-                  const Field (&receive)[6], const Field (&send)[6],
-                  std::int64_t chunk = kAutoChunk);
-// fused_update split in two, for --overlap: update_inner updates the inner box, every
-// point not next to a face with a buffer (in `receive` or `send`), reading no ghost of
-// those faces: it may run before they arrive. update_boundary updates the other points,
-// as fused_update does. Run both (in either order) and they equal fused_update.
-void update_inner(const Space& space, const Field& a, const Field& b, const BlockShape& s,
-                  const Field (&receive)[6], const Field (&send)[6],
-                  std::int64_t chunk = kAutoChunk);
-void update_boundary(const Space& space, const Field& a, const Field& b, const BlockShape& s,
-                     const Field (&receive)[6], const Field (&send)[6]);
-// One whole iteration of a block whose faces are all in: the received faces into a's
-// ghost layer, the update a -> b, and b's faces into the send buffers, with the kernels
-// `fusion` says (C: the one fused_update). Faces without a buffer are skipped.
-void step(const Space& space, Fusion fusion, const Field& a, const Field& b, const BlockShape& s,
-          const Field (&receive)[6], const Field (&send)[6]);
-// The same work as an instantiated graph, to be submitted on a stream for every
-// iteration of the same parity: one launch instead of one per kernel.
-StepGraph step_graph(Fusion fusion, const Field& a, const Field& b, const BlockShape& s,
-                     const Field (&receive)[6], const Field (&send)[6]);
 // Sum over the block's interior of (a - b)^2: with a and b two successive iterates,
 // the squared norm of the last update (the residual jacobi3d reports).
 // Through Kokkos Kernels' BLAS dot when the build has Kokkos Kernels (the interior

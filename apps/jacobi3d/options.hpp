@@ -1,7 +1,7 @@
 #pragma once
 // Command line of jacobi3d.
 
-#include "kernels.hpp"
+#include "tuned_kernels.hpp"
 
 #include <cstdint>
 #include <string>
@@ -17,7 +17,7 @@ struct Options {
   bool verify = false;
   bool sync = false;             // fence streams instead of the completion engine
   bool baseline = false;         // the bulk-synchronous MPI version instead of kodo
-  Fusion fusion = Fusion::none;  // face kernels (kernels.hpp)
+  Fusion fusion = Fusion::none;  // face kernels (tuned_kernels.hpp)
   bool graphs = false;           // each unit iteration as one replayed graph
   bool overlap = false;          // update each unit's inner box while its faces travel
   std::string comm = "device";   // halo transfers: "device" (GPU-aware) or "host" (staged)

@@ -1,14 +1,21 @@
 #pragma once
 // kodo: overdecomposed work units over Kokkos, MPI and UCX. Include this header.
 //
-// The public surface: Runtime; Collection, WorkUnit, UnitInit, UnitRef and the
-// reduction operations (Sum, Min, Max); Channel, CommMode and data_ready; Stream,
-// StreamPool and CompletionSource (when_done); Placement and describe(); split_grid
-// and block_range; Index3 and Extent3; Error; Serializer, ByteWriter and ByteReader
-// for types of one's own in messages; write_checkpoint, Checkpoint, SavedCollection,
-// CheckpointInfo and CheckpointReport (a unit's state() in unit_state.hpp); StepProgram,
-// StepPlan, StepWork and StepProgramOptions (a rank's unit steps as one device program).
-// Names in kodo::detail are internal.
+// The public surface, every name in kodo:: (names in kodo::detail are internal):
+// - Runtime; Collection, WorkUnit, UnitInit, UnitRef; the reduction operations Sum,
+//   Min and Max;
+// - Channel, CommMode (parse_comm_mode, to_string), ReceiveRing and Arrival,
+//   data_ready and DataReady;
+// - Stream, StreamPool, ExecutionSpace, CompletionSource (when_done), host_build;
+//   Placement and describe();
+// - split_grid, CutCosts, block_range and Range; Index3 and Extent3 (operator<<);
+// - Error, fatal and print_error;
+// - Serializer, ByteWriter, ByteReader, pack, unpack and Bytes, for types of one's own
+//   in messages;
+// - write_checkpoint, Checkpoint, SavedCollection, CheckpointInfo and CheckpointReport;
+//   restoring<State> for a unit's state() (unit_state.hpp);
+// - StepProgram, StepPlan, StepWork and StepProgramOptions (a rank's unit steps as one
+//   device program).
 
 #include <kodo/backends/placement.hpp>
 #include <kodo/backends/stream.hpp>

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <type_traits>
 
-namespace kodo {
+namespace kodo::detail {
 
 enum class MemoryKind : std::uint8_t { host, cuda, cuda_managed, rocm, rocm_managed };
 
@@ -53,4 +53,4 @@ struct Segment {
   MemoryKind kind = MemoryKind::host;
 };
 
-}  // namespace kodo
+}  // namespace kodo::detail

@@ -44,11 +44,11 @@ void read_binding(Placement&) {}
 
 }  // namespace
 
-Placement place_rank(MPI_Comm comm, int device) {
+Placement detail::place_rank(MPI_Comm comm, int device) {
   Placement p;
   MPI_Comm node;
-  check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node),
-            "MPI_Comm_split_type");
+  detail::check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node),
+                    "MPI_Comm_split_type");
   MPI_Comm_rank(node, &p.local_rank);
   MPI_Comm_size(node, &p.local_ranks);
   read_binding(p);
@@ -84,8 +84,8 @@ Placement place_rank(MPI_Comm comm, int device) {
   }
   // Collective on every rank of the node, whatever happened above.
   std::vector<std::uint64_t> sets(p.local_ranks);
-  check_mpi(MPI_Allgather(&key, 1, MPI_UINT64_T, sets.data(), 1, MPI_UINT64_T, node),
-            "MPI_Allgather");
+  detail::check_mpi(MPI_Allgather(&key, 1, MPI_UINT64_T, sets.data(), 1, MPI_UINT64_T, node),
+                    "MPI_Allgather");
   if (problem.empty() && device_build) {
     try {
       const char* share = std::getenv("KODO_SHARE_GPUS");
@@ -108,15 +108,15 @@ Placement place_rank(MPI_Comm comm, int device) {
   // Ranks sharing a GPU are time-sliced by it: a kernel that waits for another rank holds
   // the GPU for a whole slice (the channels then wait on the host).
   std::vector<int> devices(p.local_ranks);
-  check_mpi(MPI_Allgather(&p.device, 1, MPI_INT, devices.data(), 1, MPI_INT, node),
-            "MPI_Allgather");
+  detail::check_mpi(MPI_Allgather(&p.device, 1, MPI_INT, devices.data(), 1, MPI_INT, node),
+                    "MPI_Allgather");
   // The same GPU: the same index among the same visible GPUs (ranks given a GPU each by
   // the launcher all see theirs as GPU 0, but see different sets).
   for (int r = 0; r < p.local_ranks; ++r)
     p.shares_device = p.shares_device || (r != p.local_rank && p.device >= 0 &&
                                           sets[r] == sets[p.local_rank] && devices[r] == p.device);
   MPI_Comm_free(&node);
-  agree_on_failure(comm, problem, "could not be placed on a GPU");
+  detail::agree_on_failure(comm, problem, "could not be placed on a GPU");
   return p;
 }
 

@@ -25,15 +25,15 @@ struct Placement {
   std::string cpus = "unknown", numa = "unknown";  // from hwloc where present
 };
 
-// Collective over `comm`. Chooses and selects this rank's GPU (for a device backend),
-// or takes `device` when it is >= 0 (Kokkos already running on it), and reads the CPU
-// binding. Throws kodo::Error on every rank if any rank cannot be placed.
-Placement place_rank(MPI_Comm comm, int device = -1);
-
 // One line: "rank R (local L of N): GPU D (name), cpus C, NUMA M".
 std::string describe(const Placement& p, int rank);
 
 namespace detail {
+// Collective over `comm` (Runtime's start): chooses and selects this rank's GPU (for a
+// device backend), or takes `device` when it is >= 0 (Kokkos already running on it),
+// and reads the CPU binding. Throws kodo::Error on every rank if any rank cannot be placed.
+Placement place_rank(MPI_Comm comm, int device = -1);
+
 // The GPU (index among the `count` it sees) for the rank at position `me` of a node
 // whose ranks see the GPU sets `sets` (one key per rank, equal keys: the same GPUs),
 // or -1 with `problem` set.

@@ -93,14 +93,15 @@ Channel::~Channel() {
 
 bool Channel::is_local() const { return end_ && end_->local(); }
 
-void Channel::send_segment(Segment data, std::shared_ptr<const void> keep,
+void Channel::send_segment(detail::Segment data, std::shared_ptr<const void> keep,
                            std::function<void()> sent, bool ready) {
   if (!end_) throw Error("send on a channel that is not open");
   end_->send({data, std::move(keep), std::move(sent), ready});
 }
 
-void Channel::recv_segment(Segment into, std::shared_ptr<const void> keep, std::size_t element,
-                           bool exact, std::function<void(std::size_t)> received) {
+void Channel::recv_segment(detail::Segment into, std::shared_ptr<const void> keep,
+                           std::size_t element, bool exact,
+                           std::function<void(std::size_t)> received) {
   if (!end_) throw Error("receive on a channel that is not open");
   if (end_->ring)
     throw Error(end_->describe(false) + ": a receive ring owns this channel's receives");

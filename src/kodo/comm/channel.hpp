@@ -229,13 +229,13 @@ void abandon_node_routes(ChannelRegistry& registry);
 // The memory of a contiguous Kokkos view; `what` names it in the error a view that is not
 // contiguous gets ("<what> must be contiguous").
 template <class V>
-Segment view_segment(const V& v, const char* what) {
+detail::Segment view_segment(const V& v, const char* what) {
   static_assert(Kokkos::is_view<V>::value, "kodo: channels carry Kokkos views");
   if (v.size() != 0 && !v.span_is_contiguous())
     throw Error(std::string(what) + " must be contiguous");
-  return Segment{const_cast<typename V::non_const_value_type*>(v.data()),
-                 v.size() * sizeof(typename V::value_type),
-                 memory_kind<typename V::memory_space>()};
+  return detail::Segment{const_cast<typename V::non_const_value_type*>(v.data()),
+                         v.size() * sizeof(typename V::value_type),
+                         detail::memory_kind<typename V::memory_space>()};
 }
 
 // A ring's state (receive_ring.cpp); what ReceiveRing calls of it. `core` may be null (a
@@ -366,7 +366,7 @@ class Channel {
                   "kodo: a ring's on_arrival takes a const kodo::Arrival<V>&");
     using Value = typename V::value_type;
     auto views = std::make_shared<const std::vector<V>>(std::move(buffers));
-    std::vector<Segment> segments;
+    std::vector<detail::Segment> segments;
     for (const V& v : *views) segments.push_back(segment(v));
     auto hand = [views, f = std::forward<F>(on_arrival)](std::uint64_t transfer, std::size_t bytes,
                                                          std::size_t buffer) mutable {
@@ -385,15 +385,15 @@ class Channel {
   Channel(detail::ChannelHost& host, const detail::LinkSpec& link);
 
   template <class V>
-  static Segment segment(const V& v) {
+  static detail::Segment segment(const V& v) {
     return detail::view_segment(v, "a view sent or received on a channel");
   }
-  void send_segment(Segment data, std::shared_ptr<const void> keep, std::function<void()> sent,
-                    bool ready);
-  void recv_segment(Segment into, std::shared_ptr<const void> keep, std::size_t element, bool exact,
-                    std::function<void(std::size_t)> received);
+  void send_segment(detail::Segment data, std::shared_ptr<const void> keep,
+                    std::function<void()> sent, bool ready);
+  void recv_segment(detail::Segment into, std::shared_ptr<const void> keep, std::size_t element,
+                    bool exact, std::function<void(std::size_t)> received);
   std::shared_ptr<detail::RingCore> start_ring(
-      std::vector<Segment> buffers, std::shared_ptr<const void> keep, std::size_t element,
+      std::vector<detail::Segment> buffers, std::shared_ptr<const void> keep, std::size_t element,
       std::function<void(std::uint64_t, std::size_t, std::size_t)> hand);
 
   std::shared_ptr<detail::ChannelEnd> end_;

@@ -40,15 +40,15 @@ namespace kodo {
 
 using Bytes = std::vector<std::byte>;
 
+namespace detail {
 // Bounds on what one message can make its receiver allocate.
 inline constexpr std::uint64_t kMaxArgumentBytes = std::uint64_t{1} << 30;  // 1 GiB of arguments
 inline constexpr std::uint64_t kMaxViewDataBytes = std::uint64_t{1} << 38;  // 256 GiB of views
 
-namespace detail {
 // A view's memory travelling beside the bytes of a message; `keep` holds the view
 // alive until the transport is done with it.
 struct Attachment {
-  Segment segment;
+  detail::Segment segment;
   std::shared_ptr<const void> keep;
 };
 struct WireAccess;
@@ -121,7 +121,7 @@ class ByteReader {
     view_data_left_ -= bytes;
   }
   // Where the data of the view just made goes.
-  void expect_view_data(const Segment& s) {
+  void expect_view_data(const detail::Segment& s) {
     if (!destinations_) throw Error("a view argument has data, but the message carries none");
     destinations_->push_back(s);
   }
@@ -131,7 +131,7 @@ class ByteReader {
   std::size_t pos_ = 0;
   bool carries_views_ = false;
   bool checking_ = false;
-  std::vector<Segment>* destinations_ = nullptr;
+  std::vector<detail::Segment>* destinations_ = nullptr;
   detail::ViewPool* pool_ = nullptr;
   std::uint64_t view_data_left_ = 0;
 };
@@ -273,9 +273,10 @@ struct Serializer<V, std::enable_if_t<Kokkos::is_view<V>::value>> {
       const auto e = kodo::unpack<std::uint64_t>(r);
       // Each extent on its own too: an empty view's product stays 0 whatever follows.
       const auto product = detail::checked_mul(bytes, e);
-      if (e > kMaxViewDataBytes / sizeof(value_type) || !product || *product > kMaxViewDataBytes)
+      if (e > detail::kMaxViewDataBytes / sizeof(value_type) || !product ||
+          *product > detail::kMaxViewDataBytes)
         throw Error(detail::cat("a view argument's extent ", e, " in dimension ", d,
-                                " makes it larger than kodo's bound of ", kMaxViewDataBytes,
+                                " makes it larger than kodo's bound of ", detail::kMaxViewDataBytes,
                                 " bytes"));
       bytes = *product;
       ext[d] = static_cast<std::size_t>(e);
@@ -292,9 +293,9 @@ struct Serializer<V, std::enable_if_t<Kokkos::is_view<V>::value>> {
 
  private:
   template <class W>
-  static Segment segment_of(const W& v) {
-    return Segment{const_cast<value_type*>(v.data()), v.size() * sizeof(value_type),
-                   memory_kind<typename V::memory_space>()};
+  static detail::Segment segment_of(const W& v) {
+    return detail::Segment{const_cast<value_type*>(v.data()), v.size() * sizeof(value_type),
+                           detail::memory_kind<typename V::memory_space>()};
   }
   template <std::size_t... I>
   static owning_type allocate(const std::array<std::size_t, rank>& ext, std::index_sequence<I...>) {
@@ -319,7 +320,7 @@ struct WireAccess {
   // Makes `r` take the views it unpacks from `pool` (allocate them, without one) and
   // list their memory in `destinations`; together they must take exactly `view_data`
   // bytes (the data that arrived with the message).
-  static void expect_views(ByteReader& r, std::vector<Segment>& destinations,
+  static void expect_views(ByteReader& r, std::vector<detail::Segment>& destinations,
                            std::uint64_t view_data, ViewPool* pool = nullptr) {
     r.carries_views_ = true;
     r.destinations_ = &destinations;

@@ -7,7 +7,7 @@
 #include <source_location>
 #include <string>
 
-namespace kodo {
+namespace kodo::detail {
 
 // Ends the job when an MPI call did not succeed, naming the call, where it was made
 // and MPI's reason. kodo's communicators return errors (MPI_ERRORS_RETURN) so that
@@ -24,4 +24,4 @@ void agree_on_failure(MPI_Comm comm, const std::string& problem, const std::stri
 // has it sent to all, and each throws it as an Error ("rank R: <problem>" on the others).
 void agree_and_report(MPI_Comm comm, const std::string& problem);
 
-}  // namespace kodo
+}  // namespace kodo::detail

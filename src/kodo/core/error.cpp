@@ -63,7 +63,7 @@ void detail::abort_job() {
   std::abort();
 }
 
-void check_mpi(int result, const char* call, std::source_location at) {
+void detail::check_mpi(int result, const char* call, std::source_location at) {
   if (result == MPI_SUCCESS) return;
   char reason[MPI_MAX_ERROR_STRING] = "";
   int length = 0;
@@ -71,23 +71,24 @@ void check_mpi(int result, const char* call, std::source_location at) {
   fatal(detail::call_failed("MPI", call, at.file_name(), static_cast<int>(at.line()), reason));
 }
 
-void agree_on_failure(MPI_Comm comm, const std::string& problem, const std::string& what_failed) {
+void detail::agree_on_failure(MPI_Comm comm, const std::string& problem,
+                              const std::string& what_failed) {
   int failed = problem.empty() ? 0 : 1, any = 0;
-  check_mpi(MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
+  detail::check_mpi(MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
   if (failed) throw Error(problem);
   if (any) throw Error("another rank " + what_failed + " (see its message)");
 }
 
-void agree_and_report(MPI_Comm comm, const std::string& problem) {
+void detail::agree_and_report(MPI_Comm comm, const std::string& problem) {
   int rank = 0;
-  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  detail::check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
   int mine = problem.empty() ? INT_MAX : rank, first = INT_MAX;
-  check_mpi(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+  detail::check_mpi(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
   if (first == INT_MAX) return;
   int length = static_cast<int>(problem.size());
-  check_mpi(MPI_Bcast(&length, 1, MPI_INT, first, comm), "MPI_Bcast");
+  detail::check_mpi(MPI_Bcast(&length, 1, MPI_INT, first, comm), "MPI_Bcast");
   std::string text = rank == first ? problem : std::string(static_cast<std::size_t>(length), ' ');
-  check_mpi(MPI_Bcast(text.data(), length, MPI_CHAR, first, comm), "MPI_Bcast");
+  detail::check_mpi(MPI_Bcast(text.data(), length, MPI_CHAR, first, comm), "MPI_Bcast");
   if (rank == first) throw Error(text);
   std::string_view bare = text;
   if (bare.starts_with("kodo: ")) bare.remove_prefix(6);

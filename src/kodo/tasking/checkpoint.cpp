@@ -54,8 +54,8 @@ CheckpointWrite::CheckpointWrite(Runtime& runtime, const std::string& dir,
       problem = what_of_current();
     }
   }
-  agree_and_report(runtime.comm(), problem);
-  check_mpi(MPI_Bcast(&number, 1, MPI_LONG_LONG, 0, runtime.comm()), "MPI_Bcast");
+  detail::agree_and_report(runtime.comm(), problem);
+  detail::check_mpi(MPI_Bcast(&number, 1, MPI_LONG_LONG, 0, runtime.comm()), "MPI_Bcast");
   final_ = cat(dir, "/checkpoint-", number);
   partial_ = final_ + ".partial";
 }
@@ -127,21 +127,22 @@ void CheckpointWrite::write_unit(std::uint32_t collection, std::int64_t linear,
 
 CheckpointReport CheckpointWrite::finish(const std::string& problem) {
   MPI_Comm comm = runtime_.comm();
-  agree_and_report(comm, problem);
+  detail::agree_and_report(comm, problem);
   // Every unit's file size and checksum, to rank 0.
   const int ranks = runtime_.size(), rank = runtime_.rank();
   int count = static_cast<int>(written_.size() * sizeof(ManifestUnit));
   std::vector<int> counts(ranks), offsets(ranks);
-  check_mpi(MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, comm), "MPI_Gather");
+  detail::check_mpi(MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, comm),
+                    "MPI_Gather");
   std::vector<ManifestUnit> all;
   if (rank == 0) {
     std::int64_t total = 0;
     for (int r = 0; r < ranks; ++r) offsets[r] = static_cast<int>(total), total += counts[r];
     all.resize(static_cast<std::size_t>(total) / sizeof(ManifestUnit));
   }
-  check_mpi(MPI_Gatherv(written_.data(), count, MPI_BYTE, all.data(), counts.data(), offsets.data(),
-                        MPI_BYTE, 0, comm),
-            "MPI_Gatherv");
+  detail::check_mpi(MPI_Gatherv(written_.data(), count, MPI_BYTE, all.data(), counts.data(),
+                                offsets.data(), MPI_BYTE, 0, comm),
+                    "MPI_Gatherv");
   std::string failed;
   if (rank == 0) {
     try {
@@ -163,16 +164,16 @@ CheckpointReport CheckpointWrite::finish(const std::string& problem) {
       failed = what_of_current();
     }
   }
-  agree_and_report(comm, failed);
+  detail::agree_and_report(comm, failed);
   CheckpointReport report;
   report.path = final_;
   const double seconds = MPI_Wtime() - started_;
-  check_mpi(MPI_Allreduce(&seconds, &report.seconds, 1, MPI_DOUBLE, MPI_MAX, comm),
-            "MPI_Allreduce");
+  detail::check_mpi(MPI_Allreduce(&seconds, &report.seconds, 1, MPI_DOUBLE, MPI_MAX, comm),
+                    "MPI_Allreduce");
   unsigned long long bytes = 0, total = 0;
   for (const auto& u : written_) bytes += u.bytes;
-  check_mpi(MPI_Allreduce(&bytes, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, comm),
-            "MPI_Allreduce");
+  detail::check_mpi(MPI_Allreduce(&bytes, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, comm),
+                    "MPI_Allreduce");
   report.bytes = total;
   // The previous checkpoints (this code's own) are no longer needed; one that cannot be
   // removed is left, with a warning: the new one is complete. No rank waits for this.
@@ -202,11 +203,11 @@ namespace {
 
 void broadcast_string(std::string& s, MPI_Comm comm) {
   unsigned long long length = s.size();
-  check_mpi(MPI_Bcast(&length, 1, MPI_UNSIGNED_LONG_LONG, 0, comm), "MPI_Bcast");
+  detail::check_mpi(MPI_Bcast(&length, 1, MPI_UNSIGNED_LONG_LONG, 0, comm), "MPI_Bcast");
   s.resize(length);
   for (unsigned long long at = 0; at < length; at += 1 << 30) {
     const int n = static_cast<int>(std::min<unsigned long long>(length - at, 1 << 30));
-    check_mpi(MPI_Bcast(s.data() + at, n, MPI_CHAR, 0, comm), "MPI_Bcast");
+    detail::check_mpi(MPI_Bcast(s.data() + at, n, MPI_CHAR, 0, comm), "MPI_Bcast");
   }
 }
 
@@ -228,7 +229,7 @@ Checkpoint Checkpoint::open(Runtime& runtime, const std::string& dir,
       problem = detail::what_of_current();
     }
   }
-  agree_and_report(runtime.comm(), problem);
+  detail::agree_and_report(runtime.comm(), problem);
   broadcast_string(m.name, runtime.comm());
   broadcast_string(m.text, runtime.comm());
   c.path_ = cat(dir, "/", m.name);

@@ -212,7 +212,7 @@ class Checkpoint {
     } catch (...) {
       problem = detail::what_of_current();
     }
-    agree_and_report(runtime_->comm(), problem);
+    detail::agree_and_report(runtime_->comm(), problem);
   }
 
  private:

@@ -26,8 +26,8 @@ std::atomic<bool> runtime_exists{false};
 void check_same_program(MPI_Comm comm) {
   const std::uint64_t mine = detail::handler_fingerprint();
   std::array<std::uint64_t, 2> local{mine, ~mine}, extremes{};
-  check_mpi(MPI_Allreduce(local.data(), extremes.data(), 2, MPI_UINT64_T, MPI_MIN, comm),
-            "MPI_Allreduce");
+  detail::check_mpi(MPI_Allreduce(local.data(), extremes.data(), 2, MPI_UINT64_T, MPI_MIN, comm),
+                    "MPI_Allreduce");
   if (extremes[0] != ~extremes[1])
     throw Error(
         detail::cat("the ranks run different programs: their entry methods and reducers differ "
@@ -113,10 +113,10 @@ void Runtime::start(int& argc, char**& argv) {
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
     own_mpi_ = true;
   }
-  check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
-  check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &wave_comm_), "MPI_Comm_dup");
+  detail::check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
+  detail::check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &wave_comm_), "MPI_Comm_dup");
   for (MPI_Comm c : {comm_, wave_comm_})
-    check_mpi(MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    detail::check_mpi(MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
   check_same_program(comm_);
@@ -127,7 +127,7 @@ void Runtime::start(int& argc, char**& argv) {
     help_requested_ = help_requested_ || a == "--help" || a == "-h";
   }
   // A program that started Kokkos itself has chosen the GPU already.
-  placement_ = place_rank(comm_, Kokkos::is_initialized() ? Kokkos::device_id() : -1);
+  placement_ = detail::place_rank(comm_, Kokkos::is_initialized() ? Kokkos::device_id() : -1);
   if (!Kokkos::is_initialized()) {
     // Kokkos takes the GPU chosen above unless told otherwise on its command line.
     if (placement_.device >= 0 && !std::getenv("KOKKOS_DEVICE_ID"))
@@ -146,7 +146,7 @@ void Runtime::start(int& argc, char**& argv) {
   } catch (const Error& e) {
     problem = e.what();
   }
-  agree_on_failure(comm_, problem, "could not create its streams");
+  detail::agree_on_failure(comm_, problem, "could not create its streams");
   scheduler_ =
       std::make_unique<detail::Scheduler>(comm_, wave_comm_, *streams_, !placement_.shares_device);
 }
@@ -204,7 +204,7 @@ Kokkos::View<std::byte*, Kokkos::SharedHostPinnedSpace> Runtime::pinned_staging(
 
 void Runtime::add_collection(std::unique_ptr<detail::CollectionBase> collection) {
   scheduler_->add_collection(std::move(collection));
-  check_mpi(MPI_Barrier(comm_), "MPI_Barrier");
+  detail::check_mpi(MPI_Barrier(comm_), "MPI_Barrier");
 }
 
 }  // namespace kodo

@@ -103,7 +103,7 @@ namespace detail {
 class RankProgram;
 
 struct PlannedView {
-  Segment segment;
+  detail::Segment segment;
   std::size_t element = 1;  // bytes per element
   std::string label;
   std::shared_ptr<const void> keep;  // the view itself

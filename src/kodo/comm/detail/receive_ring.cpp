@@ -74,7 +74,7 @@ namespace kodo {
 
 // A ring over this channel's end: it takes over all of the end's receives.
 std::shared_ptr<detail::RingCore> Channel::start_ring(
-    std::vector<Segment> buffers, std::shared_ptr<const void> keep, std::size_t element,
+    std::vector<detail::Segment> buffers, std::shared_ptr<const void> keep, std::size_t element,
     std::function<void(std::uint64_t, std::size_t, std::size_t)> hand) {
   if (!end_) throw Error("a receive ring on a channel that is not open");
   if (end_->ring || end_->receives != 0)
