@@ -1,7 +1,8 @@
 // MiniMD's interior-first order: the atoms it puts first have no ghost in their neighbour
 // lists, so the app may run their force before the ghosts are updated, and the force in
 // two parts equals the force in one. And the kernels given counts the device reads (the
-// step program's) do what they do given the same counts on the host, and no more.
+// step program's) do what they do given the same counts on the host, and no more. And
+// select's windows and the packs and unpacks of both sides at once (reneighboring).
 #include "test_runtime.hpp"
 
 #include <kernels.hpp>
@@ -9,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <vector>
 
 namespace {
@@ -221,3 +223,112 @@ TEST(MinimdCounts, DeviceCountsBoundTheWork) {
 }
 
 }  // namespace
+
+namespace {
+std::vector<int> listed(const Indices& list, std::int64_t count) {
+  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), list);
+  return std::vector<int>(h.data(), h.data() + count);
+}
+}  // namespace
+
+// select lists each window in index order, with its count: below, above and (migration)
+// the rest; the windows may overlap (a unit thinner than two cutoffs); NaN and +inf fall
+// in none; no atoms give counts of 0.
+TEST(MinimdSelect, ListsEveryWindowInOrder) {
+  const minimd::Device space;
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> xs = {5, -1, 12, 0.5, std::nan(""), 11, -inf, inf, 3, 10};
+  const int n = static_cast<int>(xs.size());
+  Vectors x("x", n);
+  auto hx = Kokkos::create_mirror_view(x);
+  for (int i = 0; i < n; ++i) hx(i, 1) = xs[i];
+  Kokkos::deep_copy(x, hx);
+  Indices lo("lo", n), hi("hi", n), stay("stay", n);
+  minimd::Counters counters("counters", minimd::counter_slots);
+  auto count = [&](int slot) {
+    auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), counters);
+    return h(slot);
+  };
+
+  minimd::select(space, x, n, 1, 1.0, 10.0, lo, hi, stay, counters, true);
+  EXPECT_EQ(count(minimd::to_lo), 3);
+  EXPECT_EQ(listed(lo, 3), (std::vector<int>{1, 3, 6}));
+  EXPECT_EQ(count(minimd::to_hi), 3);
+  EXPECT_EQ(listed(hi, 3), (std::vector<int>{2, 5, 9}));
+  EXPECT_EQ(count(minimd::staying), 2);  // NaN (4) and +inf (7) are in no window
+  EXPECT_EQ(listed(stay, 2), (std::vector<int>{0, 8}));
+
+  // Borders of a thin unit: below 6 and at or above 4 overlap; no staying list.
+  minimd::select(space, x, n, 1, 6.0, 4.0, lo, hi, stay, counters, false);
+  EXPECT_EQ(count(minimd::to_lo), 5);
+  EXPECT_EQ(listed(lo, 5), (std::vector<int>{0, 1, 3, 6, 8}));
+  EXPECT_EQ(count(minimd::to_hi), 4);
+  EXPECT_EQ(listed(hi, 4), (std::vector<int>{0, 2, 5, 9}));
+
+  Kokkos::deep_copy(counters, 7);
+  minimd::select(space, x, 0, 1, 1.0, 10.0, lo, hi, stay, counters, true);
+  EXPECT_EQ(count(minimd::to_lo), 0);
+  EXPECT_EQ(count(minimd::to_hi), 0);
+  EXPECT_EQ(count(minimd::staying), 0);
+  EXPECT_EQ(count(minimd::lost), 7);  // the other slots are left alone
+}
+
+// Both sides' packs and unpacks in one kernel each: side 0's rows, then side 1's, each
+// shifted by its own shift along d (a coordinate shifted up to the box length itself goes
+// just below it); a count of 0 on either side.
+TEST(MinimdSelect, BothSidesPackAndUnpack) {
+  const minimd::Device space;
+  constexpr int n = 6;
+  Vectors x("x", n), v("v", n);
+  auto hx = Kokkos::create_mirror_view(x);
+  auto hv = Kokkos::create_mirror_view(v);
+  for (int i = 0; i < n; ++i)
+    for (int e = 0; e < 3; ++e) {
+      hx(i, e) = 10 * i + e;
+      hv(i, e) = -(10 * i + e);
+    }
+  hx(4, 2) = -20.0;   // below the lower face: goes up by the box length, to 80
+  hx(1, 2) = -1e-17;  // shifted up, rounds to 100 itself
+  Kokkos::deep_copy(x, hx);
+  Kokkos::deep_copy(v, hv);
+  Indices list0("list0", 2), list1("list1", 3);
+  auto l0 = Kokkos::create_mirror_view(list0);
+  auto l1 = Kokkos::create_mirror_view(list1);
+  l0(0) = 4, l0(1) = 1, l1(0) = 0, l1(1) = 5, l1(2) = 2;
+  Kokkos::deep_copy(list0, l0);
+  Kokkos::deep_copy(list1, l1);
+  const Indices lists[2] = {list0, list1};
+  const double shifts[2] = {100.0, -100.0};
+
+  minimd::Payload atoms[2] = {minimd::Payload("a0", 6 * 2), minimd::Payload("a1", 6 * 3)};
+  const int counts[2] = {2, 3};
+  minimd::pack_atoms(space, x, v, lists, counts, 2, shifts, atoms);
+  Vectors x2("x2", n + 1), v2("v2", n + 1);
+  minimd::unpack_atoms(space, atoms, counts, x2, v2, 1);
+  auto hx2 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), x2);
+  auto hv2 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v2);
+  const int order[5] = {4, 1, 0, 5, 2};
+  for (int r = 0; r < 5; ++r)
+    for (int e = 0; e < 3; ++e) {
+      const double shift = e == 2 ? shifts[r < 2 ? 0 : 1] : 0.0;
+      const double expected = r == 1 && e == 2 ? std::nextafter(100.0, 0.0)
+                                               : hx(order[r], e) + shift;
+      EXPECT_EQ(hx2(1 + r, e), expected) << "row " << 1 + r << ", " << e;
+      EXPECT_EQ(hv2(1 + r, e), -(10 * order[r] + e)) << "row " << 1 + r;
+    }
+  EXPECT_EQ(hx2(1, 2), 80.0);
+  EXPECT_EQ(hx2(0, 0), 0.0);
+
+  minimd::Payload positions[2] = {minimd::Payload("p0", 3 * 2), minimd::Payload("p1", 3 * 3)};
+  const int none_first[2] = {0, 3};
+  minimd::pack_positions(space, x, lists, none_first, 0, shifts, positions);
+  Vectors x3("x3", 8);
+  const int firsts[2] = {0, 4};
+  minimd::unpack_rows(space, positions, none_first, firsts, x3);
+  auto hx3 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), x3);
+  for (int r = 0; r < 3; ++r)
+    for (int e = 0; e < 3; ++e)
+      EXPECT_EQ(hx3(4 + r, e), hx(l1(r), e) + (e == 0 ? -100.0 : 0.0)) << "row " << 4 + r;
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(hx3(r, 0), 0.0) << "row " << r;
+  EXPECT_EQ(hx3(7, 0), 0.0);
+}

@@ -669,13 +669,16 @@ bool AtomUnit::migrate_phase() {
         throw std::runtime_error(text("minimd: ", nlocal_ - lo - hi - stay, " atom(s) of unit ",
                                       index(), " at step ", step_,
                                       " have a position that is not a finite number"));
+      const int counts[2] = {static_cast<int>(lo), static_cast<int>(hi)};
+      const double shifts[2] = {shift(d, 0), shift(d, 1)};
+      Payload outs[2];
       for (int toward = 0; toward < 2; ++toward) {
-        const auto count = static_cast<int>(toward == 0 ? lo : hi);
-        Payload& out = buffer(migrants, d, toward, 6 * static_cast<std::size_t>(count));
-        pack_atoms(comm_->space(), x_, v_, border_[d][toward], count, d, shift(d, toward), out);
-        stage(out, migrants, d, toward, 6 * static_cast<std::size_t>(count));
-        border_count_[d][toward] = count;
+        outs[toward] = buffer(migrants, d, toward, 6 * static_cast<std::size_t>(counts[toward]));
+        border_count_[d][toward] = counts[toward];
       }
+      pack_atoms(comm_->space(), x_, v_, border_[d], counts, d, shifts, outs);
+      for (int toward = 0; toward < 2; ++toward)
+        stage(outs[toward], migrants, d, toward, 6 * static_cast<std::size_t>(counts[toward]));
       spares_for(stay);
       gather_atoms(comm_->space(), x_, v_, stay_, static_cast<int>(stay), x_spare_, v_spare_);
       std::swap(x_, x_spare_);
@@ -690,14 +693,12 @@ bool AtomUnit::migrate_phase() {
       [[fallthrough]];
     case Phase::waiting: {
       if (!have(migrants, d)) return false;
-      Payload in[2] = {take(migrants, d, 0, 6), take(migrants, d, 1, 6)};
-      const std::int64_t arriving = static_cast<std::int64_t>((in[0].size() + in[1].size()) / 6);
-      ensure_locals(nlocal_ + arriving, nlocal_);
-      for (auto& data : in) {
-        const int count = static_cast<int>(data.size() / 6);
-        unpack_atoms(comm_->space(), data, count, x_, v_, nlocal_);
-        nlocal_ += count;
-      }
+      const Payload in[2] = {take(migrants, d, 0, 6), take(migrants, d, 1, 6)};
+      const int counts[2] = {static_cast<int>(in[0].size() / 6),
+                             static_cast<int>(in[1].size() / 6)};
+      ensure_locals(static_cast<std::int64_t>(nlocal_) + counts[0] + counts[1], nlocal_);
+      unpack_atoms(comm_->space(), in, counts, x_, v_, nlocal_);
+      nlocal_ += counts[0] + counts[1];
       natoms_ = nlocal_;
       return next();
     }
@@ -715,13 +716,13 @@ void AtomUnit::copy_own_images(int d) {
 // The positions of the atoms on both border lists along d, packed (and staged) for the
 // neighbours; `kind` is borders at a reneighboring, ghosts on other steps.
 void AtomUnit::pack_border_positions(Kind kind, int d) {
-  for (int toward = 0; toward < 2; ++toward) {
-    const int count = border_count_[d][toward];
-    const std::size_t size = 3 * static_cast<std::size_t>(count);
-    Payload& out = buffer(kind, d, toward, size);
-    pack_positions(comm_->space(), x_, border_[d][toward], count, d, shift(d, toward), out);
-    stage(out, kind, d, toward, size);
-  }
+  const double shifts[2] = {shift(d, 0), shift(d, 1)};
+  Payload outs[2];
+  for (int toward = 0; toward < 2; ++toward)
+    outs[toward] = buffer(kind, d, toward, 3 * static_cast<std::size_t>(border_count_[d][toward]));
+  pack_positions(comm_->space(), x_, border_[d], border_count_[d], d, shifts, outs);
+  for (int toward = 0; toward < 2; ++toward)
+    stage(outs[toward], kind, d, toward, 3 * static_cast<std::size_t>(border_count_[d][toward]));
 }
 
 // Ghost lists along dim_: own atoms and earlier ghosts within the cutoff of a face go to
@@ -769,15 +770,14 @@ bool AtomUnit::border_phase() {
       [[fallthrough]];
     case Phase::waiting: {
       if (!have(borders, d)) return false;
-      Payload in[2] = {take(borders, d, 0, 3), take(borders, d, 1, 3)};
+      const Payload in[2] = {take(borders, d, 0, 3), take(borders, d, 1, 3)};
       count_[d][0] = static_cast<int>(in[0].size() / 3);
       count_[d][1] = static_cast<int>(in[1].size() / 3);
       ensure_atoms(static_cast<std::int64_t>(natoms_) + count_[d][0] + count_[d][1], natoms_);
-      for (int side = 0; side < 2; ++side) {
-        first_[d][side] = natoms_;
-        unpack_rows(comm_->space(), in[side], count_[d][side], x_, natoms_);
-        natoms_ += count_[d][side];
-      }
+      first_[d][0] = natoms_;
+      first_[d][1] = natoms_ + count_[d][0];
+      unpack_rows(comm_->space(), in, count_[d], first_[d], x_);
+      natoms_ += count_[d][0] + count_[d][1];
       return next();
     }
   }
@@ -845,14 +845,15 @@ bool AtomUnit::ghost_phase() {
       [[fallthrough]];
     case Phase::waiting: {
       if (!have(ghosts, d)) return false;
+      Payload in[2];
       for (int side = 0; side < 2; ++side) {
-        Payload in = take(ghosts, d, side, 3);
-        if (in.size() != 3 * static_cast<std::size_t>(count_[d][side]))
-          throw std::runtime_error(text("minimd: ", in.size() / 3, " ghost positions reached unit ",
-                                        index(), " along ", axis[d], " where ", count_[d][side],
-                                        " were expected"));
-        unpack_rows(comm_->space(), in, count_[d][side], x_, first_[d][side]);
+        in[side] = take(ghosts, d, side, 3);
+        if (in[side].size() != 3 * static_cast<std::size_t>(count_[d][side]))
+          throw std::runtime_error(text("minimd: ", in[side].size() / 3,
+                                        " ghost positions reached unit ", index(), " along ",
+                                        axis[d], " where ", count_[d][side], " were expected"));
       }
+      unpack_rows(comm_->space(), in, count_[d], first_[d], x_);
       return next();
     }
     default: break;

@@ -67,36 +67,53 @@ void kinetic(const Device& space, Vectors v, int n, Payload into) {
 }
 
 namespace {
-// Atoms whose coordinate d lies in [lo, hi), listed in index order.
-struct Window {
-  Vectors x;
-  int d;
-  double lo, hi;
-  KOKKOS_INLINE_FUNCTION bool operator()(int i) const { return x(i, d) >= lo && x(i, d) < hi; }
+// How many atoms of a prefix lie in each window of select(): one scan value for all three.
+struct WindowCounts {
+  std::int64_t below = 0, above = 0, inside = 0;
+  KOKKOS_INLINE_FUNCTION WindowCounts& operator+=(const WindowCounts& other) {
+    below += other.below;
+    above += other.above;
+    inside += other.inside;
+    return *this;
+  }
 };
-
-void list_where(const Device& space, int n, const Window& in, Indices out, Counters counters,
-                int slot) {
-  Kokkos::deep_copy(space, Kokkos::subview(counters, slot), 0);
-  Kokkos::parallel_scan(
-      "minimd::select", over(space, n), KOKKOS_LAMBDA(int i, std::int64_t& sum, bool last) {
-        if (in(i)) {
-          if (last) out(sum) = static_cast<int>(i);
-          ++sum;
-        }
-        if (last && i == n - 1) counters(slot) = sum;
-      });
-}
 }  // namespace
 
 void select(const Device& space, Vectors x, int n, int d, double below, double above, Indices lo,
             Indices hi, Indices stay, Counters counters, bool staying) {
-  // One scan per list, each in index order (at reneighboring only). NaN coordinates
-  // fall in no window: such atoms are counted lost by the selection's users.
+  // One scan lists every window, each list in index order (at reneighboring only): one
+  // launch instead of a scan (two launches) and a counter reset per window, which at ODF 8
+  // made select a fifth of a reneighboring step's launches. The windows are [-inf, below),
+  // [above, inf) and [below, above); with below > above (a unit thinner than two cutoffs)
+  // the first two overlap. NaN and +inf fall in no window: such atoms are counted lost by
+  // the selection's users.
+  if (n == 0) {  // no element writes the counts
+    const int slots = staying ? Counter::staying + 1 : to_hi + 1;
+    Kokkos::deep_copy(space, Kokkos::subview(counters, std::make_pair(0, slots)), 0);
+    return;
+  }
   const double inf = std::numeric_limits<double>::infinity();
-  list_where(space, n, Window{x, d, -inf, below}, lo, counters, to_lo);
-  list_where(space, n, Window{x, d, above, inf}, hi, counters, to_hi);
-  if (staying) list_where(space, n, Window{x, d, below, above}, stay, counters, Counter::staying);
+  Kokkos::parallel_scan(
+      "minimd::select", over(space, n), KOKKOS_LAMBDA(int i, WindowCounts& sum, bool last) {
+        const double c = x(i, d);
+        if (c >= -inf && c < below) {
+          if (last) lo(sum.below) = i;
+          ++sum.below;
+        }
+        if (c >= above && c < inf) {
+          if (last) hi(sum.above) = i;
+          ++sum.above;
+        }
+        if (staying && c >= below && c < above) {
+          if (last) stay(sum.inside) = i;
+          ++sum.inside;
+        }
+        if (last && i == n - 1) {
+          counters(to_lo) = sum.below;
+          counters(to_hi) = sum.above;
+          if (staying) counters(Counter::staying) = sum.inside;
+        }
+      });
 }
 
 void wrap(const Device& space, Vectors x, int n, int d, double length) {
@@ -109,14 +126,24 @@ void wrap(const Device& space, Vectors x, int n, int d, double length) {
       });
 }
 
-void pack_atoms(const Device& space, Vectors x, Vectors v, Indices list, int count, int d,
-                double shift, Payload out) {
+void pack_atoms(const Device& space, Vectors x, Vectors v, const Indices (&lists)[2],
+                const int (&counts)[2], int d, const double (&shifts)[2],
+                const Payload (&outs)[2]) {
+  const Indices list0 = lists[0], list1 = lists[1];
+  const Payload out0 = outs[0], out1 = outs[1];
+  const int count0 = counts[0];
+  const double shift0 = shifts[0], shift1 = shifts[1];
   // An atom a hair below the lower face, shifted up by the box length, can round to the
   // length itself: outside the box. It goes to the last double below it.
-  const double top = shift > 0 ? std::nextafter(shift, 0.0) : 0.0;
+  const double top0 = shift0 > 0 ? std::nextafter(shift0, 0.0) : 0.0;
+  const double top1 = shift1 > 0 ? std::nextafter(shift1, 0.0) : 0.0;
   Kokkos::parallel_for(
-      "minimd::pack_atoms", over(space, count), KOKKOS_LAMBDA(int k) {
-        const int i = list(k);
+      "minimd::pack_atoms_both", over(space, counts[0] + counts[1]), KOKKOS_LAMBDA(int j) {
+        const bool first = j < count0;
+        const int k = first ? j : j - count0;
+        const int i = first ? list0(k) : list1(k);
+        const double shift = first ? shift0 : shift1, top = first ? top0 : top1;
+        const Payload& out = first ? out0 : out1;
         for (int e = 0; e < 3; ++e) {
           const double c = x(i, e) + (e == d ? shift : 0.0);
           out(6 * k + e) = e == d && shift > 0 && c > top ? top : c;
@@ -137,12 +164,18 @@ void gather_atoms(const Device& space, Vectors x, Vectors v, Indices list, int c
       });
 }
 
-void unpack_atoms(const Device& space, Payload in, int count, Vectors x, Vectors v, int first) {
+void unpack_atoms(const Device& space, const Payload (&ins)[2], const int (&counts)[2], Vectors x,
+                  Vectors v, int first) {
+  const Payload in0 = ins[0], in1 = ins[1];
+  const int count0 = counts[0];
   Kokkos::parallel_for(
-      "minimd::unpack_atoms", over(space, count), KOKKOS_LAMBDA(int k) {
+      "minimd::unpack_atoms_both", over(space, counts[0] + counts[1]), KOKKOS_LAMBDA(int j) {
+        const bool from0 = j < count0;
+        const int k = from0 ? j : j - count0;
+        const Payload& in = from0 ? in0 : in1;
         for (int e = 0; e < 3; ++e) {
-          x(first + k, e) = in(6 * k + e);
-          v(first + k, e) = in(6 * k + 3 + e);
+          x(first + j, e) = in(6 * k + e);
+          v(first + j, e) = in(6 * k + 3 + e);
         }
       });
 }
@@ -166,11 +199,43 @@ void pack_positions(const Device& space, Vectors x, Indices list, Count count, i
       });
 }
 
+void pack_positions(const Device& space, Vectors x, const Indices (&lists)[2],
+                    const int (&counts)[2], int d, const double (&shifts)[2],
+                    const Payload (&outs)[2]) {
+  const Indices list0 = lists[0], list1 = lists[1];
+  const Payload out0 = outs[0], out1 = outs[1];
+  const int count0 = counts[0];
+  const double shift0 = shifts[0], shift1 = shifts[1];
+  Kokkos::parallel_for(
+      "minimd::pack_positions_both", over(space, counts[0] + counts[1]), KOKKOS_LAMBDA(int j) {
+        const bool first = j < count0;
+        const int k = first ? j : j - count0;
+        const int i = first ? list0(k) : list1(k);
+        const double shift = first ? shift0 : shift1;
+        const Payload& out = first ? out0 : out1;
+        for (int e = 0; e < 3; ++e) out(3 * k + e) = x(i, e) + (e == d ? shift : 0.0);
+      });
+}
+
 void unpack_rows(const Device& space, Payload in, Count count, Vectors x, Count first) {
   Kokkos::parallel_for(
       "minimd::unpack_rows", over(space, count), KOKKOS_LAMBDA(int k) {
         if (k >= count.get()) return;
         const int row = first.get() + k;
+        for (int e = 0; e < 3; ++e) x(row, e) = in(3 * k + e);
+      });
+}
+
+void unpack_rows(const Device& space, const Payload (&ins)[2], const int (&counts)[2],
+                 const int (&firsts)[2], Vectors x) {
+  const Payload in0 = ins[0], in1 = ins[1];
+  const int count0 = counts[0], first0 = firsts[0], first1 = firsts[1];
+  Kokkos::parallel_for(
+      "minimd::unpack_rows_both", over(space, counts[0] + counts[1]), KOKKOS_LAMBDA(int j) {
+        const bool from0 = j < count0;
+        const int k = from0 ? j : j - count0;
+        const Payload& in = from0 ? in0 : in1;
+        const int row = (from0 ? first0 : first1) + k;
         for (int e = 0; e < 3; ++e) x(row, e) = in(3 * k + e);
       });
 }
@@ -259,12 +324,16 @@ void sort_into_buckets(const Device& space, int n, int buckets, const Key& key, 
         bucket_of(i) = b;
         Kokkos::atomic_inc(&fill(b));
       });
+  // The final pass also sets `fill` back to 0 for the next kernel (no reset launch).
   Kokkos::parallel_scan(
       "minimd::bin_start", Range(space, 0, buckets + 1), KOKKOS_LAMBDA(int b, int& sum, bool last) {
-        if (last) bucket_start(b) = sum;
-        if (b < buckets) sum += fill(b);
+        const int atoms = b < buckets ? fill(b) : 0;
+        if (last) {
+          bucket_start(b) = sum;
+          if (b < buckets) fill(b) = 0;
+        }
+        sum += atoms;
       });
-  Kokkos::deep_copy(space, Kokkos::subview(fill, std::make_pair(0, buckets)), 0);
   Kokkos::parallel_for(
       "minimd::bin_fill", over(space, n), KOKKOS_LAMBDA(int i) {
         const int b = bucket_of(i);

@@ -70,21 +70,33 @@ void select(const Device& space, Vectors x, int n, int d, double below, double a
             Indices hi, Indices stay, Counters counters, bool staying);
 // Wraps coordinate d of atoms [0, n) into [0, length) (a dimension of one unit).
 void wrap(const Device& space, Vectors x, int n, int d, double length);
-// out = (x + shift e_d, v) of the listed atoms, 6 doubles per atom (shift 0: no shift).
-void pack_atoms(const Device& space, Vectors x, Vectors v, Indices list, int count, int d,
-                double shift, Payload out);
+// outs[s] = (x + shifts[s] e_d, v) of the first counts[s] atoms of lists[s], 6 doubles per
+// atom (shift 0: no shift), for both sides s in one kernel: at ODF 8 a reneighboring step is
+// bound by the host's launches.
+void pack_atoms(const Device& space, Vectors x, Vectors v, const Indices (&lists)[2],
+                const int (&counts)[2], int d, const double (&shifts)[2], const Payload (&outs)[2]);
 // Moves the listed atoms to rows [0, count) of (x_out, v_out).
 void gather_atoms(const Device& space, Vectors x, Vectors v, Indices list, int count, Vectors x_out,
                   Vectors v_out);
-// Rows [first, first + count) of (x, v) = the packed atoms.
-void unpack_atoms(const Device& space, Payload in, int count, Vectors x, Vectors v, int first);
+// Rows [first, first + counts[0]) of (x, v) = the atoms packed in ins[0], and the
+// counts[1] rows after them those of ins[1], in one kernel.
+void unpack_atoms(const Device& space, const Payload (&ins)[2], const int (&counts)[2], Vectors x,
+                  Vectors v, int first);
 // Counts into counters(lost) the atoms of [0, n) outside `box` (or not finite).
 void count_outside(const Device& space, Vectors x, int n, Box box, Counters counters);
 // out = x of the listed atoms, shifted by `shift` along d: 3 doubles per atom.
 void pack_positions(const Device& space, Vectors x, Indices list, Count count, int d, double shift,
                     Payload out);
+// pack_positions toward both sides in one kernel, with host counts.
+void pack_positions(const Device& space, Vectors x, const Indices (&lists)[2],
+                    const int (&counts)[2], int d, const double (&shifts)[2],
+                    const Payload (&outs)[2]);
 // Rows [first, first + count) of x = the packed positions.
 void unpack_rows(const Device& space, Payload in, Count count, Vectors x, Count first);
+// unpack_rows of both sides in one kernel: rows [firsts[s], firsts[s] + counts[s]) from
+// ins[s].
+void unpack_rows(const Device& space, const Payload (&ins)[2], const int (&counts)[2],
+                 const int (&firsts)[2], Vectors x);
 // Ghost rows [first, first + count) of x from the listed atoms of the same unit, shifted.
 void copy_positions(const Device& space, Vectors x, Indices list, Count count, int d, double shift,
                     Count first);
