@@ -231,42 +231,81 @@ std::vector<int> listed(const Indices& list, std::int64_t count) {
 }
 }  // namespace
 
-// select lists each window in index order, with its count: below, above and (migration)
-// the rest; the windows may overlap (a unit thinner than two cutoffs); NaN and +inf fall
-// in none; no atoms give counts of 0.
-TEST(MinimdSelect, ListsEveryWindowInOrder) {
+// The selection scans list each window in index order, with its count: below, above and
+// (migration) the rest, which move to the spare rows; the windows may overlap (a unit
+// thinner than two cutoffs); NaN and +inf fall in none; no atoms give counts of 0. Each
+// side's atoms are packed as they are listed where its buffer has room, and only then.
+TEST(MinimdSelect, ListsEveryWindowInOrderAndPacksWhereThereIsRoom) {
   const minimd::Device space;
   const double inf = std::numeric_limits<double>::infinity();
-  const std::vector<double> xs = {5, -1, 12, 0.5, std::nan(""), 11, -inf, inf, 3, 10};
-  const int n = static_cast<int>(xs.size());
-  Vectors x("x", n);
+  const std::vector<double> ys = {5, -1, 12, 0.5, std::nan(""), 11, -inf, inf, 3, 10};
+  const int n = static_cast<int>(ys.size());
+  Vectors x("x", n), v("v", n);
   auto hx = Kokkos::create_mirror_view(x);
-  for (int i = 0; i < n; ++i) hx(i, 1) = xs[i];
+  auto hv = Kokkos::create_mirror_view(v);
+  for (int i = 0; i < n; ++i) {
+    hx(i, 0) = i;
+    hx(i, 1) = ys[i];
+    hx(i, 2) = 2 * i;
+    for (int e = 0; e < 3; ++e) hv(i, e) = 100 * i + e;
+  }
   Kokkos::deep_copy(x, hx);
-  Indices lo("lo", n), hi("hi", n), stay("stay", n);
+  Kokkos::deep_copy(v, hv);
+  const Indices lists[2] = {Indices("lo", n), Indices("hi", n)};
   minimd::Counters counters("counters", minimd::counter_slots);
   auto count = [&](int slot) {
     auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), counters);
     return h(slot);
   };
+  const double shifts[2] = {0.0, -20.0};
 
-  minimd::select(space, x, n, 1, 1.0, 10.0, lo, hi, stay, counters, true);
+  // Migration: room for all 3 atoms toward side 0, for 2 of the 3 toward side 1.
+  const minimd::Payload migrants[2] = {minimd::Payload("m0", 6 * 3), minimd::Payload("m1", 6 * 2)};
+  Vectors x_stay("x_stay", n), v_stay("v_stay", n);
+  minimd::select_migrants(space, x, v, n, 1, 1.0, 10.0, lists, migrants, shifts, x_stay, v_stay,
+                          counters);
   EXPECT_EQ(count(minimd::to_lo), 3);
-  EXPECT_EQ(listed(lo, 3), (std::vector<int>{1, 3, 6}));
+  EXPECT_EQ(listed(lists[0], 3), (std::vector<int>{1, 3, 6}));
   EXPECT_EQ(count(minimd::to_hi), 3);
-  EXPECT_EQ(listed(hi, 3), (std::vector<int>{2, 5, 9}));
+  EXPECT_EQ(listed(lists[1], 3), (std::vector<int>{2, 5, 9}));
   EXPECT_EQ(count(minimd::staying), 2);  // NaN (4) and +inf (7) are in no window
-  EXPECT_EQ(listed(stay, 2), (std::vector<int>{0, 8}));
+  auto hs = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), x_stay);
+  auto hsv = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v_stay);
+  for (int r = 0; r < 2; ++r)
+    for (int e = 0; e < 3; ++e) {
+      EXPECT_EQ(hs(r, e), hx(r == 0 ? 0 : 8, e)) << "stayer " << r;
+      EXPECT_EQ(hsv(r, e), hv(r == 0 ? 0 : 8, e)) << "stayer " << r;
+    }
+  auto m0 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), migrants[0]);
+  auto m1 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), migrants[1]);
+  const int lo[3] = {1, 3, 6}, hi[2] = {2, 5};
+  for (int k = 0; k < 3; ++k)
+    for (int e = 0; e < 3; ++e) {
+      EXPECT_EQ(m0(6 * k + e), hx(lo[k], e)) << "toward 0, atom " << k;
+      EXPECT_EQ(m0(6 * k + 3 + e), hv(lo[k], e)) << "toward 0, atom " << k;
+    }
+  for (int k = 0; k < 2; ++k)
+    for (int e = 0; e < 3; ++e) {
+      EXPECT_EQ(m1(6 * k + e), hx(hi[k], e) + (e == 1 ? -20.0 : 0.0)) << "toward 1, atom " << k;
+      EXPECT_EQ(m1(6 * k + 3 + e), hv(hi[k], e)) << "toward 1, atom " << k;
+    }
 
-  // Borders of a thin unit: below 6 and at or above 4 overlap; no staying list.
-  minimd::select(space, x, n, 1, 6.0, 4.0, lo, hi, stay, counters, false);
+  // Borders of a thin unit: below 6 and at or above 4 overlap. No room toward side 0.
+  const minimd::Payload borders[2] = {minimd::Payload(), minimd::Payload("b1", 3 * 4)};
+  minimd::select_borders(space, x, n, 1, 6.0, 4.0, lists, borders, shifts, counters);
   EXPECT_EQ(count(minimd::to_lo), 5);
-  EXPECT_EQ(listed(lo, 5), (std::vector<int>{0, 1, 3, 6, 8}));
+  EXPECT_EQ(listed(lists[0], 5), (std::vector<int>{0, 1, 3, 6, 8}));
   EXPECT_EQ(count(minimd::to_hi), 4);
-  EXPECT_EQ(listed(hi, 4), (std::vector<int>{0, 2, 5, 9}));
+  EXPECT_EQ(listed(lists[1], 4), (std::vector<int>{0, 2, 5, 9}));
+  auto b1 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), borders[1]);
+  const int up[4] = {0, 2, 5, 9};
+  for (int k = 0; k < 4; ++k)
+    for (int e = 0; e < 3; ++e)
+      EXPECT_EQ(b1(3 * k + e), hx(up[k], e) + (e == 1 ? -20.0 : 0.0)) << "border " << k;
 
   Kokkos::deep_copy(counters, 7);
-  minimd::select(space, x, 0, 1, 1.0, 10.0, lo, hi, stay, counters, true);
+  minimd::select_migrants(space, x, v, 0, 1, 1.0, 10.0, lists, migrants, shifts, x_stay, v_stay,
+                          counters);
   EXPECT_EQ(count(minimd::to_lo), 0);
   EXPECT_EQ(count(minimd::to_hi), 0);
   EXPECT_EQ(count(minimd::staying), 0);

@@ -145,7 +145,6 @@ AtomUnit::AtomUnit(const kodo::UnitInit<AtomUnit>& init, const Setup& setup)
   fill_rows(x_, xs);
   fill_rows(v_, vs);
   nlocal_ = natoms_ = static_cast<int>(n);
-  stay_ = Indices(alloc("minimd::stay"), capacity);
   for (auto& side : border_)
     for (auto& list : side) list = Indices(alloc("minimd::border"), capacity);
 
@@ -386,6 +385,19 @@ Payload& AtomUnit::buffer(Kind kind, int d, int toward, std::size_t size) {
   Payload& out = out_[kind][parity()][d][toward];
   grow_flat(out, size, "minimd::out");
   return out;
+}
+
+void AtomUnit::scan_buffers(Kind kind, int d, Payload (&outs)[2]) const {
+  const bool direct = !staged_to(d, 0) && !staged_to(d, 1);
+  for (int toward = 0; toward < 2; ++toward)
+    outs[toward] = direct ? out_[kind][parity()][d][toward] : Payload();
+}
+
+bool AtomUnit::packed_by_scan(Kind kind, int d, std::size_t per_atom, const int (&count)[2]) const {
+  Payload outs[2];
+  scan_buffers(kind, d, outs);
+  return outs[0].size() >= per_atom * static_cast<std::size_t>(count[0]) &&
+         outs[1].size() >= per_atom * static_cast<std::size_t>(count[1]);
 }
 
 // With --comm host toward another rank: the packed values also go to pinned host memory,
@@ -652,15 +664,22 @@ bool AtomUnit::migrate_phase() {
     return next();
   }
   switch (phase_) {
-    case Phase::start:
+    case Phase::start: {
+      // One scan lists who leaves and who stays, moves the stayers to the spare arrays and
+      // packs the leavers where the send buffers have room (as the last reneighboring's
+      // left them): then the count read back finds them packed, and they go at once.
       for (auto& list : border_[d])
         grow_flat(list, static_cast<std::size_t>(nlocal_), "minimd::border");
-      grow_flat(stay_, static_cast<std::size_t>(nlocal_), "minimd::stay");
-      select(comm_->space(), x_, nlocal_, d, box_.lo[d], box_.hi[d], border_[d][0], border_[d][1],
-             stay_, counters_, true);
+      spares_for(nlocal_);
+      Payload outs[2];
+      scan_buffers(migrants, d, outs);
+      const double shifts[2] = {shift(d, 0), shift(d, 1)};
+      select_migrants(comm_->space(), x_, v_, nlocal_, d, box_.lo[d], box_.hi[d], border_[d], outs,
+                      shifts, x_spare_, v_spare_, counters_);
       read_counters(*comm_, "minimd::migrate (sync)");
       phase_ = Phase::counting;
       [[fallthrough]];
+    }
     case Phase::counting: {
       if (!ready()) return false;
       const auto lo = counters_host_(to_lo), hi = counters_host_(to_hi),
@@ -670,21 +689,22 @@ bool AtomUnit::migrate_phase() {
                                       index(), " at step ", step_,
                                       " have a position that is not a finite number"));
       const int counts[2] = {static_cast<int>(lo), static_cast<int>(hi)};
-      const double shifts[2] = {shift(d, 0), shift(d, 1)};
-      Payload outs[2];
-      for (int toward = 0; toward < 2; ++toward) {
-        outs[toward] = buffer(migrants, d, toward, 6 * static_cast<std::size_t>(counts[toward]));
-        border_count_[d][toward] = counts[toward];
+      border_count_[d][0] = counts[0];
+      border_count_[d][1] = counts[1];
+      const bool packed = packed_by_scan(migrants, d, 6, counts);
+      if (!packed) {  // larger buffers (kept for the next time), or staged through the host
+        const double shifts[2] = {shift(d, 0), shift(d, 1)};
+        Payload outs[2];
+        for (int toward = 0; toward < 2; ++toward)
+          outs[toward] = buffer(migrants, d, toward, 6 * static_cast<std::size_t>(counts[toward]));
+        pack_atoms(comm_->space(), x_, v_, border_[d], counts, d, shifts, outs);
+        for (int toward = 0; toward < 2; ++toward)
+          stage(outs[toward], migrants, d, toward, 6 * static_cast<std::size_t>(counts[toward]));
       }
-      pack_atoms(comm_->space(), x_, v_, border_[d], counts, d, shifts, outs);
-      for (int toward = 0; toward < 2; ++toward)
-        stage(outs[toward], migrants, d, toward, 6 * static_cast<std::size_t>(counts[toward]));
-      spares_for(stay);
-      gather_atoms(comm_->space(), x_, v_, stay_, static_cast<int>(stay), x_spare_, v_spare_);
-      std::swap(x_, x_spare_);
+      std::swap(x_, x_spare_);  // the stayers, moved by the scan
       std::swap(v_, v_spare_);
       nlocal_ = natoms_ = static_cast<int>(stay);
-      after(*comm_, "minimd::migrate pack (sync)");
+      if (!packed) after(*comm_, "minimd::migrate pack (sync)");
       phase_ = Phase::packing;
       [[fallthrough]];
     }
@@ -736,14 +756,19 @@ bool AtomUnit::border_phase() {
     return true;
   };
   switch (phase_) {
-    case Phase::start:
+    case Phase::start: {
+      // As in migration: the scan packs the positions where the buffers have room.
       for (auto& list : border_[d])
         grow_flat(list, static_cast<std::size_t>(natoms_), "minimd::border");
-      select(comm_->space(), x_, natoms_, d, box_.lo[d] + cut, box_.hi[d] - cut, border_[d][0],
-             border_[d][1], stay_, counters_, false);
+      Payload outs[2];
+      if (!self(d)) scan_buffers(borders, d, outs);
+      const double shifts[2] = {shift(d, 0), shift(d, 1)};
+      select_borders(comm_->space(), x_, natoms_, d, box_.lo[d] + cut, box_.hi[d] - cut, border_[d],
+                     outs, shifts, counters_);
       read_counters(*comm_, "minimd::borders (sync)");
       phase_ = Phase::counting;
       [[fallthrough]];
+    }
     case Phase::counting: {
       if (!ready()) return false;
       if (d == 0) check_lost("in migration");
@@ -760,8 +785,10 @@ bool AtomUnit::border_phase() {
         natoms_ += count_[d][0] + count_[d][1];
         return next();
       }
-      pack_border_positions(borders, d);
-      after(*comm_, "minimd::borders pack (sync)");
+      if (!packed_by_scan(borders, d, 3, border_count_[d])) {
+        pack_border_positions(borders, d);
+        after(*comm_, "minimd::borders pack (sync)");
+      }
       phase_ = Phase::packing;
       [[fallthrough]];
     }

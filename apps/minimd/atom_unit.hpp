@@ -182,6 +182,10 @@ class AtomUnit : public kodo::WorkUnit<AtomUnit> {
   bool ready();  // the awaited work is done (consumes it)
   void read_counters(kodo::Stream& stream, const char* what);
   Payload& buffer(Kind kind, int d, int toward, std::size_t size);
+  // The send buffers a selection scan may pack into as it lists (empty toward a side whose
+  // data goes through the host), and whether it did: every count had room.
+  void scan_buffers(Kind kind, int d, Payload (&outs)[2]) const;
+  bool packed_by_scan(Kind kind, int d, std::size_t per_atom, const int (&count)[2]) const;
   void stage(const Payload& out, Kind kind, int d, int toward, std::size_t size);
   void send(Kind kind, int d, int toward, std::size_t size);
   bool send_when_packed(Kind kind, int d, std::size_t per_atom, const int (&count)[2]);
@@ -214,7 +218,6 @@ class AtomUnit : public kodo::WorkUnit<AtomUnit> {
   Indices border_[3][2];
   int border_count_[3][2] = {};
   int first_[3][2] = {}, count_[3][2] = {};
-  Indices stay_;
   // Bins and neighbour lists.
   BinGrid grid_;
   Stencil stencil_;

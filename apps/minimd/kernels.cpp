@@ -77,16 +77,44 @@ struct WindowCounts {
     return *this;
   }
 };
-}  // namespace
 
-void select(const Device& space, Vectors x, int n, int d, double below, double above, Indices lo,
-            Indices hi, Indices stay, Counters counters, bool staying) {
-  // One scan lists every window, each list in index order (at reneighboring only): one
-  // launch instead of a scan (two launches) and a counter reset per window, which at ODF 8
-  // made select a fifth of a reneighboring step's launches. The windows are [-inf, below),
-  // [above, inf) and [below, above); with below > above (a unit thinner than two cutoffs)
-  // the first two overlap. NaN and +inf fall in no window: such atoms are counted lost by
-  // the selection's users.
+// A side's shift along the dimension crossed, and the largest coordinate a shifted one may
+// take: an atom a hair below the lower face, shifted up by the box length, can round to the
+// length itself (outside the box); it goes to the last double below it.
+struct Shift {
+  double by = 0, top = 0;
+  explicit Shift(double shift) : by(shift), top(shift > 0 ? std::nextafter(shift, 0.0) : 0.0) {}
+  KOKKOS_INLINE_FUNCTION double apply(double c) const {
+    const double shifted = c + by;
+    return by > 0 && shifted > top ? top : shifted;
+  }
+};
+
+// Atom i's position, shifted along d, and velocity: record k of `out`, 6 doubles.
+KOKKOS_INLINE_FUNCTION void pack_atom(const Vectors& x, const Vectors& v, int i, int d,
+                                      const Shift& shift, const Payload& out, std::int64_t k) {
+  for (int e = 0; e < 3; ++e) {
+    out(6 * k + e) = e == d ? shift.apply(x(i, e)) : x(i, e) + 0.0;  // as a shift of 0 would
+    out(6 * k + 3 + e) = v(i, e);
+  }
+}
+
+// Atom i's position, shifted along d: record k of `out`, 3 doubles.
+KOKKOS_INLINE_FUNCTION void pack_position(const Vectors& x, int i, int d, double shift,
+                                          const Payload& out, std::int64_t k) {
+  for (int e = 0; e < 3; ++e) out(3 * k + e) = x(i, e) + (e == d ? shift : 0.0);
+}
+
+// One scan over atoms [0, n) puts each in the windows of its coordinate d: [-inf, below)
+// (0), [above, inf) (1) and, with `staying`, [below, above) (2); with below > above (a unit
+// thinner than two cutoffs) the first two overlap; NaN and +inf fall in none (their users
+// count such atoms lost). The final pass calls place(window, atom, k) with k the atom's
+// number in its window, in index order; the counts go to counters(to_lo), (to_hi) and
+// (staying). One launch for every window and what is done with them: at ODF 8 a
+// reneighboring step is bound by the host's launches.
+template <bool staying, class Place>
+void scan_windows(const Device& space, Vectors x, int n, int d, double below, double above,
+                  Counters counters, const Place& place) {
   if (n == 0) {  // no element writes the counts
     const int slots = staying ? Counter::staying + 1 : to_hi + 1;
     Kokkos::deep_copy(space, Kokkos::subview(counters, std::make_pair(0, slots)), 0);
@@ -97,23 +125,93 @@ void select(const Device& space, Vectors x, int n, int d, double below, double a
       "minimd::select", over(space, n), KOKKOS_LAMBDA(int i, WindowCounts& sum, bool last) {
         const double c = x(i, d);
         if (c >= -inf && c < below) {
-          if (last) lo(sum.below) = i;
+          if (last) place(0, i, sum.below);
           ++sum.below;
         }
         if (c >= above && c < inf) {
-          if (last) hi(sum.above) = i;
+          if (last) place(1, i, sum.above);
           ++sum.above;
         }
-        if (staying && c >= below && c < above) {
-          if (last) stay(sum.inside) = i;
-          ++sum.inside;
+        if constexpr (staying) {
+          if (c >= below && c < above) {
+            if (last) place(2, i, sum.inside);
+            ++sum.inside;
+          }
         }
         if (last && i == n - 1) {
           counters(to_lo) = sum.below;
           counters(to_hi) = sum.above;
-          if (staying) counters(Counter::staying) = sum.inside;
+          if constexpr (staying) counters(Counter::staying) = sum.inside;
         }
       });
+}
+
+// Migration: a leaving atom is listed, and packed while its side's buffer has room; a
+// staying one is moved to the next free row of the spare arrays.
+struct PlaceMigrant {
+  Vectors x, v;
+  int d;
+  Indices lists[2];
+  Payload outs[2];
+  std::int64_t rooms[2];
+  Shift shifts[2];
+  Vectors x_stay, v_stay;
+  KOKKOS_INLINE_FUNCTION void operator()(int window, int i, std::int64_t k) const {
+    if (window == 2) {
+      for (int e = 0; e < 3; ++e) {
+        x_stay(k, e) = x(i, e);
+        v_stay(k, e) = v(i, e);
+      }
+      return;
+    }
+    lists[window](k) = i;
+    if (k < rooms[window]) pack_atom(x, v, i, d, shifts[window], outs[window], k);
+  }
+};
+
+// Borders: an atom near a face is listed, and its position packed while there is room
+// (windows 0 and 1 only: scan_windows<false>).
+struct PlaceBorder {
+  Vectors x;
+  int d;
+  Indices lists[2];
+  Payload outs[2];
+  std::int64_t rooms[2];
+  double shifts[2];
+  KOKKOS_INLINE_FUNCTION void operator()(int window, int i, std::int64_t k) const {
+    lists[window](k) = i;
+    if (k < rooms[window]) pack_position(x, i, d, shifts[window], outs[window], k);
+  }
+};
+}  // namespace
+
+void select_migrants(const Device& space, Vectors x, Vectors v, int n, int d, double below,
+                     double above, const Indices (&lists)[2], const Payload (&outs)[2],
+                     const double (&shifts)[2], Vectors x_stay, Vectors v_stay, Counters counters) {
+  const PlaceMigrant place{x,
+                           v,
+                           d,
+                           {lists[0], lists[1]},
+                           {outs[0], outs[1]},
+                           {static_cast<std::int64_t>(outs[0].size() / 6),
+                            static_cast<std::int64_t>(outs[1].size() / 6)},
+                           {Shift(shifts[0]), Shift(shifts[1])},
+                           x_stay,
+                           v_stay};
+  scan_windows<true>(space, x, n, d, below, above, counters, place);
+}
+
+void select_borders(const Device& space, Vectors x, int n, int d, double below, double above,
+                    const Indices (&lists)[2], const Payload (&outs)[2], const double (&shifts)[2],
+                    Counters counters) {
+  const PlaceBorder place{x,
+                          d,
+                          {lists[0], lists[1]},
+                          {outs[0], outs[1]},
+                          {static_cast<std::int64_t>(outs[0].size() / 3),
+                           static_cast<std::int64_t>(outs[1].size() / 3)},
+                          {shifts[0], shifts[1]}};
+  scan_windows<false>(space, x, n, d, below, above, counters, place);
 }
 
 void wrap(const Device& space, Vectors x, int n, int d, double length) {
@@ -132,23 +230,13 @@ void pack_atoms(const Device& space, Vectors x, Vectors v, const Indices (&lists
   const Indices list0 = lists[0], list1 = lists[1];
   const Payload out0 = outs[0], out1 = outs[1];
   const int count0 = counts[0];
-  const double shift0 = shifts[0], shift1 = shifts[1];
-  // An atom a hair below the lower face, shifted up by the box length, can round to the
-  // length itself: outside the box. It goes to the last double below it.
-  const double top0 = shift0 > 0 ? std::nextafter(shift0, 0.0) : 0.0;
-  const double top1 = shift1 > 0 ? std::nextafter(shift1, 0.0) : 0.0;
+  const Shift shift0(shifts[0]), shift1(shifts[1]);
   Kokkos::parallel_for(
       "minimd::pack_atoms_both", over(space, counts[0] + counts[1]), KOKKOS_LAMBDA(int j) {
         const bool first = j < count0;
         const int k = first ? j : j - count0;
-        const int i = first ? list0(k) : list1(k);
-        const double shift = first ? shift0 : shift1, top = first ? top0 : top1;
-        const Payload& out = first ? out0 : out1;
-        for (int e = 0; e < 3; ++e) {
-          const double c = x(i, e) + (e == d ? shift : 0.0);
-          out(6 * k + e) = e == d && shift > 0 && c > top ? top : c;
-          out(6 * k + 3 + e) = v(i, e);
-        }
+        pack_atom(x, v, first ? list0(k) : list1(k), d, first ? shift0 : shift1,
+                  first ? out0 : out1, k);
       });
 }
 
@@ -193,9 +281,7 @@ void pack_positions(const Device& space, Vectors x, Indices list, Count count, i
                     Payload out) {
   Kokkos::parallel_for(
       "minimd::pack_positions", over(space, count), KOKKOS_LAMBDA(int k) {
-        if (k >= count.get()) return;
-        const int i = list(k);
-        for (int e = 0; e < 3; ++e) out(3 * k + e) = x(i, e) + (e == d ? shift : 0.0);
+        if (k < count.get()) pack_position(x, list(k), d, shift, out, k);
       });
 }
 
@@ -210,10 +296,8 @@ void pack_positions(const Device& space, Vectors x, const Indices (&lists)[2],
       "minimd::pack_positions_both", over(space, counts[0] + counts[1]), KOKKOS_LAMBDA(int j) {
         const bool first = j < count0;
         const int k = first ? j : j - count0;
-        const int i = first ? list0(k) : list1(k);
-        const double shift = first ? shift0 : shift1;
-        const Payload& out = first ? out0 : out1;
-        for (int e = 0; e < 3; ++e) out(3 * k + e) = x(i, e) + (e == d ? shift : 0.0);
+        pack_position(x, first ? list0(k) : list1(k), d, first ? shift0 : shift1,
+                      first ? out0 : out1, k);
       });
 }
 

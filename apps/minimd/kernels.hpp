@@ -63,11 +63,22 @@ void momentum(const Device& space, Vectors v, int n, Payload into);
 void kinetic(const Device& space, Vectors v, int n, Payload into);
 
 // -- selection and movement between units ---------------------------------------------
-// Lists atoms [0, n) whose coordinate d is below `below` (into lo) and at or above
-// `above` (into hi), in index order; counts into counters(to_lo) and (to_hi). With
-// `staying`, also lists the others (into stay, counters(staying)).
-void select(const Device& space, Vectors x, int n, int d, double below, double above, Indices lo,
-            Indices hi, Indices stay, Counters counters, bool staying);
+// Migration along d, in one scan over atoms [0, n): those below `below` leave toward the
+// lower side (0), those at or above `above` toward the upper one (1), each side's listed in
+// index order in lists[s] and, while outs[s] has room, packed there as pack_atoms would
+// (shifted by shifts[s]); the others stay, moved in index order to rows [0, stay) of
+// (x_stay, v_stay), which need room for n. Counts into counters(to_lo), (to_hi) and
+// (staying); an atom whose coordinate is NaN or +inf is in none of them.
+void select_migrants(const Device& space, Vectors x, Vectors v, int n, int d, double below,
+                     double above, const Indices (&lists)[2], const Payload (&outs)[2],
+                     const double (&shifts)[2], Vectors x_stay, Vectors v_stay, Counters counters);
+// Borders along d, in one scan: atoms [0, n) below `below` toward side 0, at or above
+// `above` toward side 1 (with below > above, a unit thinner than two cutoffs, an atom can
+// go both ways), listed in lists[s] and, while outs[s] has room, their positions packed
+// there as pack_positions would. Counts into counters(to_lo) and (to_hi).
+void select_borders(const Device& space, Vectors x, int n, int d, double below, double above,
+                    const Indices (&lists)[2], const Payload (&outs)[2], const double (&shifts)[2],
+                    Counters counters);
 // Wraps coordinate d of atoms [0, n) into [0, length) (a dimension of one unit).
 void wrap(const Device& space, Vectors x, int n, int d, double length);
 // outs[s] = (x + shifts[s] e_d, v) of the first counts[s] atoms of lists[s], 6 doubles per
