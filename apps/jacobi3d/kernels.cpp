@@ -9,9 +9,7 @@
 #endif
 
 #include <algorithm>
-#include <limits>
-#include <stdexcept>
-#include <string>
+#include <cstdint>
 
 namespace jacobi {
 

@@ -15,7 +15,7 @@ std::uint64_t ViewPool::idle_bound_from_environment() {
 
 std::size_t ViewPool::class_elements(std::size_t n, std::size_t element) {
   constexpr std::size_t kSmallest = 256;
-  const std::size_t bytes = n * element;  // at most detail::kMaxViewDataBytes: the caller checked
+  const std::size_t bytes = n * element;  // at most kMaxViewDataBytes: the caller checked
   std::size_t rounded = kSmallest;
   if (bytes > kSmallest) {
     // 2^k < bytes <= 2^(k+1): rounded up to a multiple of 2^k / 4.

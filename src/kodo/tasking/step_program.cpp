@@ -363,14 +363,14 @@ void RankProgram::build() {
                    " in phase ", q, ", but that unit sends nothing to it with tag ", tag,
                    " in phase ", (q + P - 1) % P));
   }
-  detail::agree_and_report(comm, problem);
+  agree_and_report(comm, problem);
 
   // What this rank sends to units of other ranks, checked by their ranks.
   std::vector<int> counts_out(static_cast<std::size_t>(m.ranks)), counts_in(counts_out.size());
   for (std::size_t r = 0; r < outgoing.size(); ++r)
     counts_out[r] = static_cast<int>(outgoing[r].size() * sizeof(SendRecord));
-  detail::check_mpi(MPI_Alltoall(counts_out.data(), 1, MPI_INT, counts_in.data(), 1, MPI_INT, comm),
-                    "MPI_Alltoall");
+  check_mpi(MPI_Alltoall(counts_out.data(), 1, MPI_INT, counts_in.data(), 1, MPI_INT, comm),
+            "MPI_Alltoall");
   std::vector<int> displs_out(counts_out.size()), displs_in(counts_in.size());
   std::vector<SendRecord> flat_out, flat_in;
   int total_in = 0;
@@ -381,10 +381,9 @@ void RankProgram::build() {
     total_in += counts_in[r];
   }
   flat_in.resize(static_cast<std::size_t>(total_in) / sizeof(SendRecord));
-  detail::check_mpi(MPI_Alltoallv(flat_out.data(), counts_out.data(), displs_out.data(), MPI_BYTE,
-                                  flat_in.data(), counts_in.data(), displs_in.data(), MPI_BYTE,
-                                  comm),
-                    "MPI_Alltoallv");
+  check_mpi(MPI_Alltoallv(flat_out.data(), counts_out.data(), displs_out.data(), MPI_BYTE,
+                          flat_in.data(), counts_in.data(), displs_in.data(), MPI_BYTE, comm),
+            "MPI_Alltoallv");
   std::set<std::tuple<std::int64_t, std::int64_t, int, int>> remote_matched;
   for (const SendRecord& s : flat_in) {
     if (!problem.empty()) break;
@@ -412,7 +411,7 @@ void RankProgram::build() {
                    " in phase ", q, ", but that unit sends nothing to it with tag ", tag,
                    " in phase ", (q + P - 1) % P));
   }
-  detail::agree_and_report(comm, problem);
+  agree_and_report(comm, problem);
 
   // Channels for the transfers with other ranks. Opening one can fail on this rank alone
   // (its link is open already: another program on the collection, or a unit's own
@@ -455,7 +454,7 @@ void RankProgram::build() {
     for (auto& [id, views] : rings) {  // phases ascending
       Impl::RemoteLink& link = link_of(id.local, id.remote, id.tag);
       link.slot = slot_of.at(id.local);
-      std::vector<detail::Segment> buffers;
+      std::vector<Segment> buffers;
       std::vector<std::shared_ptr<const void>> keep;
       for (const auto& [q, t] : views) {
         link.phases.push_back(q);
@@ -487,7 +486,7 @@ void RankProgram::build() {
                   " (one program of a collection at a time; a unit's own channels take ports "
                   "below 2^30)");
   }
-  detail::agree_and_report(comm, problem);
+  agree_and_report(comm, problem);
 
   // Each phase's work and copies as one graph, where the backend records graphs; where no
   // transfer crosses ranks, also whole periods as one graph (periods_span).
@@ -535,17 +534,18 @@ void RankProgram::build() {
   }
   // Work that Kokkos cannot launch again once a recording has taken its event ends the
   // program on every rank, saying how to write it.
-  detail::agree_and_report(
-      comm, for_good ? cat("the step program of collection ", m.collection, " cannot run: ", why,
-                           "; keep a work's kernel functors within 512 bytes (or launch them "
-                           "with Kokkos::Experimental::WorkItemProperty::HintLightWeight), or "
-                           "build the program with graphs = false")
-                     : std::string());
+  agree_and_report(comm,
+                   for_good
+                       ? cat("the step program of collection ", m.collection, " cannot run: ", why,
+                             "; keep a work's kernel functors within 512 bytes (or launch them "
+                             "with Kokkos::Experimental::WorkItemProperty::HintLightWeight), or "
+                             "build the program with graphs = false")
+                       : std::string());
   // One line for the job when some rank could not record its work.
   const int mine = why.empty() ? m.ranks : m.rank;
   int first = m.ranks, count = 0, one = why.empty() ? 0 : 1;
-  detail::check_mpi(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
-  detail::check_mpi(MPI_Allreduce(&one, &count, 1, MPI_INT, MPI_SUM, comm), "MPI_Allreduce");
+  check_mpi(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+  check_mpi(MPI_Allreduce(&one, &count, 1, MPI_INT, MPI_SUM, comm), "MPI_Allreduce");
   if (m.rank == first)
     print_error(cat("kodo: the step program of collection ", m.collection, " runs without device ",
                     "graphs on ", count, " rank(s), calling each unit's work every step: on rank ",
@@ -559,14 +559,13 @@ void RankProgram::build() {
                       ? 1
                       : 0,
       remote_here = m.remote() ? 1 : 0, all_candidates = 0, remote_anywhere = 0;
-  detail::check_mpi(MPI_Allreduce(&candidate, &all_candidates, 1, MPI_INT, MPI_MIN, comm),
-                    "MPI_Allreduce");
-  detail::check_mpi(MPI_Allreduce(&remote_here, &remote_anywhere, 1, MPI_INT, MPI_MAX, comm),
-                    "MPI_Allreduce");
+  check_mpi(MPI_Allreduce(&candidate, &all_candidates, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+  check_mpi(MPI_Allreduce(&remote_here, &remote_anywhere, 1, MPI_INT, MPI_MAX, comm),
+            "MPI_Allreduce");
   if (all_candidates == 0 || remote_anywhere == 0) return;
   runtime_.run();
   int ready = m.device_routes_ready() ? 1 : 0, all_ready = 0;
-  detail::check_mpi(MPI_Allreduce(&ready, &all_ready, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+  check_mpi(MPI_Allreduce(&ready, &all_ready, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
   std::string failure;
   if (all_ready != 0 && m.remote()) {
     try {
@@ -576,7 +575,7 @@ void RankProgram::build() {
                     " could not record its transfers with other ranks: ", what_of_current());
     }
   }
-  detail::agree_and_report(comm, failure);
+  agree_and_report(comm, failure);
 }
 
 bool RankProgram::Impl::device_routes_ready() {

@@ -202,13 +202,15 @@ void enqueue_copy_and_publish(NativeStream stream, const DeviceWait& first, void
   // one thread waits (gate_kernel), the copy on every SM, then one thread publishes.
   constexpr std::size_t kOneBlock = 32 * 1024;
   if (from_device && bytes <= kOneBlock) {
-    kernels::copy_and_publish_kernel<<<1, 512, 0, s>>>(first, t, f, bytes, size_word, size,
-                                                       count_word, count);
+    kernels::copy_and_publish_kernel<<<1, kernels::kCopyThreads, 0, s>>>(first, t, f, bytes,
+                                                                         size_word, size,
+                                                                         count_word, count);
   } else {
     if (from_device) {
-      const auto blocks = static_cast<unsigned>(std::min<std::size_t>(1024, (bytes + 8191) / 8192));
+      const unsigned blocks = kernels::copy_blocks(bytes);
       if (first.word) kernels::gate_kernel<<<1, 1, 0, s>>>(first, gate);
-      kernels::copy_kernel<<<blocks, 512, 0, s>>>(first.word ? gate : nullptr, t, f, bytes);
+      kernels::copy_kernel<<<blocks, kernels::kCopyThreads, 0, s>>>(first.word ? gate : nullptr, t,
+                                                                    f, bytes);
     } else if (bytes != 0) {
       kernels::wait_kernel<<<1, 1, 0, s>>>(first);
       check(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDefault, s), "cudaMemcpyAsync");
@@ -391,8 +393,8 @@ NativeGraphNode add_copies(NativeGraph graph, const std::vector<DeviceCopy>& cop
   void* arguments[] = {&first};
   cudaKernelNodeParams p{};
   p.func = reinterpret_cast<void*>(&kernels::copy_list_kernel);
-  p.gridDim = dim3(kernels::copy_list_blocks(largest), static_cast<unsigned>(copies.size()));
-  p.blockDim = dim3(512);
+  p.gridDim = dim3(kernels::copy_blocks(largest), static_cast<unsigned>(copies.size()));
+  p.blockDim = dim3(kernels::kCopyThreads);
   p.kernelParams = arguments;
   check(cudaGraphAddKernelNode(&node, build.graph, deps.data(), deps.size(), &p),
         "cudaGraphAddKernelNode");
@@ -419,20 +421,13 @@ cudaGraphNode_t add_kernel(NativeGraph graph, const void* kernel, unsigned block
 NativeGraphNode add_transfer_wait(NativeGraph graph, const StepTransfer& transfer,
                                   const DeviceWait& arrived,
                                   const std::vector<NativeGraphNode>& after) {
-  StepTransfer s = transfer;
-  DeviceWait w = arrived;
-  void* arguments[] = {&s, &w};
-  return add_kernel(graph, reinterpret_cast<const void*>(&kernels::transfer_wait_kernel), 1, 1,
-                    arguments, after);
+  return kernels::transfer_wait_node(add_kernel, graph, transfer, arrived, after);
 }
 
 NativeGraphNode add_transfer_release(NativeGraph graph, const StepTransfer& transfer,
                                      std::uint64_t* consumed_word,
                                      const std::vector<NativeGraphNode>& after) {
-  StepTransfer s = transfer;
-  void* arguments[] = {&s, &consumed_word};
-  return add_kernel(graph, reinterpret_cast<const void*>(&kernels::transfer_release_kernel), 1, 1,
-                    arguments, after);
+  return kernels::transfer_release_node(add_kernel, graph, transfer, consumed_word, after);
 }
 
 NativeGraphNode add_transfer_send(NativeGraph graph, const StepTransfer& transfer,
@@ -440,32 +435,13 @@ NativeGraphNode add_transfer_send(NativeGraph graph, const StepTransfer& transfe
                                   const void* from, std::size_t bytes, std::uint64_t* size_word,
                                   std::uint64_t* count_word, std::uint64_t* gate,
                                   const std::vector<NativeGraphNode>& after) {
-  StepTransfer s = transfer;
-  DeviceWait w = free;
-  void* gate_arguments[] = {&s, &w, &buffers, &gate};
-  NativeGraphNode last = add_kernel(graph,
-                                    reinterpret_cast<const void*>(&kernels::transfer_gate_kernel),
-                                    1, 1, gate_arguments, after);
-  const std::uint64_t* open = gate;
-  if (bytes != 0) {
-    auto* t = static_cast<unsigned char*>(to);
-    const auto* f = static_cast<const unsigned char*>(from);
-    void* copy_arguments[] = {&open, &t, &f, &bytes};
-    const auto blocks = static_cast<unsigned>(std::min<std::size_t>(1024, (bytes + 8191) / 8192));
-    last = add_kernel(graph, reinterpret_cast<const void*>(&kernels::copy_kernel), blocks, 512,
-                      copy_arguments, {last});
-  }
-  std::uint64_t size = bytes;
-  void* publish_arguments[] = {&s, &open, &size_word, &size, &count_word};
-  return add_kernel(graph, reinterpret_cast<const void*>(&kernels::transfer_publish_kernel), 1, 32,
-                    publish_arguments, {last});
+  return kernels::transfer_send_nodes(add_kernel, graph, transfer, free, buffers, to, from, bytes,
+                                      size_word, count_word, gate, after);
 }
 
 NativeGraphNode add_step_advance(NativeGraph graph, std::uint64_t* step, std::uint64_t steps,
                                  const std::vector<NativeGraphNode>& after) {
-  void* arguments[] = {&step, &steps};
-  return add_kernel(graph, reinterpret_cast<const void*>(&kernels::step_advance_kernel), 1, 1,
-                    arguments, after);
+  return kernels::step_advance_node(add_kernel, graph, step, steps, after);
 }
 
 namespace {

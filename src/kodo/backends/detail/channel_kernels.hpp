@@ -1,6 +1,7 @@
 #pragma once
-// Kernels of same-node channels (native.hpp: enqueue_wait, enqueue_copy_and_publish) and
-// of device graphs' copy nodes (add_copies), shared by the CUDA and HIP backends: included
+// Kernels of same-node channels (native.hpp: enqueue_wait, enqueue_copy_and_publish), of
+// device graphs' copy nodes (add_copies) and transfer nodes (add_transfer_*, with the
+// nodes' wiring), shared by the CUDA and HIP backends: included
 // only by cuda/native.cpp and hip/native.cpp, compiled by nvcc or hipcc.
 
 #if defined(__HIPCC__)
@@ -13,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace kodo::backend::kernels {
 
@@ -174,10 +176,64 @@ __global__ void copy_list_kernel(const DeviceCopy* copies) {
             std::size_t(blockIdx.x) * blockDim.x + threadIdx.x,
             std::size_t(gridDim.x) * blockDim.x);
 }
-// Blocks per copy for a list whose largest copy is `bytes` (512 threads, 16 bytes each).
-inline unsigned copy_list_blocks(std::size_t bytes) {
+// Blocks of kCopyThreads for a copy of `bytes` (16 bytes a thread), or for a list of copies
+// whose largest is `bytes`.
+inline constexpr unsigned kCopyThreads = 512;
+inline unsigned copy_blocks(std::size_t bytes) {
   const std::size_t blocks = (bytes + 8191) / 8192;
   return static_cast<unsigned>(blocks < 1 ? 1 : blocks > 1024 ? 1024 : blocks);
+}
+
+// --- a graph's transfer nodes (native.hpp: add_transfer_wait, add_transfer_release,
+// add_transfer_send, add_step_advance), made of the kernels above with the backend's
+// `add`: add(graph, kernel, blocks, threads, arguments, after) adds a kernel node. ---------
+
+template <class Add>
+NativeGraphNode transfer_wait_node(Add add, NativeGraph graph, StepTransfer s, DeviceWait arrived,
+                                   const std::vector<NativeGraphNode>& after) {
+  void* arguments[] = {&s, &arrived};
+  return add(graph, reinterpret_cast<const void*>(&transfer_wait_kernel), 1, 1, arguments, after);
+}
+
+template <class Add>
+NativeGraphNode transfer_release_node(Add add, NativeGraph graph, StepTransfer s,
+                                      std::uint64_t* consumed_word,
+                                      const std::vector<NativeGraphNode>& after) {
+  void* arguments[] = {&s, &consumed_word};
+  return add(graph, reinterpret_cast<const void*>(&transfer_release_kernel), 1, 1, arguments,
+             after);
+}
+
+// One thread waits for a free buffer (the gate), the copy on every SM reads the gate, and
+// one thread publishes (a copy of no bytes has no copy node).
+template <class Add>
+NativeGraphNode transfer_send_nodes(Add add, NativeGraph graph, StepTransfer s, DeviceWait free,
+                                    std::uint64_t buffers, void* to, const void* from,
+                                    std::size_t bytes, std::uint64_t* size_word,
+                                    std::uint64_t* count_word, std::uint64_t* gate,
+                                    const std::vector<NativeGraphNode>& after) {
+  void* gate_arguments[] = {&s, &free, &buffers, &gate};
+  NativeGraphNode last =
+      add(graph, reinterpret_cast<const void*>(&transfer_gate_kernel), 1, 1, gate_arguments, after);
+  const std::uint64_t* open = gate;
+  if (bytes != 0) {
+    auto* t = static_cast<unsigned char*>(to);
+    const auto* f = static_cast<const unsigned char*>(from);
+    void* copy_arguments[] = {&open, &t, &f, &bytes};
+    last = add(graph, reinterpret_cast<const void*>(&copy_kernel), copy_blocks(bytes), kCopyThreads,
+               copy_arguments, {last});
+  }
+  std::uint64_t size = bytes;
+  void* publish_arguments[] = {&s, &open, &size_word, &size, &count_word};
+  return add(graph, reinterpret_cast<const void*>(&transfer_publish_kernel), 1, 32,
+             publish_arguments, {last});
+}
+
+template <class Add>
+NativeGraphNode step_advance_node(Add add, NativeGraph graph, std::uint64_t* step,
+                                  std::uint64_t steps, const std::vector<NativeGraphNode>& after) {
+  void* arguments[] = {&step, &steps};
+  return add(graph, reinterpret_cast<const void*>(&step_advance_kernel), 1, 1, arguments, after);
 }
 
 }  // namespace kodo::backend::kernels

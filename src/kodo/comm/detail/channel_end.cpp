@@ -41,12 +41,12 @@ void ChannelEnd::start_send(Send t) {
   if (send_route == Route::node) return node_send(std::move(t));
   const std::uint64_t tag = *send_base | (t.transfer & kTransferMask);
   auto self_ptr = shared_from_this();
-  detail::Segment from = t.segment;
+  Segment from = t.segment;
   Staging staging;
   if (link.mode == CommMode::host_staged && from.bytes != 0) {
     staging = take_staging(from.bytes);
     copy_bytes(link.stream->space(), segment_of(staging), from, from.bytes);
-    from = detail::Segment{staging.data(), t.segment.bytes, detail::MemoryKind::host};
+    from = Segment{staging.data(), t.segment.bytes, MemoryKind::host};
   }
   const bool ready = t.ready && !staging.data();
   auto start = [self_ptr, tag, from, staging, t = std::move(t)]() mutable {
@@ -81,7 +81,7 @@ void ChannelEnd::recv(Receive t) {
   auto self_ptr = shared_from_this();
   const std::size_t capacity = t.segment.bytes;
   const std::uint64_t transfer = t.transfer;
-  detail::Segment into = t.segment;
+  Segment into = t.segment;
   Staging staging;
   if (link.mode == CommMode::host_staged && into.bytes != 0) {
     staging = take_staging(into.bytes);

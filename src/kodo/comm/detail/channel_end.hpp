@@ -32,19 +32,18 @@ constexpr int kNumberBits = 32;
 constexpr std::uint64_t kTransferMask = (std::uint64_t{1} << kNumberBits) - 1;
 
 // Copies `bytes` from `from` to `to`, ordered on `space`, between any memory kinds.
-inline void copy_bytes(const ExecutionSpace& space, const detail::Segment& to,
-                       const detail::Segment& from, std::size_t bytes) {
+inline void copy_bytes(const ExecutionSpace& space, const Segment& to, const Segment& from,
+                       std::size_t bytes) {
   using Device = ExecutionSpace::memory_space;
   using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
-  auto host = [](const detail::Segment& s, std::size_t n) {
+  auto host = [](const Segment& s, std::size_t n) {
     return Kokkos::View<std::byte*, Kokkos::HostSpace, Unmanaged>(static_cast<std::byte*>(s.data),
                                                                   n);
   };
-  auto device = [](const detail::Segment& s, std::size_t n) {
+  auto device = [](const Segment& s, std::size_t n) {
     return Kokkos::View<std::byte*, Device, Unmanaged>(static_cast<std::byte*>(s.data), n);
   };
-  const bool to_host = to.kind == detail::MemoryKind::host,
-             from_host = from.kind == detail::MemoryKind::host;
+  const bool to_host = to.kind == MemoryKind::host, from_host = from.kind == MemoryKind::host;
   if (to_host && from_host)
     Kokkos::deep_copy(space, host(to, bytes), host(from, bytes));
   else if (to_host)
@@ -117,7 +116,7 @@ class ChannelRegistry {
 // completion that arrives after the Channel object is gone finds valid state.
 struct ChannelEnd : std::enable_shared_from_this<ChannelEnd> {
   struct Send {
-    detail::Segment segment;
+    Segment segment;
     std::shared_ptr<const void> keep;
     std::function<void()> done;  // optional: the data may be written again
     bool ready = false;          // the data is complete (no stream to wait for)
@@ -125,7 +124,7 @@ struct ChannelEnd : std::enable_shared_from_this<ChannelEnd> {
     std::uint64_t transfer = 0;
   };
   struct Receive {
-    detail::Segment segment;
+    Segment segment;
     std::shared_ptr<const void> keep;
     std::size_t element;                    // bytes per element of the receiving view
     bool exact;                             // the transfer must fill the view
@@ -191,8 +190,8 @@ struct ChannelEnd : std::enable_shared_from_this<ChannelEnd> {
   // Pinned host memory (host-staged mode), from the runtime's pool: reused once no
   // transfer holds it any more.
   Staging take_staging(std::size_t bytes) { return host->pool().staging(bytes); }
-  static detail::Segment segment_of(const Staging& s) {
-    return detail::Segment{s.data(), s.extent(0), detail::MemoryKind::host};
+  static Segment segment_of(const Staging& s) {
+    return Segment{s.data(), s.extent(0), MemoryKind::host};
   }
 
   // Why a transfer of `bytes` does not fit the receive it landed in, or "".
@@ -219,7 +218,7 @@ struct ChannelEnd : std::enable_shared_from_this<ChannelEnd> {
   void settle_send_route();
   void accept_ring(const RingMessage& ring);
   void refuse_ring(const RingMessage& ring, const std::string& why);
-  void offer_ring(const std::vector<detail::Segment>& buffers, std::shared_ptr<const void> keep);
+  void offer_ring(const std::vector<Segment>& buffers, std::shared_ptr<const void> keep);
   void choose_ucx_receives(const std::string& why);
   void node_send(Send t);
   void publish(Send t);

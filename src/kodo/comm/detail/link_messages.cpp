@@ -94,11 +94,11 @@ RingMessage read_ring_message(const Message& m, std::size_t segment_bytes) {
       throw bad("kind",
                 cat("describes buffer ", i, " as kind ", exported, " (", pad, "), not 0 or 1"));
     b.exported = exported == 1;
-    if (b.capacity > detail::kMaxViewDataBytes)
+    if (b.capacity > kMaxViewDataBytes)
       throw bad("capacity",
                 cat("gives buffer ", i, " ", b.capacity, " bytes, more than a view may carry"));
     if (b.exported) {
-      if (b.place > detail::kMaxViewDataBytes)
+      if (b.place > kMaxViewDataBytes)
         throw bad("place", cat("places buffer ", i, " at offset ", b.place, " of its allocation"));
     } else {
       place("place", b.place, b.capacity);

@@ -14,7 +14,7 @@ namespace {
 
 int rank_of(MPI_Comm comm) {
   int rank = 0;
-  detail::check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
   return rank;
 }
 
@@ -63,8 +63,7 @@ NodeChannels::NodeChannels(MPI_Comm world, ChannelSelection selection, std::size
     }
   }
   try {
-    detail::agree_on_failure(world, problem,
-                             "could not register its node's shared-memory segments");
+    agree_on_failure(world, problem, "could not register its node's shared-memory segments");
   } catch (...) {
     for (std::size_t i = 0; i < device_.size(); ++i)
       if (device_[i])

@@ -18,8 +18,7 @@ void ChannelEnd::abandon_node_route() {
 }
 
 // The receiving end offers its ring: its buffers and words, in its own segment.
-void ChannelEnd::offer_ring(const std::vector<detail::Segment>& buffers,
-                            std::shared_ptr<const void> keep) {
+void ChannelEnd::offer_ring(const std::vector<Segment>& buffers, std::shared_ptr<const void> keep) {
   NodeChannels& n = node();
   RingMessage m{receives_on, static_cast<std::uint32_t>(recv_base >> kNumberBits),
                 epoch,       RingMessage::offer,
@@ -34,10 +33,10 @@ void ChannelEnd::offer_ring(const std::vector<detail::Segment>& buffers,
     m.words = *words;
     in.words = n.host(host->rank(), *words);
     in.device_words = n.device(host->rank(), *words);
-    for (const detail::Segment& b : buffers) {
+    for (const Segment& b : buffers) {
       RingBufferOffer o{b.bytes, false, 0, {}};
       in.slots.push_back(nullptr);
-      if (b.kind == detail::MemoryKind::host) {
+      if (b.kind == MemoryKind::host) {
         const auto slot = n.allocate(b.bytes);
         if (!slot) {
           why = cat("the node segment (", n.segment_bytes(),
@@ -48,8 +47,7 @@ void ChannelEnd::offer_ring(const std::vector<detail::Segment>& buffers,
         in.slots.back() = n.host(host->rank(), *slot);
       } else {
         backend::MemoryExport e;
-        if (b.kind == detail::MemoryKind::cuda_managed ||
-            b.kind == detail::MemoryKind::rocm_managed) {
+        if (b.kind == MemoryKind::cuda_managed || b.kind == MemoryKind::rocm_managed) {
           why = "managed memory is not mapped into other processes";
           break;
         }
@@ -199,7 +197,7 @@ void ChannelEnd::publish(Send t) {
     free = device_wait(true, out.device_words, kConsumedWord, t.transfer + 1 - out.to.size());
   backend::enqueue_copy_and_publish(
       link.stream->native_handle(), free, out.to[b], t.segment.data, t.segment.bytes,
-      t.segment.kind != detail::MemoryKind::host,
+      t.segment.kind != MemoryKind::host,
       reinterpret_cast<std::uint64_t*>(out.device_words + kSizeWords + 8 * b), t.segment.bytes,
       reinterpret_cast<std::uint64_t*>(out.device_words + kArrivedWord), t.transfer + 1,
       out.gate.data());
@@ -218,8 +216,8 @@ void ChannelEnd::land(Receive r) {
   if (bytes > r.segment.bytes || bytes % r.element != 0)
     host->fail_with_peer(link.peer_rank, misfit(r, static_cast<std::size_t>(bytes)));
   if (in.slots[b] && bytes != 0)
-    copy_bytes(link.stream->space(), r.segment,
-               detail::Segment{in.slots[b], bytes, detail::MemoryKind::host}, bytes);
+    copy_bytes(link.stream->space(), r.segment, Segment{in.slots[b], bytes, MemoryKind::host},
+               bytes);
   host->queue_callback(std::move(r.done), static_cast<std::size_t>(bytes));
 }
 

@@ -108,12 +108,12 @@ void* map_segment(const std::string& name, int owner, std::int64_t pid, std::siz
 
 NodeSegments::NodeSegments(MPI_Comm world, std::size_t bytes) : bytes_((bytes + 63) / 64 * 64) {
   int rank = 0;
-  detail::check_mpi(MPI_Comm_rank(world, &rank), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_rank(world, &rank), "MPI_Comm_rank");
   MPI_Comm node = MPI_COMM_NULL;
-  detail::check_mpi(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node),
-                    "MPI_Comm_split_type");
+  check_mpi(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node),
+            "MPI_Comm_split_type");
   int node_size = 0;
-  detail::check_mpi(MPI_Comm_size(node, &node_size), "MPI_Comm_size");
+  check_mpi(MPI_Comm_size(node, &node_size), "MPI_Comm_size");
 
   // 1. Each rank's own segment.
   const std::string mine = fresh_name();
@@ -125,7 +125,7 @@ NodeSegments::NodeSegments(MPI_Comm world, std::size_t bytes) : bytes_((bytes + 
     problem = e.what();
   }
   try {
-    detail::agree_on_failure(world, problem, "could not create its shared-memory segment");
+    agree_on_failure(world, problem, "could not create its shared-memory segment");
   } catch (...) {
     if (own) {
       munmap(own, kSegmentHeaderBytes + bytes_);
@@ -143,9 +143,9 @@ NodeSegments::NodeSegments(MPI_Comm world, std::size_t bytes) : bytes_((bytes + 
   Entry entry{rank, getpid(), {}};
   std::snprintf(entry.name.data(), kNameBytes, "%s", mine.c_str());
   std::vector<Entry> entries(static_cast<std::size_t>(node_size));
-  detail::check_mpi(MPI_Allgather(&entry, sizeof entry, MPI_BYTE, entries.data(), sizeof entry,
-                                  MPI_BYTE, node),
-                    "MPI_Allgather");
+  check_mpi(MPI_Allgather(&entry, sizeof entry, MPI_BYTE, entries.data(), sizeof entry, MPI_BYTE,
+                          node),
+            "MPI_Allgather");
   std::sort(entries.begin(), entries.end(),
             [](const Entry& a, const Entry& b) { return a.rank < b.rank; });
   for (const Entry& e : entries) {
@@ -166,10 +166,10 @@ NodeSegments::NodeSegments(MPI_Comm world, std::size_t bytes) : bytes_((bytes + 
   }
 
   // 3. Every rank of the node has mapped every segment (or failed): the names can go.
-  detail::check_mpi(MPI_Barrier(node), "MPI_Barrier");
+  check_mpi(MPI_Barrier(node), "MPI_Barrier");
   shm_unlink(mine.c_str());
   try {
-    detail::agree_on_failure(world, problem, "could not map its node's shared-memory segments");
+    agree_on_failure(world, problem, "could not map its node's shared-memory segments");
   } catch (...) {
     MPI_Comm_free(&node);
     for (const Mapping& m : mappings_)

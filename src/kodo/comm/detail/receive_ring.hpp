@@ -10,7 +10,7 @@ namespace kodo::detail {
 
 struct RingCore : std::enable_shared_from_this<RingCore> {
   std::shared_ptr<ChannelEnd> end;
-  std::vector<detail::Segment> buffers;
+  std::vector<Segment> buffers;
   std::shared_ptr<const void> keep;  // the views behind `buffers`
   std::size_t element = 1;
   std::function<void(std::uint64_t, std::size_t, std::size_t)> hand;  // transfer, bytes, buffer

@@ -34,13 +34,13 @@ constexpr std::size_t kMaxFaultReport = 4096;  // bytes of text
                         ucs_status_string(UCS_PTR_STATUS(request)))); \
   } while (false)
 
-ucs_memory_type_t ucs_type(detail::MemoryKind kind) {
+ucs_memory_type_t ucs_type(MemoryKind kind) {
   switch (kind) {
-    case detail::MemoryKind::host: return UCS_MEMORY_TYPE_HOST;
-    case detail::MemoryKind::cuda: return UCS_MEMORY_TYPE_CUDA;
-    case detail::MemoryKind::cuda_managed: return UCS_MEMORY_TYPE_CUDA_MANAGED;
-    case detail::MemoryKind::rocm: return UCS_MEMORY_TYPE_ROCM;
-    case detail::MemoryKind::rocm_managed: return UCS_MEMORY_TYPE_ROCM_MANAGED;
+    case MemoryKind::host: return UCS_MEMORY_TYPE_HOST;
+    case MemoryKind::cuda: return UCS_MEMORY_TYPE_CUDA;
+    case MemoryKind::cuda_managed: return UCS_MEMORY_TYPE_CUDA_MANAGED;
+    case MemoryKind::rocm: return UCS_MEMORY_TYPE_ROCM;
+    case MemoryKind::rocm_managed: return UCS_MEMORY_TYPE_ROCM_MANAGED;
   }
   return UCS_MEMORY_TYPE_UNKNOWN;
 }
@@ -51,17 +51,17 @@ ucs_memory_type_t ucs_type(detail::MemoryKind kind) {
 // memory-type hint applies to all segments, so it is given only when they agree (UCX
 // looks the pointers up otherwise).
 // Returns the buffer and count for the UCX call.
-std::pair<void*, std::size_t> describe(const std::vector<detail::Segment>& segments,
+std::pair<void*, std::size_t> describe(const std::vector<Segment>& segments,
                                        std::vector<ucp_dt_iov_t>& iov, ucp_request_param_t& param) {
   bool same = !segments.empty();
-  for (const detail::Segment& s : segments) same = same && s.kind == segments.front().kind;
+  for (const Segment& s : segments) same = same && s.kind == segments.front().kind;
   if (same) {
     param.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
     param.memory_type = ucs_type(segments.front().kind);
   }
   if (segments.size() == 1) return {segments.front().data, segments.front().bytes};
   iov.clear();
-  for (const detail::Segment& s : segments) iov.push_back(ucp_dt_iov_t{s.data, s.bytes});
+  for (const Segment& s : segments) iov.push_back(ucp_dt_iov_t{s.data, s.bytes});
   param.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
   param.datatype = ucp_dt_make_iov();
   return {iov.data(), iov.size()};
@@ -149,17 +149,17 @@ UcxTransport::UcxTransport(MPI_Comm comm, Deliver deliver, Prepare prepare, Land
   KODO_UCX(ucp_worker_get_address(worker_, &address, &address_length));
   int my_length = static_cast<int>(address_length);
   std::vector<int> lengths(size_), offsets(size_);
-  detail::check_mpi(MPI_Allgather(&my_length, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm_),
-                    "MPI_Allgather");
+  check_mpi(MPI_Allgather(&my_length, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm_),
+            "MPI_Allgather");
   int total = 0;
   for (int r = 0; r < size_; ++r) {
     offsets[r] = total;
     total += lengths[r];
   }
   std::vector<std::byte> all(total);
-  detail::check_mpi(MPI_Allgatherv(address, my_length, MPI_BYTE, all.data(), lengths.data(),
-                                   offsets.data(), MPI_BYTE, comm_),
-                    "MPI_Allgatherv");
+  check_mpi(MPI_Allgatherv(address, my_length, MPI_BYTE, all.data(), lengths.data(), offsets.data(),
+                           MPI_BYTE, comm_),
+            "MPI_Allgatherv");
   ucp_worker_release_address(worker_, address);
   peer_addresses_.resize(size_);
   for (int r = 0; r < size_; ++r)
@@ -195,9 +195,9 @@ ucp_ep_h UcxTransport::endpoint(int rank) {
 }
 
 void UcxTransport::send(int rank, Message&& message) {
-  if (message.attachments.empty() && message.payload.size() > detail::kMaxArgumentBytes)
+  if (message.attachments.empty() && message.payload.size() > kMaxArgumentBytes)
     throw Error(cat("the arguments of a call take ", message.payload.size(),
-                    " bytes, more than kodo's bound of ", detail::kMaxArgumentBytes,
+                    " bytes, more than kodo's bound of ", kMaxArgumentBytes,
                     " (send large data as views)"));
   auto state = std::make_unique<InFlight>(InFlight{this, std::move(message), {}, {}});
   Message& m = state->message;
@@ -224,13 +224,13 @@ void UcxTransport::send(int rank, Message&& message) {
       throw Error(cat("the arguments of a call with views take ", state->header.size(),
                       " bytes; UCX carries at most ", max_am_header_,
                       " beside the views (send large data as views)"));
-    std::vector<detail::Segment> segments;
+    std::vector<Segment> segments;
     std::uint64_t view_bytes = 0;
     bool all_host = true;
     for (const Attachment& a : m.attachments) {
       segments.push_back(a.segment);
       view_bytes += a.segment.bytes;
-      all_host = all_host && a.segment.kind == detail::MemoryKind::host;
+      all_host = all_host && a.segment.kind == MemoryKind::host;
     }
     const auto [buffer, count] = describe(segments, state->iov, param);
     // Device views always go by rendezvous: on an H200 pair an eager call of 8 B of GPU
@@ -288,15 +288,15 @@ void UcxTransport::receive(const void* header, size_t header_length, void* data,
       !problem.empty())
     throw Error(problem);
   const bool rendezvous = param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV;
-  std::vector<detail::Segment> into;
+  std::vector<Segment> into;
   if (message.header.flags & kHasAttachments) {
     // A call with views: its arguments came in the header; the runtime checks them and
     // takes the views from its pool, and the data lands in them.
     const auto* args = static_cast<const std::byte*>(header) + sizeof(MessageHeader);
     message.payload.assign(args, args + (header_length - sizeof(MessageHeader)));
-    if (length > detail::kMaxViewDataBytes)
+    if (length > kMaxViewDataBytes)
       throw Error(cat("it carries ", length, " bytes of view data, more than kodo's bound of ",
-                      detail::kMaxViewDataBytes));
+                      kMaxViewDataBytes));
     into = prepare_(message, length);
     ++(rendezvous ? rendezvous_calls_ : eager_calls_);
     if (!rendezvous)
@@ -305,9 +305,9 @@ void UcxTransport::receive(const void* header, size_t header_length, void* data,
     if (header_length != sizeof(MessageHeader))
       throw Error(cat("its header has ", header_length,
                       " bytes but field flags says no views are attached"));
-    if (length > detail::kMaxArgumentBytes)
+    if (length > kMaxArgumentBytes)
       throw Error(cat("its arguments take ", length, " bytes, more than kodo's bound of ",
-                      detail::kMaxArgumentBytes));
+                      kMaxArgumentBytes));
     if (rendezvous) admit_(message.header, length);  // before a buffer is made for it
     message.payload.resize(length);                  // the arguments land in a buffer of our own
     if (!rendezvous) {
@@ -316,14 +316,14 @@ void UcxTransport::receive(const void* header, size_t header_length, void* data,
       deliver_(std::move(message));
       return;
     }
-    into.push_back(detail::Segment{message.payload.data(), length, detail::MemoryKind::host});
+    into.push_back(Segment{message.payload.data(), length, MemoryKind::host});
   }
   pull(std::move(message), into, data);
 }
 
 // Pulls the data of a rendezvous message into `into` and delivers the message once it
 // is there.
-void UcxTransport::pull(Message&& message, const std::vector<detail::Segment>& into, void* data) {
+void UcxTransport::pull(Message&& message, const std::vector<Segment>& into, void* data) {
   auto state = std::make_unique<InFlight>(InFlight{this, std::move(message), {}, {}});
   ucp_request_param_t rparam{};
   rparam.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
@@ -339,8 +339,7 @@ void UcxTransport::pull(Message&& message, const std::vector<detail::Segment>& i
   }
 }
 
-void UcxTransport::tag_send(int rank, std::uint64_t tag, const detail::Segment& data,
-                            TagDone done) {
+void UcxTransport::tag_send(int rank, std::uint64_t tag, const Segment& data, TagDone done) {
   auto op = std::make_unique<TagOp>(TagOp{this, std::move(done)});
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
@@ -365,7 +364,7 @@ void UcxTransport::on_tag_send_done(void* request, ucs_status_t status, void* us
   });
 }
 
-void* UcxTransport::tag_recv(std::uint64_t tag, const detail::Segment& into, TagDone done) {
+void* UcxTransport::tag_recv(std::uint64_t tag, const Segment& into, TagDone done) {
   auto op = std::make_unique<TagOp>(TagOp{this, std::move(done), true});
   ucp_request_param_t param{};
   // Always through the callback, so completion has one path. (A message that is
@@ -472,9 +471,8 @@ unsigned UcxTransport::progress() { return ucp_worker_progress(worker_); }
 // own sends (rendezvous acknowledgements) before it can reach the barrier.
 void UcxTransport::progressing_barrier() {
   MPI_Request request;
-  detail::check_mpi(MPI_Ibarrier(comm_, &request), "MPI_Ibarrier");
-  for (int done = 0; !done;
-       detail::check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test"))
+  check_mpi(MPI_Ibarrier(comm_, &request), "MPI_Ibarrier");
+  for (int done = 0; !done; check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test"))
     progress();
 }
 

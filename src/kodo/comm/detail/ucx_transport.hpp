@@ -22,7 +22,7 @@
 // nothing is dispatched from within UCX.
 //
 // What arrives is checked before it is used (wire.hpp's header checks, lengths against
-// detail::kMaxArgumentBytes and against what the arguments describe); any exception inside a
+// kMaxArgumentBytes and against what the arguments describe); any exception inside a
 // UCX callback becomes a job-ending error naming the peer and the problem, never an
 // exception through UCX.
 
@@ -51,12 +51,12 @@ class UcxTransport {
   // Rebuilds a message with views from its header and arguments: sets message.local
   // and returns the memory its views' data (`view_data` bytes in all) must land in, in
   // order. Throws kodo::Error naming what does not fit.
-  using Prepare = std::function<std::vector<detail::Segment>(Message&, std::uint64_t view_data)>;
+  using Prepare = std::function<std::vector<Segment>(Message&, std::uint64_t view_data)>;
   // Places view data that came with its message (eager) in `into`, which Prepare
   // returned, and delivers the message once the data is there. `data` is UCX's memory,
   // valid only during the call.
-  using LandEager = std::function<void(Message&&, const std::vector<detail::Segment>& into,
-                                       const std::byte* data)>;
+  using LandEager =
+      std::function<void(Message&&, const std::vector<Segment>& into, const std::byte* data)>;
   // Checks what a message without views names before a buffer of `bytes` is made for
   // its arguments (a rendezvous); throws kodo::Error naming what does not fit.
   using Admit = std::function<void(const MessageHeader&, std::uint64_t bytes)>;
@@ -74,11 +74,11 @@ class UcxTransport {
 
   // Sends `data` with `tag` to `rank`; `done` runs (from progress(), or at once when
   // the send completes in place) when the buffer may be reused.
-  void tag_send(int rank, std::uint64_t tag, const detail::Segment& data, TagDone done);
+  void tag_send(int rank, std::uint64_t tag, const Segment& data, TagDone done);
   // Posts a receive of the message with exactly `tag` into `into`; `done` runs from
   // progress(), or before this returns when the message is already here. Returns a
   // handle for cancel(), or nullptr when `done` has run.
-  void* tag_recv(std::uint64_t tag, const detail::Segment& into, TagDone done);
+  void* tag_recv(std::uint64_t tag, const Segment& into, TagDone done);
   // Cancels a posted receive whose `done` has not run yet (it then runs with
   // UCS_ERR_CANCELED).
   void cancel(void* handle);
@@ -110,7 +110,7 @@ class UcxTransport {
   void progressing_barrier();
   void receive(const void* header, size_t header_length, void* data, size_t length,
                const ucp_am_recv_param_t* param);
-  void pull(Message&& message, const std::vector<detail::Segment>& into, void* data);
+  void pull(Message&& message, const std::vector<Segment>& into, void* data);
   static ucs_status_t on_fault(void* arg, const void* header, size_t header_length, void* data,
                                size_t length, const ucp_am_recv_param_t* param);
   static ucs_status_t on_am(void* arg, const void* header, size_t header_length, void* data,

@@ -73,10 +73,10 @@ void ReductionTree::contribute(CollectionBase& c, std::int64_t slot, std::uint64
     throw Error(cat("a reduction contribution names slot ", slot, "; rank ", rank_, " holds ",
                     c.local_count(), " unit(s) of collection ", c.id()));
   const Index3 unit = c.shape().delinear(c.first_local() + slot);
-  if (value.size() > detail::kMaxArgumentBytes)
+  if (value.size() > kMaxArgumentBytes)
     throw Error(cat("unit ", unit, " of collection ", c.id(), " contributed ", value.size(),
                     " bytes to reduction round ", round, ", more than kodo's bound of ",
-                    detail::kMaxArgumentBytes));
+                    kMaxArgumentBytes));
   check_value(c, reducer, value.size());
   State& s = states_[c.id()];
   const auto twice = [&] {

@@ -53,7 +53,7 @@ Scheduler::Scheduler(MPI_Comm comm, MPI_Comm wave_comm, StreamPool& streams, boo
   transport_ = std::make_unique<UcxTransport>(
       comm, [this](Message&& m) { queue_.push_back(std::move(m)); },
       [this](Message& m, std::uint64_t view_data) { return prepare(m, view_data); },
-      [this](Message&& m, const std::vector<detail::Segment>& into, const std::byte* data) {
+      [this](Message&& m, const std::vector<Segment>& into, const std::byte* data) {
         land_eager(std::move(m), into, data);
       },
       [this](const MessageHeader& h, std::uint64_t bytes) { admit(h, bytes); });
@@ -77,10 +77,10 @@ void Scheduler::start_node_channels(bool streams_may_wait) {
   } catch (const Error& e) {
     problem = e.what();
   }
-  detail::agree_on_failure(comm_, problem, "could not read its channel settings");
+  agree_on_failure(comm_, problem, "could not read its channel settings");
   int mine = static_cast<int>(selection), least = 0, most = 0;
-  detail::check_mpi(MPI_Allreduce(&mine, &least, 1, MPI_INT, MPI_MIN, comm_), "MPI_Allreduce");
-  detail::check_mpi(MPI_Allreduce(&mine, &most, 1, MPI_INT, MPI_MAX, comm_), "MPI_Allreduce");
+  check_mpi(MPI_Allreduce(&mine, &least, 1, MPI_INT, MPI_MIN, comm_), "MPI_Allreduce");
+  check_mpi(MPI_Allreduce(&mine, &most, 1, MPI_INT, MPI_MAX, comm_), "MPI_Allreduce");
   if (least != most) throw Error("KODO_CHANNELS differs between the job's ranks; set it alike");
   if (selection != ChannelSelection::ucx)
     node_ = std::make_unique<NodeChannels>(comm_, selection, bytes, streams_may_wait);
@@ -102,8 +102,8 @@ void Scheduler::shutdown() {
   // collections it names. Then the units, which own Kokkos views and channels.
   if (transport_) {
     std::array<std::uint64_t, 2> local{termination_.sent(), termination_.processed()}, total{};
-    detail::check_mpi(MPI_Allreduce(local.data(), total.data(), 2, MPI_UINT64_T, MPI_SUM, comm_),
-                      "MPI_Allreduce");
+    check_mpi(MPI_Allreduce(local.data(), total.data(), 2, MPI_UINT64_T, MPI_SUM, comm_),
+              "MPI_Allreduce");
     if (rank_ == 0 && total[0] > total[1])
       print_error(cat("kodo: warning: ", total[0] - total[1],
                       " message(s) were sent but never run (call run() before the runtime ends)"));
@@ -115,7 +115,7 @@ void Scheduler::shutdown() {
     abandon_node_routes(*channels_);
     Kokkos::fence("kodo: same-node channels end");
     node_->release_imports();
-    detail::check_mpi(MPI_Barrier(comm_), "MPI_Barrier");
+    check_mpi(MPI_Barrier(comm_), "MPI_Barrier");
   }
   collections_.clear();
   forget_retired(*channels_);
@@ -384,7 +384,7 @@ void Scheduler::admit(const MessageHeader& h, std::uint64_t bytes) {
 // Called by the transport, inside UCX, for a call whose views are about to land: the
 // header and all the arguments are checked, then the views taken from the pool. Errors
 // propagate to the transport, which ends the job naming the sender.
-std::vector<detail::Segment> Scheduler::prepare(Message& message, std::uint64_t view_data) {
+std::vector<Segment> Scheduler::prepare(Message& message, std::uint64_t view_data) {
   std::int64_t slot = 0;
   const CollectionBase& c = checked_target(message.header, slot);
   const EntryHandler& entry = entry_handler(c, message.header.handler);
@@ -394,7 +394,7 @@ std::vector<detail::Segment> Scheduler::prepare(Message& message, std::uint64_t 
   if (const auto left = WireAccess::view_data_left(check); left != 0)
     throw Error(cat("a call carries ", view_data, " bytes of view data; its arguments describe ",
                     view_data - left));
-  std::vector<detail::Segment> destinations;
+  std::vector<Segment> destinations;
   ByteReader reader(message.payload);
   WireAccess::expect_views(reader, destinations, view_data, &pool_);
   message.local = entry.receive(reader);
@@ -419,13 +419,13 @@ void copy_to_device(const ExecutionSpace& space, void* to, const std::byte* from
 // once. For device views it goes to pinned memory from the pool, then to the views by an
 // asynchronous copy on a communication stream; the call is queued once that copy is
 // done (the completion engine: the loop never waits for it).
-void Scheduler::land_eager(Message&& message, const std::vector<detail::Segment>& into,
+void Scheduler::land_eager(Message&& message, const std::vector<Segment>& into,
                            const std::byte* data) {
   std::size_t device_bytes = 0;
-  for (const detail::Segment& s : into)
-    if (s.kind != detail::MemoryKind::host || stage_host_views_) device_bytes += s.bytes;
+  for (const Segment& s : into)
+    if (s.kind != MemoryKind::host || stage_host_views_) device_bytes += s.bytes;
   if (device_bytes == 0) {
-    for (const detail::Segment& s : into) {
+    for (const Segment& s : into) {
       std::memcpy(s.data, data, s.bytes);
       data += s.bytes;
     }
@@ -434,8 +434,8 @@ void Scheduler::land_eager(Message&& message, const std::vector<detail::Segment>
   ViewPool::Staging staging = pool_.staging(device_bytes);
   Stream& stream = streams_.communication(0);
   std::byte* staged = staging.data();
-  for (const detail::Segment& s : into) {
-    if (s.kind != detail::MemoryKind::host || stage_host_views_) {
+  for (const Segment& s : into) {
+    if (s.kind != MemoryKind::host || stage_host_views_) {
       std::memcpy(staged, data, s.bytes);
       copy_to_device(stream.space(), s.data, staged, s.bytes);
       staged += s.bytes;

@@ -105,9 +105,8 @@ class Scheduler final : public ChannelHost {
   // naming the bad field.
   CollectionBase& checked_target(const MessageHeader& h, std::int64_t& slot);
   CollectionBase& checked_collection(const MessageHeader& h);
-  std::vector<detail::Segment> prepare(Message& message, std::uint64_t view_data);
-  void land_eager(Message&& message, const std::vector<detail::Segment>& into,
-                  const std::byte* data);
+  std::vector<Segment> prepare(Message& message, std::uint64_t view_data);
+  void land_eager(Message&& message, const std::vector<Segment>& into, const std::byte* data);
   void admit(const MessageHeader& h, std::uint64_t bytes);
   const std::string& trace_name(const Message& message);
 

@@ -13,12 +13,12 @@ std::optional<TerminationDetector::Wave> TerminationDetector::test(std::uint64_t
                                                                    bool dirty, bool idle) {
   if (wave_ == MPI_REQUEST_NULL) {
     in_ = {sent_, processed_, pending_rounds, dirty ? 1u : 0u, idle ? 1u : 0u};
-    detail::check_mpi(MPI_Iallreduce(in_.data(), out_.data(), static_cast<int>(in_.size()),
-                                     MPI_UINT64_T, MPI_SUM, comm_, &wave_),
-                      "MPI_Iallreduce");
+    check_mpi(MPI_Iallreduce(in_.data(), out_.data(), static_cast<int>(in_.size()), MPI_UINT64_T,
+                             MPI_SUM, comm_, &wave_),
+              "MPI_Iallreduce");
   }
   int done = 0;
-  detail::check_mpi(MPI_Test(&wave_, &done, MPI_STATUS_IGNORE), "MPI_Test");
+  check_mpi(MPI_Test(&wave_, &done, MPI_STATUS_IGNORE), "MPI_Test");
   if (!done) return std::nullopt;
   const bool stable = have_previous_ && out_ == previous_;
   previous_ = out_;
