@@ -222,6 +222,108 @@ TEST(MinimdCounts, DeviceCountsBoundTheWork) {
   for (int i = 0; i < rows; ++i) EXPECT_EQ(hv(i, 0), i < 3 ? 1.5 : 1.0) << "atom " << i;
 }
 
+// The reneighboring program's counts stay on the device: a message's count travels in its
+// element 0; counts are cut to the room of the buffer and of the unit's rows, and a cut
+// sets the overflow slot (the host then runs the step again).
+TEST(MinimdCounts, ProgramCountsAreCutToTheirRoom) {
+  const minimd::Device space;
+  using minimd::Counter;
+  minimd::Counters counters("counters", minimd::counter_slots);
+  auto slots = [&] { return Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), counters); };
+  auto message = [](int count, int records, int per) {
+    minimd::Payload m("m", 1 + per * records);
+    Kokkos::deep_copy(Kokkos::subview(m, 0), static_cast<double>(count));
+    return m;
+  };
+  // Arrivals: 5 stay, 2 + 1 arrive into 9 rows: all fit.
+  Kokkos::deep_copy(Kokkos::subview(counters, static_cast<int>(Counter::staying)), 5);
+  minimd::count_arrivals(space, {message(2, 2, 6), message(1, 4, 6)}, 1, 9, counters);
+  auto h = slots();
+  EXPECT_EQ(h(Counter::arrived + 2), 2);
+  EXPECT_EQ(h(Counter::arrived + 3), 1);
+  EXPECT_EQ(h(Counter::own), 8);
+  EXPECT_EQ(h(Counter::overflow), 0);
+  // A count beyond its message's room (3 in room for 2), then beyond the rows (7).
+  minimd::count_arrivals(space, {message(3, 2, 6), message(1, 4, 6)}, 1, 9, counters);
+  h = slots();
+  EXPECT_EQ(h(Counter::arrived + 2), 2);
+  EXPECT_EQ(h(Counter::own), 8);
+  EXPECT_EQ(h(Counter::overflow), 1);
+  Kokkos::deep_copy(Kokkos::subview(counters, static_cast<int>(Counter::overflow)), 0);
+  minimd::count_arrivals(space, {message(2, 2, 6), message(1, 4, 6)}, 0, 7, counters);
+  h = slots();
+  EXPECT_EQ(h(Counter::arrived + 0), 2);
+  EXPECT_EQ(h(Counter::arrived + 1), 0);
+  EXPECT_EQ(h(Counter::own), 7);
+  EXPECT_EQ(h(Counter::overflow), 1);
+  // A count that is not a number arrives as none, cut.
+  Kokkos::deep_copy(Kokkos::subview(counters, static_cast<int>(Counter::overflow)), 0);
+  minimd::count_arrivals(space, {message(0, 2, 6), message(0, 4, 6)}, 0, 9, counters);
+  auto nan = message(0, 2, 6);
+  Kokkos::deep_copy(Kokkos::subview(nan, 0), std::nan(""));
+  minimd::count_arrivals(space, {nan, message(0, 4, 6)}, 0, 9, counters);
+  h = slots();
+  EXPECT_EQ(h(Counter::arrived + 0), 0);
+  EXPECT_EQ(h(Counter::overflow), 1);
+
+  // Ghost rows along y after 10 rows: 3 from below, 2 from above, each within its room.
+  Kokkos::deep_copy(Kokkos::subview(counters, static_cast<int>(Counter::overflow)), 0);
+  Kokkos::deep_copy(Kokkos::subview(counters, static_cast<int>(Counter::all_atoms)), 10);
+  minimd::count_ghosts(space, {message(3, 4, 3), message(2, 4, 3)}, {4, 4}, 1, 20, counters);
+  h = slots();
+  EXPECT_EQ(h(Counter::ghost_first + 2), 10);
+  EXPECT_EQ(h(Counter::ghost_count + 2), 3);
+  EXPECT_EQ(h(Counter::ghost_first + 3), 13);
+  EXPECT_EQ(h(Counter::ghost_count + 3), 2);
+  EXPECT_EQ(h(Counter::all_atoms), 15);
+  EXPECT_EQ(h(Counter::overflow), 0);
+  // Images along z: from below, the atoms listed toward above (4), and the other way (1);
+  // the rows end at 18, so the second side gets none.
+  Kokkos::deep_copy(Kokkos::subview(counters, static_cast<int>(Counter::border_count + 4)), 1);
+  Kokkos::deep_copy(Kokkos::subview(counters, static_cast<int>(Counter::border_count + 5)), 4);
+  minimd::count_ghosts(space, {}, {6, 6}, 2, 18, counters);
+  h = slots();
+  EXPECT_EQ(h(Counter::ghost_count + 4), 3);  // 4 cut to the 3 rows left
+  EXPECT_EQ(h(Counter::ghost_first + 5), 18);
+  EXPECT_EQ(h(Counter::ghost_count + 5), 0);
+  EXPECT_EQ(h(Counter::all_atoms), 18);
+  EXPECT_EQ(h(Counter::overflow), 1);
+  // A selection that writes its counts into the messages too: the count read from a slot
+  // (4 of the 6 rows), the records after element 0, as far as there is room (1 toward
+  // side 1), the counts into the slots named.
+  Vectors x("x", 6);
+  auto hx = Kokkos::create_mirror_view(x);
+  const double ys[6] = {0.5, 9.5, 0.7, 9.8, 0.1, 0.2};
+  for (int i = 0; i < 6; ++i) hx(i, 0) = hx(i, 2) = 5, hx(i, 1) = ys[i];
+  Kokkos::deep_copy(x, hx);
+  Kokkos::deep_copy(Kokkos::subview(counters, static_cast<int>(Counter::own)), 4);
+  const Indices lists[2] = {Indices("lo", 6), Indices("hi", 6)};
+  const minimd::Payload outs[2] = {message(-1, 3, 3), message(-1, 1, 3)};
+  const double shifts[2] = {10.0, 0.0};
+  const minimd::Tally tally{Counter::border_count + 2, Counter::border_count + 3, 0, true};
+  minimd::select_borders(space, x, minimd::Count(counters, Counter::own, 6), 1, 1.0, 9.0, lists,
+                         outs, shifts, counters, Indices("tiles", minimd::select_tiles(6)), tally);
+  h = slots();
+  EXPECT_EQ(h(Counter::border_count + 2), 2);  // rows 0 and 2 (4 and 5 are past the count)
+  EXPECT_EQ(h(Counter::border_count + 3), 2);  // rows 1 and 3
+  auto o0 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), outs[0]);
+  auto o1 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), outs[1]);
+  EXPECT_EQ(o0(0), 2.0);
+  EXPECT_EQ(o0(1 + 1), 10.5);
+  EXPECT_EQ(o0(1 + 3 + 1), 10.7);
+  EXPECT_EQ(o1(0), 2.0);  // the count as selected, beyond the room of 1
+  EXPECT_EQ(o1(1 + 1), 9.5);
+  // A width check and a copied count.
+  Kokkos::deep_copy(counters, 0);
+  Kokkos::deep_copy(Kokkos::subview(counters, static_cast<int>(Counter::most_neighbors)), 40);
+  minimd::check_count(space, counters, Counter::most_neighbors, 40);
+  EXPECT_EQ(slots()(Counter::overflow), 0);
+  minimd::check_count(space, counters, Counter::most_neighbors, 39);
+  EXPECT_EQ(slots()(Counter::overflow), 1);
+  minimd::copy_count(space, counters, Counter::most_neighbors, Counter::all_atoms);
+  EXPECT_EQ(slots()(Counter::all_atoms), 40);
+}
+
 }  // namespace
 
 namespace {
@@ -262,8 +364,9 @@ TEST(MinimdSelect, ListsEveryWindowInOrderAndPacksWhereThereIsRoom) {
   // Migration: room for all 3 atoms toward side 0, for 2 of the 3 toward side 1.
   const minimd::Payload migrants[2] = {minimd::Payload("m0", 6 * 3), minimd::Payload("m1", 6 * 2)};
   Vectors x_stay("x_stay", n), v_stay("v_stay", n);
+  const Indices tiles("tiles", minimd::select_tiles(n));
   minimd::select_migrants(space, x, v, n, 1, 1.0, 10.0, lists, migrants, shifts, x_stay, v_stay,
-                          counters);
+                          counters, tiles);
   EXPECT_EQ(count(minimd::to_lo), 3);
   EXPECT_EQ(listed(lists[0], 3), (std::vector<int>{1, 3, 6}));
   EXPECT_EQ(count(minimd::to_hi), 3);
@@ -292,7 +395,7 @@ TEST(MinimdSelect, ListsEveryWindowInOrderAndPacksWhereThereIsRoom) {
 
   // Borders of a thin unit: below 6 and at or above 4 overlap. No room toward side 0.
   const minimd::Payload borders[2] = {minimd::Payload(), minimd::Payload("b1", 3 * 4)};
-  minimd::select_borders(space, x, n, 1, 6.0, 4.0, lists, borders, shifts, counters);
+  minimd::select_borders(space, x, n, 1, 6.0, 4.0, lists, borders, shifts, counters, tiles);
   EXPECT_EQ(count(minimd::to_lo), 5);
   EXPECT_EQ(listed(lists[0], 5), (std::vector<int>{0, 1, 3, 6, 8}));
   EXPECT_EQ(count(minimd::to_hi), 4);
@@ -305,7 +408,7 @@ TEST(MinimdSelect, ListsEveryWindowInOrderAndPacksWhereThereIsRoom) {
 
   Kokkos::deep_copy(counters, 7);
   minimd::select_migrants(space, x, v, 0, 1, 1.0, 10.0, lists, migrants, shifts, x_stay, v_stay,
-                          counters);
+                          counters, tiles);
   EXPECT_EQ(count(minimd::to_lo), 0);
   EXPECT_EQ(count(minimd::to_hi), 0);
   EXPECT_EQ(count(minimd::staying), 0);
@@ -343,7 +446,7 @@ TEST(MinimdSelect, BothSidesPackAndUnpack) {
   const int counts[2] = {2, 3};
   minimd::pack_atoms(space, x, v, lists, counts, 2, shifts, atoms);
   Vectors x2("x2", n + 1), v2("v2", n + 1);
-  minimd::unpack_atoms(space, atoms, counts, x2, v2, 1);
+  minimd::unpack_atoms(space, atoms, {counts[0], counts[1]}, x2, v2, 1);
   auto hx2 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), x2);
   auto hv2 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v2);
   const int order[5] = {4, 1, 0, 5, 2};
@@ -371,3 +474,49 @@ TEST(MinimdSelect, BothSidesPackAndUnpack) {
   for (int r = 0; r < 4; ++r) EXPECT_EQ(hx3(r, 0), 0.0) << "row " << r;
   EXPECT_EQ(hx3(7, 0), 0.0);
 }
+
+namespace {
+// Selections over many tiles (the scan's unit of work) and a device count that ends
+// inside one: every window in index order, its count, the stayers moved in order.
+TEST(MinimdSelect, ManyTilesKeepIndexOrder) {
+  const minimd::Device space;
+  constexpr int n = 20000, count = 17777;  // 10 tiles of 2048, the last partly counted
+  Vectors x("x", n), v("v", n);
+  auto hx = Kokkos::create_mirror_view(x);
+  auto hv = Kokkos::create_mirror_view(v);
+  std::vector<int> lo, hi, stay;
+  for (int i = 0; i < n; ++i) {
+    const double y = (i * 7919 % 1000) / 100.0;  // 0 .. 9.99
+    hx(i, 0) = hx(i, 2) = 1, hx(i, 1) = y;
+    hv(i, 0) = hv(i, 1) = hv(i, 2) = i;
+    if (i >= count) continue;
+    (y < 2.5 ? lo : y >= 8.0 ? hi : stay).push_back(i);
+  }
+  Kokkos::deep_copy(x, hx);
+  Kokkos::deep_copy(v, hv);
+  minimd::Counters counters("counters", minimd::counter_slots);
+  Kokkos::deep_copy(Kokkos::subview(counters, static_cast<int>(minimd::own)), count);
+  const Indices lists[2] = {Indices("lo", n), Indices("hi", n)};
+  const minimd::Payload outs[2] = {minimd::Payload("o0", 1 + 6 * n), minimd::Payload("o1", 1)};
+  const double shifts[2] = {0.0, 0.0};
+  Vectors x_stay("x_stay", n), v_stay("v_stay", n);
+  const Indices tiles("tiles", minimd::select_tiles(n));
+  minimd::select_migrants(space, x, v, minimd::Count(counters, minimd::own, n), 1, 2.5, 8.0, lists,
+                          outs, shifts, x_stay, v_stay, counters, tiles,
+                          {minimd::to_lo, minimd::to_hi, minimd::staying, true});
+  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), counters);
+  ASSERT_EQ(h(minimd::to_lo), static_cast<int>(lo.size()));
+  ASSERT_EQ(h(minimd::to_hi), static_cast<int>(hi.size()));
+  ASSERT_EQ(h(minimd::staying), static_cast<int>(stay.size()));
+  EXPECT_EQ(h(minimd::lost), 0);
+  EXPECT_EQ(listed(lists[0], static_cast<std::int64_t>(lo.size())), lo);
+  EXPECT_EQ(listed(lists[1], static_cast<std::int64_t>(hi.size())), hi);
+  auto o0 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), outs[0]);
+  auto o1 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), outs[1]);
+  EXPECT_EQ(o0(0), static_cast<double>(lo.size()));
+  EXPECT_EQ(o1(0), static_cast<double>(hi.size()));  // no room, the count still told
+  for (std::size_t k = 0; k < lo.size(); k += 97) EXPECT_EQ(o0(1 + 6 * k + 3), lo[k]) << k;
+  auto hs = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v_stay);
+  for (std::size_t k = 0; k < stay.size(); ++k) ASSERT_EQ(hs(k, 0), stay[k]) << "stayer " << k;
+}
+}  // namespace

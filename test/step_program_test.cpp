@@ -1,7 +1,8 @@
 // Step programs (tasking/step_program.hpp) on 1, 2 and 4 ranks: a periodic stencil whose
 // units exchange their edges every step, with 1 to 3 phases, device and host-staged
 // transfers, units that are their own neighbours; a program whose links are used in some
-// phases only; steps asked for in pieces; and every bad plan refused on every rank.
+// phases only; steps asked for in pieces; two programs of one collection in turns; and
+// every bad plan refused on every rank.
 
 #include "expect_error.hpp"
 #include "step_units.hpp"
@@ -11,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -100,6 +102,89 @@ TEST(StepPrograms, LinksUsedInSomePhasesCarryTheirOwnTransfers) {
     program.advance(steps);
     rt.run();
     EXPECT_EQ(step_units::check_relays(units, steps), "");
+  }
+}
+
+// Two programs of one collection, from two plans of the unit type, run in turns: each
+// holds no data over between its runs (its last phase sends nothing), and their tags
+// differ where they cross ranks. Plan "add": x + 1 sent right, then 2 x + left's. Plan
+// "scale": 3 x sent left, then x + right's + 5.
+inline void twin_kernel(const kodo::ExecutionSpace& space, const Cells& v, const Cells& in,
+                        const Cells& out, int rule) {
+  Kokkos::parallel_for(
+      "step_test::twin", Kokkos::RangePolicy<kodo::ExecutionSpace>(space, 0, v.size()),
+      KOKKOS_LAMBDA(std::size_t i) {
+        std::int64_t x = v(i);
+        if (rule == 0) x = x + 1;
+        if (rule == 1) x = 2 * x + in(i);
+        if (rule == 2) x = 3 * x;
+        if (rule == 3) x = x + in(i) + 5;
+        v(i) = x % step_units::kModulus;
+        if (rule == 0 || rule == 2) out(i) = v(i);
+      });
+}
+
+struct Twin final : kodo::WorkUnit<Twin> {
+  explicit Twin(const kodo::UnitInit<Twin>& init)
+      : WorkUnit(init), v_("v", 3), in_("in", 3), out_("out", 3) {
+    auto h = Kokkos::create_mirror_view(v_);
+    for (int i = 0; i < 3; ++i) h(i) = 7 * init.shape.linear(init.index) + i;
+    Kokkos::deep_copy(v_, h);
+  }
+  Index3 neighbour(int toward) const {
+    const auto n = collection().shape().size(), me = collection().shape().linear(index());
+    return collection().shape().delinear((me + (toward == 0 ? n - 1 : 1)) % n);
+  }
+  void plan(kodo::StepPlan& plan, int first_rule, int toward, int tag) {
+    const int q = plan.phase();
+    if (q == 0) plan.send(out_, neighbour(toward), tag);
+    if (q == 1) plan.receive(in_, neighbour(1 - toward), tag);
+    const Cells v = v_, in = in_, out = out_;
+    const int rule = first_rule + q;
+    plan.work([=](const kodo::ExecutionSpace& space) { twin_kernel(space, v, in, out, rule); });
+  }
+  void plan_add(kodo::StepPlan& p) { plan(p, 0, 1, 0); }
+  void plan_scale(kodo::StepPlan& p) { plan(p, 2, 0, 1); }
+  Cells v_, in_, out_;
+};
+
+TEST(StepPrograms, TwoProgramsOfOneCollectionRunInTurns) {
+  auto& rt = test_runtime();
+  for (std::int64_t n : {1, 3, 2 * rt.size()}) {
+    auto units = kodo::Collection<Twin>::create(rt, {n, 1, 1});
+    kodo::StepProgram<Twin> add(units, {.phases = 2}, &Twin::plan_add);
+    kodo::StepProgram<Twin> scale(units, {.phases = 2}, &Twin::plan_scale);
+    std::vector<std::vector<std::int64_t>> v(static_cast<std::size_t>(n));
+    for (std::int64_t u = 0; u < n; ++u)
+      for (int i = 0; i < 3; ++i) v[static_cast<std::size_t>(u)].push_back(7 * u + i);
+    // One step (two phases) of a rule on the host: each unit's new value, then the
+    // neighbour's (right for add, left for scale).
+    auto host_step = [&](bool adding) {
+      auto sent = v;
+      for (auto& unit : sent)
+        for (auto& x : unit) x = (adding ? x + 1 : 3 * x) % step_units::kModulus;
+      for (std::int64_t u = 0; u < n; ++u) {
+        const auto from = static_cast<std::size_t>(adding ? (u + n - 1) % n : (u + 1) % n);
+        for (int i = 0; i < 3; ++i) {
+          const std::int64_t x = sent[static_cast<std::size_t>(u)][i], in = sent[from][i];
+          v[static_cast<std::size_t>(u)][i] = (adding ? 2 * x + in : x + in + 5) %
+                                              step_units::kModulus;
+        }
+      }
+    };
+    for (const auto& [adding, steps] :
+         {std::pair(true, 2), std::pair(false, 1), std::pair(true, 1), std::pair(false, 3)}) {
+      (adding ? add : scale).advance(2 * steps);
+      rt.run();
+      for (int k = 0; k < steps; ++k) host_step(adding);
+    }
+    EXPECT_EQ(add.steps(), 6);
+    EXPECT_EQ(scale.steps(), 8);
+    units.for_each_local([&](Twin& u) {
+      auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, u.v_);
+      const auto& want = v[static_cast<std::size_t>(units.shape().linear(u.index()))];
+      for (int i = 0; i < 3; ++i) EXPECT_EQ(h(i), want[i]) << "unit " << u.index() << ", " << i;
+    });
   }
 }
 

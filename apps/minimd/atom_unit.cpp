@@ -76,6 +76,11 @@ void grow_flat(V& view, std::size_t size, const char* label) {
 
 double now() { return MPI_Wtime(); }
 
+// The records of a program's buffer: what follows its count (element 0).
+Payload records(const Payload& buffer) {
+  return Kokkos::subview(buffer, std::pair<std::size_t, std::size_t>(1, buffer.size()));
+}
+
 // into(k) = values[k]; the values travel as the kernel's argument (no host buffer to keep
 // alive until the copy is done).
 template <std::size_t N>
@@ -162,7 +167,6 @@ AtomUnit::AtomUnit(const kodo::UnitInit<AtomUnit>& init, const Setup& setup)
   most_neighbors_ = setup.list == ListKind::full ? 128 : 64;
   counters_ = Counters(alloc("minimd::counters"), counter_slots);
   counters_host_ = decltype(counters_host_)(alloc("minimd::counters_host"), counter_slots);
-  if (setup.step_program) sizes_ = Indices(alloc("minimd::sizes"), size_slots);
   thermo_ = Payload(alloc("minimd::thermo"), 7);
   setup_sums_ = Payload(alloc("minimd::setup_sums"), 3);
   Kokkos::fence("minimd::AtomUnit");
@@ -459,8 +463,7 @@ void AtomUnit::read_counters(kodo::Stream& stream, const char* what) {
   after(stream, what);
 }
 
-void AtomUnit::check_lost(const char* when) {
-  const auto lost = counters_host_(Counter::lost);
+void AtomUnit::check_lost(const char* when, int lost) {
   if (lost == 0) return;
   throw std::runtime_error(text(
       "minimd: ", lost, " atom(s) lost ", when, " at step ", step_, " in unit ", index(), " (box ",
@@ -528,7 +531,10 @@ bool AtomUnit::step_once() {
           setup_.timers->force += now() - t_force;
         }
       }
-      if (reneighbor_) Kokkos::deep_copy(comm_->space(), counters_, 0);
+      if (reneighbor_)  // the counts a reneighboring adds to (or leaves at 0)
+        Kokkos::deep_copy(comm_->space(),
+                          Kokkos::subview(counters_, std::make_pair(0, static_cast<int>(to_lo))),
+                          0);
       stage_ = reneighbor_ ? Stage::migrate : Stage::ghosts;
       dim_ = 0;
       phase_ = Phase::start;
@@ -668,14 +674,20 @@ bool AtomUnit::migrate_phase() {
       // One scan lists who leaves and who stays, moves the stayers to the spare arrays and
       // packs the leavers where the send buffers have room (as the last reneighboring's
       // left them): then the count read back finds them packed, and they go at once.
+      // Lists as long as the unit has rows: the reneighboring program's (which lists
+      // atoms and ghosts) fit too, so planning it leaves the other program's views be.
       for (auto& list : border_[d])
-        grow_flat(list, static_cast<std::size_t>(nlocal_), "minimd::border");
+        grow_flat(list, std::max(static_cast<std::size_t>(nlocal_), x_.extent(0)),
+                  "minimd::border");
       spares_for(nlocal_);
+      grow_flat(select_tiles_,
+                static_cast<std::size_t>(select_tiles(static_cast<int>(x_.extent(0)))),
+                "minimd::select_tiles");
       Payload outs[2];
       scan_buffers(migrants, d, outs);
       const double shifts[2] = {shift(d, 0), shift(d, 1)};
       select_migrants(comm_->space(), x_, v_, nlocal_, d, box_.lo[d], box_.hi[d], border_[d], outs,
-                      shifts, x_spare_, v_spare_, counters_);
+                      shifts, x_spare_, v_spare_, counters_, select_tiles_);
       read_counters(*comm_, "minimd::migrate (sync)");
       phase_ = Phase::counting;
       [[fallthrough]];
@@ -689,8 +701,8 @@ bool AtomUnit::migrate_phase() {
                                       index(), " at step ", step_,
                                       " have a position that is not a finite number"));
       const int counts[2] = {static_cast<int>(lo), static_cast<int>(hi)};
-      border_count_[d][0] = counts[0];
-      border_count_[d][1] = counts[1];
+      border_count_[d][0] = migrants_[d][0] = counts[0];
+      border_count_[d][1] = migrants_[d][1] = counts[1];
       const bool packed = packed_by_scan(migrants, d, 6, counts);
       if (!packed) {  // larger buffers (kept for the next time), or staged through the host
         const double shifts[2] = {shift(d, 0), shift(d, 1)};
@@ -716,8 +728,10 @@ bool AtomUnit::migrate_phase() {
       const Payload in[2] = {take(migrants, d, 0, 6), take(migrants, d, 1, 6)};
       const int counts[2] = {static_cast<int>(in[0].size() / 6),
                              static_cast<int>(in[1].size() / 6)};
+      arrivals_[d][0] = counts[0];
+      arrivals_[d][1] = counts[1];
       ensure_locals(static_cast<std::int64_t>(nlocal_) + counts[0] + counts[1], nlocal_);
-      unpack_atoms(comm_->space(), in, counts, x_, v_, nlocal_);
+      unpack_atoms(comm_->space(), in, {counts[0], counts[1]}, x_, v_, nlocal_);
       nlocal_ += counts[0] + counts[1];
       natoms_ = nlocal_;
       return next();
@@ -759,19 +773,23 @@ bool AtomUnit::border_phase() {
     case Phase::start: {
       // As in migration: the scan packs the positions where the buffers have room.
       for (auto& list : border_[d])
-        grow_flat(list, static_cast<std::size_t>(natoms_), "minimd::border");
+        grow_flat(list, std::max(static_cast<std::size_t>(natoms_), x_.extent(0)),
+                  "minimd::border");
       Payload outs[2];
       if (!self(d)) scan_buffers(borders, d, outs);
       const double shifts[2] = {shift(d, 0), shift(d, 1)};
+      grow_flat(select_tiles_,
+                static_cast<std::size_t>(select_tiles(static_cast<int>(x_.extent(0)))),
+                "minimd::select_tiles");
       select_borders(comm_->space(), x_, natoms_, d, box_.lo[d] + cut, box_.hi[d] - cut, border_[d],
-                     outs, shifts, counters_);
+                     outs, shifts, counters_, select_tiles_);
       read_counters(*comm_, "minimd::borders (sync)");
       phase_ = Phase::counting;
       [[fallthrough]];
     }
     case Phase::counting: {
       if (!ready()) return false;
-      if (d == 0) check_lost("in migration");
+      if (d == 0) check_lost("in migration", counters_host_(lost));
       for (int toward = 0; toward < 2; ++toward)
         border_count_[d][toward] = static_cast<int>(counters_host_(toward == 0 ? to_lo : to_hi));
       if (self(d)) {
@@ -937,37 +955,68 @@ bool AtomUnit::reverse_phase() {
 
 // ---- the step program ------------------------------------------------------------------
 
-// The counts of the lists just rebuilt, for the program's kernels, and room in its ghost
-// buffers. Both ends of a transfer see the same count (the sender's border list is the
-// receiver's ghosts from that side), so their buffers grow alike.
+// Room in the programs' buffers for the counts of the lists just rebuilt. Both ends of a
+// transfer see the same count (the sender's border list is the receiver's ghosts from that
+// side, its migrants the receiver's arrivals), so their buffers grow alike. Migrants vary
+// more from one reneighboring to the next than ghosts do (at the first, from a lattice,
+// they all go down): their room is a quarter of the atoms within the cutoff of the face
+// they cross (few move that far in an interval), or a quarter more than were counted.
+void AtomUnit::grow_program_buffers() {
+  auto buffer = [](const char* label, int room, int per) {
+    return Payload(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)),
+                   1 + static_cast<std::size_t>(per) * static_cast<std::size_t>(room));
+  };
+  auto migrant_room = [](int count, int near_face) {
+    return std::max(room_for(count + count / 4, "migrants"), near_face / 4 + 64);
+  };
+  for (int d = 0; d < 3; ++d)
+    for (int side = 0; side < 2; ++side) {
+      // (a buffer of no room still holds its count)
+      const bool in_grows = count_[d][side] > in_room_[d][side];
+      if (in_grows) in_room_[d][side] = room_for(count_[d][side], "ghosts");
+      if (self(d)) continue;
+      if (in_grows || !program_in_[d][side].data())
+        program_in_[d][side] = buffer("minimd::program_in", in_room_[d][side], 3);
+      const bool out_grows = border_count_[d][side] > out_room_[d][side];
+      if (out_grows) out_room_[d][side] = room_for(border_count_[d][side], "ghosts");
+      if (out_grows || !program_out_[d][side].data())
+        program_out_[d][side] = buffer("minimd::program_out", out_room_[d][side], 3);
+      if (!setup_.reneighbor_program) continue;
+      if (migrants_[d][side] > migrant_out_room_[d][side] || !migrant_out_[d][side].data()) {
+        migrant_out_room_[d][side] = migrant_room(migrants_[d][side], border_count_[d][side]);
+        migrant_out_[d][side] = buffer("minimd::migrant_out", migrant_out_room_[d][side], 6);
+      }
+      if (arrivals_[d][side] > migrant_in_room_[d][side] || !migrant_in_[d][side].data()) {
+        migrant_in_room_[d][side] = migrant_room(arrivals_[d][side], count_[d][side]);
+        migrant_in_[d][side] = buffer("minimd::migrant_in", migrant_in_room_[d][side], 6);
+      }
+    }
+}
+
+// The counts of the lists just rebuilt, for the programs' kernels (the interior is in
+// its slot already), and room in their buffers.
 void AtomUnit::publish_sizes() {
   if (!setup_.step_program) return;
+  grow_program_buffers();
+  // The lists as long as the unit has rows (which may have grown with the ghosts after a
+  // list was made), kept: planning the reneighboring program then leaves them be.
+  if (setup_.reneighbor_program)
+    for (auto& side : border_)
+      for (auto& list : side)
+        if (list.size() < x_.extent(0))
+          Kokkos::resize(Kokkos::WithoutInitializing, list, x_.extent(0));
+  constexpr int slots = border_count + 6 - own;
+  Kokkos::Array<int, slots> values{};
+  values[own - own] = nlocal_;
+  values[all_atoms - own] = natoms_;
   for (int d = 0; d < 3; ++d)
     for (int side = 0; side < 2; ++side) {
-      if (count_[d][side] > in_room_[d][side]) {
-        in_room_[d][side] = room_for(count_[d][side], "ghosts");
-        if (!self(d))
-          program_in_[d][side] =
-              Payload(Kokkos::view_alloc(Kokkos::WithoutInitializing, "minimd::program_in"),
-                      3 * static_cast<std::size_t>(in_room_[d][side]));
-      }
-      if (!self(d) && border_count_[d][side] > out_room_[d][side]) {
-        out_room_[d][side] = room_for(border_count_[d][side], "ghosts");
-        program_out_[d][side] =
-            Payload(Kokkos::view_alloc(Kokkos::WithoutInitializing, "minimd::program_out"),
-                    3 * static_cast<std::size_t>(out_room_[d][side]));
-      }
+      values[ghost_first + 2 * d + side - own] = first_[d][side];
+      values[ghost_count + 2 * d + side - own] = count_[d][side];
+      values[border_count + 2 * d + side - own] = border_count_[d][side];
     }
-  Kokkos::Array<int, size_slots> values{};
-  values[own_slot] = nlocal_;
-  values[inner_slot] = interior_;
-  for (int d = 0; d < 3; ++d)
-    for (int side = 0; side < 2; ++side) {
-      values[first_slot + 2 * d + side] = first_[d][side];
-      values[count_slot + 2 * d + side] = count_[d][side];
-      values[border_slot + 2 * d + side] = border_count_[d][side];
-    }
-  write_values(compute_->space(), values, sizes_);
+  write_values(compute_->space(), values,
+               Kokkos::subview(counters_, std::make_pair(static_cast<int>(own), own + slots)));
 }
 
 std::vector<std::uintptr_t> AtomUnit::planned_views() const {
@@ -977,7 +1026,7 @@ std::vector<std::uintptr_t> AtomUnit::planned_views() const {
                                        at(f_.data()),
                                        at(neighbors_.data()),
                                        at(neighbor_count_.data()),
-                                       at(sizes_.data())};
+                                       at(counters_.data())};
   for (int d = 0; d < 3; ++d)
     for (int side = 0; side < 2; ++side)
       for (const void* p : {static_cast<const void*>(border_[d][side].data()),
@@ -1014,17 +1063,18 @@ void AtomUnit::plan_step(kodo::StepPlan& plan) {
   const Potential pair = potential();
   const double dt = setup_.problem.dt;
   const int rows = static_cast<int>(neighbors_.extent(0));
-  const Count own = sized(own_slot, static_cast<int>(v_.extent(0)));
-  const Count inner = sized(inner_slot, rows), own_rows = sized(own_slot, rows);
+  const Count own_atoms = sized(own, static_cast<int>(v_.extent(0)));
+  const Count inner = sized(interior, rows), own_rows = sized(own, rows);
   std::vector<kodo::StepWork> parts;
-  if (q == 0) parts.push_back([=](const Device& s) { initial_integrate(s, x, v, f, own, dt); });
+  if (q == 0)
+    parts.push_back([=](const Device& s) { initial_integrate(s, x, v, f, own_atoms, dt); });
   if (q >= 1 && !self(q - 1)) {  // the ghosts along q - 1, sent in the previous phase
     const int d = q - 1;
     for (int side = 0; side < 2; ++side) {
-      const Payload in = program_in_[d][side];
-      plan.receive(in, neighbour(d, side), 2 * d + 1 - side);
-      const Count count = sized(count_slot + 2 * d + side, in_room_[d][side]);
-      const Count first = sized(first_slot + 2 * d + side, 0);
+      plan.receive(program_in_[d][side], neighbour(d, side), 2 * d + 1 - side);
+      const Payload in = records(program_in_[d][side]);
+      const Count count = sized(ghost_count + 2 * d + side, in_room_[d][side]);
+      const Count first = sized(ghost_first + 2 * d + side, 0);
       parts.push_back([=](const Device& s) { unpack_rows(s, in, count, x, first); });
     }
   }
@@ -1033,14 +1083,14 @@ void AtomUnit::plan_step(kodo::StepPlan& plan) {
     for (int side = 0; side < 2; ++side) {
       const Indices list = border_[d][self(d) ? 1 - side : side];
       if (self(d)) {
-        const Count count = sized(count_slot + 2 * d + side, in_room_[d][side]);
-        const Count first = sized(first_slot + 2 * d + side, 0);
+        const Count count = sized(ghost_count + 2 * d + side, in_room_[d][side]);
+        const Count first = sized(ghost_first + 2 * d + side, 0);
         const double by = shift(d, 1 - side);
         parts.push_back([=](const Device& s) { copy_positions(s, x, list, count, d, by, first); });
       } else {
-        const Payload out = program_out_[d][side];
-        plan.send(out, neighbour(d, side), 2 * d + side);  // toward `side`
-        const Count count = sized(border_slot + 2 * d + side, out_room_[d][side]);
+        plan.send(program_out_[d][side], neighbour(d, side), 2 * d + side);  // toward `side`
+        const Payload out = records(program_out_[d][side]);
+        const Count count = sized(border_count + 2 * d + side, out_room_[d][side]);
         const double by = shift(d, side);
         parts.push_back([=](const Device& s) { pack_positions(s, x, list, count, d, by, out); });
       }
@@ -1059,12 +1109,256 @@ void AtomUnit::plan_step(kodo::StepPlan& plan) {
     const Count first = split ? inner : Count(0);
     parts.push_back([=](const Device& s) {
       force_full(s, x, f, first, own_rows, rows, lists, list_sizes, pair, false, {});
-      final_integrate(s, v, f, own, dt);
+      final_integrate(s, v, f, own_atoms, dt);
     });
   }
   plan.work([parts](const Device& s) {
     for (const auto& part : parts) part(s);
   });
+}
+
+// ---- the reneighboring program -----------------------------------------------------------
+
+bool AtomUnit::has_remote_neighbour() const {
+  for (int d = 0; d < 3; ++d)
+    if (remote(d, 0) || remote(d, 1)) return true;
+  return false;
+}
+
+std::vector<std::uintptr_t> AtomUnit::reneighbor_views() const {
+  auto at = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p); };
+  std::vector<std::uintptr_t> views = planned_views();
+  for (const void* p :
+       {static_cast<const void*>(x_spare_.data()), static_cast<const void*>(v_spare_.data()),
+        static_cast<const void*>(x_saved_.data()), static_cast<const void*>(bin_of_.data()),
+        static_cast<const void*>(bin_atoms_.data()),
+        static_cast<const void*>(select_tiles_.data())})
+    views.push_back(at(p));
+  for (int d = 0; d < 3; ++d)
+    for (int side = 0; side < 2; ++side)
+      for (const void* p : {static_cast<const void*>(migrant_out_[d][side].data()),
+                            static_cast<const void*>(migrant_in_[d][side].data())})
+        views.push_back(at(p));
+  return views;
+}
+
+bool AtomUnit::reneighbor_plan_current() const {
+  return !reneighbor_planned_.empty() && reneighbor_planned_ == reneighbor_views();
+}
+
+// The step as seven phases (atom_unit.hpp). Tags: 2 d + toward, the ghosts' (as in the
+// plain steps' program); 6 + 2 d + toward, the migrants'.
+void AtomUnit::plan_reneighbor(kodo::StepPlan& plan) {
+  if (!setup_.reneighbor_program || setup_.list != ListKind::full)
+    throw std::runtime_error("minimd: the reneighboring program runs full lists only");
+  if (has_remote_neighbour())
+    throw std::runtime_error(text("minimd: unit ", index(),
+                                  " has a neighbour on another rank: the reneighboring program "
+                                  "keeps its messages within a rank"));
+  const int q = plan.phase();
+  // Capacities: `rows` atoms and ghosts, `own_rows` own atoms, for every array the step
+  // fills (bins, lists, spares and saved atoms made as large as the atoms' own arrays).
+  const int rows = static_cast<int>(std::min(x_.extent(0), f_.extent(0)));
+  if (q == 0) {
+    grow_flat(bin_of_, static_cast<std::size_t>(rows), "minimd::bin_of");
+    grow_flat(bin_atoms_, static_cast<std::size_t>(rows), "minimd::bin_atoms");
+    grow_flat(select_tiles_, static_cast<std::size_t>(select_tiles(rows)), "minimd::select_tiles");
+    for (auto& side : border_)
+      for (auto& list : side) grow_flat(list, static_cast<std::size_t>(rows), "minimd::border");
+    spares_for(static_cast<std::int64_t>(v_.extent(0)));
+    const auto saved = static_cast<std::size_t>(v_.extent(0));
+    if (x_saved_.extent(0) < saved) {
+      auto alloc = [&](const char* label) {
+        return Vectors(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), saved);
+      };
+      x_saved_ = alloc("minimd::x_saved");
+      v_saved_ = alloc("minimd::v_saved");
+      f_saved_ = alloc("minimd::f_saved");
+    }
+    reneighbor_planned_ = reneighbor_views();
+    program_x_ = x_.data();
+  }
+  const int own_rows =
+      static_cast<int>(std::min({v_.extent(0), x_spare_.extent(0), v_spare_.extent(0),
+                                 x_saved_.extent(0), neighbors_.extent(0),
+                                 neighbor_count_.extent(0), static_cast<std::size_t>(rows)}));
+  const Vectors a_x = x_, a_v = v_, b_x = x_spare_, b_v = v_spare_, f = f_;
+  const Vectors x_saved = x_saved_, v_saved = v_saved_, f_saved = f_saved_;
+  const Counters counters = counters_;
+  const Indices tiles = select_tiles_;
+  const Count own_atoms = sized(own, own_rows), all = sized(all_atoms, rows);
+  const double dt = setup_.problem.dt, cut = setup_.problem.neighbor_cutoff();
+  const Box box = box_;
+  // Migration moves the own atoms between (a_x, a_v) and the spares at each dimension of
+  // more than one unit: whether they are in the spares once it has been along d.
+  auto in_spares_after = [&](int d) {
+    int moves = 0;
+    for (int e = 0; e <= d; ++e) moves += self(e) ? 0 : 1;
+    return moves % 2 == 1;
+  };
+  std::vector<kodo::StepWork> parts;
+  if (q == 0)
+    parts.push_back([=](const Device& s) {
+      save_atoms(s, a_x, a_v, f, own_atoms, x_saved, v_saved, f_saved, counters);
+      initial_integrate(s, a_x, a_v, f, own_atoms, dt);
+    });
+  if (q >= 1 && q <= 3 && !self(q - 1)) {  // the migrants along q - 1 arrive
+    const int d = q - 1;
+    const bool spares = in_spares_after(d);
+    const Vectors x = spares ? b_x : a_x, v = spares ? b_v : a_v;
+    for (int side = 0; side < 2; ++side)
+      plan.receive(migrant_in_[d][side], neighbour(d, side), 6 + 2 * d + 1 - side);
+    const Payload ins[2] = {migrant_in_[d][0], migrant_in_[d][1]};
+    const Payload records_in[2] = {records(ins[0]), records(ins[1])};
+    const Count counts[2] = {sized(arrived + 2 * d, migrant_in_room_[d][0]),
+                             sized(arrived + 2 * d + 1, migrant_in_room_[d][1])};
+    const Count first = sized(staying, own_rows);
+    parts.push_back([=](const Device& s) {
+      count_arrivals(s, ins, d, own_rows, counters);
+      unpack_atoms(s, records_in, counts, x, v, first);
+    });
+  }
+  if (q <= 2) {  // migration along d = q
+    const int d = q;
+    const bool spares = d > 0 && in_spares_after(d - 1);
+    const Vectors x = spares ? b_x : a_x, v = spares ? b_v : a_v;
+    if (self(d)) {
+      const double length = setup_.length[d];
+      parts.push_back([=](const Device& s) { wrap(s, x, own_atoms, d, length); });
+    } else {
+      const Vectors x_stay = spares ? a_x : b_x, v_stay = spares ? a_v : b_v;
+      for (int side = 0; side < 2; ++side)
+        plan.send(migrant_out_[d][side], neighbour(d, side), 6 + 2 * d + side);
+      const Indices lists[2] = {border_[d][0], border_[d][1]};
+      const Payload outs[2] = {migrant_out_[d][0], migrant_out_[d][1]};
+      const double shifts[2] = {shift(d, 0), shift(d, 1)};
+      const double lo = box_.lo[d], hi = box_.hi[d];
+      const Tally tally{migrant_count + 2 * d, migrant_count + 2 * d + 1, staying, true};
+      parts.push_back([=](const Device& s) {
+        select_migrants(s, x, v, own_atoms, d, lo, hi, lists, outs, shifts, x_stay, v_stay,
+                        counters, tiles, tally);
+      });
+    }
+  }
+  if (q == 3) {  // the own atoms in bin order, back in (a_x, a_v)
+    const bool spares = in_spares_after(2);
+    const Vectors x = spares ? b_x : a_x, v = spares ? b_v : a_v;
+    const BinGrid grid = grid_;
+    const double margin = interior_margin * cut;
+    const Indices bin_of = bin_of_, bin_start = bin_start_, bin_fill = bin_fill_,
+                  order = bin_atoms_;
+    parts.push_back([=](const Device& s) {
+      count_outside(s, x, own_atoms, box, counters);
+      order_interior_first(s, x, own_atoms, grid, box, margin, bin_of, bin_start, bin_fill, order,
+                           counters);
+      if (spares) {
+        gather_atoms(s, x, v, order, own_atoms, a_x, a_v);
+      } else {
+        gather_atoms(s, x, v, order, own_atoms, b_x, b_v);
+        copy_atoms(s, b_x, b_v, own_atoms, a_x, a_v);
+      }
+      copy_count(s, counters, own, all_atoms);
+    });
+  }
+  if (q >= 4 && !self(q - 4)) {  // the ghosts along q - 4 arrive
+    const int d = q - 4;
+    for (int side = 0; side < 2; ++side)
+      plan.receive(program_in_[d][side], neighbour(d, side), 2 * d + 1 - side);
+    const Payload ins[2] = {program_in_[d][0], program_in_[d][1]};
+    const int rooms[2] = {in_room_[d][0], in_room_[d][1]};
+    parts.push_back([=](const Device& s) { count_ghosts(s, ins, rooms, d, rows, counters); });
+    for (int side = 0; side < 2; ++side) {
+      const Payload in = records(ins[side]);
+      const Count count = sized(ghost_count + 2 * d + side, in_room_[d][side]);
+      const Count first = sized(ghost_first + 2 * d + side, 0);
+      parts.push_back([=](const Device& s) { unpack_rows(s, in, count, a_x, first); });
+    }
+  }
+  if (q >= 3 && q <= 5) {  // borders along d = q - 3
+    const int d = q - 3;
+    const Indices lists[2] = {border_[d][0], border_[d][1]};
+    Payload outs[2];
+    if (!self(d))
+      for (int side = 0; side < 2; ++side) {
+        plan.send(program_out_[d][side], neighbour(d, side), 2 * d + side);
+        outs[side] = program_out_[d][side];
+      }
+    const double shifts[2] = {shift(d, 0), shift(d, 1)};
+    const double below = box_.lo[d] + cut, above = box_.hi[d] - cut;
+    const Tally tally{border_count + 2 * d, border_count + 2 * d + 1, staying, true};
+    parts.push_back([=](const Device& s) {
+      select_borders(s, a_x, all, d, below, above, lists, outs, shifts, counters, tiles, tally);
+    });
+    if (self(d)) {  // images of the own atoms: from side s, those listed toward 1 - s
+      const int rooms[2] = {in_room_[d][0], in_room_[d][1]};
+      parts.push_back([=](const Device& s) { count_ghosts(s, {}, rooms, d, rows, counters); });
+      for (int side = 0; side < 2; ++side) {
+        const Indices list = border_[d][1 - side];
+        const Count count = sized(ghost_count + 2 * d + side, in_room_[d][side]);
+        const Count first = sized(ghost_first + 2 * d + side, 0);
+        const double by = shift(d, 1 - side);
+        parts.push_back([=](const Device& s) {
+          copy_positions(s, a_x, list, count, d, by, first);
+        });
+      }
+    }
+  }
+  if (q == 6) {  // lists, force, final integrate
+    const BinGrid grid = grid_;
+    const Stencil stencil = stencil_;
+    const Indices bin_of = bin_of_, bin_start = bin_start_, bin_fill = bin_fill_,
+                  bin_atoms_all = bin_atoms_;
+    const NeighborList lists = neighbors_;
+    const Indices list_sizes = neighbor_count_;
+    const int width = static_cast<int>(neighbors_.extent(1));
+    const Potential pair = potential();
+    parts.push_back([=](const Device& s) {
+      bin_atoms(s, a_x, all, grid, bin_of, bin_start, bin_fill, bin_atoms_all);
+      build_neighbors(s, a_x, own_atoms, grid, stencil, bin_of, bin_start, bin_atoms_all, cut,
+                      ListKind::full, lists, list_sizes, counters);
+      check_count(s, counters, most_neighbors, width);
+      force_full(s, a_x, f, 0, own_atoms, own_rows, lists, list_sizes, pair, false, {});
+      final_integrate(s, a_v, f, own_atoms, dt);
+    });
+  }
+  plan.work([parts](const Device& s) {
+    for (const auto& part : parts) part(s);
+  });
+}
+
+bool AtomUnit::reneighbor_program_fitted() {
+  Kokkos::deep_copy(counters_host_, counters_);
+  check_lost("in migration", counters_host_(lost));
+  return counters_host_(overflow) == 0;
+}
+
+void AtomUnit::take_reneighbor_counts() {
+  const auto& c = counters_host_;
+  nlocal_ = c(own);
+  natoms_ = c(all_atoms);
+  interior_ = c(interior);
+  for (int d = 0; d < 3; ++d)
+    for (int side = 0; side < 2; ++side) {
+      first_[d][side] = c(ghost_first + 2 * d + side);
+      count_[d][side] = c(ghost_count + 2 * d + side);
+      border_count_[d][side] = c(border_count + 2 * d + side);
+      if (self(d)) continue;
+      migrants_[d][side] = c(migrant_count + 2 * d + side);
+      arrivals_[d][side] = c(arrived + 2 * d + side);
+    }
+  grow_program_buffers();  // the counts are on the device already
+}
+
+void AtomUnit::undo_reneighbor_program() {
+  const auto own_rows = std::pair<std::size_t, std::size_t>(0, static_cast<std::size_t>(nlocal_));
+  Kokkos::deep_copy(compute_->space(), Kokkos::subview(x_, own_rows, Kokkos::ALL),
+                    Kokkos::subview(x_saved_, own_rows, Kokkos::ALL));
+  Kokkos::deep_copy(compute_->space(), Kokkos::subview(v_, own_rows, Kokkos::ALL),
+                    Kokkos::subview(v_saved_, own_rows, Kokkos::ALL));
+  Kokkos::deep_copy(compute_->space(), Kokkos::subview(f_, own_rows, Kokkos::ALL),
+                    Kokkos::subview(f_saved_, own_rows, Kokkos::ALL));
+  compute_->space().fence("minimd::undo_reneighbor_program");
+  step_ = target_ = completed_ = step_ - 1;
 }
 
 }  // namespace minimd

@@ -34,9 +34,20 @@
 // unpack y, pack z; 3 unpack z, force, final integrate. A unit with a neighbour on
 // another rank runs the force of its atoms with no ghost in their lists early in phase 1,
 // while the x ghosts travel. Its kernels read the counts (own atoms, ghost rows,
-// border lists) from a device view the unit refreshes at each reneighboring, and its
+// border lists) from the unit's Counters, written at each reneighboring, and its
 // buffers have room to grow, so the program outlives the lists it serves; it is built
 // again only when a view it captured is replaced (plan_current()).
+//
+// The reneighboring steps without thermo may run as a second program (plan_reneighbor,
+// seven phases: 0 save the atoms, initial integrate, migrants along x; 1 and 2 those
+// along y and z; 3 sort, borders along x; 4 and 5 along y and z; 6 lists, force, final
+// integrate), where no unit of the job has a neighbour on another rank. Its counts never
+// leave the device: each kernel reads them from the Counters, messages carry theirs in
+// element 0, and every kernel runs over a capacity kept with room to spare. A count that
+// outgrows one sets counters(overflow); the host reads the counters back once the step
+// is done and, should any unit of the job have overflowed, every unit takes back the
+// atoms it saved and runs the step again unit by unit, which makes room
+// (reneighbored_by_program, undo_reneighbor_program).
 //
 // Buffers and message slots come in two by step parity. A neighbour cannot send the
 // data of step n + 2 before it has ours of n + 1, which we send after our work on its
@@ -72,12 +83,19 @@ struct Setup {
   bool host_staged = false;
   bool sync = false;
   bool step_program = false;  // plain steps run as a StepProgram (see AtomUnit)
+  // Reneighboring steps (without thermo) run as a second StepProgram where no unit has a
+  // neighbour on another rank (see AtomUnit).
+  bool reneighbor_program = false;
   double bin_size[3];
   Timers* timers = nullptr;
   bool thermo_step(std::int64_t step) const;  // 0, every thermo_every, the last
   // Neither rebuilds the lists nor sums the thermo: a step the program can run.
   bool plain_step(std::int64_t step) const {
     return step % problem.reneighbor_every != 0 && !thermo_step(step);
+  }
+  // Rebuilds the lists and sums no thermo: a step the reneighboring program can run.
+  bool reneighbor_step(std::int64_t step) const {
+    return step % problem.reneighbor_every == 0 && !thermo_step(step);
   }
 };
 
@@ -130,6 +148,19 @@ class AtomUnit : public kodo::WorkUnit<AtomUnit> {
   void plan_step(kodo::StepPlan& plan);
   // Whether every view the last plan_step captured is still the unit's own.
   bool plan_current() const;
+  // The reneighboring program (above): the plan of phase plan.phase() of its step.
+  static constexpr int reneighbor_phases = 7;
+  void plan_reneighbor(kodo::StepPlan& plan);
+  bool reneighbor_plan_current() const;
+  // Whether any neighbour of this unit is on another rank.
+  bool has_remote_neighbour() const;
+  // After the reneighboring program ran a step: reads its counts back; false where one
+  // overflowed (then every unit of the job undoes the step). Throws where atoms were lost.
+  bool reneighbor_program_fitted();
+  // Then, on every unit: the counts it left (the lists as the host keeps them), with room
+  // made for them; or the atoms as saved at the step's start, the step to run again.
+  void take_reneighbor_counts();
+  void undo_reneighbor_program();
   // The program runs the next `steps` steps of this unit (called before the run() that
   // runs them: messages of the step after may reach the unit during that run()).
   void program_runs(std::int64_t steps);
@@ -195,10 +226,12 @@ class AtomUnit : public kodo::WorkUnit<AtomUnit> {
   void ensure_atoms(std::int64_t atoms, int keep);
   void ensure_locals(std::int64_t atoms, int keep);
   void spares_for(std::int64_t atoms);
-  void check_lost(const char* when);
+  void check_lost(const char* when, int lost);
   void publish_sizes();
+  void grow_program_buffers();
   std::vector<std::uintptr_t> planned_views() const;
-  Count sized(int slot, int bound) const { return {sizes_, slot, bound}; }
+  std::vector<std::uintptr_t> reneighbor_views() const;
+  Count sized(int slot, int bound) const { return {counters_, slot, bound}; }
 
   const Setup& setup_;
   kodo::Extent3 units_;
@@ -218,6 +251,8 @@ class AtomUnit : public kodo::WorkUnit<AtomUnit> {
   Indices border_[3][2];
   int border_count_[3][2] = {};
   int first_[3][2] = {}, count_[3][2] = {};
+  // Scratch of the selection scans (as many rows as x_ has: the programs' fit too).
+  Indices select_tiles_;
   // Bins and neighbour lists.
   BinGrid grid_;
   Stencil stencil_;
@@ -227,9 +262,9 @@ class AtomUnit : public kodo::WorkUnit<AtomUnit> {
   int most_neighbors_ = 0;
   // Own atoms [0, interior_) have no ghost in their lists (full lists; else 0).
   int interior_ = 0;
-  // Counts read back by the host.
+  // Counts (read back by the host; read by the programs' kernels).
   Counters counters_;
-  Kokkos::View<std::int64_t*, Kokkos::SharedHostPinnedSpace> counters_host_;
+  Kokkos::View<int*, Kokkos::SharedHostPinnedSpace> counters_host_;
   // Outgoing buffers by kind, parity, dimension and side; staging copies; the received
   // views still in use; and the data that arrived for a later phase.
   Payload out_[kinds][2][3][2];
@@ -238,23 +273,22 @@ class AtomUnit : public kodo::WorkUnit<AtomUnit> {
   HostPayload held_staged_[kinds][2][3][2];
   Payload held_[kinds][2][3][2];
   std::map<Key, Payload> arrived_;
-  // The step program's view of the unit: counts the device reads (slots below, written
-  // at each reneighboring), ghost buffers by dimension and side with room for
-  // out_room_ / in_room_ atoms (the same on both ends of a transfer: both grow with the
-  // same counts), and what the last plan captured.
-  enum SizeSlot : int {
-    own_slot,
-    inner_slot,
-    first_slot,
-    count_slot = first_slot + 6,
-    border_slot = count_slot + 6,
-    size_slots = border_slot + 6
-  };
-  Indices sizes_;
+  // The step program's view of the unit: ghost buffers by dimension and side with room for
+  // out_room_ / in_room_ atoms after a count (element 0, which only the reneighboring
+  // program uses), the same on both ends of a transfer (both grow with the same counts),
+  // and what the last plan captured.
   Payload program_out_[3][2], program_in_[3][2];
   int out_room_[3][2] = {}, in_room_[3][2] = {};
   std::vector<std::uintptr_t> planned_;
-  const double* program_x_ = nullptr;  // x_ as the program reads it
+  const double* program_x_ = nullptr;  // x_ as the programs read it
+  // The reneighboring program's: migrants by dimension and side (a count, then room for
+  // migrant_*_room_ atoms), the migrants sent and received at the last reneighboring, the
+  // atoms saved at its step's start, what its last plan captured.
+  Payload migrant_out_[3][2], migrant_in_[3][2];
+  int migrant_out_room_[3][2] = {}, migrant_in_room_[3][2] = {};
+  int migrants_[3][2] = {}, arrivals_[3][2] = {};
+  Vectors x_saved_, v_saved_, f_saved_;
+  std::vector<std::uintptr_t> reneighbor_planned_;
   // Reductions.
   Payload thermo_;  // sum |v|^2, potential energy, virial, atoms, sum v (3)
   Payload setup_sums_;

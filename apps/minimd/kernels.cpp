@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace minimd {
@@ -11,6 +13,13 @@ using Range = Kokkos::RangePolicy<Device>;
 Range over(const Device& space, int n) { return Range(space, 0, n); }
 // Up to a count's bound; the kernel skips items at or past the count itself.
 Range over(const Device& space, const Count& n) { return Range(space, 0, n.bound); }
+// For kernels that carry many views: Kokkos passes a functor of over 512 bytes through
+// constant memory unless hinted, which a step program's recording cannot replay.
+template <class Policy>
+auto light(const Policy& policy) {
+  return Kokkos::Experimental::require(policy,
+                                       Kokkos::Experimental::WorkItemProperty::HintLightWeight);
+}
 }  // namespace
 
 void initial_integrate(const Device& space, Vectors x, Vectors v, Vectors f, Count n, double dt) {
@@ -67,17 +76,6 @@ void kinetic(const Device& space, Vectors v, int n, Payload into) {
 }
 
 namespace {
-// How many atoms of a prefix lie in each window of select(): one scan value for all three.
-struct WindowCounts {
-  std::int64_t below = 0, above = 0, inside = 0;
-  KOKKOS_INLINE_FUNCTION WindowCounts& operator+=(const WindowCounts& other) {
-    below += other.below;
-    above += other.above;
-    inside += other.inside;
-    return *this;
-  }
-};
-
 // A side's shift along the dimension crossed, and the largest coordinate a shifted one may
 // take: an atom a hair below the lower face, shifted up by the box length, can round to the
 // length itself (outside the box); it goes to the last double below it.
@@ -90,69 +88,139 @@ struct Shift {
   }
 };
 
-// Atom i's position, shifted along d, and velocity: record k of `out`, 6 doubles.
+// Atom i's position, shifted along d, and velocity: record k of `out` (6 doubles), the
+// records starting at element `offset`.
 KOKKOS_INLINE_FUNCTION void pack_atom(const Vectors& x, const Vectors& v, int i, int d,
-                                      const Shift& shift, const Payload& out, std::int64_t k) {
+                                      const Shift& shift, const Payload& out, std::int64_t k,
+                                      int offset = 0) {
   for (int e = 0; e < 3; ++e) {
-    out(6 * k + e) = e == d ? shift.apply(x(i, e)) : x(i, e) + 0.0;  // as a shift of 0 would
-    out(6 * k + 3 + e) = v(i, e);
+    out(offset + 6 * k + e) = e == d ? shift.apply(x(i, e)) : x(i, e) + 0.0;  // as a shift of 0
+    out(offset + 6 * k + 3 + e) = v(i, e);
   }
 }
 
-// Atom i's position, shifted along d: record k of `out`, 3 doubles.
+// Atom i's position, shifted along d: record k of `out` (3 doubles) after `offset`.
 KOKKOS_INLINE_FUNCTION void pack_position(const Vectors& x, int i, int d, double shift,
-                                          const Payload& out, std::int64_t k) {
-  for (int e = 0; e < 3; ++e) out(3 * k + e) = x(i, e) + (e == d ? shift : 0.0);
+                                          const Payload& out, std::int64_t k, int offset = 0) {
+  for (int e = 0; e < 3; ++e) out(offset + 3 * k + e) = x(i, e) + (e == d ? shift : 0.0);
 }
 
-// One scan over atoms [0, n) puts each in the windows of its coordinate d: [-inf, below)
+// Selection puts each of atoms [0, n) in the windows of its coordinate d: [-inf, below)
 // (0), [above, inf) (1) and, with `staying`, [below, above) (2); with below > above (a unit
-// thinner than two cutoffs) the first two overlap; NaN and +inf fall in none (their users
-// count such atoms lost). The final pass calls place(window, atom, k) with k the atom's
-// number in its window, in index order; the counts go to counters(to_lo), (to_hi) and
-// (staying). One launch for every window and what is done with them: at ODF 8 a
-// reneighboring step is bound by the host's launches.
-template <bool staying, class Place>
-void scan_windows(const Device& space, Vectors x, int n, int d, double below, double above,
-                  Counters counters, const Place& place) {
-  if (n == 0) {  // no element writes the counts
-    const int slots = staying ? Counter::staying + 1 : to_hi + 1;
-    Kokkos::deep_copy(space, Kokkos::subview(counters, std::make_pair(0, slots)), 0);
-    return;
+// thinner than two cutoffs) the first two overlap; NaN and +inf fall in none (counted into
+// counters(lost) with `staying`). place(window, atom, k) is called with k the atom's number
+// in its window, in index order; the counts go to the slots of `tally`. Two kernels over
+// tiles of kTile atoms: the first counts each tile's atoms by window, the second has each
+// tile sum the counts of the tiles before it and scan its own (a team of threads per
+// tile; a thread per run of a tile's atoms and one team scan of the runs was slower: its
+// reads do not coalesce), and its last tile writes the counts. Kokkos'
+// parallel_scan over all atoms took two passes of ~20 us each at 157k atoms on an H200, one after
+// another for every unit; these run at the memory's pace and side by side. With a device count, the
+// tiles cover its bound and skip the atoms past the count.
+constexpr int kTile = 2048;
+int tiles_of(int bound) { return std::max(1, (bound + kTile - 1) / kTile); }
+
+// An atom's windows as one integer: a bit in each of three 21-bit fields, so that sums of
+// up to a tile's atoms add field by field.
+constexpr int kField = 21;
+KOKKOS_INLINE_FUNCTION std::int64_t field(std::int64_t packed, int window) {
+  return (packed >> (kField * window)) & ((std::int64_t(1) << kField) - 1);
+}
+
+template <bool staying>
+struct Windows {
+  Vectors x;
+  int d;
+  double below, above, inf;
+  KOKKOS_INLINE_FUNCTION std::int64_t operator()(int i) const {
+    const double c = x(i, d);
+    std::int64_t packed = 0;
+    if (c >= -inf && c < below) packed |= 1;
+    if (c >= above && c < inf) packed |= std::int64_t(1) << kField;
+    if (staying && c >= below && c < above) packed |= std::int64_t(1) << (2 * kField);
+    return packed;
   }
-  const double inf = std::numeric_limits<double>::infinity();
-  Kokkos::parallel_scan(
-      "minimd::select", over(space, n), KOKKOS_LAMBDA(int i, WindowCounts& sum, bool last) {
-        const double c = x(i, d);
-        if (c >= -inf && c < below) {
-          if (last) place(0, i, sum.below);
-          ++sum.below;
+};
+
+template <bool staying, class Place>
+void scan_windows(const Device& space, Vectors x, Count n, int d, double below, double above,
+                  Counters counters, Indices tiles, const Tally& tally, const Place& place) {
+  using Team = Kokkos::TeamPolicy<Device>::member_type;
+  const int count_tiles = tiles_of(n.bound);
+  if (tiles.size() < static_cast<std::size_t>(3 * count_tiles))
+    throw std::runtime_error("minimd: the selection's tile counts need " +
+                             std::to_string(3 * count_tiles) + " ints, not " +
+                             std::to_string(tiles.size()));
+  const Windows<staying> windows{x, d, below, above, std::numeric_limits<double>::infinity()};
+  const int bound = n.bound;
+  const auto tile_range = KOKKOS_LAMBDA(int t) {
+    const int begin = t * kTile;
+    const int end = Kokkos::min(Kokkos::min(begin + kTile, bound), Kokkos::min(n.get(), bound));
+    return Kokkos::pair<int, int>(begin, Kokkos::max(begin, end));
+  };
+  Kokkos::parallel_for(
+      "minimd::select_count", Kokkos::TeamPolicy<Device>(space, count_tiles, Kokkos::AUTO),
+      KOKKOS_LAMBDA(const Team& team) {
+        const int t = team.league_rank();
+        const auto r = tile_range(t);
+        std::int64_t sum = 0;
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(team, r.first, r.second),
+            [&](int i, std::int64_t& partial) { partial += windows(i); }, sum);
+        Kokkos::single(Kokkos::PerTeam(team), [&] {
+          for (int w = 0; w < 3; ++w) tiles(3 * t + w) = static_cast<int>(field(sum, w));
+        });
+      });
+  Kokkos::parallel_for(
+      "minimd::select_place", light(Kokkos::TeamPolicy<Device>(space, count_tiles, Kokkos::AUTO)),
+      KOKKOS_LAMBDA(const Team& team) {
+        const int t = team.league_rank();
+        // Where this tile's atoms go in each window: the counts of the tiles before it.
+        std::int64_t before[3];
+        for (int w = 0; w < 3; ++w) {
+          std::int64_t sum = 0;
+          Kokkos::parallel_reduce(
+              Kokkos::TeamThreadRange(team, t),
+              [&](int u, std::int64_t& partial) { partial += tiles(3 * u + w); }, sum);
+          before[w] = sum;
         }
-        if (c >= above && c < inf) {
-          if (last) place(1, i, sum.above);
-          ++sum.above;
-        }
-        if constexpr (staying) {
-          if (c >= below && c < above) {
-            if (last) place(2, i, sum.inside);
-            ++sum.inside;
+        const auto r = tile_range(t);
+        Kokkos::parallel_scan(Kokkos::TeamThreadRange(team, r.first, r.second),
+                              [&](int i, std::int64_t& prefix, bool last) {
+                                const std::int64_t mine = windows(i);
+                                if (last && mine != 0)
+                                  for (int w = 0; w < (staying ? 3 : 2); ++w)
+                                    if (field(mine, w) != 0)
+                                      place(w, i, before[w] + field(prefix, w));
+                                prefix += mine;
+                              });
+        if (t != count_tiles - 1) return;
+        Kokkos::single(Kokkos::PerTeam(team), [&] {
+          std::int64_t total[3];
+          for (int w = 0; w < 3; ++w) total[w] = before[w] + tiles(3 * t + w);
+          counters(tally.lo) = static_cast<int>(total[0]);
+          counters(tally.hi) = static_cast<int>(total[1]);
+          if (tally.headers) place.header(total[0], total[1]);
+          if (staying) {  // not constexpr: nvcc lambdas may not first-capture there
+            counters(tally.stay) = static_cast<int>(total[2]);
+            const std::int64_t placed = total[0] + total[1] + total[2];
+            const int atoms = Kokkos::min(n.get(), bound);
+            if (placed != atoms)
+              Kokkos::atomic_add(&counters(lost), atoms - static_cast<int>(placed));
           }
-        }
-        if (last && i == n - 1) {
-          counters(to_lo) = sum.below;
-          counters(to_hi) = sum.above;
-          if constexpr (staying) counters(Counter::staying) = sum.inside;
-        }
+        });
       });
 }
 
 // Migration: a leaving atom is listed, and packed while its side's buffer has room; a
-// staying one is moved to the next free row of the spare arrays.
+// staying one is moved to the next free row of the spare arrays. `offset`: the records'
+// first element in the buffers (1 where element 0 holds the count).
 struct PlaceMigrant {
   Vectors x, v;
   int d;
   Indices lists[2];
   Payload outs[2];
+  int offset;
   std::int64_t rooms[2];
   Shift shifts[2];
   Vectors x_stay, v_stay;
@@ -165,7 +233,11 @@ struct PlaceMigrant {
       return;
     }
     lists[window](k) = i;
-    if (k < rooms[window]) pack_atom(x, v, i, d, shifts[window], outs[window], k);
+    if (k < rooms[window]) pack_atom(x, v, i, d, shifts[window], outs[window], k, offset);
+  }
+  KOKKOS_INLINE_FUNCTION void header(std::int64_t lo, std::int64_t hi) const {
+    if (outs[0].size() > 0) outs[0](0) = static_cast<double>(lo);
+    if (outs[1].size() > 0) outs[1](0) = static_cast<double>(hi);
   }
 };
 
@@ -176,47 +248,65 @@ struct PlaceBorder {
   int d;
   Indices lists[2];
   Payload outs[2];
+  int offset;
   std::int64_t rooms[2];
   double shifts[2];
   KOKKOS_INLINE_FUNCTION void operator()(int window, int i, std::int64_t k) const {
     lists[window](k) = i;
-    if (k < rooms[window]) pack_position(x, i, d, shifts[window], outs[window], k);
+    if (k < rooms[window]) pack_position(x, i, d, shifts[window], outs[window], k, offset);
+  }
+  KOKKOS_INLINE_FUNCTION void header(std::int64_t lo, std::int64_t hi) const {
+    if (outs[0].size() > 0) outs[0](0) = static_cast<double>(lo);
+    if (outs[1].size() > 0) outs[1](0) = static_cast<double>(hi);
   }
 };
+
+// Records of `per` doubles that fit `out` after its first `offset` elements.
+std::int64_t room(const Payload& out, int offset, int per) {
+  return out.size() > static_cast<std::size_t>(offset)
+             ? static_cast<std::int64_t>((out.size() - offset) / per)
+             : 0;
+}
 }  // namespace
 
-void select_migrants(const Device& space, Vectors x, Vectors v, int n, int d, double below,
+int select_tiles(int n) { return 3 * tiles_of(n); }
+
+void select_migrants(const Device& space, Vectors x, Vectors v, Count n, int d, double below,
                      double above, const Indices (&lists)[2], const Payload (&outs)[2],
-                     const double (&shifts)[2], Vectors x_stay, Vectors v_stay, Counters counters) {
+                     const double (&shifts)[2], Vectors x_stay, Vectors v_stay, Counters counters,
+                     Indices tiles, const Tally& tally) {
+  const int offset = tally.headers ? 1 : 0;
   const PlaceMigrant place{x,
                            v,
                            d,
                            {lists[0], lists[1]},
                            {outs[0], outs[1]},
-                           {static_cast<std::int64_t>(outs[0].size() / 6),
-                            static_cast<std::int64_t>(outs[1].size() / 6)},
+                           offset,
+                           {room(outs[0], offset, 6), room(outs[1], offset, 6)},
                            {Shift(shifts[0]), Shift(shifts[1])},
                            x_stay,
                            v_stay};
-  scan_windows<true>(space, x, n, d, below, above, counters, place);
+  scan_windows<true>(space, x, n, d, below, above, counters, tiles, tally, place);
 }
 
-void select_borders(const Device& space, Vectors x, int n, int d, double below, double above,
+void select_borders(const Device& space, Vectors x, Count n, int d, double below, double above,
                     const Indices (&lists)[2], const Payload (&outs)[2], const double (&shifts)[2],
-                    Counters counters) {
+                    Counters counters, Indices tiles, const Tally& tally) {
+  const int offset = tally.headers ? 1 : 0;
   const PlaceBorder place{x,
                           d,
                           {lists[0], lists[1]},
                           {outs[0], outs[1]},
-                          {static_cast<std::int64_t>(outs[0].size() / 3),
-                           static_cast<std::int64_t>(outs[1].size() / 3)},
+                          offset,
+                          {room(outs[0], offset, 3), room(outs[1], offset, 3)},
                           {shifts[0], shifts[1]}};
-  scan_windows<false>(space, x, n, d, below, above, counters, place);
+  scan_windows<false>(space, x, n, d, below, above, counters, tiles, tally, place);
 }
 
-void wrap(const Device& space, Vectors x, int n, int d, double length) {
+void wrap(const Device& space, Vectors x, Count n, int d, double length) {
   Kokkos::parallel_for(
       "minimd::wrap", over(space, n), KOKKOS_LAMBDA(int i) {
+        if (i >= n.get()) return;
         double c = x(i, d);
         if (c < 0) c += length;
         if (c >= length) c -= length;
@@ -240,10 +330,11 @@ void pack_atoms(const Device& space, Vectors x, Vectors v, const Indices (&lists
       });
 }
 
-void gather_atoms(const Device& space, Vectors x, Vectors v, Indices list, int count, Vectors x_out,
-                  Vectors v_out) {
+void gather_atoms(const Device& space, Vectors x, Vectors v, Indices list, Count count,
+                  Vectors x_out, Vectors v_out) {
   Kokkos::parallel_for(
       "minimd::gather_atoms", over(space, count), KOKKOS_LAMBDA(int k) {
+        if (k >= count.get()) return;
         const int i = list(k);
         for (int e = 0; e < 3; ++e) {
           x_out(k, e) = x(i, e);
@@ -252,25 +343,29 @@ void gather_atoms(const Device& space, Vectors x, Vectors v, Indices list, int c
       });
 }
 
-void unpack_atoms(const Device& space, const Payload (&ins)[2], const int (&counts)[2], Vectors x,
-                  Vectors v, int first) {
+void unpack_atoms(const Device& space, const Payload (&ins)[2], const Count (&counts)[2], Vectors x,
+                  Vectors v, Count first) {
   const Payload in0 = ins[0], in1 = ins[1];
-  const int count0 = counts[0];
+  const Count count0 = counts[0], count1 = counts[1];
   Kokkos::parallel_for(
-      "minimd::unpack_atoms_both", over(space, counts[0] + counts[1]), KOKKOS_LAMBDA(int j) {
-        const bool from0 = j < count0;
-        const int k = from0 ? j : j - count0;
+      "minimd::unpack_atoms_both", over(space, count0.bound + count1.bound), KOKKOS_LAMBDA(int j) {
+        const int c0 = count0.get();
+        const bool from0 = j < c0;
+        const int k = from0 ? j : j - c0;
+        if (!from0 && k >= count1.get()) return;
         const Payload& in = from0 ? in0 : in1;
+        const int row = first.get() + j;
         for (int e = 0; e < 3; ++e) {
-          x(first + j, e) = in(6 * k + e);
-          v(first + j, e) = in(6 * k + 3 + e);
+          x(row, e) = in(6 * k + e);
+          v(row, e) = in(6 * k + 3 + e);
         }
       });
 }
 
-void count_outside(const Device& space, Vectors x, int n, Box box, Counters counters) {
+void count_outside(const Device& space, Vectors x, Count n, Box box, Counters counters) {
   Kokkos::parallel_for(
       "minimd::count_outside", over(space, n), KOKKOS_LAMBDA(int i) {
+        if (i >= n.get()) return;
         bool inside = true;
         for (int d = 0; d < 3; ++d) inside = inside && x(i, d) >= box.lo[d] && x(i, d) < box.hi[d];
         if (!inside) Kokkos::atomic_inc(&counters(lost));
@@ -357,6 +452,111 @@ void add_ghost_forces(const Device& space, Vectors f, int first, Indices list, i
       });
 }
 
+// ---- the reneighboring program's own ----------------------------------------------
+
+namespace {
+using One = Kokkos::RangePolicy<Device>;  // a kernel of one item: counts kept on the device
+
+// The count in element 0 of a message with `per`-double records (none in an empty view),
+// cut to the records the view has room for; `cut` is set when it did not fit.
+KOKKOS_INLINE_FUNCTION int message_count(const Payload& in, int per, bool& cut) {
+  if (in.size() == 0) return 0;
+  const auto room = static_cast<double>((in.size() - 1) / per);
+  const double said = in(0);
+  if (!(said >= 0 && said <= room)) {  // also a count that is not a number
+    cut = true;
+    return said > room ? static_cast<int>(room) : 0;
+  }
+  return static_cast<int>(said);
+}
+}  // namespace
+
+void save_atoms(const Device& space, Vectors x, Vectors v, Vectors f, Count own, Vectors x_saved,
+                Vectors v_saved, Vectors f_saved, Counters counters) {
+  Kokkos::parallel_for(
+      "minimd::save_atoms", Range(space, 0, std::max(own.bound, 1)), KOKKOS_LAMBDA(int i) {
+        if (i == 0) counters(lost) = counters(overflow) = 0;
+        if (i >= own.get()) return;
+        for (int e = 0; e < 3; ++e) {
+          x_saved(i, e) = x(i, e);
+          v_saved(i, e) = v(i, e);
+          f_saved(i, e) = f(i, e);
+        }
+      });
+}
+
+void count_arrivals(const Device& space, const Payload (&ins)[2], int d, int rows,
+                    Counters counters) {
+  const Payload in0 = ins[0], in1 = ins[1];
+  Kokkos::parallel_for(
+      "minimd::count_arrivals", One(space, 0, 1), KOKKOS_LAMBDA(int) {
+        bool cut = false;
+        int from[2] = {message_count(in0, 6, cut), message_count(in1, 6, cut)};
+        const int stay = counters(staying);
+        for (int s = 0; s < 2; ++s) {  // what fits the unit's rows
+          const int room = Kokkos::max(0, rows - stay - (s == 1 ? from[0] : 0));
+          if (from[s] > room) {
+            from[s] = room;
+            cut = true;
+          }
+          counters(arrived + 2 * d + s) = from[s];
+        }
+        counters(own) = stay + from[0] + from[1];
+        if (cut) counters(overflow) = 1;
+      });
+}
+
+void count_ghosts(const Device& space, const Payload (&ins)[2], const int (&rooms)[2], int d,
+                  int rows, Counters counters) {
+  const Payload in0 = ins[0], in1 = ins[1];
+  const int room0 = rooms[0], room1 = rooms[1];
+  Kokkos::parallel_for(
+      "minimd::count_ghosts", One(space, 0, 1), KOKKOS_LAMBDA(int) {
+        bool cut = false;
+        const bool images = in0.size() == 0 && in1.size() == 0;
+        int from[2] = {images ? counters(border_count + 2 * d + 1) : message_count(in0, 3, cut),
+                       images ? counters(border_count + 2 * d) : message_count(in1, 3, cut)};
+        int first = counters(all_atoms);
+        for (int s = 0; s < 2; ++s) {
+          const int room = Kokkos::min(s == 0 ? room0 : room1, Kokkos::max(0, rows - first));
+          if (from[s] > room) {
+            from[s] = room;
+            cut = true;
+          }
+          counters(ghost_first + 2 * d + s) = first;
+          counters(ghost_count + 2 * d + s) = from[s];
+          first += from[s];
+        }
+        counters(all_atoms) = first;
+        if (cut) counters(overflow) = 1;
+      });
+}
+
+void copy_count(const Device& space, Counters counters, int from, int to) {
+  Kokkos::parallel_for(
+      "minimd::copy_count", One(space, 0, 1),
+      KOKKOS_LAMBDA(int) { counters(to) = counters(from); });
+}
+
+void check_count(const Device& space, Counters counters, int slot, int most) {
+  Kokkos::parallel_for(
+      "minimd::check_count", One(space, 0, 1), KOKKOS_LAMBDA(int) {
+        if (counters(slot) > most) counters(overflow) = 1;
+      });
+}
+
+void copy_atoms(const Device& space, Vectors x_from, Vectors v_from, Count n, Vectors x,
+                Vectors v) {
+  Kokkos::parallel_for(
+      "minimd::copy_atoms", over(space, n), KOKKOS_LAMBDA(int i) {
+        if (i >= n.get()) return;
+        for (int e = 0; e < 3; ++e) {
+          x(i, e) = x_from(i, e);
+          v(i, e) = v_from(i, e);
+        }
+      });
+}
+
 Stencil make_stencil(const BinGrid& grid, double cutoff) {
   int reach[3];
   double size[3];
@@ -399,11 +599,12 @@ namespace {
 // bucket_start(b + 1)), in index order so the result does not depend on thread timing).
 // `fill` is scratch of `buckets` ints.
 template <class Key>
-void sort_into_buckets(const Device& space, int n, int buckets, const Key& key, Indices bucket_of,
+void sort_into_buckets(const Device& space, Count n, int buckets, const Key& key, Indices bucket_of,
                        Indices bucket_start, Indices fill, Indices out) {
   Kokkos::deep_copy(space, Kokkos::subview(fill, std::make_pair(0, buckets)), 0);
   Kokkos::parallel_for(
       "minimd::bin", over(space, n), KOKKOS_LAMBDA(int i) {
+        if (i >= n.get()) return;
         const int b = key(i);
         bucket_of(i) = b;
         Kokkos::atomic_inc(&fill(b));
@@ -420,6 +621,7 @@ void sort_into_buckets(const Device& space, int n, int buckets, const Key& key, 
       });
   Kokkos::parallel_for(
       "minimd::bin_fill", over(space, n), KOKKOS_LAMBDA(int i) {
+        if (i >= n.get()) return;
         const int b = bucket_of(i);
         out(bucket_start(b) + Kokkos::atomic_fetch_add(&fill(b), 1)) = i;
       });
@@ -462,12 +664,12 @@ struct InteriorFirst {
 };
 }  // namespace
 
-void bin_atoms(const Device& space, Vectors x, int n, const BinGrid& grid, Indices bin_of,
+void bin_atoms(const Device& space, Vectors x, Count n, const BinGrid& grid, Indices bin_of,
                Indices bin_start, Indices fill, Indices bin_atoms) {
   sort_into_buckets(space, n, grid.total(), BinOf{x, grid}, bin_of, bin_start, fill, bin_atoms);
 }
 
-void order_interior_first(const Device& space, Vectors x, int n, const BinGrid& grid,
+void order_interior_first(const Device& space, Vectors x, Count n, const BinGrid& grid,
                           const Box& box, double margin, Indices bin_of, Indices bin_start,
                           Indices fill, Indices order, Counters counters) {
   const int bins = grid.total();
@@ -485,7 +687,7 @@ using Gathered = Kokkos::View<const double* [3], Vectors::array_layout, Memory,
                               Kokkos::MemoryTraits<Kokkos::RandomAccess>>;
 }  // namespace
 
-void build_neighbors(const Device& space, Vectors positions, int nlocal, const BinGrid& grid,
+void build_neighbors(const Device& space, Vectors positions, Count nlocal, const BinGrid& grid,
                      Stencil stencil, Indices bin_of, Indices bin_start, Indices bin_atoms,
                      double cutoff, ListKind kind, NeighborList neighbors, Indices count,
                      Counters counters) {
@@ -493,12 +695,14 @@ void build_neighbors(const Device& space, Vectors positions, int nlocal, const B
   const double cutoff_sq = cutoff * cutoff;
   const int most = static_cast<int>(neighbors.extent(1));
   const int offsets = static_cast<int>(stencil.extent(0));
-  if (nlocal == 0) {
+  if (nlocal.bound == 0) {
     Kokkos::deep_copy(space, Kokkos::subview(counters, static_cast<int>(most_neighbors)), 0);
     return;
   }
   Kokkos::parallel_for(
-      "minimd::build_neighbors", over(space, nlocal), KOKKOS_LAMBDA(int i) {
+      "minimd::build_neighbors", light(over(space, nlocal)), KOKKOS_LAMBDA(int i) {
+        if (i >= nlocal.get()) return;
+        const int own = nlocal.get();
         const double xi = x(i, 0), yi = x(i, 1), zi = x(i, 2);
         const int bin = bin_of(i);
         const int bx = bin % grid.count[0];
@@ -516,7 +720,7 @@ void build_neighbors(const Device& space, Vectors positions, int nlocal, const B
             if (j == i) continue;
             const double dx = xi - x(j, 0), dy = yi - x(j, 1), dz = zi - x(j, 2);
             if (kind != ListKind::full) {
-              if (j < nlocal) {
+              if (j < own) {
                 if (j < i) continue;
               } else if (kind == ListKind::half_newton) {
                 // The ghost copy of a pair across units: kept by the side where the
@@ -538,11 +742,10 @@ void build_neighbors(const Device& space, Vectors positions, int nlocal, const B
   // the build 1.3x slower on an H200 (perf/minimd_kernel_bench).
   Kokkos::parallel_reduce(
       "minimd::longest_list", over(space, nlocal),
-      KOKKOS_LAMBDA(int i, std::int64_t& most) {
-        if (count(i) > most) most = count(i);
+      KOKKOS_LAMBDA(int i, int& most) {
+        if (i < nlocal.get() && count(i) > most) most = count(i);
       },
-      Kokkos::Max<std::int64_t, Memory>(Kokkos::subview(counters,
-                                                        static_cast<int>(most_neighbors))));
+      Kokkos::Max<int, Memory>(Kokkos::subview(counters, static_cast<int>(most_neighbors))));
 }
 
 namespace {

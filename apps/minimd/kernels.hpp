@@ -16,8 +16,9 @@ using Memory = Device::memory_space;
 // the list build 1.3x faster on an H200 (perf/minimd_kernel_bench).
 using Vectors = Kokkos::View<double* [3], Kokkos::LayoutLeft, Memory>;
 using Indices = Kokkos::View<int*, Memory>;
-// Small counts written by kernels and read back by the host (see Counter).
-using Counters = Kokkos::View<std::int64_t*, Memory>;
+// A unit's counts: written by kernels, read back by the host, and read by the kernels
+// of its step programs (see Count).
+using Counters = Kokkos::View<int*, Memory>;
 // Neighbour lists: (atom, k); the device's own layout, so a GPU reads them coalesced.
 using NeighborList = Kokkos::View<int**, Memory>;
 // What travels between units: flat arrays of doubles.
@@ -25,25 +26,39 @@ using Payload = Kokkos::View<double*, Memory>;
 
 // Slots of a unit's Counters.
 enum Counter : int {
+  lost,            // atoms that arrived outside the unit, or whose position is not finite
+  overflow,        // 1: a reneighboring program met a count beyond a capacity
+  interior,        // own atoms ordered first by order_interior_first
   to_lo,           // atoms selected for the lower neighbour
   to_hi,           // ... for the upper one
   staying,         // atoms that stay (migration)
-  lost,            // atoms that arrived outside the unit (migration)
   most_neighbors,  // the longest neighbour list built
-  interior,        // own atoms ordered first by order_interior_first
-  counter_slots
+  // What the step programs' kernels read (written at each reneighboring):
+  own,                               // the unit's own atoms
+  all_atoms,                         // own atoms and ghosts
+  ghost_first,                       // + 2 d + side: first row of the ghosts from a side along d
+  ghost_count = ghost_first + 6,     // + 2 d + side: their number
+  border_count = ghost_count + 6,    // + 2 d + toward: atoms listed toward a side along d
+  migrant_count = border_count + 6,  // + 2 d + toward: atoms that left toward a side
+  arrived = migrant_count + 6,       // + 2 d + side: atoms that came from a side
+  counter_slots = arrived + 6
 };
-
+// Where a selection scan's counts go: three slots, and with `headers` also element 0 of
+// each side's buffer (a step program's messages carry their count, records after it).
+struct Tally {
+  int lo = to_lo, hi = to_hi, stay = staying;
+  bool headers = false;
+};
 // How many atoms (or list entries) a kernel works on: known on the host (an int), or
 // read by the device from sizes(slot) when the kernel runs, at most `bound`. The second
 // serves a step program's work, which is recorded once and replayed while the counts
 // change at each reneighboring.
 struct Count {
   Count(int n) : bound(n) {}  // implicit: a host count reads as itself
-  Count(Indices sizes, int slot, int bound) : bound(bound), sizes(sizes), slot(slot) {}
-  KOKKOS_INLINE_FUNCTION int get() const { return slot < 0 ? bound : sizes(slot); }
+  Count(Counters counters, int slot, int bound) : bound(bound), counters(counters), slot(slot) {}
+  KOKKOS_INLINE_FUNCTION int get() const { return slot < 0 ? bound : counters(slot); }
   int bound = 0;
-  Indices sizes;
+  Counters counters;
   int slot = -1;
 };
 
@@ -67,34 +82,40 @@ void kinetic(const Device& space, Vectors v, int n, Payload into);
 // lower side (0), those at or above `above` toward the upper one (1), each side's listed in
 // index order in lists[s] and, while outs[s] has room, packed there as pack_atoms would
 // (shifted by shifts[s]); the others stay, moved in index order to rows [0, stay) of
-// (x_stay, v_stay), which need room for n. Counts into counters(to_lo), (to_hi) and
-// (staying); an atom whose coordinate is NaN or +inf is in none of them.
-void select_migrants(const Device& space, Vectors x, Vectors v, int n, int d, double below,
+// (x_stay, v_stay), which need room for n. Counts into the slots of `tally` (to_lo, to_hi
+// and staying); an atom whose coordinate is NaN or +inf is in none of them, and counted
+// into counters(lost).
+// `tiles`: scratch of select_tiles(n.bound) ints (the counts of the tiles the atoms are
+// selected in).
+void select_migrants(const Device& space, Vectors x, Vectors v, Count n, int d, double below,
                      double above, const Indices (&lists)[2], const Payload (&outs)[2],
-                     const double (&shifts)[2], Vectors x_stay, Vectors v_stay, Counters counters);
+                     const double (&shifts)[2], Vectors x_stay, Vectors v_stay, Counters counters,
+                     Indices tiles, const Tally& tally = {});
 // Borders along d, in one scan: atoms [0, n) below `below` toward side 0, at or above
 // `above` toward side 1 (with below > above, a unit thinner than two cutoffs, an atom can
 // go both ways), listed in lists[s] and, while outs[s] has room, their positions packed
-// there as pack_positions would. Counts into counters(to_lo) and (to_hi).
-void select_borders(const Device& space, Vectors x, int n, int d, double below, double above,
+// there as pack_positions would. Counts into the slots of `tally` (to_lo and to_hi).
+void select_borders(const Device& space, Vectors x, Count n, int d, double below, double above,
                     const Indices (&lists)[2], const Payload (&outs)[2], const double (&shifts)[2],
-                    Counters counters);
+                    Counters counters, Indices tiles, const Tally& tally = {});
+// The scratch a selection over up to n atoms needs, in ints.
+int select_tiles(int n);
 // Wraps coordinate d of atoms [0, n) into [0, length) (a dimension of one unit).
-void wrap(const Device& space, Vectors x, int n, int d, double length);
+void wrap(const Device& space, Vectors x, Count n, int d, double length);
 // outs[s] = (x + shifts[s] e_d, v) of the first counts[s] atoms of lists[s], 6 doubles per
 // atom (shift 0: no shift), for both sides s in one kernel: at ODF 8 a reneighboring step is
 // bound by the host's launches.
 void pack_atoms(const Device& space, Vectors x, Vectors v, const Indices (&lists)[2],
                 const int (&counts)[2], int d, const double (&shifts)[2], const Payload (&outs)[2]);
 // Moves the listed atoms to rows [0, count) of (x_out, v_out).
-void gather_atoms(const Device& space, Vectors x, Vectors v, Indices list, int count, Vectors x_out,
-                  Vectors v_out);
+void gather_atoms(const Device& space, Vectors x, Vectors v, Indices list, Count count,
+                  Vectors x_out, Vectors v_out);
 // Rows [first, first + counts[0]) of (x, v) = the atoms packed in ins[0], and the
 // counts[1] rows after them those of ins[1], in one kernel.
-void unpack_atoms(const Device& space, const Payload (&ins)[2], const int (&counts)[2], Vectors x,
-                  Vectors v, int first);
+void unpack_atoms(const Device& space, const Payload (&ins)[2], const Count (&counts)[2], Vectors x,
+                  Vectors v, Count first);
 // Counts into counters(lost) the atoms of [0, n) outside `box` (or not finite).
-void count_outside(const Device& space, Vectors x, int n, Box box, Counters counters);
+void count_outside(const Device& space, Vectors x, Count n, Box box, Counters counters);
 // out = x of the listed atoms, shifted by `shift` along d: 3 doubles per atom.
 void pack_positions(const Device& space, Vectors x, Indices list, Count count, int d, double shift,
                     Payload out);
@@ -133,14 +154,14 @@ Stencil make_stencil(const BinGrid& grid, double cutoff);
 // Sorts atoms [0, n) into bins: bin_of(i), bin_start (total + 1), and bin_atoms (the atoms
 // of bin b at [bin_start(b), bin_start(b + 1)), in index order so the result does not
 // depend on thread timing). `fill` is scratch of `total` ints.
-void bin_atoms(const Device& space, Vectors x, int n, const BinGrid& grid, Indices bin_of,
+void bin_atoms(const Device& space, Vectors x, Count n, const BinGrid& grid, Indices bin_of,
                Indices bin_start, Indices fill, Indices bin_atoms);
 
 // Orders atoms [0, n) as bin_atoms, but with the atoms at least `margin` inside `box` on
 // every side (with margin > the list cutoff, no ghost can be in their lists) before all
 // the others, each group in bin order; the first group's size goes into
 // counters(interior). bin_start needs 2 total + 1 ints, fill 2 total.
-void order_interior_first(const Device& space, Vectors x, int n, const BinGrid& grid,
+void order_interior_first(const Device& space, Vectors x, Count n, const BinGrid& grid,
                           const Box& box, double margin, Indices bin_of, Indices bin_start,
                           Indices fill, Indices order, Counters counters);
 
@@ -150,10 +171,36 @@ enum class ListKind { full, half, half_newton };
 // "above" i: each pair across units listed by one side only). At most
 // neighbors.extent(1) per atom; the longest list (kept or not) is counted into
 // counters(most_neighbors).
-void build_neighbors(const Device& space, Vectors x, int nlocal, const BinGrid& grid,
+void build_neighbors(const Device& space, Vectors x, Count nlocal, const BinGrid& grid,
                      Stencil stencil, Indices bin_of, Indices bin_start, Indices bin_atoms,
                      double cutoff, ListKind kind, NeighborList neighbors, Indices count,
                      Counters counters);
+
+// -- the reneighboring program's own (atom_unit.hpp) ----------------------------------
+// Its counts stay on the device: these kernels read and write slots of `counters`. A count
+// beyond a capacity sets counters(overflow) and is cut to fit (the host then runs the step
+// again unit by unit, with more room).
+
+// Rows [0, own) of x, v and f saved (the step as it began, should it run again), and
+// counters(lost) and (overflow) set to 0.
+void save_atoms(const Device& space, Vectors x, Vectors v, Vectors f, Count own, Vectors x_saved,
+                Vectors v_saved, Vectors f_saved, Counters counters);
+// Migration's arrivals along d: counters(arrived + 2 d + s) = the count in element 0 of
+// ins[s] (its records after it); counters(own) = counters(staying) + both, at most `rows`.
+void count_arrivals(const Device& space, const Payload (&ins)[2], int d, int rows,
+                    Counters counters);
+// The ghost rows along d: (ghost_first + 2 d + s, ghost_count + 2 d + s) from
+// counters(all_atoms) on, which grows by both sides' counts, each at most rooms[s], all
+// at most to `rows`. The counts are in element 0 of ins[s]; with no ins, the ghosts are
+// images of the unit's own atoms: those from side s are the ones listed toward the other.
+void count_ghosts(const Device& space, const Payload (&ins)[2], const int (&rooms)[2], int d,
+                  int rows, Counters counters);
+// counters(to) = counters(from).
+void copy_count(const Device& space, Counters counters, int from, int to);
+// Sets counters(overflow) if counters(slot) > most.
+void check_count(const Device& space, Counters counters, int slot, int most);
+// Rows [0, n) of (x, v) = those of (x_from, v_from).
+void copy_atoms(const Device& space, Vectors x_from, Vectors v_from, Count n, Vectors x, Vectors v);
 
 // -- force --------------------------------------------------------------------------
 struct Potential {

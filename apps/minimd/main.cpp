@@ -102,6 +102,9 @@ int run(kodo::Runtime& runtime, const Options& opt, const kodo::Extent3& units,
                 opt.sync ? "sync (fence)" : "engine");
     std::printf("\t# Plain steps: %s\n",
                 setup.step_program ? "step program (one device program per rank)" : "unit by unit");
+    std::printf("\t# Reneighboring steps: %s\n",
+                setup.reneighbor_program ? "reneighboring program (one device program per rank)"
+                                         : "unit by unit");
     std::printf("\t# Size of float: 8\n");
     std::fflush(stdout);
   }
@@ -214,15 +217,21 @@ int run(kodo::Runtime& runtime, const Options& opt, const kodo::Extent3& units,
   int programs_built = 0;
   std::int64_t plain_steps = 0;
   double plain_seconds = 0, build_seconds = 0;  // this rank's
-  auto run_program = [&](std::int64_t steps) {
-    int stale = program ? 0 : 1;
+  // Whether a program must be built (again), agreed by every rank: it has none yet, or a
+  // unit's views changed since its plan (`current`).
+  auto must_build = [&](bool exists, bool (minimd::AtomUnit::*current)() const) {
+    int stale = exists ? 0 : 1;
     atoms.for_each_local([&](const minimd::AtomUnit& unit) {
-      if (!unit.plan_current()) stale = 1;
+      if (!(unit.*current)()) stale = 1;
     });
     MPI_Allreduce(MPI_IN_PLACE, &stale, 1, MPI_INT, MPI_MAX, runtime.comm());
+    return stale != 0;
+  };
+  auto run_program = [&](std::int64_t steps) {
+    const bool stale = must_build(program.has_value(), &minimd::AtomUnit::plan_current);
     const double t0 = now();
     if (stale) {
-      program.reset();  // one program per collection at a time
+      program.reset();  // its graphs and channels go before the new one's
       program.emplace(atoms, kodo::StepProgramOptions{.phases = minimd::AtomUnit::program_phases,
                                                       .comm = setup.host_staged
                                                                   ? kodo::CommMode::host_staged
@@ -239,13 +248,62 @@ int run(kodo::Runtime& runtime, const Options& opt, const kodo::Extent3& units,
     plain_seconds += now() - t1;
     plain_steps += steps;
   };
-  // Steps up to `last`: runs of plain steps through the program, the others unit by unit.
+  // A reneighboring step without thermo as the second program (atom_unit.hpp): run again
+  // unit by unit, on every rank, where a count outgrew its room on any.
+  std::optional<kodo::StepProgram<minimd::AtomUnit>> reneighboring;
+  int reneighboring_builds = 0;
+  std::int64_t reneighboring_steps = 0, reneighboring_redone = 0;
+  double reneighboring_seconds = 0;
+  auto run_reneighboring = [&] {
+    const bool stale =
+        must_build(reneighboring.has_value(), &minimd::AtomUnit::reneighbor_plan_current);
+    const double t0 = now();
+    if (stale) {
+      reneighboring.reset();
+      reneighboring.emplace(atoms,
+                            kodo::StepProgramOptions{.phases = minimd::AtomUnit::reneighbor_phases},
+                            &minimd::AtomUnit::plan_reneighbor);
+      ++reneighboring_builds;
+    }
+    const double t1 = now();
+    build_seconds += t1 - t0;
+    atoms.for_each_local([&](minimd::AtomUnit& unit) { unit.program_runs(1); });
+    reneighboring->advance(minimd::AtomUnit::reneighbor_phases);
+    runtime.run();
+    int fitted = 1;
+    atoms.for_each_local([&](minimd::AtomUnit& unit) {
+      if (!unit.reneighbor_program_fitted()) fitted = 0;
+    });
+    MPI_Allreduce(MPI_IN_PLACE, &fitted, 1, MPI_INT, MPI_MIN, runtime.comm());
+    if (fitted) {
+      atoms.for_each_local([&](minimd::AtomUnit& unit) { unit.take_reneighbor_counts(); });
+      ++reneighboring_steps;
+    } else {
+      atoms.for_each_local([&](minimd::AtomUnit& unit) { unit.undo_reneighbor_program(); });
+      atoms.broadcast_local<&minimd::AtomUnit::run>(1);
+      runtime.run();
+      ++reneighboring_redone;
+    }
+    reneighboring_seconds += now() - t1;
+  };
+  // Steps up to `last`: runs of plain steps through the program, reneighboring steps
+  // through the other where it runs, the rest unit by unit.
   auto by_program = [&](std::int64_t s) { return setup.step_program && setup.plain_step(s); };
+  auto by_reneighboring = [&](std::int64_t s) {
+    return setup.reneighbor_program && setup.reneighbor_step(s);
+  };
   auto run_to = [&](std::int64_t last) {
     while (step < last) {
+      if (by_reneighboring(step + 1)) {
+        run_reneighboring();
+        ++step;
+        continue;
+      }
       const bool plain = by_program(step + 1);
       std::int64_t n = 1;
-      while (step + n < last && by_program(step + n + 1) == plain) ++n;
+      while (step + n < last && by_program(step + n + 1) == plain &&
+             !by_reneighboring(step + n + 1))
+        ++n;
       if (plain) {
         run_program(n);
       } else {
@@ -278,16 +336,25 @@ int run(kodo::Runtime& runtime, const Options& opt, const kodo::Extent3& units,
     }
   }
   const double total = now() - clock_start;
-  if (root && setup.step_program)
+  if (root && setup.step_program) {
+    const std::string reneighbored =
+        setup.reneighbor_program
+            ? minimd::text(", ", reneighboring_steps + reneighboring_redone,
+                           " reneighboring steps by their program (built ", reneighboring_builds,
+                           " time(s); ", reneighboring_redone, " run again unit by unit) in ",
+                           reneighboring_seconds, " s")
+            : std::string();
     std::printf("# step program: built %d time(s) in %.6f s%s%s; %" PRId64
-                " plain steps in %.6f s, the other %" PRId64 " in %.6f s (rank 0)\n",
+                " plain steps in %.6f s%s, the other %" PRId64 " in %.6f s (rank 0)\n",
                 programs_built, build_seconds,
                 program && !program->replays_graphs() ? ", its work called step by step" : "",
                 program && program->transfers_on_device()
                     ? ", its graphs make the transfers with other ranks"
                     : "",
-                plain_steps, plain_seconds, p.steps - first_step - plain_steps,
-                total - plain_seconds - build_seconds);
+                plain_steps, plain_seconds, reneighbored.c_str(),
+                p.steps - first_step - plain_steps - reneighboring_steps - reneighboring_redone,
+                total - plain_seconds - build_seconds - reneighboring_seconds);
+  }
   const std::int64_t steps_run = p.steps - first_step;
 
   // The time split: the longest over ranks (measured with --sync only).
@@ -381,6 +448,9 @@ int main(int argc, char** argv) {
     setup.sync = opt.sync;
     setup.step_program = (opt.step_program < 0 ? opt.odf > 1 : opt.step_program == 1) &&
                          setup.list == minimd::ListKind::full && !opt.sync;
+    // Its messages stay within a rank: on one rank, no unit has a neighbour elsewhere.
+    setup.reneighbor_program = setup.step_program && opt.reneighbor_program != 0 &&
+                               runtime.size() == 1;
     setup.timers = &timers;
     if (!opt.reference.empty()) reference = minimd::ThermoLog::read(opt.reference);
   } catch (const std::exception& e) {

@@ -180,6 +180,8 @@ Options parse_options(const std::vector<std::string>& args) {
       o.sync = true;
     } else if (a == "--step-program") {
       o.step_program = parse_switch(a, value(i)) ? 1 : 0;
+    } else if (a == "--reneighbor-program") {
+      o.reneighbor_program = parse_switch(a, value(i)) ? 1 : 0;
     } else if (a == "--drift") {
       for (int d = 0; d < 3; ++d) o.drift[d] = parse_real("--drift", value(i));
     } else if (a == "--reference") {
@@ -199,6 +201,10 @@ Options parse_options(const std::vector<std::string>& args) {
     throw std::invalid_argument(
         "--step-program 1 runs full lists (--half_neigh 0) without --sync: its steps have no "
         "reverse communication of forces, and no stage to fence");
+  if (o.reneighbor_program == 1 && o.step_program == 0)
+    throw std::invalid_argument(
+        "--reneighbor-program 1 goes with the step program (not "
+        "--step-program 0)");
   if (!o.restart_dir.empty() && (o.drift[0] != 0 || o.drift[1] != 0 || o.drift[2] != 0))
     throw std::invalid_argument(
         "--drift applies at the start; a restart goes on with the saved velocities");
@@ -216,7 +222,8 @@ Options parse_options(const std::vector<std::string>& args) {
 std::string usage() {
   return "usage: minimd [-i FILE] [-s N | -nx N -ny N -nz N] [-n STEPS] [--half_neigh 0|1]\n"
          "              [-gn 0|1] [-b BINS] [--odf UNITS_PER_RANK] [--comm device|host] [--sync]\n"
-         "              [--step-program 0|1] [--reference LOG] [--drift VX VY VZ] [--help]\n"
+         "              [--step-program 0|1] [--reneighbor-program 0|1] [--reference LOG]\n"
+         "              [--drift VX VY VZ] [--help]\n"
          "              [--checkpoint-every N --checkpoint-dir DIR] [--restart DIR]\n"
          "Lennard-Jones molecular dynamics (Mantevo miniMD's problem) on overdecomposed units.\n"
          "  -i FILE        input file in the in.lj.miniMD format (default: that file's values)\n"
@@ -235,6 +242,11 @@ std::string usage() {
          "  --step-program 1: with full lists and without --sync, the steps that neither\n"
          "                 rebuild the lists nor print thermo run as one device program per\n"
          "                 rank; 0: every step unit by unit (default: 1 with --odf > 1)\n"
+         "  --reneighbor-program 1: with the step program on one rank, the steps that\n"
+         "                 rebuild the lists (without thermo) run as a second device program,\n"
+         "                 their counts kept on the device (a step whose counts outgrow the\n"
+         "                 room kept for them runs again unit by unit); 0: unit by unit\n"
+         "                 (default: 1 where the step program runs on one rank)\n"
          "  --reference    compare the thermo lines with a miniMD log (e.g. the shared 4k.lj):\n"
          "                 every step both print must agree to the last printed digit\n"
          "  --drift        add a uniform velocity to every atom at the start: the box moves\n"

@@ -46,6 +46,7 @@ struct Options {
   // (with full lists and without --sync; atom_unit.hpp), else unit by unit. -1: when a
   // rank has several units (--odf > 1; with one, unit by unit was measured faster).
   int step_program = -1;
+  int reneighbor_program = -1;
   std::string reference;                     // a thermo log to compare with (empty: none)
   std::vector<double> drift{0.0, 0.0, 0.0};  // a uniform velocity added at the start
   std::int64_t checkpoint_every = 0;         // a checkpoint after every N-th step (0: never)

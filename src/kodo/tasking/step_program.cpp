@@ -162,7 +162,11 @@ struct RankProgram::Impl {
   };
   std::vector<Recorded> by_phase;        // one step each, where graphs are recorded
   std::vector<Recorded> early_by_phase;  // with `split`: the work_without_receives of a step
-  Recorded period;                       // whole periods, where nothing crosses ranks (else empty)
+  // Whole periods of `period_span` steps as one graph, where nothing crosses ranks (else 0),
+  // recorded when first launched: a program advanced a step at a time never needs it.
+  Recorded period;
+  int period_span = 0;
+  bool whole_periods(std::int64_t k, std::int64_t target);
   enum class Parts { whole, early, rest };  // of each step: all, work_without_receives, the rest
   void drop(Recorded& r) {
     backend::destroy_graph_exec(r.exec);
@@ -483,8 +487,8 @@ void RankProgram::build() {
   } catch (...) {
     problem = cat("the step program of collection ", m.collection,
                   " could not open its channels: ", what_of_current(),
-                  " (one program of a collection at a time; a unit's own channels take ports "
-                  "below 2^30)");
+                  " (programs of one collection keep their tags apart; a unit's own channels take "
+                  "ports below 2^30)");
   }
   agree_and_report(comm, problem);
 
@@ -515,8 +519,7 @@ void RankProgram::build() {
       for (const auto& list : {m.by_phase, m.early_by_phase})
         for (const auto& r : list)
           worth = worth || (r.graph && backend::graph_kernels(r.graph) > 1);
-      if (why.empty() && worth && !m.remote())
-        why = m.record(0, periods_span(P, m.units.size()), Parts::whole, m.period, for_good);
+      if (why.empty() && worth && !m.remote()) m.period_span = periods_span(P, m.units.size());
       if (why.empty() && !worth) why = "-";  // nothing to say: each step is one kernel
     } catch (...) {
       // A graph call the driver refused: launching the work as it is still works.
@@ -528,6 +531,7 @@ void RankProgram::build() {
       m.by_phase.clear();
       m.early_by_phase.clear();
       m.drop(m.period);
+      m.period_span = 0;
       m.recording.reset();
     }
     if (why == "-") why.clear();
@@ -621,9 +625,30 @@ void RankProgram::Impl::take_device_links() {
   std::string why;
   for (int q = 0; q < options.phases && why.empty(); ++q)
     why = record(q, 1, Parts::whole, by_phase[static_cast<std::size_t>(q)], for_good);
-  if (why.empty())
-    why = record(0, periods_span(options.phases, units.size()), Parts::whole, period, for_good);
+  if (why.empty()) {
+    period_span = periods_span(options.phases, units.size());
+    why = record(0, period_span, Parts::whole, period, for_good);
+  }
   if (!why.empty()) throw Error(why);
+}
+
+// Whether step k starts a whole period that the steps asked for cover, its graph recorded
+// (now, the first time). A period that cannot be recorded is given up: its steps run one
+// graph each, as recorded at build.
+bool RankProgram::Impl::whole_periods(std::int64_t k, std::int64_t target) {
+  if (period_span == 0 || k % options.phases != 0 || target - k < period_span) return false;
+  if (period.exec) return true;
+  std::string why;
+  try {
+    bool for_good = false;
+    why = record(0, period_span, Parts::whole, period, for_good);
+  } catch (...) {
+    why = what_of_current();
+  }
+  if (why.empty()) return true;
+  drop(period);
+  period_span = 0;
+  return false;
 }
 
 // Step j of the span (phase (first + j) % P) is, for each unit u, a node E(u, j) holding
@@ -823,13 +848,12 @@ void RankProgram::pump() {
   Impl& m = *impl_;
   const int P = m.options.phases;
   if (!primed_ && target_ > 0) prime();
-  const std::int64_t ahead = std::max<std::int64_t>(kAhead, 2 * m.period.span);
+  const std::int64_t ahead = std::max<std::int64_t>(kAhead, 2 * m.period_span);
   while (launched_ < target_ && launched_ - completed_ < ahead) {
     const std::int64_t k = launched_;
     const auto q = static_cast<std::size_t>(k % P);
     if (m.device_links) {
-      const std::int64_t span =
-          m.period.exec && q == 0 && target_ - k >= m.period.span ? m.period.span : 1;
+      const std::int64_t span = m.whole_periods(k, target_) ? m.period_span : 1;
       launch(k, span);
       launched_ += span;
       continue;
@@ -849,8 +873,7 @@ void RankProgram::pump() {
       m.arrived.erase(in);
     }
     // Whole periods at once where they fit (nothing crosses ranks then).
-    const std::int64_t span =
-        m.period.exec && q == 0 && target_ - k >= m.period.span ? m.period.span : 1;
+    const std::int64_t span = m.whole_periods(k, target_) ? m.period_span : 1;
     launch(k, span);
     launched_ += span;
   }

@@ -70,8 +70,12 @@
 //   receive (or the other way round), views of different sizes, a tag outside
 //   [0, 2^30), a peer outside the collection, a unit sending in the last phase without
 //   prime(). Each is a kodo::Error naming the units, phase and tag, on every rank.
-// - Channels of a program use ports 2^30 + tag: a unit's own channels keep below 2^30,
-//   and a collection has one program at a time (destroy one before building the next).
+// - Channels of a program use ports 2^30 + tag: a unit's own channels keep below 2^30.
+//   Programs of one collection may exist side by side (StepProgram(units, options, plan)
+//   with another plan member), run one after another: a program's run() calls are done
+//   before another's advance(); those whose views cross ranks keep their tags apart.
+//   A program holds no data over from one run to the next where its last phase sends
+//   nothing: another program may then change the views between its runs.
 
 #include <kodo/backends/stream.hpp>
 #include <kodo/comm/channel.hpp>
@@ -212,17 +216,22 @@ class RankProgram {
 }  // namespace detail
 
 // The steps of every unit of a collection, run as one device program per rank (above).
-// U has a member void plan_step(kodo::StepPlan&).
+// U has a member void plan_step(kodo::StepPlan&), or the program is given another.
 template <class U>
 class StepProgram {
  public:
+  using Plan = void (U::*)(StepPlan&);  // a member of the unit type that plans a phase
+
   // Collective: the main program of every rank builds it, between run() calls, after the
   // units exist. Calls plan_step on each local unit once per phase, checks every plan
   // and records each phase's work. Throws kodo::Error, on every rank, on a bad plan.
-  explicit StepProgram(const Collection<U>& units, StepProgramOptions options = {}) {
-    static_assert(
-        requires(U& u, StepPlan& p) { u.plan_step(p); },
-        "kodo: a unit of a StepProgram has a member void plan_step(kodo::StepPlan&)");
+  explicit StepProgram(const Collection<U>& units, StepProgramOptions options = {})
+      : StepProgram(units, options, default_plan()) {}
+  // The same with another plan of the unit's: a unit type may have several programs (a
+  // collection may hold several programs at a time, their tags apart where they cross
+  // ranks), e.g. one for its plain steps and one for the steps that do more.
+  StepProgram(const Collection<U>& units, StepProgramOptions options, Plan plan_step) {
+    if (plan_step == nullptr) throw Error("a StepProgram needs a plan: a member of its unit type");
     core_ =
         std::make_unique<detail::RankProgram>(units.runtime(), units.id(), units.shape(), options);
     try {
@@ -230,7 +239,7 @@ class StepProgram {
         std::vector<detail::PlannedPhase> phases;
         for (int q = 0; q < options.phases; ++q) {
           StepPlan plan(q, options.phases);
-          unit.plan_step(plan);
+          (unit.*plan_step)(plan);
           phases.push_back(std::move(plan.plan_));
         }
         core_->add(unit.index(), std::move(phases));
@@ -253,6 +262,16 @@ class StepProgram {
   bool transfers_on_device() const { return core_->transfers_on_device(); }
 
  private:
+  static Plan default_plan() {
+    constexpr bool planned = requires(U& u, StepPlan& p) { u.plan_step(p); };
+    static_assert(planned,
+                  "kodo: a unit of a StepProgram has a member void plan_step(kodo::StepPlan&)");
+    if constexpr (planned)
+      return &U::plan_step;
+    else
+      return nullptr;
+  }
+
   std::unique_ptr<detail::RankProgram> core_;
 };
 
