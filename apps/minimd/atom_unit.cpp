@@ -80,6 +80,11 @@ double now() { return MPI_Wtime(); }
 Payload records(const Payload& buffer) {
   return Kokkos::subview(buffer, std::pair<std::size_t, std::size_t>(1, buffer.size()));
 }
+// How many records of `per` values a program's buffer has room for.
+int records_in(const Payload& buffer, int per) {
+  return buffer.size() > 1 ? static_cast<int>((buffer.size() - 1) / static_cast<std::size_t>(per))
+                           : 0;
+}
 
 // into(k) = values[k]; the values travel as the kernel's argument (no host buffer to keep
 // alive until the copy is done).
@@ -485,6 +490,19 @@ void AtomUnit::ensure_locals(std::int64_t atoms, int keep) {
   grow(f_, atoms, 0, comm_->space(), "atoms");
 }
 
+// The border lists and the selections' scratch for as many atoms as the unit has rows,
+// the lists' contents kept (the plain steps' program packs from them): the reneighboring
+// program lists atoms and ghosts in them, so planning it leaves the views the other
+// program captured be.
+void AtomUnit::lists_for_rows() {
+  const std::size_t rows = x_.extent(0);
+  for (auto& side : border_)
+    for (auto& list : side)
+      if (list.size() < rows) Kokkos::resize(Kokkos::WithoutInitializing, list, rows);
+  grow_flat(select_tiles_, static_cast<std::size_t>(select_tiles(static_cast<int>(rows))),
+            "minimd::select_tiles");
+}
+
 // Room in the spare arrays for `atoms` rows (the next compaction or sort lands there).
 void AtomUnit::spares_for(std::int64_t atoms) {
   grow(x_spare_, atoms, 0, comm_->space(), "atoms");
@@ -674,15 +692,8 @@ bool AtomUnit::migrate_phase() {
       // One scan lists who leaves and who stays, moves the stayers to the spare arrays and
       // packs the leavers where the send buffers have room (as the last reneighboring's
       // left them): then the count read back finds them packed, and they go at once.
-      // Lists as long as the unit has rows: the reneighboring program's (which lists
-      // atoms and ghosts) fit too, so planning it leaves the other program's views be.
-      for (auto& list : border_[d])
-        grow_flat(list, std::max(static_cast<std::size_t>(nlocal_), x_.extent(0)),
-                  "minimd::border");
+      lists_for_rows();
       spares_for(nlocal_);
-      grow_flat(select_tiles_,
-                static_cast<std::size_t>(select_tiles(static_cast<int>(x_.extent(0)))),
-                "minimd::select_tiles");
       Payload outs[2];
       scan_buffers(migrants, d, outs);
       const double shifts[2] = {shift(d, 0), shift(d, 1)};
@@ -772,15 +783,10 @@ bool AtomUnit::border_phase() {
   switch (phase_) {
     case Phase::start: {
       // As in migration: the scan packs the positions where the buffers have room.
-      for (auto& list : border_[d])
-        grow_flat(list, std::max(static_cast<std::size_t>(natoms_), x_.extent(0)),
-                  "minimd::border");
+      lists_for_rows();
       Payload outs[2];
       if (!self(d)) scan_buffers(borders, d, outs);
       const double shifts[2] = {shift(d, 0), shift(d, 1)};
-      grow_flat(select_tiles_,
-                static_cast<std::size_t>(select_tiles(static_cast<int>(x_.extent(0)))),
-                "minimd::select_tiles");
       select_borders(comm_->space(), x_, natoms_, d, box_.lo[d] + cut, box_.hi[d] - cut, border_[d],
                      outs, shifts, counters_, select_tiles_);
       read_counters(*comm_, "minimd::borders (sync)");
@@ -982,14 +988,14 @@ void AtomUnit::grow_program_buffers() {
       if (out_grows || !program_out_[d][side].data())
         program_out_[d][side] = buffer("minimd::program_out", out_room_[d][side], 3);
       if (!setup_.reneighbor_program) continue;
-      if (migrants_[d][side] > migrant_out_room_[d][side] || !migrant_out_[d][side].data()) {
-        migrant_out_room_[d][side] = migrant_room(migrants_[d][side], border_count_[d][side]);
-        migrant_out_[d][side] = buffer("minimd::migrant_out", migrant_out_room_[d][side], 6);
-      }
-      if (arrivals_[d][side] > migrant_in_room_[d][side] || !migrant_in_[d][side].data()) {
-        migrant_in_room_[d][side] = migrant_room(arrivals_[d][side], count_[d][side]);
-        migrant_in_[d][side] = buffer("minimd::migrant_in", migrant_in_room_[d][side], 6);
-      }
+      Payload& sent = migrant_out_[d][side];
+      if (!sent.data() || migrants_[d][side] > records_in(sent, 6))
+        sent = buffer("minimd::migrant_out",
+                      migrant_room(migrants_[d][side], border_count_[d][side]), 6);
+      Payload& received = migrant_in_[d][side];
+      if (!received.data() || arrivals_[d][side] > records_in(received, 6))
+        received =
+            buffer("minimd::migrant_in", migrant_room(arrivals_[d][side], count_[d][side]), 6);
     }
 }
 
@@ -998,13 +1004,7 @@ void AtomUnit::grow_program_buffers() {
 void AtomUnit::publish_sizes() {
   if (!setup_.step_program) return;
   grow_program_buffers();
-  // The lists as long as the unit has rows (which may have grown with the ghosts after a
-  // list was made), kept: planning the reneighboring program then leaves them be.
-  if (setup_.reneighbor_program)
-    for (auto& side : border_)
-      for (auto& list : side)
-        if (list.size() < x_.extent(0))
-          Kokkos::resize(Kokkos::WithoutInitializing, list, x_.extent(0));
+  lists_for_rows();  // the rows may have grown with the ghosts after a list was made
   constexpr int slots = border_count + 6 - own;
   Kokkos::Array<int, slots> values{};
   values[own - own] = nlocal_;
@@ -1162,9 +1162,7 @@ void AtomUnit::plan_reneighbor(kodo::StepPlan& plan) {
   if (q == 0) {
     grow_flat(bin_of_, static_cast<std::size_t>(rows), "minimd::bin_of");
     grow_flat(bin_atoms_, static_cast<std::size_t>(rows), "minimd::bin_atoms");
-    grow_flat(select_tiles_, static_cast<std::size_t>(select_tiles(rows)), "minimd::select_tiles");
-    for (auto& side : border_)
-      for (auto& list : side) grow_flat(list, static_cast<std::size_t>(rows), "minimd::border");
+    lists_for_rows();
     spares_for(static_cast<std::int64_t>(v_.extent(0)));
     const auto saved = static_cast<std::size_t>(v_.extent(0));
     if (x_saved_.extent(0) < saved) {
@@ -1209,13 +1207,13 @@ void AtomUnit::plan_reneighbor(kodo::StepPlan& plan) {
     for (int side = 0; side < 2; ++side)
       plan.receive(migrant_in_[d][side], neighbour(d, side), 6 + 2 * d + 1 - side);
     const Payload ins[2] = {migrant_in_[d][0], migrant_in_[d][1]};
-    const Payload records_in[2] = {records(ins[0]), records(ins[1])};
-    const Count counts[2] = {sized(arrived + 2 * d, migrant_in_room_[d][0]),
-                             sized(arrived + 2 * d + 1, migrant_in_room_[d][1])};
+    const Payload packed[2] = {records(ins[0]), records(ins[1])};
+    const Count counts[2] = {sized(arrived + 2 * d, records_in(ins[0], 6)),
+                             sized(arrived + 2 * d + 1, records_in(ins[1], 6))};
     const Count first = sized(staying, own_rows);
     parts.push_back([=](const Device& s) {
       count_arrivals(s, ins, d, own_rows, counters);
-      unpack_atoms(s, records_in, counts, x, v, first);
+      unpack_atoms(s, packed, counts, x, v, first);
     });
   }
   if (q <= 2) {  // migration along d = q

@@ -226,6 +226,7 @@ class AtomUnit : public kodo::WorkUnit<AtomUnit> {
   void ensure_atoms(std::int64_t atoms, int keep);
   void ensure_locals(std::int64_t atoms, int keep);
   void spares_for(std::int64_t atoms);
+  void lists_for_rows();
   void check_lost(const char* when, int lost);
   void publish_sizes();
   void grow_program_buffers();
@@ -282,10 +283,9 @@ class AtomUnit : public kodo::WorkUnit<AtomUnit> {
   std::vector<std::uintptr_t> planned_;
   const double* program_x_ = nullptr;  // x_ as the programs read it
   // The reneighboring program's: migrants by dimension and side (a count, then room for
-  // migrant_*_room_ atoms), the migrants sent and received at the last reneighboring, the
-  // atoms saved at its step's start, what its last plan captured.
+  // some atoms), the migrants sent and received at the last reneighboring, the atoms
+  // saved at its step's start, what its last plan captured.
   Payload migrant_out_[3][2], migrant_in_[3][2];
-  int migrant_out_room_[3][2] = {}, migrant_in_room_[3][2] = {};
   int migrants_[3][2] = {}, arrivals_[3][2] = {};
   Vectors x_saved_, v_saved_, f_saved_;
   std::vector<std::uintptr_t> reneighbor_planned_;

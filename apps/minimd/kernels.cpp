@@ -212,6 +212,13 @@ void scan_windows(const Device& space, Vectors x, Count n, int d, double below, 
       });
 }
 
+// Each side's count into element 0 of its buffer (the step program's messages).
+KOKKOS_INLINE_FUNCTION void write_counts(const Payload (&outs)[2], std::int64_t lo,
+                                         std::int64_t hi) {
+  if (outs[0].size() > 0) outs[0](0) = static_cast<double>(lo);
+  if (outs[1].size() > 0) outs[1](0) = static_cast<double>(hi);
+}
+
 // Migration: a leaving atom is listed, and packed while its side's buffer has room; a
 // staying one is moved to the next free row of the spare arrays. `offset`: the records'
 // first element in the buffers (1 where element 0 holds the count).
@@ -236,8 +243,7 @@ struct PlaceMigrant {
     if (k < rooms[window]) pack_atom(x, v, i, d, shifts[window], outs[window], k, offset);
   }
   KOKKOS_INLINE_FUNCTION void header(std::int64_t lo, std::int64_t hi) const {
-    if (outs[0].size() > 0) outs[0](0) = static_cast<double>(lo);
-    if (outs[1].size() > 0) outs[1](0) = static_cast<double>(hi);
+    write_counts(outs, lo, hi);
   }
 };
 
@@ -256,8 +262,7 @@ struct PlaceBorder {
     if (k < rooms[window]) pack_position(x, i, d, shifts[window], outs[window], k, offset);
   }
   KOKKOS_INLINE_FUNCTION void header(std::int64_t lo, std::int64_t hi) const {
-    if (outs[0].size() > 0) outs[0](0) = static_cast<double>(lo);
-    if (outs[1].size() > 0) outs[1](0) = static_cast<double>(hi);
+    write_counts(outs, lo, hi);
   }
 };
 
