@@ -3,7 +3,7 @@
 # unit: every atom's position and velocity equal to the last bit (the units' checkpoint
 # files compared byte for byte) for unit grids with and without dimensions of one unit,
 # with atoms crossing units all the time (--drift), and where a count outgrows its room
-# (the step run again unit by unit). On two ranks the reneighboring stays unit by unit.
+# (the step run again unit by unit), on one rank and on 2 and 4.
 #   test/minimd_reneighbor_program_test.sh MINIMD REFERENCE WORKDIR NUMPROC_FLAG LAUNCHER...
 set -uo pipefail
 minimd=$1 reference=$2 work=$3 np=$4
@@ -54,7 +54,20 @@ for odf in 8 4 3 2; do
     same "$work/$tag-program" "$work/$tag-units"
   done
 done
-# Where units have neighbours on other ranks, reneighboring stays unit by unit.
-run 2 "$work/two-ranks" --odf 4
-grep -q "Reneighboring steps: unit by unit" "$out" || fail "two ranks: not unit by unit"
+# Units with neighbours on other ranks (--reneighbor-program 1 there): the program's
+# messages to them go through its channels. A slower drift than above (smaller units): on 2 ranks at ODF 8 it still
+# outgrows a room.
+for case in "2 4" "2 8 --drift 20 -20 20" "4 2 --drift 20 -20 20"; do
+  read -r ranks odf drift <<<"$case"
+  tag="ranks${ranks}_odf${odf}${drift:+_drift}"
+  run "$ranks" "$work/$tag-program" --odf "$odf" $drift --reneighbor-program 1
+  grep -q "Reneighboring steps: reneighboring program" "$out" || fail "$ranks ranks: no program"
+  grep -Eq "1[0-9] reneighboring steps by their program" "$out" || fail "program steps not run"
+  [ "$odf" = 8 ] && { grep -Eq "[1-9][0-9]* run again unit by unit" "$out" ||
+    fail "$ranks ranks: no step outgrew its room (the case this run is for)"; }
+  # Unit by unit is the default on several ranks.
+  run "$ranks" "$work/$tag-units" --odf "$odf" $drift
+  grep -q "Reneighboring steps: unit by unit" "$out" || fail "$ranks ranks: not unit by unit"
+  same "$work/$tag-program" "$work/$tag-units"
+done
 echo "minimd_reneighbor_program_test: passed"

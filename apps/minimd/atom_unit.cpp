@@ -1119,12 +1119,6 @@ void AtomUnit::plan_step(kodo::StepPlan& plan) {
 
 // ---- the reneighboring program -----------------------------------------------------------
 
-bool AtomUnit::has_remote_neighbour() const {
-  for (int d = 0; d < 3; ++d)
-    if (remote(d, 0) || remote(d, 1)) return true;
-  return false;
-}
-
 std::vector<std::uintptr_t> AtomUnit::reneighbor_views() const {
   auto at = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p); };
   std::vector<std::uintptr_t> views = planned_views();
@@ -1146,15 +1140,12 @@ bool AtomUnit::reneighbor_plan_current() const {
   return !reneighbor_planned_.empty() && reneighbor_planned_ == reneighbor_views();
 }
 
-// The step as seven phases (atom_unit.hpp). Tags: 2 d + toward, the ghosts' (as in the
-// plain steps' program); 6 + 2 d + toward, the migrants'.
+// The step as seven phases (atom_unit.hpp). Tags: 6 + 2 d + toward, the migrants'; 12 + 2 d +
+// toward, the ghosts' (apart from the plain steps' program, 2 d + toward: programs of one
+// collection share its channels to other ranks).
 void AtomUnit::plan_reneighbor(kodo::StepPlan& plan) {
   if (!setup_.reneighbor_program || setup_.list != ListKind::full)
     throw std::runtime_error("minimd: the reneighboring program runs full lists only");
-  if (has_remote_neighbour())
-    throw std::runtime_error(text("minimd: unit ", index(),
-                                  " has a neighbour on another rank: the reneighboring program "
-                                  "keeps its messages within a rank"));
   const int q = plan.phase();
   // Capacities: `rows` atoms and ghosts, `own_rows` own atoms, for every array the step
   // fills (bins, lists, spares and saved atoms made as large as the atoms' own arrays).
@@ -1261,7 +1252,7 @@ void AtomUnit::plan_reneighbor(kodo::StepPlan& plan) {
   if (q >= 4 && !self(q - 4)) {  // the ghosts along q - 4 arrive
     const int d = q - 4;
     for (int side = 0; side < 2; ++side)
-      plan.receive(program_in_[d][side], neighbour(d, side), 2 * d + 1 - side);
+      plan.receive(program_in_[d][side], neighbour(d, side), 12 + 2 * d + 1 - side);
     const Payload ins[2] = {program_in_[d][0], program_in_[d][1]};
     const int rooms[2] = {in_room_[d][0], in_room_[d][1]};
     parts.push_back([=](const Device& s) { count_ghosts(s, ins, rooms, d, rows, counters); });
@@ -1278,7 +1269,7 @@ void AtomUnit::plan_reneighbor(kodo::StepPlan& plan) {
     Payload outs[2];
     if (!self(d))
       for (int side = 0; side < 2; ++side) {
-        plan.send(program_out_[d][side], neighbour(d, side), 2 * d + side);
+        plan.send(program_out_[d][side], neighbour(d, side), 12 + 2 * d + side);
         outs[side] = program_out_[d][side];
       }
     const double shifts[2] = {shift(d, 0), shift(d, 1)};

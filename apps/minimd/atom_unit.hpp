@@ -41,7 +41,8 @@
 // The reneighboring steps without thermo may run as a second program (plan_reneighbor,
 // seven phases: 0 save the atoms, initial integrate, migrants along x; 1 and 2 those
 // along y and z; 3 sort, borders along x; 4 and 5 along y and z; 6 lists, force, final
-// integrate), where no unit of the job has a neighbour on another rank. Its counts never
+// integrate); its messages to other ranks go through the program's channels (tags 6-17,
+// apart from the plain steps' 0-5). Its counts never
 // leave the device: each kernel reads them from the Counters, messages carry theirs in
 // element 0, and every kernel runs over a capacity kept with room to spare. A count that
 // outgrows one sets counters(overflow); the host reads the counters back once the step
@@ -83,8 +84,7 @@ struct Setup {
   bool host_staged = false;
   bool sync = false;
   bool step_program = false;  // plain steps run as a StepProgram (see AtomUnit)
-  // Reneighboring steps (without thermo) run as a second StepProgram where no unit has a
-  // neighbour on another rank (see AtomUnit).
+  // Reneighboring steps (without thermo) run as a second StepProgram (see AtomUnit).
   bool reneighbor_program = false;
   double bin_size[3];
   Timers* timers = nullptr;
@@ -152,8 +152,6 @@ class AtomUnit : public kodo::WorkUnit<AtomUnit> {
   static constexpr int reneighbor_phases = 7;
   void plan_reneighbor(kodo::StepPlan& plan);
   bool reneighbor_plan_current() const;
-  // Whether any neighbour of this unit is on another rank.
-  bool has_remote_neighbour() const;
   // After the reneighboring program ran a step: reads its counts back; false where one
   // overflowed (then every unit of the job undoes the step). Throws where atoms were lost.
   bool reneighbor_program_fitted();

@@ -227,15 +227,15 @@ int run(kodo::Runtime& runtime, const Options& opt, const kodo::Extent3& units,
     MPI_Allreduce(MPI_IN_PLACE, &stale, 1, MPI_INT, MPI_MAX, runtime.comm());
     return stale != 0;
   };
+  const kodo::CommMode program_comm = setup.host_staged ? kodo::CommMode::host_staged
+                                                        : kodo::CommMode::device;
   auto run_program = [&](std::int64_t steps) {
     const bool stale = must_build(program.has_value(), &minimd::AtomUnit::plan_current);
     const double t0 = now();
     if (stale) {
       program.reset();  // its graphs and channels go before the new one's
       program.emplace(atoms, kodo::StepProgramOptions{.phases = minimd::AtomUnit::program_phases,
-                                                      .comm = setup.host_staged
-                                                                  ? kodo::CommMode::host_staged
-                                                                  : kodo::CommMode::device});
+                                                      .comm = program_comm});
       ++programs_built;
     }
     const double t1 = now();
@@ -261,7 +261,8 @@ int run(kodo::Runtime& runtime, const Options& opt, const kodo::Extent3& units,
     if (stale) {
       reneighboring.reset();
       reneighboring.emplace(atoms,
-                            kodo::StepProgramOptions{.phases = minimd::AtomUnit::reneighbor_phases},
+                            kodo::StepProgramOptions{.phases = minimd::AtomUnit::reneighbor_phases,
+                                                     .comm = program_comm},
                             &minimd::AtomUnit::plan_reneighbor);
       ++reneighboring_builds;
     }
@@ -341,8 +342,11 @@ int run(kodo::Runtime& runtime, const Options& opt, const kodo::Extent3& units,
         setup.reneighbor_program
             ? minimd::text(", ", reneighboring_steps + reneighboring_redone,
                            " reneighboring steps by their program (built ", reneighboring_builds,
-                           " time(s); ", reneighboring_redone, " run again unit by unit) in ",
-                           reneighboring_seconds, " s")
+                           " time(s); ", reneighboring_redone, " run again unit by unit",
+                           reneighboring && reneighboring->transfers_on_device()
+                               ? "; its graphs make the transfers with other ranks"
+                               : "",
+                           ") in ", reneighboring_seconds, " s")
             : std::string();
     std::printf("# step program: built %d time(s) in %.6f s%s%s; %" PRId64
                 " plain steps in %.6f s%s, the other %" PRId64 " in %.6f s (rank 0)\n",
@@ -448,9 +452,11 @@ int main(int argc, char** argv) {
     setup.sync = opt.sync;
     setup.step_program = (opt.step_program < 0 ? opt.odf > 1 : opt.step_program == 1) &&
                          setup.list == minimd::ListKind::full && !opt.sync;
-    // Its messages stay within a rank: on one rank, no unit has a neighbour elsewhere.
-    setup.reneighbor_program = setup.step_program && opt.reneighbor_program != 0 &&
-                               runtime.size() == 1;
+    // By default on one rank only: on several, its build (device links) costs about what it
+    // saves in a few hundred steps (docs/performance.md).
+    setup.reneighbor_program =
+        setup.step_program &&
+        (opt.reneighbor_program < 0 ? runtime.size() == 1 : opt.reneighbor_program == 1);
     setup.timers = &timers;
     if (!opt.reference.empty()) reference = minimd::ThermoLog::read(opt.reference);
   } catch (const std::exception& e) {

@@ -605,8 +605,7 @@ bool RankProgram::Impl::device_routes_ready() {
 }
 
 // Before the first step, once device_routes_ready() found every route: the rings stop
-// taking receives, the graphs are recorded again with the transfers inside (and whole
-// periods of steps as one graph).
+// taking receives, and each phase's graph is recorded again with the transfers inside.
 void RankProgram::Impl::take_device_links() {
   std::size_t sends = 0;
   for (const auto& list : remote_sends) sends += list.size();
@@ -625,11 +624,11 @@ void RankProgram::Impl::take_device_links() {
   std::string why;
   for (int q = 0; q < options.phases && why.empty(); ++q)
     why = record(q, 1, Parts::whole, by_phase[static_cast<std::size_t>(q)], for_good);
-  if (why.empty()) {
-    period_span = periods_span(options.phases, units.size());
-    why = record(0, period_span, Parts::whole, period, for_good);
-  }
   if (!why.empty()) throw Error(why);
+  // Whole periods are recorded when first launched (whole_periods), as without device
+  // links: a program advanced a step at a time (MiniMD's reneighboring steps) never pays
+  // for a graph of 8+ steps of every unit.
+  period_span = periods_span(options.phases, units.size());
 }
 
 // Whether step k starts a whole period that the steps asked for cover, its graph recorded
