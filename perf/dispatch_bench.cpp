@@ -1,6 +1,9 @@
 // Scheduler cost per message on the host: a unit invoking an entry method of a unit on
 // the same rank, dispatched by Runtime::run(). Two patterns: a chain (each message sends
-// the next, so nothing overlaps) and a burst (all queued, then run).
+// the next, so nothing overlaps) and a burst (all queued, then run). And the cost of a
+// coroutine's resume beside a callback's: device work awaited n times in a row, with
+// nothing enqueued, by when_done continuations (each asks for the next) and by a task
+// (kodo::Task) looping over co_await when_done.
 //
 //   dispatch_bench [--messages 1000000] [--csv FILE]
 
@@ -23,13 +26,24 @@ class Pinger : public kodo::WorkUnit<Pinger> {
     for (std::int64_t i = 0; i < n; ++i) unit(index()).send<&Pinger::tick>(i);
   }
   void tick(std::int64_t) { ++count; }
+  void continuations(std::int64_t left) {
+    ++count;
+    if (left > 0) when_done(streams().compute(0), [this, left] { continuations(left - 1); });
+  }
+  kodo::Task task(std::int64_t n) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      co_await when_done(streams().compute(0));
+      ++count;
+    }
+  }
   std::int64_t count = 0;
 };
 
 constexpr const char* kUsage =
     "usage: dispatch_bench [--messages 1000000] [--csv FILE]\n"
     "Scheduler cost per message: a unit calling an entry method of a unit on its own rank,\n"
-    "as a chain (each message sends the next) and as a burst (all queued, then run).\n"
+    "as a chain (each message sends the next) and as a burst (all queued, then run); and\n"
+    "device work awaited in a row by when_done continuations and by a coroutine task.\n"
     "  --messages  messages per pattern and repetition (default 1000000)\n"
     "  --csv       also write the rows to FILE\n";
 
@@ -45,19 +59,24 @@ int main(int argc, char** argv) {
                                       "pattern,messages,ns_per_message");
   const std::int64_t n = std::stoll(perf::option(argc, argv, "--messages", "1000000"));
   auto units = kodo::Collection<Pinger>::create(runtime, {runtime.size(), 1, 1});
-  for (const char* pattern : {"chain", "burst"}) {
+  for (const std::string pattern :
+       {"chain", "burst", "when_done_continuations", "when_done_task"}) {
     for (int rep = 0; rep < 3; ++rep) {
       MPI_Barrier(runtime.comm());
       const double t0 = perf::seconds();
-      if (std::string(pattern) == "chain")
+      if (pattern == "chain")
         units.broadcast_local<&Pinger::hop>(n - 1);
-      else
+      else if (pattern == "burst")
         units.broadcast_local<&Pinger::burst>(n);
+      else if (pattern == "when_done_continuations")
+        units.broadcast_local<&Pinger::continuations>(n - 1);
+      else
+        units.broadcast_local<&Pinger::task>(n);
       runtime.run();
       const double per = (perf::seconds() - t0) / static_cast<double>(n) * 1e9;
       if (root && rep == 2) {  // the first two warm up
         char line[128];
-        std::snprintf(line, sizeof line, "%s,%" PRId64 ",%.1f", pattern, n, per);
+        std::snprintf(line, sizeof line, "%s,%" PRId64 ",%.1f", pattern.c_str(), n, per);
         csv->row(line);
       }
     }

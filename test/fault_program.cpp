@@ -4,6 +4,7 @@
 //                                    whose completion takes no count
 //   fault_program lost-send          a channel send whose receive is never posted (run
 //                                    with KODO_STALL_SECONDS and KODO_STALL_EXIT=1)
+//   fault_program task-throws        an exception leaves a unit's task (a coroutine)
 //   fault_program ring-order         a receive ring whose transfers are released out of
 //                                    order
 //   fault_program peer-exit          a rank dies while others are sending to it
@@ -29,6 +30,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -56,6 +58,17 @@ class Peer : public kodo::WorkUnit<Peer> {
       small_ = Kokkos::View<double*>("small", 10);
       link_.recv(small_, [] { std::puts("unexpected: the short message was accepted"); });
     }
+  }
+
+  // A task that fails once its peer's data is in (through the channel on 2 ranks).
+  kodo::Task task_throws() {
+    if (index().x == 0) {
+      link_.send(Kokkos::View<double*>("data", 4));
+      co_return;
+    }
+    small_ = Kokkos::View<double*>("in", 4);
+    co_await kodo::receive(link_, small_);
+    throw std::runtime_error("the task's own failure");
   }
 
   void lost_send() {
@@ -201,6 +214,8 @@ int main(int argc, char** argv) {
     units.broadcast_local<&Peer::short_message>();
   } else if (mode == "lost-send") {
     units.broadcast_local<&Peer::lost_send>();
+  } else if (mode == "task-throws") {
+    units.broadcast_local<&Peer::task_throws>();
   } else if (mode == "ring-order") {
     units.broadcast_local<&Peer::ring_order>();
   } else if (mode == "ring-truncate") {

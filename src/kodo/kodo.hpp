@@ -15,7 +15,9 @@
 // - write_checkpoint, Checkpoint, SavedCollection, CheckpointInfo and CheckpointReport;
 //   restoring<State> for a unit's state() (unit_state.hpp);
 // - StepProgram, StepPlan, StepWork and StepProgramOptions (a rank's unit steps as one
-//   device program).
+//   device program);
+// - Task, receive, when_all and Reduced: entry methods written as C++20 coroutines
+//   (task.hpp; WorkUnit's when_done(source) and all_reduce are awaited in them).
 
 #include <kodo/backends/placement.hpp>
 #include <kodo/backends/stream.hpp>
@@ -28,4 +30,5 @@
 #include <kodo/tasking/decomposition.hpp>
 #include <kodo/tasking/runtime.hpp>
 #include <kodo/tasking/step_program.hpp>
+#include <kodo/tasking/task.hpp>
 #include <kodo/tasking/work_unit.hpp>

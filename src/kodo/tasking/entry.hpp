@@ -7,6 +7,7 @@
 #include <kodo/comm/wire.hpp>
 #include <kodo/tasking/collection_base.hpp>
 #include <kodo/tasking/registry.hpp>
+#include <kodo/tasking/task.hpp>
 
 #include <array>
 #include <cstddef>
@@ -40,8 +41,9 @@ struct ReducerHandler {
   const std::type_info* result_type;
   // `accumulator` and `value` have the same size (the tree checks it).
   void (*combine)(Bytes& accumulator, const Bytes& value);
-  // Calls the target entry method of every local unit; nothing without a target.
-  void (*deliver)(CollectionBase& collection, const Bytes& result);
+  // Calls the target entry method of every local unit (with the round where it takes
+  // one), or resumes their tasks awaiting it (all_reduce); nothing without a target.
+  void (*deliver)(CollectionBase& collection, std::uint64_t round, const Bytes& result);
 };
 
 template <class F>
@@ -49,7 +51,9 @@ struct MemberTraits;
 template <class U, class R, class... A>
 struct MemberTraits<R (U::*)(A...)> {
   using unit_type = U;
+  using result = R;
   using arguments = std::tuple<std::decay_t<A>...>;
+  static constexpr bool by_value = (!std::is_reference_v<A> && ...);
 };
 template <class U, class R, class... A>
 struct MemberTraits<R (U::*)(A...) noexcept> : MemberTraits<R (U::*)(A...)> {};
@@ -65,6 +69,10 @@ struct Entry {
   using Arguments = typename Traits::arguments;
   static_assert(std::is_base_of_v<typename Traits::unit_type, U>,
                 "kodo: the entry method is not a member of this unit type");
+  static constexpr bool is_task = std::is_same_v<typename Traits::result, Task>;
+  static_assert(!is_task || Traits::by_value,
+                "kodo: an entry method that is a coroutine (returns kodo::Task) takes its "
+                "parameters by value: a reference would outlive the call's arguments");
 
   // The unit as the class that declares M (adjusting the address for a base class).
   static typename Traits::unit_type* as_declaring(Unit* unit) { return unit; }
@@ -76,9 +84,18 @@ struct Entry {
     explicit Kept(A&&... args) : args_(std::forward<A>(args)...) {}
     explicit Kept(Arguments&& args) : args_(std::move(args)) {}
     void invoke(void* unit) override {
-      std::apply(
-          [unit](auto&... a) { (as_declaring(static_cast<Unit*>(unit))->*M)(std::move(a)...); },
-          args_);
+      if constexpr (is_task) {  // the coroutine takes the arguments; the scheduler runs it
+        start_unit_task(*static_cast<Unit*>(unit),
+                        std::apply(
+                            [unit](auto&... a) {
+                              return (as_declaring(static_cast<Unit*>(unit))->*M)(std::move(a)...);
+                            },
+                            args_));
+      } else {
+        std::apply(
+            [unit](auto&... a) { (as_declaring(static_cast<Unit*>(unit))->*M)(std::move(a)...); },
+            args_);
+      }
     }
 
    private:
@@ -176,18 +193,40 @@ template <class T>
 concept ReductionValueType = std::is_trivially_copyable_v<typename ReductionValue<T>::element> &&
                              !std::is_pointer_v<T>;
 
-// Whether Target is an entry method of U (or nullptr: no target).
+// The target of all_reduce's rounds: the unit's tasks awaiting them.
+struct AwaitingTask {
+  constexpr bool operator==(const AwaitingTask&) const = default;
+};
+inline constexpr AwaitingTask awaiting_task{};
+template <auto Target>
+inline constexpr bool targets_tasks =
+    std::is_same_v<std::remove_cvref_t<decltype(Target)>, AwaitingTask>;
+
+// Whether Target is an entry method that returns kodo::Task.
+template <auto Target>
+constexpr bool is_coroutine_target() {
+  if constexpr (std::is_same_v<decltype(Target), std::nullptr_t> || targets_tasks<Target>)
+    return false;
+  else
+    return std::is_same_v<typename MemberTraits<decltype(Target)>::result, Task>;
+}
+
+// Whether Target is an entry method of U (or nullptr: no target; or the unit's tasks).
 template <class U, auto Target>
-struct IsTargetOf : std::is_base_of<typename MemberTraits<decltype(Target)>::unit_type, U> {};
-template <class U>
-struct IsTargetOf<U, nullptr> : std::true_type {};
+constexpr bool is_target_of() {
+  if constexpr (std::is_same_v<decltype(Target), std::nullptr_t> || targets_tasks<Target>)
+    return true;
+  else
+    return std::is_base_of_v<typename MemberTraits<decltype(Target)>::unit_type, U>;
+}
 
 template <class U, class T, class Op, auto Target>
 struct ReducerTag {};
 
 // Combines values of type T with Op and delivers the result to entry method Target
-// (taking T, or std::vector<E> for T = std::vector<E>) of every unit; Target is nullptr
-// for a reduction whose result goes to the main program only. Combination order is
+// (taking T, or std::vector<E> for T = std::vector<E>, and optionally the round number
+// as a std::uint64_t after it) of every unit; Target is nullptr for a reduction whose
+// result goes to the main program only, awaiting_task for all_reduce. Combination order is
 // fixed (a rank's units by index, then its children in the tree), so a given
 // decomposition always produces the same bits.
 template <class U, class T, class Op, auto Target>
@@ -200,8 +239,11 @@ struct Reducer {
   static_assert(!not_every_pattern_v<typename InnermostElement<Element>::type>,
                 "kodo: reduction values cannot be bool or unscoped enums, which not every byte "
                 "pattern is (reduce an integer: Min or Max of 0/1 for all/any)");
-  static_assert(IsTargetOf<U, Target>::value,
+  static_assert(is_target_of<U, Target>(),
                 "kodo: the reduction target is not a member of this unit type");
+  static_assert(!is_coroutine_target<Target>(),
+                "kodo: a reduction target is not a coroutine (kodo::Task): await all_reduce "
+                "in a task instead");
   using Unit = U;
 
   static void combine(Bytes& accumulator, const Bytes& value) {
@@ -215,11 +257,19 @@ struct Reducer {
     }
   }
   static void deliver([[maybe_unused]] CollectionBase& collection,
-                      [[maybe_unused]] const Bytes& result) {
-    if constexpr (!std::is_same_v<decltype(Target), std::nullptr_t>) {
-      const Result value = Value::load(result);
+                      [[maybe_unused]] std::uint64_t round, [[maybe_unused]] const Bytes& result) {
+    if constexpr (targets_tasks<Target>) {
       for (std::int64_t s = 0; s < collection.local_count(); ++s)
-        (static_cast<Unit*>(collection.unit_at(s))->*Target)(value);
+        awaited_rounds(*static_cast<Unit*>(collection.unit_at(s))).deliver(round, result);
+    } else if constexpr (!std::is_same_v<decltype(Target), std::nullptr_t>) {
+      const Result value = Value::load(result);
+      for (std::int64_t s = 0; s < collection.local_count(); ++s) {
+        Unit* unit = static_cast<Unit*>(collection.unit_at(s));
+        if constexpr (std::is_invocable_v<decltype(Target), Unit*, const Result&, std::uint64_t>)
+          (unit->*Target)(value, round);
+        else
+          (unit->*Target)(value);
+      }
     }
   }
   static constexpr ReducerHandler handler{Value::value_size, Value::runtime_length, &typeid(Result),

@@ -197,6 +197,7 @@ const std::vector<std::byte>& Runtime::reduced(detail::CollectionBase& c,
   return scheduler_->reductions().reduced(c, type);
 }
 detail::ChannelHost& Runtime::channel_host() { return *scheduler_; }
+detail::TaskList& Runtime::tasks() { return scheduler_->tasks(); }
 
 Kokkos::View<std::byte*, Kokkos::SharedHostPinnedSpace> Runtime::pinned_staging(std::size_t bytes) {
   return scheduler_->pool().staging(std::max<std::size_t>(bytes, 1));

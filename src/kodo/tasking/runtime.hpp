@@ -26,6 +26,7 @@ struct Message;
 struct TestAccess;        // defined by kodo's own tests only
 struct CheckpointAccess;  // what checkpoints use of the runtime (checkpoint_files.hpp)
 class RankProgram;        // step programs (step_program.hpp)
+class TaskList;           // coroutine tasks (task_list.hpp)
 }  // namespace detail
 
 template <class U>
@@ -77,10 +78,10 @@ class Runtime {
   void when_done(CompletionSource& source, std::function<void()> continuation);
 
   // Runs the scheduler until the whole job is quiescent: no message queued or in
-  // flight and no device work pending on any stream of any rank's pool (work on other
-  // Kokkos instances is the caller's to fence). Returns on every rank together. Throws
-  // kodo::Error if the job went quiet with a reduction that some units never
-  // contributed to.
+  // flight, no device work pending on any stream of any rank's pool (work on other
+  // Kokkos instances is the caller's to fence) and no unit's task (task.hpp) still
+  // running. Returns on every rank together. Throws kodo::Error if the job went quiet
+  // with a reduction that some units never contributed to, or with tasks waiting.
   void run();
 
  private:
@@ -108,6 +109,7 @@ class Runtime {
   void on_reduced(detail::CollectionBase& c, const std::type_info& type, ReducedCallback callback);
   const std::vector<std::byte>& reduced(detail::CollectionBase& c, const std::type_info& type);
   detail::ChannelHost& channel_host();
+  detail::TaskList& tasks();  // the rank's coroutine tasks (task.hpp)
   // Pinned host memory of at least one byte, reused once no copy of it is alive
   // (freeing pinned memory waits for the whole device).
   Kokkos::View<std::byte*, Kokkos::SharedHostPinnedSpace> pinned_staging(std::size_t bytes);

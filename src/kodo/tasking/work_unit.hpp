@@ -1,7 +1,8 @@
 #pragma once
 // WorkUnit: the base class of work units, and UnitInit, what the runtime hands a unit's
 // constructor. A unit asks its runtime for streams, device completions (when_done),
-// channels to other units (open_channel) and reduction rounds (contribute).
+// channels to other units (open_channel) and reduction rounds (contribute, all_reduce).
+// Its entry methods may be coroutines (kodo::Task, task.hpp).
 
 #include <kodo/backends/stream.hpp>
 #include <kodo/comm/channel.hpp>
@@ -10,11 +11,14 @@
 #include <kodo/tasking/collection.hpp>
 #include <kodo/tasking/reduction_ops.hpp>
 #include <kodo/tasking/runtime.hpp>
+#include <kodo/tasking/task.hpp>
 #include <kodo/tasking/unit_ref.hpp>
 
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <optional>
+#include <source_location>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -56,6 +60,11 @@ class WorkUnit {
   void when_done(CompletionSource& source, std::function<void()> continuation) const {
     runtime().when_done(source, std::move(continuation));
   }
+  // Awaited in a task (co_await when_done(stream)): the work enqueued on `source` so far.
+  auto when_done(CompletionSource& source,
+                 std::source_location where = std::source_location::current()) const {
+    return detail::Awaitable<detail::DeviceWorkDone>({&runtime(), &source, where});
+  }
 
   // This unit's end of a channel with unit `peer` of the same collection (channel.hpp);
   // `port` tells apart several links between the same two units. Local copies and
@@ -70,10 +79,10 @@ class WorkUnit {
 
   // Contributes `value` to this unit's next reduction round. When every unit of the
   // collection has contributed to the round, the values combined with Op are delivered
-  // to entry method Target (taking T) of every unit, then to the main program of every
-  // rank (Collection::on_reduced and reduced). All units of a round must use the same T,
-  // Op and Target. Op is a type: a default-constructed Op combines the values. T is
-  // trivially copyable (Sum, Min and Max combine a std::array element by element), or
+  // to entry method Target (taking T, or T and the round's std::uint64_t number) of every
+  // unit, then to the main program of every rank (Collection::on_reduced and reduced). All units of
+  // a round must use the same T, Op and Target. Op is a type: a default-constructed Op combines the
+  // values. T is trivially copyable (Sum, Min and Max combine a std::array element by element), or
   // a std::vector<E>: a runtime-length array, combined element by element with Op on E,
   // and delivered as std::vector<E>; the vectors of one round must have one length, or
   // the job ends with "a reduction of mismatched shapes".
@@ -86,6 +95,16 @@ class WorkUnit {
   template <detail::ReductionValueType T, class Op = Sum>
   void contribute(const T& value, Op op = {}) {
     contribute<nullptr>(value, op);
+  }
+
+  // Awaited in a task: contributes `value` to this unit's next round, as contribute()
+  // does, and gives the round's result with its number (kodo::Reduced) once every unit
+  // has contributed; the main program gets it too. All units of a round contribute the
+  // same way (all_reduce, or contribute with one Target).
+  template <detail::ReductionValueType T, class Op = Sum>
+  auto all_reduce(const T& value, Op = {},
+                  std::source_location where = std::source_location::current()) {
+    return detail::Awaitable<AllReduce<T, Op>>({this, value, where});
   }
 
   // Contributes the contents of a device (or host) view to this unit's next round,
@@ -140,9 +159,58 @@ class WorkUnit {
                          std::move(value));
   }
 
+  void start_task(Task task) {
+    detail::start_task(std::move(task),
+                       detail::cat("unit ", index_, " of collection ", collection_.id()),
+                       runtime().tasks(), runtime().channel_host());
+  }
+
+  // all_reduce(value): contributes when awaited; the result resumes the task from the
+  // scheduler loop (not from inside the reduction tree, which may be delivering to the
+  // unit's neighbours).
+  template <class T, class Op>
+  struct AllReduce {
+    using Reducer = detail::Reducer<Derived, T, Op, detail::awaiting_task>;
+    using Result = typename Reducer::Result;
+    WorkUnit* unit;
+    T value;
+    std::source_location where;
+    std::uint64_t round = 0;
+    std::optional<Result> reduced{};
+    bool ready() const { return false; }
+    void start(detail::TaskRecord& task, std::function<void()> done) {
+      round = unit->next_round_++;
+      unit->awaited_rounds_.expect(round, [this, host = task.host, done](const Bytes& bytes) {
+        reduced = detail::ReductionValue<T>::load(bytes);
+        host->expect_event();
+        host->queue_callback(done);
+      });
+      unit->template contribute_to_round<Reducer>(round, detail::ReductionValue<T>::bytes(value));
+    }
+    Reduced<Result> result() { return {std::move(*reduced), round}; }
+    const char* what() const { return "the result of all_reduce round"; }
+    std::int64_t number() const { return static_cast<std::int64_t>(round); }
+  };
+  template <class U>
+  friend detail::AwaitedRounds& detail::awaited_rounds(U& unit);
+  template <class U>
+  friend void detail::start_unit_task(U& unit, Task task);
+
   Collection<Derived> collection_;
   Index3 index_;
   std::uint64_t next_round_ = 0;
+  detail::AwaitedRounds awaited_rounds_;
 };
+
+namespace detail {
+template <class U>
+AwaitedRounds& awaited_rounds(U& unit) {
+  return static_cast<WorkUnit<U>&>(unit).awaited_rounds_;
+}
+template <class U>
+void start_unit_task(U& unit, Task task) {
+  static_cast<WorkUnit<U>&>(unit).start_task(std::move(task));
+}
+}  // namespace detail
 
 }  // namespace kodo

@@ -230,7 +230,7 @@ void ReductionTree::on_result(CollectionBase& c, const MessageHeader& h, Bytes v
 void ReductionTree::deliver(CollectionBase& c, State& s, std::uint64_t round, HandlerId reducer,
                             const Bytes& value) {
   const ReducerHandler& r = reducer_of(c, reducer);
-  r.deliver(c, value);
+  r.deliver(c, round, value);
   s.latest = Latest{round, reducer, value};
   for (auto& callback : s.callbacks) {
     check_result_type(c, round, r, *callback.type, "on_reduced");

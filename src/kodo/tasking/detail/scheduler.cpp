@@ -117,6 +117,7 @@ void Scheduler::shutdown() {
     node_->release_imports();
     check_mpi(MPI_Barrier(comm_), "MPI_Barrier");
   }
+  tasks_.destroy_all();  // tasks still waiting after a failed run(): never resumed now
   collections_.clear();
   forget_retired(*channels_);
   // Work never run (after a failed run(), or sends that were never matched) may hold
@@ -278,10 +279,25 @@ bool Scheduler::turn() {
 
 bool Scheduler::job_is_quiet(std::chrono::steady_clock::duration idle_for) {
   const bool idle = stall_limit_ && idle_for >= *stall_limit_;
-  const auto wave = termination_.test(reductions_.pending_rounds(), drain_.dirty(), idle);
+  // What the tasks wait for as the wave counts them: a quiet wave's error names them,
+  // though a message sent once another rank saw the wave may have resumed them since.
+  // Tasks change only as messages are processed: described again only then.
+  if (!termination_.wave_in_flight() && termination_.processed() != processed_at_description_) {
+    tasks_at_wave_ = tasks_.count() != 0 ? tasks_.describe() : std::string(" none");
+    processed_at_description_ = termination_.processed();
+  }
+  const auto wave =
+      termination_.test(reductions_.pending_rounds(), drain_.dirty(), idle, tasks_.count());
   if (!wave) return false;
   if (wave->stalled(size_) && !stall_reported_) report_stall(*wave);
   if (wave->quiet()) {
+    if (wave->waiting_tasks != 0) {  // nothing in flight can resume them
+      const std::string rounds = wave->pending_rounds ? reductions_.describe_pending(rank_) : "";
+      reductions_.drop_pending();  // as below: later runs do not report them again
+      throw Error(cat("the job went quiet with ", wave->waiting_tasks,
+                      " task(s) waiting for what no unit will send or contribute; on rank ", rank_,
+                      ":", tasks_at_wave_, rounds));
+    }
     if (wave->pending_rounds == 0) return true;
     const std::string detail = reductions_.describe_pending(rank_);
     // Nothing can complete these rounds now; drop them so later runs do not report
@@ -319,6 +335,7 @@ void Scheduler::report_stall(const TerminationDetector::Wave& wave) {
   if (engine_.pending() != 0)
     os << "\n  device work: " << engine_.pending()
        << " continuation(s) wait for work on this rank's streams";
+  if (tasks_.count() != 0) os << tasks_.describe();
   if (os.str().size() == heading)
     os << "\n  nothing (the transfers and messages it waits for are on other ranks)";
   os << '\n';

@@ -15,6 +15,7 @@
 #include <kodo/tasking/detail/reductions.hpp>
 #include <kodo/tasking/detail/stall_watch.hpp>
 #include <kodo/tasking/detail/stream_drain.hpp>
+#include <kodo/tasking/detail/task_list.hpp>
 #include <kodo/tasking/detail/termination.hpp>
 #include <kodo/tasking/detail/trace.hpp>
 
@@ -26,6 +27,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace kodo::detail {
@@ -62,10 +64,12 @@ class Scheduler final : public ChannelHost {
   void on_reduced(CollectionBase& c, const std::type_info& type,
                   ReductionTree::ResultCallback callback);
   const ReductionTree& reductions() const { return reductions_; }
+  // The rank's coroutine tasks (task.hpp): run() is not done while one waits.
+  TaskList& tasks() { return tasks_; }
   void when_done(CompletionSource& source, std::function<void()> continuation);
   // Runs until the whole job is quiet (see termination.hpp); throws kodo::Error on
-  // every rank when the job went quiet with reductions incomplete, or with more
-  // messages processed than sent.
+  // every rank when the job went quiet with reductions incomplete or tasks waiting, or
+  // with more messages processed than sent.
   void run();
   // Whether run() is under way (the caller is an entry method or a continuation).
   bool running() const { return running_; }
@@ -119,6 +123,9 @@ class Scheduler final : public ChannelHost {
   CompletionEngine engine_;
   TerminationDetector termination_;
   ReductionTree reductions_;
+  TaskList tasks_{*this};
+  std::string tasks_at_wave_ = " none";  // what the tasks awaited as the latest wave started
+  std::uint64_t processed_at_description_ = 0;
   StreamDrain drain_;
   StallWatch stalls_;
   // KODO_STALL_SECONDS (none: no reports) and KODO_STALL_EXIT.

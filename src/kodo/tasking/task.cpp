@@ -1,0 +1,54 @@
+#include <kodo/tasking/task.hpp>
+
+#include <kodo/tasking/detail/task_list.hpp>
+
+namespace kodo::detail {
+
+namespace {
+// How the top-level task that ended during the resume under way ended (one scheduler
+// thread per rank: resumes do not overlap).
+struct Ended {
+  std::exception_ptr error;
+  std::string unit;
+};
+thread_local Ended ended;
+}  // namespace
+
+void resume_task(std::coroutine_handle<> coroutine) {
+  coroutine.resume();
+  if (!ended.error) return;
+  const std::exception_ptr error = std::exchange(ended.error, nullptr);
+  const std::string unit = std::move(ended.unit);
+  std::string what;
+  try {
+    std::rethrow_exception(error);
+  } catch (...) {
+    what = what_of_current();
+  }
+  throw Error(cat(unit, ": its task (a coroutine entry method) ended with an exception: ", what));
+}
+
+void start_task(Task task, std::string unit, TaskList& list, ChannelHost& host) {
+  const Task::Handle coroutine = std::exchange(task.coroutine_, {});
+  TaskRecord& record = coroutine.promise().record;
+  record.unit = std::move(unit);
+  record.frame = coroutine;
+  record.host = &host;
+  coroutine.promise().task = &record;
+  list.add(record);
+  resume_task(coroutine);
+}
+
+std::coroutine_handle<> end_task(Task::Handle ended_task) noexcept {
+  Task::promise_type& promise = ended_task.promise();
+  TaskRecord& record = promise.record;
+  if (record.list) record.list->remove(record);
+  if (promise.error) {
+    ended.error = promise.error;
+    ended.unit = record.unit;
+  }
+  ended_task.destroy();
+  return std::noop_coroutine();
+}
+
+}  // namespace kodo::detail

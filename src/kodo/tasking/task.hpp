@@ -1,0 +1,358 @@
+#pragma once
+// Coroutine units: an entry method may be a C++20 coroutine returning kodo::Task, written
+// as the loop of the MPI program it ports, the waits where the MPI calls were:
+//
+//   kodo::Task Cell::solve(double tolerance) {         // parameters by value
+//     for (double residual = 1; residual >= tolerance;) {
+//       left_.send(edge_, kodo::data_ready);  right_.send(edge_, kodo::data_ready);
+//       co_await kodo::when_all(kodo::receive(left_, from_left_),
+//                               kodo::receive(right_, from_right_));
+//       update();
+//       const kodo::Reduced<double> r = co_await all_reduce(change_, kodo::Max{});
+//       residual = r.value;  // (nvcc 13 reads "(co_await x).value" as x's member)
+//     }
+//   }
+//   cells.broadcast_local<&Cell::solve>(1e-9);  runtime.run();
+//
+// Called like any entry method (UnitRef::send, broadcast_local), a task runs until it
+// awaits something not done yet; the scheduler loop resumes it once it is. No thread per
+// unit and no blocking of the rank: the tasks of a rank's units overlap as callback units
+// do, and callback units keep working beside them. A task may await
+// - kodo::receive(channel, view): the peer's next send on a channel, into `view` (the
+//   receive is posted when awaited; sends and receives still match in order, so a peer
+//   one step ahead is harmless); gives the elements that arrived;
+// - when_done(stream) (WorkUnit): the device work enqueued on a stream so far;
+// - all_reduce(value, Op) (WorkUnit): every unit's value of this round combined, with the
+//   round's number (kodo::Reduced);
+// - kodo::when_all(a, b, ...): several of these at once, giving their results as a tuple
+//   (std::monostate for those with none);
+// - another kodo::Task (a coroutine of its own, e.g. a halo exchange): it runs until it
+//   ends, and an exception that left it is rethrown in the awaiting task.
+// The awaitables above belong to tasks: co_await them only in a kodo::Task, which awaits
+// nothing else (another library's awaitable does not compile there).
+//
+// The job: run() returns once every task of every rank has ended and the job is quiet. A
+// job that goes quiet while tasks still wait (a receive no unit sends, a round some unit
+// skips) ends run() with a kodo::Error on every rank, each naming its own waiting tasks'
+// units, what they await and the source lines; stall reports (KODO_STALL_SECONDS) list
+// them too. An
+// exception that leaves a task ends the job naming the unit. A task's unit must outlive
+// it, which units do (a collection's units live as long as the collection); its
+// parameters are copied into the coroutine, so an entry method that is a task takes them
+// by value (a reference would outlive the call's arguments).
+//
+// Moving a unit whose task waits (load balancing, a later issue) fits this design at the
+// points a task names: a balance point it awaits, with no receive posted and no round
+// open, its state written by state() as for checkpoints and a new task started from it.
+
+#include <kodo/backends/stream.hpp>
+#include <kodo/comm/channel.hpp>
+#include <kodo/comm/serialize.hpp>
+#include <kodo/core/error.hpp>
+#include <kodo/tasking/runtime.hpp>
+
+#include <coroutine>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <map>
+#include <source_location>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <variant>
+
+namespace kodo {
+
+class Task;
+
+// What all_reduce gives: the combined value, and the number of the round it closed (a
+// unit's rounds are numbered 0, 1, 2, ... in the order it contributes, whichever way).
+template <class T>
+struct Reduced {
+  T value;
+  std::uint64_t round;
+};
+
+namespace detail {
+
+class TaskList;  // the rank's tasks (task_list.hpp)
+template <class Op>
+class Awaitable;  // what a task may await besides a Task (below)
+template <class A>
+inline constexpr bool never = false;
+
+// A started task: its unit, where it is kept, and what it waits for while suspended.
+// The top-level coroutine holds it; the coroutines it awaits share it.
+struct TaskRecord {
+  std::string unit;               // "unit (1,0,0) of collection 0"
+  std::coroutine_handle<> frame;  // the top-level coroutine
+  TaskList* list = nullptr;
+  ChannelHost* host = nullptr;
+  std::uint64_t key = 0;  // its place in the list
+  // While suspended: what it awaits, a number that goes with it (-1: none), and where.
+  const char* awaiting = nullptr;
+  std::int64_t number = -1;
+  std::source_location where;
+};
+
+// Resumes a task's coroutine from the scheduler loop; throws kodo::Error naming the unit
+// when the task ended by an exception.
+void resume_task(std::coroutine_handle<> coroutine);
+// Starts `task` as a task of `unit` (its entry method returned it) and runs it until it
+// first waits (work_unit.hpp calls this for entry methods).
+void start_task(Task task, std::string unit, TaskList& list, ChannelHost& host);
+template <class U>
+void start_unit_task(U& unit, Task task);  // defined in work_unit.hpp
+
+}  // namespace detail
+
+// A coroutine's type for a unit's entry method (above) and for the coroutines a task
+// awaits. Lazy: a Task runs when started as an entry method or when awaited.
+class [[nodiscard]] Task {
+ public:
+  struct promise_type;
+  using Handle = std::coroutine_handle<promise_type>;
+
+  struct promise_type {
+    detail::TaskRecord* task = nullptr;    // the top-level task's record
+    detail::TaskRecord record;             // kept here when this coroutine is the top level
+    std::coroutine_handle<> continuation;  // the coroutine awaiting this one, if any
+    std::exception_ptr error;
+
+    Task get_return_object() noexcept { return Task(Handle::from_promise(*this)); }
+    std::suspend_always initial_suspend() noexcept { return {}; }
+    struct Final {
+      bool await_ready() noexcept { return false; }
+      std::coroutine_handle<> await_suspend(Handle ended) noexcept;
+      void await_resume() noexcept {}
+    };
+    Final final_suspend() noexcept { return {}; }
+    void return_void() noexcept {}
+    void unhandled_exception() noexcept { error = std::current_exception(); }
+    // Only kodo's awaitables: anything else would leave the task to a resumer the
+    // scheduler does not know (or to none), and reports unable to say what it awaits.
+    template <class Op>
+    detail::Awaitable<Op>& await_transform(detail::Awaitable<Op>& operation) noexcept {
+      return operation;
+    }
+    template <class Op>
+    detail::Awaitable<Op>&& await_transform(detail::Awaitable<Op>&& operation) noexcept {
+      return std::move(operation);
+    }
+    Task& await_transform(Task& task) noexcept { return task; }
+    Task&& await_transform(Task&& task) noexcept { return std::move(task); }
+    template <class A>
+    A&& await_transform(A&& other) noexcept {
+      static_assert(detail::never<A>,
+                    "kodo: a kodo::Task awaits kodo::receive, when_done(stream), all_reduce, "
+                    "kodo::when_all and other kodo::Tasks only");
+      return std::forward<A>(other);
+    }
+  };
+
+  Task(Task&& other) noexcept : coroutine_(std::exchange(other.coroutine_, {})) {}
+  Task& operator=(Task&& other) noexcept {
+    if (this != &other) {
+      if (coroutine_) coroutine_.destroy();
+      coroutine_ = std::exchange(other.coroutine_, {});
+    }
+    return *this;
+  }
+  ~Task() {
+    if (coroutine_) coroutine_.destroy();
+  }
+
+  // Awaited by a task: runs now; the awaiting task goes on once it has ended (awaited
+  // again, it has ended already).
+  bool await_ready() const noexcept { return !coroutine_ || coroutine_.done(); }
+  std::coroutine_handle<> await_suspend(Handle awaiting) noexcept {
+    coroutine_.promise().task = awaiting.promise().task;
+    coroutine_.promise().continuation = awaiting;
+    return coroutine_;
+  }
+  void await_resume() const {
+    if (coroutine_ && coroutine_.promise().error)
+      std::rethrow_exception(coroutine_.promise().error);
+  }
+
+ private:
+  friend void detail::start_task(Task, std::string, detail::TaskList&, detail::ChannelHost&);
+  explicit Task(Handle coroutine) : coroutine_(coroutine) {}
+  Handle coroutine_;
+};
+
+namespace detail {
+
+// A top-level task has ended: leaves its list and is destroyed; an exception that left it
+// is rethrown by the resume_task() under way.
+std::coroutine_handle<> end_task(Task::Handle ended) noexcept;
+
+// What a task may await, built on an operation that
+//   bool ready()                      is complete already (then start() is not called)
+//   void start(TaskRecord&, done)     begins, and calls done() later from the scheduler
+//                                     loop, never from inside start()
+//   result()                          its value once done
+//   const char* what(); std::int64_t number(); std::source_location where
+//                                     describe it while a task waits for it.
+template <class Op>
+class [[nodiscard]] Awaitable {
+ public:
+  explicit Awaitable(Op op) : op_(std::move(op)) {}
+  bool await_ready() { return op_.ready(); }
+  void await_suspend(Task::Handle waiting) {
+    TaskRecord* task = waiting.promise().task;
+    task->awaiting = op_.what();
+    task->where = op_.where;
+    op_.start(*task, [waiting, task] {
+      task->awaiting = nullptr;
+      resume_task(waiting);
+    });
+    task->number = op_.number();  // some operations know it once started (a round)
+  }
+  decltype(auto) await_resume() { return op_.result(); }
+  Op& operation() { return op_; }
+
+ private:
+  Op op_;
+};
+
+// when_done(stream): the work enqueued on a completion source so far.
+struct DeviceWorkDone {
+  Runtime* runtime;
+  CompletionSource* source;
+  std::source_location where;
+  bool ready() const { return false; }
+  void start(TaskRecord&, std::function<void()> done) {
+    runtime->when_done(*source, std::move(done));
+  }
+  void result() const {}
+  const char* what() const { return "the device work enqueued on a stream (when_done)"; }
+  std::int64_t number() const { return -1; }
+};
+
+// receive(channel, view): the peer's next send on the channel.
+template <class V>
+struct ChannelReceive {
+  Channel* channel;
+  V into;
+  std::source_location where;
+  std::size_t count = 0;
+  bool ready() const { return false; }
+  void start(TaskRecord&, std::function<void()> done) {
+    channel->recv(into, [this, done = std::move(done)](std::size_t n) {
+      count = n;
+      done();
+    });
+  }
+  std::size_t result() const { return count; }
+  const char* what() const { return "a receive posted on a channel (kodo::receive)"; }
+  std::int64_t number() const { return -1; }
+};
+
+// The rounds of all_reduce a unit awaits: the reduction tree hands each its result.
+class AwaitedRounds {
+ public:
+  void expect(std::uint64_t round, std::function<void(const Bytes&)> take) {
+    waiting_[round] = std::move(take);
+  }
+  void deliver(std::uint64_t round, const Bytes& value) {
+    auto found = waiting_.find(round);
+    if (found == waiting_.end())
+      throw Error("kodo: an all_reduce result came for a round no task of the unit awaits");
+    auto take = std::move(found->second);
+    waiting_.erase(found);
+    take(value);
+  }
+
+ private:
+  std::map<std::uint64_t, std::function<void(const Bytes&)>> waiting_;
+};
+
+template <class U>
+AwaitedRounds& awaited_rounds(U& unit);  // defined in work_unit.hpp
+
+// when_all(a, b, ...): done when every operation is.
+template <class... Ops>
+struct AllOf {
+  explicit AllOf(std::tuple<Ops...> operations)
+      : ops(std::move(operations)), where(std::get<0>(ops).where) {}
+  std::tuple<Ops...> ops;
+  std::source_location where;  // the first operation's
+  std::size_t left = 0;
+
+  bool ready() {
+    return std::apply([](auto&... op) { return (op.ready() && ...); }, ops);
+  }
+  void start(TaskRecord& task, std::function<void()> done) {
+    auto finished = [this, done] {
+      if (--left == 0) done();
+    };
+    left = 1;  // held until every operation has started, so none ends the wait early
+    try {
+      std::apply(
+          [&](auto&... op) {
+            (
+                [&] {
+                  if (op.ready()) return;
+                  ++left;
+                  op.start(task, finished);
+                }(),
+                ...);
+          },
+          ops);
+    } catch (...) {
+      // Those started will complete into this frame, which the exception unwinds.
+      if (left > 2)
+        fatal(cat(task.unit,
+                  ": a when_all could not start all of its operations: ", what_of_current()));
+      throw;
+    }
+    finished();
+  }
+  auto result() {
+    return std::apply(
+        [](auto&... op) { return std::tuple<decltype(result_of(op))...>{result_of(op)...}; }, ops);
+  }
+  const char* what() const { return "every operation of a when_all"; }
+  std::int64_t number() const { return -1; }
+
+ private:
+  template <class Op>
+  static auto result_of(Op& op) {
+    if constexpr (std::is_void_v<decltype(op.result())>) {
+      op.result();
+      return std::monostate{};
+    } else {
+      return op.result();
+    }
+  }
+};
+
+}  // namespace detail
+
+inline std::coroutine_handle<> Task::promise_type::Final::await_suspend(Handle ended) noexcept {
+  if (auto next = ended.promise().continuation) return next;
+  return detail::end_task(ended);
+}
+
+// Awaited in a task: the peer's next send on `channel`, into `into` (which must be idle
+// on the device, as for Channel::recv); gives the elements that arrived.
+template <class V>
+auto receive(Channel& channel, const V& into,
+             std::source_location where = std::source_location::current()) {
+  return detail::Awaitable<detail::ChannelReceive<V>>({&channel, into, where});
+}
+
+// Awaited in a task: every operation given, at once; their results as a tuple, in order
+// (std::monostate for one that gives none).
+template <class... Ops>
+  requires(sizeof...(Ops) > 0)
+auto when_all(detail::Awaitable<Ops>&&... operations) {
+  return detail::Awaitable<detail::AllOf<Ops...>>(
+      detail::AllOf<Ops...>(std::tuple<Ops...>(std::move(operations.operation())...)));
+}
+
+}  // namespace kodo
