@@ -16,8 +16,9 @@
 //   restoring<State> for a unit's state() (unit_state.hpp);
 // - StepProgram, StepPlan, StepWork and StepProgramOptions (a rank's unit steps as one
 //   device program);
-// - Task, receive, when_all and Reduced: entry methods written as C++20 coroutines
-//   (task.hpp; WorkUnit's when_done(source) and all_reduce are awaited in them).
+// - Task, receive, when_all, Reduced and AwaitableRing: entry methods written as C++20
+//   coroutines (task.hpp; WorkUnit's when_done(source) and all_reduce are awaited in
+//   them, and an AwaitableRing's transfers by number).
 
 #include <kodo/backends/placement.hpp>
 #include <kodo/backends/stream.hpp>
@@ -25,6 +26,7 @@
 #include <kodo/comm/serialize.hpp>
 #include <kodo/core/error.hpp>
 #include <kodo/core/index.hpp>
+#include <kodo/tasking/awaitable_ring.hpp>
 #include <kodo/tasking/checkpoint.hpp>
 #include <kodo/tasking/collection.hpp>
 #include <kodo/tasking/decomposition.hpp>

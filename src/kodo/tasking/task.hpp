@@ -24,6 +24,8 @@
 // - when_done(stream) (WorkUnit): the device work enqueued on a stream so far;
 // - all_reduce(value, Op) (WorkUnit): every unit's value of this round combined, with the
 //   round's number (kodo::Reduced);
+// - transfer(k) of a kodo::AwaitableRing (awaitable_ring.hpp): a receive ring's transfer
+//   by its number, "the rows of step k";
 // - kodo::when_all(a, b, ...): several of these at once, giving their results as a tuple
 //   (std::monostate for those with none);
 // - another kodo::Task (a coroutine of its own, e.g. a halo exchange): it runs until it
@@ -148,7 +150,7 @@ class [[nodiscard]] Task {
     A&& await_transform(A&& other) noexcept {
       static_assert(detail::never<A>,
                     "kodo: a kodo::Task awaits kodo::receive, when_done(stream), all_reduce, "
-                    "kodo::when_all and other kodo::Tasks only");
+                    "AwaitableRing::transfer, kodo::when_all and other kodo::Tasks only");
       return std::forward<A>(other);
     }
   };
