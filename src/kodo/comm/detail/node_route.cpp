@@ -173,8 +173,12 @@ void ChannelEnd::node_send(Send t) {
   // On GPUs the transfer's kernel waits for its buffer on the device (publish), so work
   // enqueued after it stays after it; the host backend, whose streams cannot wait
   // without holding the rank, holds the transfer here instead, and so do ranks sharing
-  // a GPU (a kernel waiting there holds the GPU for its time slice).
-  const bool hold_on_host = backend::streams_run_in_call() || !node().streams_may_wait();
+  // a GPU (a kernel waiting there holds the GPU for its time slice), and so does a
+  // transfer from host memory: its copy (from pageable memory) returns only once the
+  // stream reaches it, and behind a wait for the peer's release it would stop this
+  // rank's loop, which the peer may itself be waiting for.
+  const bool hold_on_host = backend::streams_run_in_call() || !node().streams_may_wait() ||
+                            t.segment.kind == MemoryKind::host;
   if (hold_on_host && (!out.held.empty() || t.transfer >= out.to.size())) {
     const std::uint64_t consumed = load_word(out.words + kConsumedWord);
     if (!out.held.empty() || consumed + out.to.size() <= t.transfer) {
