@@ -291,20 +291,18 @@ bool Scheduler::job_is_quiet(std::chrono::steady_clock::duration idle_for) {
   if (!wave) return false;
   if (wave->stalled(size_) && !stall_reported_) report_stall(*wave);
   if (wave->quiet()) {
-    if (wave->waiting_tasks != 0) {  // nothing in flight can resume them
-      const std::string rounds = wave->pending_rounds ? reductions_.describe_pending(rank_) : "";
-      reductions_.drop_pending();  // as below: later runs do not report them again
+    if (wave->pending_rounds == 0 && wave->waiting_tasks == 0) return true;
+    // Nothing in flight can complete these rounds or resume these tasks now; the rounds
+    // are dropped so later runs do not report them again (the collection's reductions
+    // stay out of step: end the program).
+    const std::string rounds = wave->pending_rounds ? reductions_.describe_pending(rank_) : "";
+    reductions_.drop_pending();
+    if (wave->waiting_tasks != 0)
       throw Error(cat("the job went quiet with ", wave->waiting_tasks,
                       " task(s) waiting for what no unit will send or contribute; on rank ", rank_,
                       ":", tasks_at_wave_, rounds));
-    }
-    if (wave->pending_rounds == 0) return true;
-    const std::string detail = reductions_.describe_pending(rank_);
-    // Nothing can complete these rounds now; drop them so later runs do not report
-    // them again (the collection's reductions stay out of step: end the program).
-    reductions_.drop_pending();
     throw Error(cat("the job went quiet with ", wave->pending_rounds,
-                    " reduction round(s) incomplete: some units never contributed", detail));
+                    " reduction round(s) incomplete: some units never contributed", rounds));
   }
   if (wave->overprocessed())
     throw Error(cat("the job processed ", wave->processed - wave->sent,

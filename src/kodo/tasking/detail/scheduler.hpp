@@ -123,7 +123,7 @@ class Scheduler final : public ChannelHost {
   CompletionEngine engine_;
   TerminationDetector termination_;
   ReductionTree reductions_;
-  TaskList tasks_{*this};
+  TaskList tasks_;
   std::string tasks_at_wave_ = " none";  // what the tasks awaited as the latest wave started
   std::uint64_t processed_at_description_ = 0;
   StreamDrain drain_;

@@ -13,18 +13,15 @@
 
 namespace kodo::detail {
 
-class ChannelHost;
-
 class TaskList {
  public:
-  explicit TaskList(ChannelHost& host) : host_(host) {}
+  TaskList() = default;
   ~TaskList() { destroy_all(); }
   TaskList(const TaskList&) = delete;
   TaskList& operator=(const TaskList&) = delete;
 
   void add(TaskRecord& task);
   void remove(TaskRecord& task);
-  ChannelHost& host() { return host_; }
   // Tasks started and not ended.
   std::size_t count() const { return tasks_.size(); }
   // One line per task, in the order they started: its unit, what it awaits and where.
@@ -33,7 +30,6 @@ class TaskList {
   void destroy_all();
 
  private:
-  ChannelHost& host_;
   std::uint64_t next_ = 0;
   std::map<std::uint64_t, TaskRecord*> tasks_;  // by start order
 };
