@@ -1,7 +1,7 @@
 // Reductions a program uses directly: results for the main program of every rank
 // (on_reduced, reduced), std::array and std::vector values, device views contributed on
-// a stream, and asking for a result of the wrong type. Every test runs on any number of
-// ranks (1, 2 and 4 under ctest).
+// a stream, named reductions watched apart, and asking for a result of the wrong type. Every test
+// runs on any number of ranks (1, 2 and 4 under ctest).
 
 #include "expect_error.hpp"
 #include "test_runtime.hpp"
@@ -157,6 +157,68 @@ TEST(ReductionResults, DeviceViewsAreContributedOnceTheirStreamIsDone) {
     EXPECT_EQ(u.vectors_got, std::vector<Int64s>{sums});
   });
   EXPECT_EQ(units.reduced<Int64s>(), (Int64s{0, 1, 2, 3}));
+}
+
+// Two named reductions of one result type, interleaved in each unit's rounds (a residual
+// every pass, an energy every third): the main program watches each apart, and a unit's
+// target and its awaited rounds get their own reduction's results.
+struct Residual : kodo::Reduction<double, kodo::Max> {};
+struct Energy : kodo::Reduction<double, kodo::Sum> {};
+
+class Named : public kodo::WorkUnit<Named> {
+ public:
+  explicit Named(const kodo::UnitInit<Named>& init) : WorkUnit(init) {}
+  double me() const { return static_cast<double>(collection().shape().linear(index())); }
+
+  kodo::Task passes(int count) {
+    for (int pass = 0; pass < count; ++pass) {
+      const kodo::Reduced<double> r = co_await all_reduce<Residual>(me() + pass);
+      residuals.emplace_back(r.round, r.value);
+      if (pass % 3 == 2) contribute<&Named::got_energy, Energy>(me() * pass);
+    }
+  }
+  void got_energy(double energy, std::uint64_t round) { energies.emplace_back(round, energy); }
+
+  std::vector<std::pair<std::uint64_t, double>> residuals, energies;
+};
+
+TEST(ReductionResults, NamedReductionsOfOneTypeAreWatchedApart) {
+  auto& rt = test_runtime();
+  auto units = kodo::Collection<Named>::create(rt, {5, 1, 1});
+  std::vector<std::pair<std::uint64_t, double>> residuals, energies;
+  std::vector<std::uint64_t> every;
+  units.on_reduced<Residual>([&](std::uint64_t round, double v) {
+    residuals.emplace_back(round, v);
+  });
+  units.on_reduced<Energy>([&](std::uint64_t round, double v) { energies.emplace_back(round, v); });
+  units.on_reduced<double>([&](std::uint64_t round, double) { every.push_back(round); });
+  units.broadcast_local<&Named::passes>(7);
+  rt.run();
+  // Rounds in each unit's order: passes 0, 1, 2 and the energy after pass 2, ... : a
+  // residual of pass p is round p + p / 3; energies follow passes 2 and 5.
+  const double n = static_cast<double>(units.size()), units_sum = n * (n - 1) / 2;
+  std::vector<std::pair<std::uint64_t, double>> expected_residuals, expected_energies;
+  for (int pass = 0; pass < 7; ++pass)
+    expected_residuals.emplace_back(pass + pass / 3, n - 1 + pass);
+  for (int pass : {2, 5}) expected_energies.emplace_back(pass + pass / 3 + 1, units_sum * pass);
+  EXPECT_EQ(residuals, expected_residuals);
+  EXPECT_EQ(energies, expected_energies);
+  EXPECT_EQ(every.size(), 9u);
+  units.for_each_local([&](const Named& u) {
+    EXPECT_EQ(u.residuals, expected_residuals);
+    EXPECT_EQ(u.energies, expected_energies);
+  });
+  EXPECT_EQ(units.reduced<Residual>(), n - 1 + 6);
+  EXPECT_EQ(units.reduced<Energy>(), units_sum * 5);
+  EXPECT_EQ(units.reduced<double>(), n - 1 + 6);  // the collection's last round
+}
+
+TEST(ReductionResults, ANamedReductionWithoutRoundsHasNoResult) {
+  auto& rt = test_runtime();
+  auto units = kodo::Collection<Summed>::create(rt, {2, 1, 1});
+  units.broadcast_local<&Summed::targeted_round>();
+  rt.run();
+  EXPECT_ERROR(units.reduced<Energy>(), "no reduction round of it has completed");
 }
 
 }  // namespace

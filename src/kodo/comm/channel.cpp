@@ -14,11 +14,12 @@ const char* to_string(CommMode mode) { return mode == CommMode::device ? "device
 
 Channel::Channel(detail::ChannelHost& host, const detail::LinkSpec& l) {
   const std::int64_t self = l.shape.linear(l.self), peer = l.shape.linear(l.peer);
+  const int send_port = l.send_port < 0 ? l.port : l.send_port;
   std::ostringstream problem;
   if (!l.shape.contains(l.peer))
     problem << "a channel from unit " << l.self << " names unit " << l.peer
             << ", outside its collection of shape " << l.shape;
-  else if (l.peer == l.self)
+  else if (l.peer == l.self && send_port == l.port)
     problem << "a channel needs two different units, not unit " << l.self << " twice";
   else if (l.port < 0)
     problem << "a channel port must not be negative, not " << l.port;
@@ -28,7 +29,7 @@ Channel::Channel(detail::ChannelHost& host, const detail::LinkSpec& l) {
   end->host = &host;
   end->link = l;
   end->receives_on = {l.collection, self, peer, l.port};
-  end->sends_on = {l.collection, peer, self, l.port};
+  end->sends_on = {l.collection, peer, self, send_port};
   detail::ChannelRegistry& registry = host.channels();
   if (registry.senders.count(end->sends_on))
     throw Error("two channels open on one " + end->describe(true));

@@ -154,7 +154,9 @@ class ChannelHost {
 };
 
 // Where a link goes: both units (linear indices into the collection's `shape`), the
-// peer's rank, the port, the stream its copies and sends are ordered on.
+// peer's rank, the port, the stream its copies and sends are ordered on. An end sends on
+// `port` too, unless `send_port` names another: a unit's loopback (neighbours.hpp) joins
+// two of its own ends, each receiving on the port the other sends on.
 struct LinkSpec {
   std::uint32_t collection;
   Extent3 shape;
@@ -163,6 +165,7 @@ struct LinkSpec {
   int port;
   Stream* stream;
   CommMode mode;
+  int send_port = -1;
 };
 
 // The registry, and the message in which a rank tells a peer the number it gave a link

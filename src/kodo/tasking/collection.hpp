@@ -148,28 +148,55 @@ class Collection {
   // this collection (rounds count from 0), from the scheduler loop, in round order, after
   // the units' target; a round whose results are not of type R ends the job naming both
   // types.
+  // R may instead name a reduction (a kodo::Reduction type, reduction_ops.hpp): the
+  // callback, taking its result type, then runs for that reduction's rounds only, so the
+  // main program can watch several reductions of one collection.
   template <class R, class F>
   void on_reduced(F callback) const {
-    static_assert(detail::ReductionValueType<R>, "kodo: R is not a reduction result type");
-    static_assert(std::is_invocable_v<F&, std::uint64_t, const R&>,
-                  "kodo: on_reduced<R> takes a callback void(std::uint64_t round, const R&)");
-    runtime_->on_reduced(store(), typeid(R),
-                         [f = std::move(callback)](std::uint64_t round,
-                                                   const Bytes& bytes) mutable {
-                           f(round, detail::ReductionValue<R>::load(bytes));
-                         });
+    using Result = result_of<R>;
+    static_assert(std::is_invocable_v<F&, std::uint64_t, const Result&>,
+                  "kodo: on_reduced<R> takes a callback void(std::uint64_t round, const R&) (for "
+                  "a named reduction, const R::value_type&)");
+    runtime_->on_reduced(
+        store(), typeid(Result),
+        [f = std::move(callback)](std::uint64_t round, const Bytes& bytes) mutable {
+          f(round, detail::ReductionValue<Result>::load(bytes));
+        },
+        name_of<R>());
   }
   // The result of the latest round of this collection completed on this rank (run()
-  // leaves it behind). Throws kodo::Error when no round has completed, or when its
-  // results are not of type R.
+  // leaves it behind), or of named reduction R's latest round. Throws kodo::Error when
+  // no such round has completed, or when its results are not of type R.
   template <class R>
-  R reduced() const {
-    static_assert(detail::ReductionValueType<R>, "kodo: R is not a reduction result type");
-    return detail::ReductionValue<R>::load(runtime_->reduced(store(), typeid(R)));
+  auto reduced() const {
+    using Result = result_of<R>;
+    return detail::ReductionValue<Result>::load(runtime_->reduced(store(), typeid(Result),
+                                                                  name_of<R>()));
   }
 
  private:
   friend class WorkUnit<U>;
+  // A named reduction's result type, or R itself.
+  template <class R>
+  static auto result_type_of() {
+    if constexpr (detail::NamedReduction<R>) {
+      using T = typename R::value_type;
+      return std::type_identity<
+          decltype(detail::ReductionValue<T>::load(std::declval<const Bytes&>()))>{};
+    } else {
+      static_assert(detail::ReductionValueType<R>, "kodo: R is not a reduction result type");
+      return std::type_identity<R>{};
+    }
+  }
+  template <class R>
+  using result_of = typename decltype(result_type_of<R>())::type;
+  template <class R>
+  static const std::type_info* name_of() {
+    if constexpr (detail::NamedReduction<R>)
+      return &typeid(R);
+    else
+      return nullptr;
+  }
   Collection(Runtime* runtime, std::uint32_t id, Extent3 shape)
       : runtime_(runtime), id_(id), shape_(shape) {}
   detail::CollectionStore<U>& store() const {

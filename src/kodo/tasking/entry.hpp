@@ -6,6 +6,7 @@
 #include <kodo/comm/serialize.hpp>
 #include <kodo/comm/wire.hpp>
 #include <kodo/tasking/collection_base.hpp>
+#include <kodo/tasking/reduction_ops.hpp>
 #include <kodo/tasking/registry.hpp>
 #include <kodo/tasking/task.hpp>
 
@@ -39,6 +40,8 @@ struct ReducerHandler {
   // The type units and the main program receive (T, or std::vector<E> for a
   // runtime-length array of E), for Collection::on_reduced and reduced to check.
   const std::type_info* result_type;
+  // The reduction's name (a kodo::Reduction type), or null.
+  const std::type_info* name;
   // `accumulator` and `value` have the same size (the tree checks it).
   void (*combine)(Bytes& accumulator, const Bytes& value);
   // Calls the target entry method of every local unit (with the round where it takes
@@ -191,7 +194,7 @@ struct InnermostElement<std::array<T, N>> : InnermostElement<T> {};
 // What contribute() takes as a value.
 template <class T>
 concept ReductionValueType = std::is_trivially_copyable_v<typename ReductionValue<T>::element> &&
-                             !std::is_pointer_v<T>;
+                             !std::is_pointer_v<T> && !NamedReduction<T>;
 
 // The target of all_reduce's rounds: the unit's tasks awaiting them.
 struct AwaitingTask {
@@ -220,16 +223,17 @@ constexpr bool is_target_of() {
     return std::is_base_of_v<typename MemberTraits<decltype(Target)>::unit_type, U>;
 }
 
-template <class U, class T, class Op, auto Target>
+template <class U, class T, class Op, auto Target, class Name>
 struct ReducerTag {};
 
 // Combines values of type T with Op and delivers the result to entry method Target
 // (taking T, or std::vector<E> for T = std::vector<E>, and optionally the round number
 // as a std::uint64_t after it) of every unit; Target is nullptr for a reduction whose
-// result goes to the main program only, awaiting_task for all_reduce. Combination order is
-// fixed (a rank's units by index, then its children in the tree), so a given
-// decomposition always produces the same bits.
-template <class U, class T, class Op, auto Target>
+// result goes to the main program only, awaiting_task for all_reduce. Name is the
+// reduction's name (a kodo::Reduction type) or void. Combination order is fixed (a rank's
+// units by index, then its children in the tree), so a given decomposition always
+// produces the same bits.
+template <class U, class T, class Op, auto Target, class Name = void>
 struct Reducer {
   using Value = ReductionValue<T>;
   using Element = typename Value::element;
@@ -272,11 +276,17 @@ struct Reducer {
       }
     }
   }
-  static constexpr ReducerHandler handler{Value::value_size, Value::runtime_length, &typeid(Result),
-                                          &combine, &deliver};
+  static constexpr const std::type_info* name() {
+    if constexpr (std::is_void_v<Name>)
+      return nullptr;
+    else
+      return &typeid(Name);
+  }
+  static constexpr ReducerHandler handler{
+      Value::value_size, Value::runtime_length, &typeid(Result), name(), &combine, &deliver};
   static inline const HandlerId id =
-      register_handler(instantiation_name<ReducerTag<U, T, Op, Target>>(), HandlerKind::reducer,
-                       typeid(U), &handler);
+      register_handler(instantiation_name<ReducerTag<U, T, Op, Target, Name>>(),
+                       HandlerKind::reducer, typeid(U), &handler);
 };
 
 }  // namespace kodo::detail

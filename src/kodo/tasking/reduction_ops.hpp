@@ -1,8 +1,10 @@
 #pragma once
-// Reduction operations for WorkUnit::contribute: Sum, Min and Max.
+// Reduction operations for WorkUnit::contribute: Sum, Min and Max; and named reductions,
+// which the main program tells apart from a collection's other reductions.
 
 #include <array>
 #include <cstddef>
+#include <type_traits>
 
 namespace kodo {
 
@@ -46,5 +48,27 @@ struct Max {
     return detail::elementwise<Max>(a, b);
   }
 };
+
+// A reduction with a name, a type the program declares:
+//   struct Residual : kodo::Reduction<double, kodo::Max> {};
+// Units contribute to its rounds with all_reduce<Residual>(value) or
+// contribute<Residual>(value) (contribute<Target, Residual>(value) with a target); the
+// main program watches its rounds alone with collection.on_reduced<Residual>(callback) and
+// reads its latest with collection.reduced<Residual>(), while other reductions of the
+// collection run beside it. Its rounds still count among the collection's rounds
+// (on_reduced<T> and reduced<T> by result type see them too).
+template <class T, class Op = Sum>
+struct Reduction {
+  using value_type = T;
+  using operation = Op;
+};
+
+namespace detail {
+template <class N>
+concept NamedReduction = requires {
+  typename N::value_type;
+  typename N::operation;
+} && std::is_base_of_v<Reduction<typename N::value_type, typename N::operation>, N>;
+}  // namespace detail
 
 }  // namespace kodo

@@ -189,12 +189,13 @@ void Runtime::contribute(detail::CollectionBase& c, std::int64_t slot, std::uint
   scheduler_->contribute(c, slot, round, reducer, std::move(value));
 }
 void Runtime::on_reduced(detail::CollectionBase& c, const std::type_info& type,
-                         ReducedCallback callback) {
-  scheduler_->on_reduced(c, type, std::move(callback));
+                         ReducedCallback callback, const std::type_info* name) {
+  scheduler_->on_reduced(c, type, std::move(callback), name);
 }
 const std::vector<std::byte>& Runtime::reduced(detail::CollectionBase& c,
-                                               const std::type_info& type) {
-  return scheduler_->reductions().reduced(c, type);
+                                               const std::type_info& type,
+                                               const std::type_info* name) {
+  return scheduler_->reductions().reduced(c, type, name);
 }
 detail::ChannelHost& Runtime::channel_host() { return *scheduler_; }
 detail::TaskList& Runtime::tasks() { return scheduler_->tasks(); }

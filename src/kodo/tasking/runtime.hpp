@@ -104,10 +104,13 @@ class Runtime {
   void post(int rank, detail::Message&& message);
   void contribute(detail::CollectionBase& c, std::int64_t slot, std::uint64_t round,
                   std::uint64_t reducer, std::vector<std::byte> value);
-  // Reduction results for the main program (Collection::on_reduced and reduced).
+  // Reduction results for the main program (Collection::on_reduced and reduced): of every
+  // round, or of the rounds of the named reduction `name` (reduction_ops.hpp).
   using ReducedCallback = std::function<void(std::uint64_t, const std::vector<std::byte>&)>;
-  void on_reduced(detail::CollectionBase& c, const std::type_info& type, ReducedCallback callback);
-  const std::vector<std::byte>& reduced(detail::CollectionBase& c, const std::type_info& type);
+  void on_reduced(detail::CollectionBase& c, const std::type_info& type, ReducedCallback callback,
+                  const std::type_info* name = nullptr);
+  const std::vector<std::byte>& reduced(detail::CollectionBase& c, const std::type_info& type,
+                                        const std::type_info* name = nullptr);
   detail::ChannelHost& channel_host();
   detail::TaskList& tasks();  // the rank's coroutine tasks (task.hpp)
   // Pinned host memory of at least one byte, reused once no copy of it is alive

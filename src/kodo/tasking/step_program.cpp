@@ -488,7 +488,7 @@ void RankProgram::build() {
     problem = cat("the step program of collection ", m.collection,
                   " could not open its channels: ", what_of_current(),
                   " (programs of one collection keep their tags apart; a unit's own channels take "
-                  "ports below 2^30)");
+                  "ports below 2^29)");
   }
   agree_and_report(comm, problem);
 

@@ -70,7 +70,8 @@
 //   receive (or the other way round), views of different sizes, a tag outside
 //   [0, 2^30), a peer outside the collection, a unit sending in the last phase without
 //   prime(). Each is a kodo::Error naming the units, phase and tag, on every rank.
-// - Channels of a program use ports 2^30 + tag: a unit's own channels keep below 2^30.
+// - Channels of a program use ports 2^30 + tag: a unit's own channels keep below 2^29
+//   (neighbour channels take 2^29 + 0..26).
 //   Programs of one collection may exist side by side (StepProgram(units, options, plan)
 //   with another plan member), run one after another: a program's run() calls are done
 //   before another's advance(); those whose views cross ranks keep their tags apart.

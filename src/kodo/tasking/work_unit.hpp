@@ -1,7 +1,8 @@
 #pragma once
 // WorkUnit: the base class of work units, and UnitInit, what the runtime hands a unit's
 // constructor. A unit asks its runtime for streams, device completions (when_done),
-// channels to other units (open_channel) and reduction rounds (contribute, all_reduce).
+// channels to other units (open_channel, open_neighbour_channel) and reduction rounds
+// (contribute, all_reduce).
 // Its entry methods may be coroutines (kodo::Task, task.hpp).
 
 #include <kodo/backends/stream.hpp>
@@ -9,6 +10,7 @@
 #include <kodo/core/error.hpp>
 #include <kodo/core/index.hpp>
 #include <kodo/tasking/collection.hpp>
+#include <kodo/tasking/neighbours.hpp>
 #include <kodo/tasking/reduction_ops.hpp>
 #include <kodo/tasking/runtime.hpp>
 #include <kodo/tasking/task.hpp>
@@ -69,12 +71,44 @@ class WorkUnit {
   // This unit's end of a channel with unit `peer` of the same collection (channel.hpp);
   // `port` tells apart several links between the same two units. Local copies and
   // staging copies run on `stream`, and a send waits for the work enqueued there.
+  // `port` is below 2^29: ports from 2^29 up are the runtime's (neighbour channels, and
+  // from 2^30 step programs').
   Channel open_channel(Stream& stream, const Index3& peer, CommMode mode = CommMode::device,
                        int port = 0) const {
+    if (port >= detail::kNeighbourPorts)
+      throw Error(detail::cat(
+          "unit ", index_, " opened a channel on port ", port,
+          ": ports from 2^29 up are the runtime's (neighbour channels, step programs)"));
     const int peer_rank = collection_.shape().contains(peer) ? collection_.owner(peer) : -1;
     return Channel(runtime().channel_host(),
                    detail::LinkSpec{collection_.id(), collection_.shape(), index_, peer, peer_rank,
                                     port, &stream, mode});
+  }
+
+  // The unit one step in `direction` on the collection's grid, wrapping around the
+  // `periodic` dimensions; nullopt where the step leaves the grid (neighbours.hpp).
+  std::optional<Index3> neighbour(Direction direction, Periodic periodic = {}) const {
+    return neighbour_index(collection_.shape(), index_, direction, periodic);
+  }
+  // A channel with that neighbour, whose other end is the neighbour's channel in the
+  // opposite direction (what one sends toward `direction` arrives there); the runtime
+  // chooses the ports, so coinciding neighbours get distinct links and a unit that is its
+  // own neighbour gets a loopback link (neighbours.hpp). Throws kodo::Error when there is
+  // no neighbour in `direction`.
+  Channel open_neighbour_channel(Stream& stream, Direction direction, Periodic periodic = {},
+                                 CommMode mode = CommMode::device) const {
+    const std::optional<Index3> peer = neighbour(direction, periodic);
+    if (!peer)
+      throw Error(detail::cat("unit ", index_, " has no neighbour in direction ", direction,
+                              " on its collection's grid of shape ", collection_.shape(),
+                              " (a dimension that is not periodic ends there)"));
+    const auto& shape = collection_.shape();
+    const auto ports =
+        detail::neighbour_ports(shape.linear(index_), shape.linear(*peer), direction);
+    return Channel(runtime().channel_host(),
+                   detail::LinkSpec{collection_.id(), shape, index_, *peer,
+                                    collection_.owner(*peer), ports.receive, &stream, mode,
+                                    ports.send});
   }
 
   // Contributes `value` to this unit's next reduction round. When every unit of the
@@ -96,6 +130,19 @@ class WorkUnit {
   void contribute(const T& value, Op op = {}) {
     contribute<nullptr>(value, op);
   }
+  // Contributes to a round of the named reduction Name (a kodo::Reduction type,
+  // reduction_ops.hpp), with or without a Target.
+  template <auto Target, detail::NamedReduction Name>
+  void contribute(const typename Name::value_type& value) {
+    using R =
+        detail::Reducer<Derived, typename Name::value_type, typename Name::operation, Target, Name>;
+    contribute_to_round<R>(next_round_++,
+                           detail::ReductionValue<typename Name::value_type>::bytes(value));
+  }
+  template <detail::NamedReduction Name>
+  void contribute(const typename Name::value_type& value) {
+    contribute<nullptr, Name>(value);
+  }
 
   // Awaited in a task: contributes `value` to this unit's next round, as contribute()
   // does, and gives the round's result with its number (kodo::Reduced) once every unit
@@ -105,6 +152,13 @@ class WorkUnit {
   auto all_reduce(const T& value, Op = {},
                   std::source_location where = std::source_location::current()) {
     return detail::Awaitable<AllReduce<T, Op>>({this, value, where});
+  }
+  // The same for a round of the named reduction Name (reduction_ops.hpp).
+  template <detail::NamedReduction Name>
+  auto all_reduce(const typename Name::value_type& value,
+                  std::source_location where = std::source_location::current()) {
+    using T = typename Name::value_type;
+    return detail::Awaitable<AllReduce<T, typename Name::operation, Name>>({this, value, where});
   }
 
   // Contributes the contents of a device (or host) view to this unit's next round,
@@ -168,9 +222,9 @@ class WorkUnit {
   // all_reduce(value): contributes when awaited; the result resumes the task from the
   // scheduler loop (not from inside the reduction tree, which may be delivering to the
   // unit's neighbours).
-  template <class T, class Op>
+  template <class T, class Op, class Name = void>
   struct AllReduce {
-    using Reducer = detail::Reducer<Derived, T, Op, detail::awaiting_task>;
+    using Reducer = detail::Reducer<Derived, T, Op, detail::awaiting_task, Name>;
     using Result = typename Reducer::Result;
     WorkUnit* unit;
     T value;

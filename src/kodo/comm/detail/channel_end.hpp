@@ -183,7 +183,7 @@ struct ChannelEnd : std::enable_shared_from_this<ChannelEnd> {
     std::ostringstream os;
     os << "channel from unit " << (outgoing ? link.self : link.peer) << " to unit "
        << (outgoing ? link.peer : link.self) << " (collection " << link.collection << ", port "
-       << link.port << ")";
+       << (outgoing ? sends_on.port : receives_on.port) << ")";
     return os.str();
   }
 

@@ -232,23 +232,34 @@ void ReductionTree::deliver(CollectionBase& c, State& s, std::uint64_t round, Ha
   const ReducerHandler& r = reducer_of(c, reducer);
   r.deliver(c, round, value);
   s.latest = Latest{round, reducer, value};
+  if (r.name) s.latest_named.insert_or_assign(std::type_index(*r.name), *s.latest);
   for (auto& callback : s.callbacks) {
+    if (callback.name && (!r.name || *r.name != *callback.name)) continue;
     check_result_type(c, round, r, *callback.type, "on_reduced");
     callback.call(round, value);
   }
 }
 
 void ReductionTree::on_reduced(const CollectionBase& c, const std::type_info& type,
-                               ResultCallback callback) {
-  states_[c.id()].callbacks.push_back({&type, std::move(callback)});
+                               ResultCallback callback, const std::type_info* name) {
+  states_[c.id()].callbacks.push_back({&type, name, std::move(callback)});
 }
 
-const Bytes& ReductionTree::reduced(const CollectionBase& c, const std::type_info& type) const {
+const Bytes& ReductionTree::reduced(const CollectionBase& c, const std::type_info& type,
+                                    const std::type_info* name) const {
   const auto it = states_.find(c.id());
-  if (it == states_.end() || !it->second.latest)
-    throw Error(cat("reduced<", type_name(type), "> for collection ", c.id(),
+  const Latest* found = nullptr;
+  if (it != states_.end()) {
+    if (!name && it->second.latest) found = &*it->second.latest;
+    if (name)
+      if (const auto n = it->second.latest_named.find(std::type_index(*name));
+          n != it->second.latest_named.end())
+        found = &n->second;
+  }
+  if (!found)
+    throw Error(cat("reduced<", type_name(name ? *name : type), "> for collection ", c.id(),
                     ": no reduction round of it has completed on rank ", rank_));
-  const Latest& latest = *it->second.latest;
+  const Latest& latest = *found;
   check_result_type(c, latest.round, reducer_of(c, latest.reducer), type, "reduced");
   return latest.value;
 }

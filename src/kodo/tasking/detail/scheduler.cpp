@@ -157,11 +157,11 @@ void Scheduler::contribute(CollectionBase& c, std::int64_t slot, std::uint64_t r
 }
 
 void Scheduler::on_reduced(CollectionBase& c, const std::type_info& type,
-                           ReductionTree::ResultCallback callback) {
+                           ReductionTree::ResultCallback callback, const std::type_info* name) {
   if (running_)
     throw Error(
         "on_reduced is called by the main program of every rank before run(), not inside it");
-  reductions_.on_reduced(c, type, std::move(callback));
+  reductions_.on_reduced(c, type, std::move(callback), name);
 }
 
 void Scheduler::when_done(CompletionSource& source, std::function<void()> continuation) {

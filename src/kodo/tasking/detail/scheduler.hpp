@@ -60,9 +60,10 @@ class Scheduler final : public ChannelHost {
   // this rank sees it).
   void contribute(CollectionBase& c, std::int64_t slot, std::uint64_t round, HandlerId reducer,
                   Bytes value);
-  // The main program's callback for the results of `c` (before run()).
+  // The main program's callback for the results of `c` (before run()), of the rounds of
+  // the named reduction `name` only where it is not null.
   void on_reduced(CollectionBase& c, const std::type_info& type,
-                  ReductionTree::ResultCallback callback);
+                  ReductionTree::ResultCallback callback, const std::type_info* name = nullptr);
   const ReductionTree& reductions() const { return reductions_; }
   // The rank's coroutine tasks (task.hpp): run() is not done while one waits.
   TaskList& tasks() { return tasks_; }
