@@ -12,6 +12,12 @@ JacobiBlock::JacobiBlock(const kodo::UnitInit<JacobiBlock>& init, const BlockCon
   if (config.overlap && (config.fusion != Fusion::none || config.graphs))
     throw std::invalid_argument(
         "jacobi3d: overlap has its own kernels: it takes fusion none and no graphs");
+  if (config.task &&
+      (config.fusion != Fusion::none || config.graphs || config.overlap || config.device_waits ||
+       config.completion != Completion::engine || config.rank_program))
+    throw std::invalid_argument(
+        "jacobi3d: the task path runs fusion none with the completion engine, without "
+        "graphs, overlap or device waits");
   const BlockPlace place = place_block(config.grid, init.shape, init.index);
   shape_ = place.shape;
   for (int d = 0; d < 3; ++d) origin_[d] = place.origin[d];
@@ -38,6 +44,12 @@ JacobiBlock::JacobiBlock(const kodo::UnitInit<JacobiBlock>& init, const BlockCon
     }
     if (config_.rank_program) continue;  // the program moves the faces
     channel_[f] = open_channel(*pack_stream_, across_face(index(), f), config.comm);
+    if (config_.task) {
+      faces_awaited_[f] =
+          kodo::AwaitableRing<Field>(channel_[f],
+                                     std::vector{receive_buffer_[0][f], receive_buffer_[1][f]});
+      continue;
+    }
     // Transfer n on the link is the face of iteration n; it lands in the buffer of its
     // parity, and the ring hands faces over in iteration order.
     faces_in_[f] = channel_[f].open_ring(std::vector{receive_buffer_[0][f], receive_buffer_[1][f]},
@@ -152,6 +164,29 @@ void JacobiBlock::advance() {
   // waits for is in (the neighbours may need this rank's loop until then).
   if (checksum_requested_ && (waits_from_ < 0 || least_handed() >= iteration_))
     contribute_checksum();
+}
+
+kodo::Task JacobiBlock::run_iterations(std::int64_t count) {
+  target_ += count;
+  for (; iteration_ < target_; ++iteration_, ++step_) {
+    const std::int64_t n = iteration_;
+    const int p = static_cast<int>(n % 2);
+    send_faces();  // packed once update n - 1 is done, sent once packed
+    for (int f = 0; f < 6; ++f) {
+      if (!has_neighbour_[f]) continue;
+      const auto t = static_cast<std::uint64_t>(n);
+      const kodo::Arrival<Field> face = co_await faces_awaited_[f].transfer(t);
+      if (face.count != face.view.size())
+        throw kodo::Error("jacobi3d: a face of " + std::to_string(face.count) +
+                          " values arrived where " + std::to_string(face.view.size()) +
+                          " were expected");
+      unpack_face(comm_->space(), field_[p], shape_, f, face.view);
+      // Free for the face of n + 2 at once, as on_face says.
+      faces_awaited_[f].release(t);
+    }
+    compute_->wait_for(*comm_);  // the unpacks
+    update(compute_->space(), field_[p], field_[1 - p], shape_);
+  }
 }
 
 bool JacobiBlock::faces_wait_on_device() {

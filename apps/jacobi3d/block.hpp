@@ -59,6 +59,9 @@ struct BlockConfig {
   // The rank runs its blocks' iterations as one device program (kodo::StepProgram, see
   // plan_step); otherwise each block runs its own through entry methods and channels.
   bool rank_program = false;
+  // Each block runs its iterations as a coroutine (run_iterations): the unit path's
+  // iteration written as a loop that awaits its faces (fusion none, engine, no graphs).
+  bool task = false;
 };
 
 // With the rank program (BlockConfig::rank_program) a block only plans an iteration of
@@ -85,6 +88,9 @@ struct BlockConfig {
 // reads the faces from the receive buffers and writes the faces of n + 1 into the send
 // buffers; those are sent at once, before the next inner box is launched behind them.
 // The faces then travel while the inner box of n + 1 runs.
+// The task path (BlockConfig::task) runs the same iteration (fusion none) as a loop in a
+// coroutine, run_iterations: pack and send, await each face of n (kodo::AwaitableRing)
+// and unpack it, update n; the scheduler resumes it where the callbacks would run.
 // Device waits (BlockConfig::device_waits): once every face of a block comes by the
 // same-node route, the host queues whole iterations ahead on the compute stream, each
 // behind waits (on the device) for its faces and followed by the releases of their
@@ -105,7 +111,8 @@ class JacobiBlock : public kodo::WorkUnit<JacobiBlock> {
   void ran(std::int64_t iterations);
 
   // Entry methods.
-  void iterate(std::int64_t count);  // run `count` more iterations (the unit path)
+  void iterate(std::int64_t count);               // run `count` more iterations (the unit path)
+  kodo::Task run_iterations(std::int64_t count);  // the same, as a loop (the task path)
   // Once the iterations asked for so far are done: a Summary to the main program.
   void compute_checksum();
   // Whether the block's stream awaits its faces on the device (--waits device).
@@ -149,9 +156,10 @@ class JacobiBlock : public kodo::WorkUnit<JacobiBlock> {
   Field field_[2];
   Field send_buffer_[2][6];  // by parity of the iteration
   Field receive_buffer_[2][6];
-  kodo::Channel channel_[6];                // to the neighbour across each face
-  kodo::ReceiveRing<Field> faces_in_[6];    // ... and its faces, two buffers by parity
-  std::optional<StepGraph> step_graph_[2];  // with graphs: the step from A[p] to A[1 - p]
+  kodo::Channel channel_[6];                     // to the neighbour across each face
+  kodo::ReceiveRing<Field> faces_in_[6];         // ... and its faces, two buffers by parity
+  kodo::AwaitableRing<Field> faces_awaited_[6];  // the same, awaited (the task path)
+  std::optional<StepGraph> step_graph_[2];       // with graphs: the step from A[p] to A[1 - p]
   std::array<bool, 6> has_neighbour_{};
   int neighbours_ = 0;
   std::int64_t iteration_ = 0;          // the next update to run

@@ -94,6 +94,7 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
                 units.z, KODO_BACKEND_NAME, opt.iterations, opt.warmup,
                 opt.baseline         ? "no kodo path"
                 : opt.path == "rank" ? "path rank (one device program per rank)"
+                : opt.path == "task" ? "path task (each block's loop a coroutine)"
                                      : "path unit (each block on its own)",
                 opt.baseline ? "none (bulk-synchronous MPI baseline)"
                 : opt.sync   ? "sync (fence)"
@@ -128,9 +129,9 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
         kodo::parse_comm_mode(opt.comm), opt.fusion, opt.graphs, opt.overlap,
         // Units of a rank take its streams in turn: one each. On the host backend a wait
         // holds the rank, and with it the rank's other units: one unit per rank.
-        !rank_program && opt.device_waits && opt.odf <= runtime.streams().per_priority() &&
-            (opt.odf == 1 || !kodo::host_build),
-        rank_program};
+        !rank_program && opt.path != "task" && opt.device_waits &&
+            opt.odf <= runtime.streams().per_priority() && (opt.odf == 1 || !kodo::host_build),
+        rank_program, opt.path == "task"};
     const double t0 = now();
     auto blocks = kodo::Collection<jacobi::JacobiBlock>::create(runtime, units, config);
     runtime.run();
@@ -170,6 +171,9 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
           program->advance(next - step);
           runtime.run();
           blocks.for_each_local([&](jacobi::JacobiBlock& b) { b.ran(next - step); });
+        } else if (opt.path == "task") {
+          blocks.broadcast_local<&jacobi::JacobiBlock::run_iterations>(next - step);
+          runtime.run();
         } else {
           blocks.broadcast_local<&jacobi::JacobiBlock::iterate>(next - step);
           runtime.run();
@@ -207,7 +211,7 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
           "rank program: %d of %d rank(s) made their transfers with other ranks in "
           "their graphs\n",
           ranks_on_device, runtime.size());
-    if (root && opt.device_waits && !rank_program)
+    if (root && opt.device_waits && opt.path == "unit")
       std::printf("units whose stream awaited their faces on the device: %d of %" PRId64 "\n",
                   waiting, units.size());
   }

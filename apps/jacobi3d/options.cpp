@@ -74,7 +74,7 @@ Options parse_options(const std::vector<std::string>& args) {
       continue;
     }
     if (a == "--path") {
-      o.path = parse_choice(args, i, {"rank", "unit"});
+      o.path = parse_choice(args, i, {"rank", "unit", "task"});
       continue;
     }
     if (a == "--checkpoint-dir" || a == "--restart") {
@@ -111,6 +111,10 @@ Options parse_options(const std::vector<std::string>& args) {
     throw std::invalid_argument(
         "--graphs, --sync and --waits are of --path unit (the rank program records each "
         "iteration of a rank's blocks as one device graph itself)");
+  if (o.path == "task" && (unit_flags || o.overlap || o.fusion != Fusion::none))
+    throw std::invalid_argument(
+        "--path task runs the unit path's iteration as a coroutine: it takes neither "
+        "--graphs, --sync, --waits, --overlap nor a --fusion other than none");
   if (o.baseline && !o.path.empty())
     throw std::invalid_argument("--baseline is its own method: it takes no --path");
   if (o.path.empty() && !o.baseline) o.path = unit_flags ? "unit" : "rank";
@@ -119,7 +123,7 @@ Options parse_options(const std::vector<std::string>& args) {
 
 std::string usage() {
   return "usage: jacobi3d [-x N] [-y N] [-z N] [-i ITERATIONS] [-w WARMUP] [--odf UNITS_PER_RANK]\n"
-         "                [--path rank|unit] [--comm device|host] [--fusion none|A|B|C]\n"
+         "                [--path rank|unit|task] [--comm device|host] [--fusion none|A|B|C]\n"
          "                [--graphs] [--overlap]\n"
          "                [--waits device|host] [--verify] [--sync] [--baseline] [--help]\n"
          "                [--checkpoint-every N --checkpoint-dir DIR] [--restart DIR]\n"
@@ -132,7 +136,9 @@ std::string usage() {
          "               program, a graph launched once per iteration holding every block's\n"
          "               kernels and the faces between them (kodo::StepProgram); unit: each\n"
          "               block runs its own iterations (entry methods, channels, completion\n"
-         "               engine), the path --graphs, --sync and --waits choose\n"
+         "               engine), the path --graphs, --sync and --waits choose; task: the\n"
+         "               unit path (fusion none) with each block's iterations a loop in a\n"
+         "               coroutine (kodo::Task) that awaits its faces\n"
          "  --comm       halo transfers: device (GPU-aware, default) or host (staged through\n"
          "               pinned host memory); units of one rank always use device copies\n"
          "  --fusion     face kernels per unit and iteration: none (a pack and an unpack per\n"
