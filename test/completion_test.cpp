@@ -102,6 +102,21 @@ TEST(CompletionEngine, HealthCheckAsksOnlyBusySources) {
   EXPECT_THROW(engine.check_health(), kodo::Error);
 }
 
+// Kernels outside the TEST bodies: CUDA takes no device lambda in a private member.
+void fill_with_indices(const kodo::ExecutionSpace& space, const Kokkos::View<int*>& v) {
+  Kokkos::parallel_for(
+      "fill", Kokkos::RangePolicy<kodo::ExecutionSpace>(space, 0, v.extent(0)),
+      KOKKOS_LAMBDA(int i) { v(i) = i; });
+}
+int sum_of(const kodo::ExecutionSpace& space, const Kokkos::View<int*>& v) {
+  int sum = 0;
+  Kokkos::parallel_reduce(
+      "sum", Kokkos::RangePolicy<kodo::ExecutionSpace>(space, 0, v.extent(0)),
+      KOKKOS_LAMBDA(int i, int& acc) { acc += v(i); }, sum);
+  space.fence();
+  return sum;
+}
+
 TEST(Streams, HostStreamsCompleteTheirMarks) {
   auto& pool = test_runtime().streams();
   kodo::Stream& compute = pool.compute(0);
@@ -112,16 +127,10 @@ TEST(Streams, HostStreamsCompleteTheirMarks) {
   EXPECT_EQ(&pool.compute(0), &pool.compute(pool.per_priority()));  // indices wrap
 
   Kokkos::View<int*> v("v", 100);
-  Kokkos::parallel_for(
-      "fill", Kokkos::RangePolicy<kodo::ExecutionSpace>(compute.space(), 0, 100),
-      KOKKOS_LAMBDA(int i) { v(i) = i; });
+  fill_with_indices(compute.space(), v);
   const std::uint64_t m = compute.mark();
   comm.wait_for(compute);
-  int sum = 0;
-  Kokkos::parallel_reduce(
-      "sum", Kokkos::RangePolicy<kodo::ExecutionSpace>(comm.space(), 0, 100),
-      KOKKOS_LAMBDA(int i, int& acc) { acc += v(i); }, sum);
-  comm.space().fence();
+  const int sum = sum_of(comm.space(), v);
   EXPECT_EQ(sum, 4950);
   compute.space().fence();
   EXPECT_GE(compute.reached(), m);

@@ -12,6 +12,24 @@
 
 namespace {
 
+// Kernels outside the TEST bodies: CUDA takes no device lambda in a private member.
+void perturb(const jacobi::Field& a) {
+  Kokkos::parallel_for(
+      "perturb", a.extent(0), KOKKOS_LAMBDA(std::int64_t i) { a(i) += 0.001 * (i % 97); });
+}
+// A received face of face f's own values.
+void fill_face(const jacobi::Field& in, int f) {
+  Kokkos::parallel_for(
+      "face", in.extent(0), KOKKOS_LAMBDA(std::int64_t k) { in(k) = 10.0 + f + 0.01 * k; });
+}
+void fill_two(const jacobi::Field& a, const jacobi::Field& b) {
+  Kokkos::parallel_for(
+      "fill", a.extent(0), KOKKOS_LAMBDA(std::int64_t i) {
+        a(i) = 0.5 * static_cast<double>(i % 13);
+        b(i) = 0.25 * static_cast<double>(i % 7);
+      });
+}
+
 TEST(JacobiOptions, ParsesFlags) {
   const auto o = jacobi::parse_options({"-x", "48", "-y", "40", "-z", "36", "-i", "30", "-w", "0",
                                         "--odf", "8", "--verify"});
@@ -60,8 +78,7 @@ TEST(JacobiKernels, PairAccessesMatchScalarMarch) {
     jacobi::Field a("a", s.padded_size()), b1("b1", s.padded_size()), b2("b2", s.padded_size());
     jacobi::init_field(a, s, g, origin);
     // Interior values that differ everywhere, so any misplaced neighbour shows.
-    Kokkos::parallel_for(
-        "perturb", s.padded_size(), KOKKOS_LAMBDA(std::int64_t i) { a(i) += 0.001 * (i % 97); });
+    perturb(a);
     jacobi::init_field(b1, s, g, origin);
     jacobi::init_field(b2, s, g, origin);
     Kokkos::fence();
@@ -88,20 +105,15 @@ TEST(JacobiKernels, FusedUpdateMatchesUnpackUpdatePack) {
   jacobi::Field a1("a1", s.padded_size()), a2("a2", s.padded_size());
   jacobi::Field b1("b1", s.padded_size()), b2("b2", s.padded_size());
   for (const auto& f : {a1, a2, b1, b2}) jacobi::init_field(f, s, g, origin);
-  Kokkos::parallel_for(
-      "perturb", s.padded_size(), KOKKOS_LAMBDA(std::int64_t i) {
-        a1(i) += 0.001 * (i % 97);
-        a2(i) += 0.001 * (i % 97);
-      });
+  perturb(a1);
+  perturb(a2);
   // Faces 0, 3 and 4 have neighbours (buffers); the others are global boundary.
   jacobi::Field receive[6], send1[6], send2[6];
   for (const int f : {0, 3, 4}) {
     receive[f] = jacobi::Field("in", s.face_size(f));
     send1[f] = jacobi::Field("out1", s.face_size(f));
     send2[f] = jacobi::Field("out2", s.face_size(f));
-    const auto in = receive[f];
-    Kokkos::parallel_for(
-        "face", s.face_size(f), KOKKOS_LAMBDA(std::int64_t k) { in(k) = 10.0 + f + 0.01 * k; });
+    fill_face(receive[f], f);
   }
   Kokkos::fence();
   for (int f = 0; f < 6; ++f)
@@ -142,16 +154,13 @@ TEST(JacobiKernels, InnerAndBoundaryUpdatesMatchFusedUpdate) {
       const std::int64_t origin[3] = {0, 0, 0};
       jacobi::Field a("a", s.padded_size()), b1("b1", s.padded_size()), b2("b2", s.padded_size());
       for (const auto& f : {a, b1, b2}) jacobi::init_field(f, s, g, origin);
-      Kokkos::parallel_for(
-          "perturb", s.padded_size(), KOKKOS_LAMBDA(std::int64_t i) { a(i) += 0.001 * (i % 97); });
+      perturb(a);
       jacobi::Field receive[6], send1[6], send2[6];
       for (const int f : with) {
         receive[f] = jacobi::Field("in", s.face_size(f));
         send1[f] = jacobi::Field("out1", s.face_size(f));
         send2[f] = jacobi::Field("out2", s.face_size(f));
-        const auto in = receive[f];
-        Kokkos::parallel_for(
-            "face", s.face_size(f), KOKKOS_LAMBDA(std::int64_t k) { in(k) = 10.0 + f + 0.01 * k; });
+        fill_face(receive[f], f);
         jacobi::Field ghosts("ghosts", s.face_size(f));
         Kokkos::deep_copy(ghosts, nan);
         jacobi::unpack_face(space, a, s, f, ghosts);
@@ -188,11 +197,7 @@ TEST(JacobiKernels, InnerAndBoundaryUpdatesMatchFusedUpdate) {
 TEST(JacobiKernels, DifferenceSquaresSumsTheInterior) {
   const jacobi::BlockShape s{{5, 4, 3}};
   jacobi::Field a("a", s.padded_size()), b("b", s.padded_size());
-  Kokkos::parallel_for(
-      "fill", s.padded_size(), KOKKOS_LAMBDA(std::int64_t i) {
-        a(i) = 0.5 * static_cast<double>(i % 13);
-        b(i) = 0.25 * static_cast<double>(i % 7);
-      });
+  fill_two(a, b);
   Kokkos::fence();
   double expected = 0;
   for (std::int64_t x = 1; x <= s.n[0]; ++x)

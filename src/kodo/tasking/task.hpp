@@ -45,7 +45,9 @@
 //
 // Moving a unit whose task waits (load balancing, a later issue) fits this design at the
 // points a task names: a balance point it awaits, with no receive posted and no round
-// open, its state written by state() as for checkpoints and a new task started from it.
+// open, its state written by state() as for checkpoints and a new task started from it
+// (docs/architecture.md, "Moving a unit whose task waits"); what the loop needs to go on
+// belongs in members that state() names, not in the coroutine's locals.
 
 #include <kodo/backends/stream.hpp>
 #include <kodo/comm/channel.hpp>
