@@ -26,7 +26,9 @@
 // Rows wrap around; the first column is held at 0 and the last at 1, so the solution is
 // u(i, j) = j / (kColumns - 1) whatever the start.
 constexpr std::int64_t kRows = 48, kColumns = 24;
-using Rows = Kokkos::View<double**>;  // a block's rows, with a ghost row above and below
+// A block's rows, with a ghost row above and below. LayoutRight on every backend, so that
+// a row (what a neighbour is sent) is contiguous: CUDA's default layout is LayoutLeft.
+using Rows = Kokkos::View<double**, Kokkos::LayoutRight>;
 auto row(const Rows& u, std::int64_t i) { return Kokkos::subview(u, i, Kokkos::ALL); }
 
 // The solver's kernels, as the MPI code has them, on the space they are given (here a
