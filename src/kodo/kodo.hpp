@@ -30,6 +30,7 @@
 #include <kodo/tasking/checkpoint.hpp>
 #include <kodo/tasking/collection.hpp>
 #include <kodo/tasking/decomposition.hpp>
+#include <kodo/tasking/inbox.hpp>
 #include <kodo/tasking/neighbours.hpp>
 #include <kodo/tasking/runtime.hpp>
 #include <kodo/tasking/step_program.hpp>

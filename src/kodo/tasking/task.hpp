@@ -26,6 +26,8 @@
 //   round's number (kodo::Reduced);
 // - transfer(k) of a kodo::AwaitableRing (awaitable_ring.hpp): a receive ring's transfer
 //   by its number, "the rows of step k";
+// - take(key) of a kodo::Inbox (inbox.hpp): a call's arrival, the value its entry method
+//   put under a key;
 // - kodo::when_all(a, b, ...): several of these at once, giving their results as a tuple
 //   (std::monostate for those with none);
 // - another kodo::Task (a coroutine of its own, e.g. a halo exchange): it runs until it
@@ -152,7 +154,8 @@ class [[nodiscard]] Task {
     A&& await_transform(A&& other) noexcept {
       static_assert(detail::never<A>,
                     "kodo: a kodo::Task awaits kodo::receive, when_done(stream), all_reduce, "
-                    "AwaitableRing::transfer, kodo::when_all and other kodo::Tasks only");
+                    "AwaitableRing::transfer, Inbox::take, kodo::when_all and other "
+                    "kodo::Tasks only");
       return std::forward<A>(other);
     }
   };

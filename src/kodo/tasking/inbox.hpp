@@ -1,0 +1,115 @@
+#pragma once
+// An inbox: values put by entry methods, awaited by a unit's task by key. It is how a task
+// awaits a call's arrival: the call carries its data and a key (its step, say), its entry
+// method puts them here, and the task takes the key when it needs it.
+//
+//   kodo::Inbox<std::int64_t, Payload> borders_;                  // a member of the unit
+//   void border(std::int64_t step, Payload p) {                    // an entry method
+//     borders_.put(step, std::move(p));
+//   }
+//   const Payload p = co_await borders_.take(step);                // in the unit's task
+//
+// A value put before its key is awaited waits here, so a caller one step ahead is
+// harmless; a task awaiting a key goes on from the scheduler loop once it is put (never
+// inside put). A key is put once and taken once: putting a key that holds a value, or
+// awaiting a key another task awaits, throws kodo::Error. A task that awaits a key nobody
+// puts is reported as any waiting task is (the key is shown where it is an integer).
+
+#include <kodo/core/error.hpp>
+#include <kodo/tasking/task.hpp>
+
+#include <concepts>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <source_location>
+#include <string>
+#include <utility>
+
+namespace kodo {
+
+template <class Key, class T>
+class Inbox {
+ public:
+  Inbox() : state_(std::make_shared<State>()) {}
+
+  // Puts `value` under `key`: to the task awaiting it, or kept until one does.
+  void put(const Key& key, T value) {
+    State& s = *state_;
+    if (auto waiting = s.waiting.find(key); waiting != s.waiting.end()) {
+      Waiter w = std::move(waiting->second);
+      s.waiting.erase(waiting);
+      *w.into = std::move(value);
+      w.host->expect_event();  // resumed from the loop, not inside the caller
+      w.host->queue_callback(std::move(w.done));
+      return;
+    }
+    if (!s.held.emplace(key, std::move(value)).second)
+      throw Error(detail::cat("kodo: an inbox was given key ", describe(key),
+                              " twice before a task took it"));
+  }
+
+  // Awaited in a task: the value put under `key` (now, or once it is put).
+  auto take(const Key& key, std::source_location where = std::source_location::current()) {
+    return detail::Awaitable<Take>(Take{state_.get(), key, where});
+  }
+
+  // Whether a value is held under `key` (put, not taken yet); how many are.
+  bool holds(const Key& key) const { return state_->held.count(key) != 0; }
+  std::size_t size() const { return state_->held.size(); }
+
+ private:
+  struct Waiter {
+    std::optional<T>* into;
+    detail::ChannelHost* host;
+    std::function<void()> done;
+  };
+  struct State {
+    std::map<Key, T> held;          // put, not awaited yet
+    std::map<Key, Waiter> waiting;  // awaited, not put yet
+  };
+  static std::int64_t number_of(const Key& key) {
+    if constexpr (std::integral<Key>)
+      return static_cast<std::int64_t>(key);
+    else
+      return -1;
+  }
+  static std::string describe(const Key& key) {
+    if constexpr (std::integral<Key>)
+      return std::to_string(key);
+    else
+      return "(not an integer)";
+  }
+  struct Take {
+    State* state;
+    Key key;
+    std::source_location where;
+    std::optional<T> value{};
+    bool ready() {
+      auto found = state->held.find(key);
+      if (found == state->held.end()) return false;
+      value = std::move(found->second);
+      state->held.erase(found);
+      return true;
+    }
+    void start(detail::TaskRecord& task, std::function<void()> done) {
+      if (!state->waiting.emplace(key, Waiter{&value, task.host, std::move(done)}).second)
+        throw Error(detail::cat("kodo: key ", describe(key),
+                                " of an inbox is awaited by two tasks at once"));
+    }
+    T result() { return std::move(*value); }
+    const char* what() const {
+      if constexpr (std::integral<Key>)
+        return "a value put in a kodo::Inbox (a call's arrival) under key";
+      else
+        return "a value put in a kodo::Inbox (a call's arrival)";
+    }
+    std::int64_t number() const { return number_of(key); }
+  };
+
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace kodo
