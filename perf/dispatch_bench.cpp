@@ -3,7 +3,9 @@
 // the next, so nothing overlaps) and a burst (all queued, then run). And the cost of a
 // coroutine's resume beside a callback's: device work awaited n times in a row, with
 // nothing enqueued, by when_done continuations (each asks for the next) and by a task
-// (kodo::Task) looping over co_await when_done.
+// (kodo::Task) looping over co_await when_done. And the chain with a task at its end: each
+// message is an entry method that puts a value in an inbox, which the unit's task awaits
+// before it sends the next (chain_task: a dispatch and a resume per message).
 //
 //   dispatch_bench [--messages 1000000] [--csv FILE]
 
@@ -36,14 +38,25 @@ class Pinger : public kodo::WorkUnit<Pinger> {
       ++count;
     }
   }
+  void give(std::int64_t i) { inbox_.put(i, i); }
+  kodo::Task chain_task(std::int64_t n) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      unit(index()).send<&Pinger::give>(i);
+      count += co_await inbox_.take(i) == i;
+    }
+  }
   std::int64_t count = 0;
+
+ private:
+  kodo::Inbox<std::int64_t, std::int64_t> inbox_;
 };
 
 constexpr const char* kUsage =
     "usage: dispatch_bench [--messages 1000000] [--csv FILE]\n"
     "Scheduler cost per message: a unit calling an entry method of a unit on its own rank,\n"
     "as a chain (each message sends the next) and as a burst (all queued, then run); and\n"
-    "device work awaited in a row by when_done continuations and by a coroutine task.\n"
+    "device work awaited in a row by when_done continuations and by a coroutine task; and\n"
+    "a chain whose messages a task awaits (chain_task: each resumes it).\n"
     "  --messages  messages per pattern and repetition (default 1000000)\n"
     "  --csv       also write the rows to FILE\n";
 
@@ -60,12 +73,14 @@ int main(int argc, char** argv) {
   const std::int64_t n = std::stoll(perf::option(argc, argv, "--messages", "1000000"));
   auto units = kodo::Collection<Pinger>::create(runtime, {runtime.size(), 1, 1});
   for (const std::string pattern :
-       {"chain", "burst", "when_done_continuations", "when_done_task"}) {
+       {"chain", "chain_task", "burst", "when_done_continuations", "when_done_task"}) {
     for (int rep = 0; rep < 3; ++rep) {
       MPI_Barrier(runtime.comm());
       const double t0 = perf::seconds();
       if (pattern == "chain")
         units.broadcast_local<&Pinger::hop>(n - 1);
+      else if (pattern == "chain_task")
+        units.broadcast_local<&Pinger::chain_task>(n);
       else if (pattern == "burst")
         units.broadcast_local<&Pinger::burst>(n);
       else if (pattern == "when_done_continuations")
