@@ -44,6 +44,14 @@ class Relay : public kodo::WorkUnit<Relay> {
     left = inbox_.size();
   }
 
+  // A key held before the await beside one that comes later, awaited together.
+  kodo::Task early_second() {
+    inbox_.put(501, 1);
+    unit({(me() + 1) % size(), 0, 0}).send<&Relay::give>(std::int64_t{500}, me());
+    const auto [one, zero] = co_await kodo::when_all(inbox_.take(501), inbox_.take(500));
+    pair_right = one == 1 && zero == (me() + size() - 1) % size();
+  }
+
   kodo::Task await_unsent() {
     line = __LINE__ + 1;
     const std::int64_t value = co_await inbox_.take(1000 + me());
@@ -55,6 +63,7 @@ class Relay : public kodo::WorkUnit<Relay> {
   std::size_t left = 99;
   int line = 0;
   std::int64_t late = -1;
+  bool pair_right = false;
 
  private:
   kodo::Inbox<std::int64_t, std::int64_t> inbox_;
@@ -69,6 +78,23 @@ TEST(Inbox, ValuesAreTakenByKeyWhenTheyCameEarlyOrLate) {
     EXPECT_EQ(r.got, std::vector<bool>(kSteps, true)) << "unit " << r.me();
     EXPECT_EQ(r.left, 0u);
   });
+}
+
+TEST(Inbox, AHeldKeyAndALaterOneAreAwaitedTogether) {
+  auto& rt = test_runtime();
+  auto relays = kodo::Collection<Relay>::create(rt, {3, 1, 1});
+  relays.broadcast_local<&Relay::early_second>();
+  rt.run();
+  relays.for_each_local([](const Relay& r) { EXPECT_TRUE(r.pair_right) << "unit " << r.me(); });
+}
+
+TEST(Inbox, AMovedFromInboxRefusesUse) {
+  kodo::Inbox<int, int> a;
+  a.put(1, 10);
+  kodo::Inbox<int, int> b = std::move(a);
+  EXPECT_TRUE(b.holds(1));
+  EXPECT_ERROR(a.put(2, 20), "an Inbox was used after it was moved from");
+  EXPECT_ERROR(a.size(), "an Inbox was used after it was moved from");
 }
 
 TEST(Inbox, AKeyIsGivenOnce) {

@@ -78,8 +78,9 @@ class Cell : public kodo::WorkUnit<Cell> {
   explicit Cell(const kodo::UnitInit<Cell>& init) : WorkUnit(init) { links_.reserve(26); }
   std::int64_t me() const { return collection().shape().linear(index()); }
 
-  void exchange(bool px, bool py, bool pz, int directions) {
+  void exchange(bool px, bool py, bool pz, int directions, bool host_staged) {
     const kodo::Periodic periodic{px, py, pz};
+    const auto mode = host_staged ? kodo::CommMode::host_staged : kodo::CommMode::device;
     auto& stream = streams().communication(static_cast<std::size_t>(me()));
     for (int i = 0; i < directions; ++i) {
       const Direction d = kodo::all_directions[static_cast<std::size_t>(i)];
@@ -89,7 +90,7 @@ class Cell : public kodo::WorkUnit<Cell> {
       Link& link = links_.emplace_back();
       link.direction = d;
       link.peer = collection().shape().linear(*peer);
-      link.channel = open_neighbour_channel(stream, d, periodic);
+      link.channel = open_neighbour_channel(stream, d, periodic, mode);
       for (int k = 0; k < kTransfers; ++k) {
         link.in[k] = Payload("in");
         link.channel.recv(link.in[k], [this, at, k] { check(links_[at], k); });
@@ -130,12 +131,14 @@ struct Case {
   kodo::Periodic periodic;
   int directions;
   std::size_t links;  // per unit (every unit has the same number in these cases)
+  bool host_staged = false;
 };
 
 void exchange(const Case& c) {
   auto& rt = test_runtime();
   auto cells = kodo::Collection<Cell>::create(rt, c.shape);
-  cells.broadcast_local<&Cell::exchange>(c.periodic.x, c.periodic.y, c.periodic.z, c.directions);
+  cells.broadcast_local<&Cell::exchange>(c.periodic.x, c.periodic.y, c.periodic.z, c.directions,
+                                         c.host_staged);
   rt.run();
   cells.for_each_local([&](const Cell& cell) {
     EXPECT_EQ(cell.links(), c.links) << "unit " << cell.me();
@@ -157,11 +160,15 @@ TEST(Neighbours, EdgesAndCornersOfAPeriodicGridWithAFlatDimension) {
   exchange({{3, 2, 1}, {true, true, true}, 26, 26});
 }
 
+TEST(Neighbours, HostStagedChannelsLinkTheSameEnds) {
+  exchange({{3, 2, 1}, {true, true, true}, 26, 26, true});
+}
+
 TEST(Neighbours, AGridThatDoesNotWrapHasNoNeighbourPastItsEdges) {
   // Interior unit (1,1,1) of 3x3x3 has all 26; the corner (0,0,0) has 7.
   auto& rt = test_runtime();
   auto cells = kodo::Collection<Cell>::create(rt, {3, 3, 3});
-  cells.broadcast_local<&Cell::exchange>(false, false, false, 26);
+  cells.broadcast_local<&Cell::exchange>(false, false, false, 26, false);
   rt.run();
   cells.for_each_local([&](const Cell& cell) {
     const Index3 i = cell.index();

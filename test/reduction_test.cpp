@@ -160,10 +160,12 @@ TEST(ReductionResults, DeviceViewsAreContributedOnceTheirStreamIsDone) {
 }
 
 // Two named reductions of one result type, interleaved in each unit's rounds (a residual
-// every pass, an energy every third): the main program watches each apart, and a unit's
-// target and its awaited rounds get their own reduction's results.
+// every pass, an energy every third), a third without a target and a round without a name
+// of another type: the main program watches each apart, and a unit's target and its
+// awaited rounds get their own reduction's results.
 struct Residual : kodo::Reduction<double, kodo::Max> {};
 struct Energy : kodo::Reduction<double, kodo::Sum> {};
+struct Count : kodo::Reduction<std::int64_t, kodo::Sum> {};
 
 class Named : public kodo::WorkUnit<Named> {
  public:
@@ -176,6 +178,8 @@ class Named : public kodo::WorkUnit<Named> {
       residuals.emplace_back(r.round, r.value);
       if (pass % 3 == 2) contribute<&Named::got_energy, Energy>(me() * pass);
     }
+    contribute<Count>(std::int64_t{1});
+    contribute(std::int64_t{2}, kodo::Sum{});  // a round without a name
   }
   void got_energy(double energy, std::uint64_t round) { energies.emplace_back(round, energy); }
 
@@ -186,12 +190,18 @@ TEST(ReductionResults, NamedReductionsOfOneTypeAreWatchedApart) {
   auto& rt = test_runtime();
   auto units = kodo::Collection<Named>::create(rt, {5, 1, 1});
   std::vector<std::pair<std::uint64_t, double>> residuals, energies;
-  std::vector<std::uint64_t> every;
+  std::vector<std::pair<std::uint64_t, std::int64_t>> counts, unnamed;
   units.on_reduced<Residual>([&](std::uint64_t round, double v) {
     residuals.emplace_back(round, v);
   });
   units.on_reduced<Energy>([&](std::uint64_t round, double v) { energies.emplace_back(round, v); });
-  units.on_reduced<double>([&](std::uint64_t round, double) { every.push_back(round); });
+  units.on_reduced<Count>([&](std::uint64_t round, std::int64_t v) {
+    counts.emplace_back(round, v);
+  });
+  // By result type: the round without a name only (another type than the named ones').
+  units.on_reduced<std::int64_t>([&](std::uint64_t round, std::int64_t v) {
+    unnamed.emplace_back(round, v);
+  });
   units.broadcast_local<&Named::passes>(7);
   rt.run();
   // Rounds in each unit's order: passes 0, 1, 2 and the energy after pass 2, ... : a
@@ -203,14 +213,18 @@ TEST(ReductionResults, NamedReductionsOfOneTypeAreWatchedApart) {
   for (int pass : {2, 5}) expected_energies.emplace_back(pass + pass / 3 + 1, units_sum * pass);
   EXPECT_EQ(residuals, expected_residuals);
   EXPECT_EQ(energies, expected_energies);
-  EXPECT_EQ(every.size(), 9u);
+  const auto n_units = static_cast<std::int64_t>(units.size());
+  using Rounds = std::vector<std::pair<std::uint64_t, std::int64_t>>;
+  EXPECT_EQ(counts, (Rounds{{9, n_units}}));
+  EXPECT_EQ(unnamed, (Rounds{{10, 2 * n_units}}));
   units.for_each_local([&](const Named& u) {
     EXPECT_EQ(u.residuals, expected_residuals);
     EXPECT_EQ(u.energies, expected_energies);
   });
   EXPECT_EQ(units.reduced<Residual>(), n - 1 + 6);
   EXPECT_EQ(units.reduced<Energy>(), units_sum * 5);
-  EXPECT_EQ(units.reduced<double>(), n - 1 + 6);  // the collection's last round
+  EXPECT_EQ(units.reduced<Count>(), n_units);
+  EXPECT_EQ(units.reduced<std::int64_t>(), 2 * n_units);  // the last round without a name
 }
 
 TEST(ReductionResults, ANamedReductionWithoutRoundsHasNoResult) {

@@ -80,6 +80,7 @@ class AwaitableRing {
     std::source_location where;
     std::optional<Arrival<V>> arrival{};
     bool ready() {
+      if (arrival) return true;  // taken by an earlier ask
       auto found = state->arrived.find(k);
       if (found == state->arrived.end()) return false;
       arrival = std::move(found->second);

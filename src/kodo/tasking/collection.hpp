@@ -145,9 +145,9 @@ class Collection {
   // std::vector<E> for a std::vector<E> or rank-1 view of E, E for a rank-0 view of E.
   // Every rank's main program calls on_reduced before run(): `callback(round, result)`,
   // a void(std::uint64_t, const R&), then runs on this rank once per completed round of
-  // this collection (rounds count from 0), from the scheduler loop, in round order, after
-  // the units' target; a round whose results are not of type R ends the job naming both
-  // types.
+  // this collection without a name (rounds count from 0, named ones too), from the
+  // scheduler loop, in round order, after the units' target; a round whose results are
+  // not of type R ends the job naming both types.
   // R may instead name a reduction (a kodo::Reduction type, reduction_ops.hpp): the
   // callback, taking its result type, then runs for that reduction's rounds only, so the
   // main program can watch several reductions of one collection.
@@ -164,9 +164,9 @@ class Collection {
         },
         name_of<R>());
   }
-  // The result of the latest round of this collection completed on this rank (run()
-  // leaves it behind), or of named reduction R's latest round. Throws kodo::Error when
-  // no such round has completed, or when its results are not of type R.
+  // The result of the latest round without a name of this collection completed on this
+  // rank (run() leaves it behind), or of named reduction R's latest round. Throws
+  // kodo::Error when no such round has completed, or when its results are not of type R.
   template <class R>
   auto reduced() const {
     using Result = result_of<R>;

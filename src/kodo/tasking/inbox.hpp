@@ -11,9 +11,12 @@
 //
 // A value put before its key is awaited waits here, so a caller one step ahead is
 // harmless; a task awaiting a key goes on from the scheduler loop once it is put (never
-// inside put). A key is put once and taken once: putting a key that holds a value, or
-// awaiting a key another task awaits, throws kodo::Error. A task that awaits a key nobody
-// puts is reported as any waiting task is (the key is shown where it is an integer).
+// inside put). A key holds one value at a time: putting a key that holds a value, or
+// awaiting a key another task awaits, throws kodo::Error; once taken, the key may be put
+// again (keys by parity, say). A task that awaits a key nobody puts is reported as any
+// waiting task is (the key is shown where it is an integer). An inbox is not copied; one
+// moved from throws kodo::Error when used. A task awaiting a key of an inbox that is then
+// replaced (assigned another) waits for a put that cannot come, and is reported so.
 
 #include <kodo/core/error.hpp>
 #include <kodo/tasking/task.hpp>
@@ -34,14 +37,18 @@ template <class Key, class T>
 class Inbox {
  public:
   Inbox() : state_(std::make_shared<State>()) {}
+  Inbox(const Inbox&) = delete;
+  Inbox& operator=(const Inbox&) = delete;
+  Inbox(Inbox&&) noexcept = default;
+  Inbox& operator=(Inbox&&) noexcept = default;
 
   // Puts `value` under `key`: to the task awaiting it, or kept until one does.
   void put(const Key& key, T value) {
-    State& s = *state_;
+    State& s = state();
     if (auto waiting = s.waiting.find(key); waiting != s.waiting.end()) {
+      *waiting->second.into = std::move(value);
       Waiter w = std::move(waiting->second);
       s.waiting.erase(waiting);
-      *w.into = std::move(value);
       w.host->expect_event();  // resumed from the loop, not inside the caller
       w.host->queue_callback(std::move(w.done));
       return;
@@ -53,12 +60,13 @@ class Inbox {
 
   // Awaited in a task: the value put under `key` (now, or once it is put).
   auto take(const Key& key, std::source_location where = std::source_location::current()) {
-    return detail::Awaitable<Take>(Take{state_.get(), key, where});
+    state();  // not moved from
+    return detail::Awaitable<Take>(Take{state_, key, where});
   }
 
   // Whether a value is held under `key` (put, not taken yet); how many are.
-  bool holds(const Key& key) const { return state_->held.count(key) != 0; }
-  std::size_t size() const { return state_->held.size(); }
+  bool holds(const Key& key) const { return state().held.count(key) != 0; }
+  std::size_t size() const { return state().held.size(); }
 
  private:
   struct Waiter {
@@ -70,6 +78,10 @@ class Inbox {
     std::map<Key, T> held;          // put, not awaited yet
     std::map<Key, Waiter> waiting;  // awaited, not put yet
   };
+  State& state() const {
+    if (!state_) throw Error("kodo: an Inbox was used after it was moved from");
+    return *state_;
+  }
   static std::int64_t number_of(const Key& key) {
     if constexpr (std::integral<Key>)
       return static_cast<std::int64_t>(key);
@@ -83,11 +95,12 @@ class Inbox {
       return "(not an integer)";
   }
   struct Take {
-    State* state;
+    std::shared_ptr<State> state;  // the inbox may be moved while a task awaits
     Key key;
     std::source_location where;
     std::optional<T> value{};
     bool ready() {
+      if (value) return true;  // taken by an earlier ask
       auto found = state->held.find(key);
       if (found == state->held.end()) return false;
       value = std::move(found->second);

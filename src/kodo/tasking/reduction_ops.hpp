@@ -55,8 +55,9 @@ struct Max {
 // contribute<Residual>(value) (contribute<Target, Residual>(value) with a target); the
 // main program watches its rounds alone with collection.on_reduced<Residual>(callback) and
 // reads its latest with collection.reduced<Residual>(), while other reductions of the
-// collection run beside it. Its rounds still count among the collection's rounds
-// (on_reduced<T> and reduced<T> by result type see them too).
+// collection run beside it. Its rounds take round numbers as any round does; the main
+// program's watchers by result type (on_reduced<T>, reduced<T>) see the rounds without a
+// name only.
 template <class T, class Op = Sum>
 struct Reduction {
   using value_type = T;

@@ -57,6 +57,7 @@
 #include <kodo/core/error.hpp>
 #include <kodo/tasking/runtime.hpp>
 
+#include <array>
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
@@ -289,9 +290,16 @@ struct AllOf {
   std::tuple<Ops...> ops;
   std::source_location where;  // the first operation's
   std::size_t left = 0;
+  // Which operations were complete when asked: asked once each (asking may take what
+  // completed them, as an inbox's take does).
+  std::array<bool, sizeof...(Ops)> complete{};
 
   bool ready() {
-    return std::apply([](auto&... op) { return (op.ready() && ...); }, ops);
+    std::size_t i = 0;
+    std::apply([&](auto&... op) { ((complete[i] = op.ready(), ++i), ...); }, ops);
+    for (bool c : complete)
+      if (!c) return false;
+    return true;
   }
   void start(TaskRecord& task, std::function<void()> done) {
     auto finished = [this, done] {
@@ -299,11 +307,12 @@ struct AllOf {
     };
     left = 1;  // held until every operation has started, so none ends the wait early
     try {
+      std::size_t i = 0;
       std::apply(
           [&](auto&... op) {
             (
                 [&] {
-                  if (op.ready()) return;
+                  if (complete[i++]) return;
                   ++left;
                   op.start(task, finished);
                 }(),

@@ -231,10 +231,13 @@ void ReductionTree::deliver(CollectionBase& c, State& s, std::uint64_t round, Ha
                             const Bytes& value) {
   const ReducerHandler& r = reducer_of(c, reducer);
   r.deliver(c, round, value);
-  s.latest = Latest{round, reducer, value};
-  if (r.name) s.latest_named.insert_or_assign(std::type_index(*r.name), *s.latest);
+  // Named rounds go to their name's watchers, the others to the by-type ones.
+  if (r.name)
+    s.latest_named.insert_or_assign(std::type_index(*r.name), Latest{round, reducer, value});
+  else
+    s.latest = Latest{round, reducer, value};
   for (auto& callback : s.callbacks) {
-    if (callback.name && (!r.name || *r.name != *callback.name)) continue;
+    if (callback.name ? !r.name || *r.name != *callback.name : r.name != nullptr) continue;
     check_result_type(c, round, r, *callback.type, "on_reduced");
     callback.call(round, value);
   }

@@ -7,8 +7,8 @@
 // fixed order (units by index, then children), passes the partial up, and rank 0 sends
 // the result down the same tree over all ranks (those without units too). Each rank
 // delivers results in round order: to its units' target, then to the main program's
-// callbacks (on_reduced: of every round, or of one named reduction's), and keeps the
-// latest (reduced: of any round, and of each named reduction's). Rounds may complete out of
+// callbacks (on_reduced: of the rounds without a name, or of one named reduction's), and
+// keeps the latest of each (reduced). Rounds may complete out of
 // order (a unit's round k+1 before its round k). A unit contributes once per round;
 // the runtime-length arrays of one round must all have one length ("a reduction of
 // mismatched shapes" otherwise). Partials and results from other ranks are checked
@@ -57,14 +57,15 @@ class ReductionTree {
   void check_value(const CollectionBase& c, HandlerId reducer, std::size_t bytes) const;
 
   // The main program's view of results. `callback(round, result)` runs for each round
-  // of collection `c` delivered on this rank from now on (each of reduction `name`'s
-  // only, where `name` is not null); a round whose result type is not `type` throws
-  // kodo::Error naming both.
+  // of collection `c` without a name delivered on this rank from now on (each of
+  // reduction `name`'s instead, where `name` is not null); a round whose result type is
+  // not `type` throws kodo::Error naming both.
   using ResultCallback = std::function<void(std::uint64_t, const Bytes&)>;
   void on_reduced(const CollectionBase& c, const std::type_info& type, ResultCallback callback,
                   const std::type_info* name = nullptr);
-  // The latest result delivered on this rank (of reduction `name`, where not null);
-  // throws kodo::Error when there is none or when it is not of `type`.
+  // The latest result of a round without a name delivered on this rank (of reduction
+  // `name`, where not null); throws kodo::Error when there is none or when it is not of
+  // `type`.
   const Bytes& reduced(const CollectionBase& c, const std::type_info& type,
                        const std::type_info* name = nullptr) const;
 
@@ -104,9 +105,9 @@ class ReductionTree {
     std::uint64_t next_result = 0;                // results are delivered in round order
     std::map<std::uint64_t, std::pair<HandlerId, Bytes>> early;  // results ahead of it
     std::vector<Callback> callbacks;                             // the main program's
-    std::optional<Latest> latest;                                // the last result delivered
-    std::map<std::type_index, Latest> latest_named;              // the same, by reduction name
-    const CollectionBase* collection = nullptr;                  // for reports
+    std::optional<Latest> latest;                    // the last result of a round without a name
+    std::map<std::type_index, Latest> latest_named;  // the same, by reduction name
+    const CollectionBase* collection = nullptr;      // for reports
   };
 
   const ReducerHandler& reducer_of(const CollectionBase& c, HandlerId id) const;
