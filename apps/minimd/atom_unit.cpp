@@ -192,34 +192,26 @@ void AtomUnit::remove_drift(std::vector<double> mean) {
   contribute(*compute_, setup_sums_, kodo::Sum{});
 }
 
-void AtomUnit::start(double factor, std::vector<double> drift) {
+kodo::Task AtomUnit::start(double factor, std::vector<double> drift) {
   if (drift.size() != 3) throw std::runtime_error("minimd: the drift needs 3 components");
   scale(compute_->space(), v_, nlocal_, factor);
   subtract(compute_->space(), v_, nlocal_, -drift[0], -drift[1], -drift[2]);
   step_ = 0;
-  begin_setup_pass();
+  co_await setup_pass();
 }
 
-void AtomUnit::resume() { begin_setup_pass(); }
+kodo::Task AtomUnit::resume() { co_await setup_pass(); }
 
 // The step the unit is at (0, or a restored one): the ghosts and lists from scratch, the
 // force, thermo; no integration.
-void AtomUnit::begin_setup_pass() {
+kodo::Task AtomUnit::setup_pass() {
   if (comm_ != compute_) comm_->wait_for(*compute_);  // migration packs v on comm_
   started_ = true;
   setup_pass_ = true;
   reneighbor_ = true;
   energy_ = true;
   Kokkos::deep_copy(comm_->space(), counters_, 0);
-  stage_ = Stage::migrate;
-  dim_ = 0;
-  phase_ = Phase::start;
-  advance();
-}
-
-void AtomUnit::run(std::int64_t steps) {
-  target_ += steps;
-  advance();
+  co_await step_body();
 }
 
 // ---- checkpoints ---------------------------------------------------------------------
@@ -260,7 +252,7 @@ void AtomUnit::take_atoms(std::int64_t step, const Vectors& x, const Vectors& v)
   Kokkos::deep_copy(compute_->space(), Kokkos::subview(v_, own, Kokkos::ALL), v);
   compute_->space().fence("minimd::take_atoms");
   nlocal_ = natoms_ = static_cast<int>(n);
-  step_ = target_ = completed_ = step;
+  step_ = completed_ = step;
 }
 
 void AtomUnit::restore(const kodo::SavedCollection& saved, std::int64_t step) {
@@ -324,15 +316,14 @@ void AtomUnit::check_message(std::int64_t step, int kind, int dim, int side) con
   if (step < step_ || step > step_ + 2)
     throw std::runtime_error(text("minimd: ", kind_names[kind], " of step ", step, " reached unit ",
                                   index(), " at step ", step_));
-  if (arrived_.count(Key{step, kind, dim, side}))
+  if (arrived_.holds(Key{step, kind, dim, side}))
     throw std::runtime_error(text("minimd: ", kind_names[kind], " of step ", step,
                                   " arrived twice from one side at unit ", index()));
 }
 
 void AtomUnit::receive(std::int64_t step, int kind, int dim, int side, Payload data) {
   check_message(step, kind, dim, side);
-  arrived_.emplace(Key{step, kind, dim, side}, data);
-  advance();
+  arrived_.put(Key{step, kind, dim, side}, data);
 }
 
 void AtomUnit::receive_staged(std::int64_t step, int kind, int dim, int side, HostPayload data) {
@@ -345,25 +336,7 @@ void AtomUnit::receive_staged(std::int64_t step, int kind, int dim, int side, Ho
   auto part = Kokkos::subview(in, std::pair<std::size_t, std::size_t>(0, data.size()));
   Kokkos::deep_copy(comm_->space(), part, data);
   held_staged_[kind][p][dim][side] = data;
-  arrived_.emplace(Key{step, kind, dim, side}, Payload(part));
-  advance();
-}
-
-bool AtomUnit::have(Kind kind, int d) const {
-  return arrived_.count(Key{step_, kind, d, 0}) && arrived_.count(Key{step_, kind, d, 1});
-}
-
-// The data of this step from `side`, checked to hold whole elements of `multiple` doubles.
-Payload AtomUnit::take(Kind kind, int d, int side, std::size_t multiple) {
-  auto it = arrived_.find(Key{step_, kind, d, side});
-  Payload data = it->second;
-  arrived_.erase(it);
-  if (data.size() % multiple != 0 || data.size() / multiple > INT_MAX)
-    throw std::runtime_error(text("minimd: ", kind_names[kind], " of ", data.size(),
-                                  " values reached unit ", index(), " along ", axis[d],
-                                  ": not a whole number of ", multiple, "-value records"));
-  held_[kind][parity()][d][side] = data;  // in use by the kernels enqueued now
-  return data;
+  arrived_.put(Key{step, kind, dim, side}, Payload(part));
 }
 
 kodo::Index3 AtomUnit::neighbour(int d, int toward) const {
@@ -419,16 +392,6 @@ void AtomUnit::stage(const Payload& out, Kind kind, int d, int toward, std::size
   Kokkos::deep_copy(comm_->space(), Kokkos::subview(host, first), Kokkos::subview(out, first));
 }
 
-// Once the packs are done: what goes toward each side, `per_atom` values for each of
-// border_count_[d][side] (count_ for forces, which go back to where their ghosts came from).
-bool AtomUnit::send_when_packed(Kind kind, int d, std::size_t per_atom, const int (&count)[2]) {
-  if (!ready()) return false;
-  for (int toward = 0; toward < 2; ++toward)
-    send(kind, d, toward, per_atom * static_cast<std::size_t>(count[toward]));
-  phase_ = Phase::waiting;
-  return true;
-}
-
 // Sends the first `size` values of the packed buffer toward a side; the receiver gets
 // them from the other side.
 void AtomUnit::send(Kind kind, int d, int toward, std::size_t size) {
@@ -448,24 +411,53 @@ void AtomUnit::send(Kind kind, int d, int toward, std::size_t size) {
 }
 
 // ---- progress --------------------------------------------------------------------------
+//
+// A unit's steps are a coroutine (run): the step reads as miniMD's, and where it needs a
+// count from the device or its neighbours' data it awaits them while the rank runs its
+// other units. With --sync the device work is fenced instead of awaited.
 
-void AtomUnit::after(kodo::Stream& stream, const char* what) {
-  if (setup_.sync) {
-    stream.space().fence(what);
-    return;
-  }
-  ++awaited_;
-  when_done(stream, [this] {
-    --awaited_;
-    advance();
-  });
+double AtomUnit::Clock::since() const { return now() - start; }
+
+AtomUnit::Clock AtomUnit::clock() const { return {setup_.sync ? now() : 0.0, waited_}; }
+
+// --sync: a part of a step is charged its time less what it spent awaiting its
+// neighbours (the rank ran other units meanwhile).
+void AtomUnit::charge(double Timers::* part, const Clock& c) {
+  if (setup_.sync) setup_.timers->*part += c.since() - (waited_ - c.waited);
 }
 
-bool AtomUnit::ready() { return awaited_ == 0; }
+kodo::Task AtomUnit::device_done(kodo::Stream& stream, const char* what) {
+  if (setup_.sync) {
+    stream.space().fence(what);
+    co_return;
+  }
+  co_await when_done(stream);
+}
 
-void AtomUnit::read_counters(kodo::Stream& stream, const char* what) {
+kodo::Task AtomUnit::read_counters(kodo::Stream& stream, const char* what) {
   Kokkos::deep_copy(stream.space(), counters_host_, counters_);
-  after(stream, what);
+  co_await device_done(stream, what);
+}
+
+// This step's data of `kind` along d from both sides, each checked to hold whole records
+// of `multiple` doubles, and held while the kernels enqueued now read it.
+kodo::Task AtomUnit::arrivals(Kind kind, int d, std::size_t multiple, Payload (&in)[2]) {
+  for (int side = 0; side < 2; ++side) {
+    const double t = setup_.sync ? now() : 0.0;
+    Payload data = co_await arrived_.take(Key{step_, kind, d, side});
+    if (setup_.sync) waited_ += now() - t;
+    if (data.size() % multiple != 0 || data.size() / multiple > INT_MAX)
+      throw std::runtime_error(text("minimd: ", kind_names[kind], " of ", data.size(),
+                                    " values reached unit ", index(), " along ", axis[d],
+                                    ": not a whole number of ", multiple, "-value records"));
+    held_[kind][parity()][d][side] = data;
+    in[side] = data;
+  }
+}
+
+void AtomUnit::send_both(Kind kind, int d, std::size_t per_atom, const int (&count)[2]) {
+  for (int toward = 0; toward < 2; ++toward)
+    send(kind, d, toward, per_atom * static_cast<std::size_t>(count[toward]));
 }
 
 void AtomUnit::check_lost(const char* when, int lost) {
@@ -509,246 +501,10 @@ void AtomUnit::spares_for(std::int64_t atoms) {
   grow(v_spare_, atoms, 0, comm_->space(), "atoms");
 }
 
-void AtomUnit::advance() {
-  if (advancing_) {  // called again from within (a --sync continuation, a local call)
-    again_ = true;
-    return;
-  }
-  advancing_ = true;
-  do {
-    again_ = false;
-    while (step_once()) {
-    }
-  } while (again_);
-  advancing_ = false;
-}
-
-bool AtomUnit::step_once() {
-  const double t0 = setup_.sync ? now() : 0;
-  auto charge = [&](double Timers::* part) {
-    if (setup_.sync) setup_.timers->*part += now() - t0;
-  };
-  switch (stage_) {
-    case Stage::idle: {
-      if (!started_ || step_ >= target_) return false;
-      if (step_ - completed_ >= 2) return false;  // keep the device at most two steps ahead
-      ++step_;
-      reneighbor_ = step_ % setup_.problem.reneighbor_every == 0;
-      energy_ = setup_.thermo_step(step_);
-      initial_integrate(compute_->space(), x_, v_, f_, nlocal_, setup_.problem.dt);
-      if (comm_ != compute_) comm_->wait_for(*compute_);
-      if (overlaps_ghosts()) {
-        // Atoms without ghosts in their lists need only the positions just computed: their
-        // force runs while the ghosts are updated on the communication stream.
-        if (setup_.sync) compute_->space().fence("minimd::initial_integrate (sync)");
-        const double t_force = setup_.sync ? now() : 0;
-        force_full(compute_->space(), x_, f_, 0, interior_, nlocal_, neighbors_, neighbor_count_,
-                   potential(), false, {});
-        if (setup_.sync) {
-          compute_->space().fence("minimd::force (sync)");
-          setup_.timers->force += now() - t_force;
-        }
-      }
-      if (reneighbor_)  // the counts a reneighboring adds to (or leaves at 0)
-        Kokkos::deep_copy(comm_->space(),
-                          Kokkos::subview(counters_, std::make_pair(0, static_cast<int>(to_lo))),
-                          0);
-      stage_ = reneighbor_ ? Stage::migrate : Stage::ghosts;
-      dim_ = 0;
-      phase_ = Phase::start;
-      return true;
-    }
-    case Stage::migrate: {
-      const bool done = migrate_phase();
-      charge(&Timers::comm);
-      return done;
-    }
-    case Stage::sort: {
-      if (comm_ != compute_) compute_->wait_for(*comm_);
-      count_outside(compute_->space(), x_, nlocal_, box_, counters_);
-      // Own atoms in bin order, so neighbours sit near each other in memory.
-      grow_flat(bin_of_, static_cast<std::size_t>(nlocal_), "minimd::bin_of");
-      grow_flat(bin_atoms_, static_cast<std::size_t>(nlocal_), "minimd::bin_atoms");
-      if (setup_.list == ListKind::full)
-        order_interior_first(compute_->space(), x_, nlocal_, grid_, box_,
-                             interior_margin * setup_.problem.neighbor_cutoff(), bin_of_,
-                             bin_start_, bin_fill_, bin_atoms_, counters_);
-      else
-        bin_atoms(compute_->space(), x_, nlocal_, grid_, bin_of_, bin_start_, bin_fill_,
-                  bin_atoms_);
-      spares_for(nlocal_);
-      gather_atoms(compute_->space(), x_, v_, bin_atoms_, nlocal_, x_spare_, v_spare_);
-      if (x_.data() == program_x_) {
-        // The step program reads x_ (and v_) where they are: the sorted atoms go back.
-        const auto own = std::pair<std::size_t, std::size_t>(0, static_cast<std::size_t>(nlocal_));
-        Kokkos::deep_copy(compute_->space(), Kokkos::subview(x_, own, Kokkos::ALL),
-                          Kokkos::subview(x_spare_, own, Kokkos::ALL));
-        Kokkos::deep_copy(compute_->space(), Kokkos::subview(v_, own, Kokkos::ALL),
-                          Kokkos::subview(v_spare_, own, Kokkos::ALL));
-      } else {
-        std::swap(x_, x_spare_);
-        std::swap(v_, v_spare_);
-      }
-      natoms_ = nlocal_;
-      if (comm_ != compute_) comm_->wait_for(*compute_);
-      stage_ = Stage::borders;
-      dim_ = 0;
-      phase_ = Phase::start;
-      charge(&Timers::neighbor);
-      return true;
-    }
-    case Stage::borders: {
-      const bool done = border_phase();
-      charge(&Timers::comm);
-      return done;
-    }
-    case Stage::neighbors: {
-      const bool done = neighbor_stage();
-      charge(&Timers::neighbor);
-      return done;
-    }
-    case Stage::ghosts: {
-      const bool done = ghost_phase();
-      charge(&Timers::comm);
-      return done;
-    }
-    case Stage::force: {
-      if (comm_ != compute_) compute_->wait_for(*comm_);
-      if (energy_) Kokkos::deep_copy(compute_->space(), thermo_, 0.0);
-      if (overlaps_ghosts())  // the inner atoms' force ran with the step's start
-        force_full(compute_->space(), x_, f_, interior_, nlocal_, nlocal_, neighbors_,
-                   neighbor_count_, potential(), false, {});
-      else
-        force(compute_->space(), x_, f_, nlocal_, natoms_, neighbors_, neighbor_count_, setup_.list,
-              potential(), energy_,
-              Payload(Kokkos::subview(thermo_, std::pair<std::size_t, std::size_t>(1, 3))));
-      if (setup_.sync) compute_->space().fence("minimd::force (sync)");
-      charge(&Timers::force);
-      if (setup_.list == ListKind::half_newton) {
-        if (comm_ != compute_) comm_->wait_for(*compute_);
-        stage_ = Stage::reverse;
-        dim_ = 2;
-      } else {
-        stage_ = Stage::finish;
-      }
-      phase_ = Phase::start;
-      return true;
-    }
-    case Stage::reverse: {
-      const bool done = reverse_phase();
-      charge(&Timers::comm);
-      return done;
-    }
-    case Stage::finish: finish_step(); return true;
-  }
-  return false;
-}
-
 Potential AtomUnit::potential() const {
   const Problem& p = setup_.problem;
   const double s2 = p.sigma * p.sigma;
   return Potential{p.force_cutoff * p.force_cutoff, p.epsilon, s2 * s2 * s2};
-}
-
-void AtomUnit::finish_step() {
-  if (comm_ != compute_) compute_->wait_for(*comm_);
-  if (!setup_pass_) final_integrate(compute_->space(), v_, f_, nlocal_, setup_.problem.dt);
-  setup_pass_ = false;
-  if (energy_) {
-    kinetic(compute_->space(), v_, nlocal_, thermo_);
-    Kokkos::deep_copy(compute_->space(), Kokkos::subview(thermo_, 3), static_cast<double>(nlocal_));
-    momentum(compute_->space(), v_, nlocal_,
-             Payload(Kokkos::subview(thermo_, std::pair<std::size_t, std::size_t>(4, 7))));
-    contribute(*compute_, thermo_, kodo::Sum{});
-  }
-  stage_ = Stage::idle;
-  // The step's device work: done once the compute stream gets here.
-  if (setup_.sync) {
-    compute_->space().fence("minimd::step (sync)");
-    completed_ = step_;
-  } else {
-    when_done(*compute_, [this, s = step_] {
-      completed_ = std::max(completed_, s);
-      advance();
-    });
-  }
-}
-
-// Migration along dim_: atoms below the box go to the lower neighbour, atoms above it to
-// the upper one (shifted across the periodic boundary); the rest are compacted.
-bool AtomUnit::migrate_phase() {
-  const int d = dim_;
-  auto next = [&] {
-    phase_ = Phase::start;
-    if (++dim_ == 3) stage_ = Stage::sort;
-    return true;
-  };
-  if (self(d)) {
-    wrap(comm_->space(), x_, nlocal_, d, setup_.length[d]);
-    return next();
-  }
-  switch (phase_) {
-    case Phase::start: {
-      // One scan lists who leaves and who stays, moves the stayers to the spare arrays and
-      // packs the leavers where the send buffers have room (as the last reneighboring's
-      // left them): then the count read back finds them packed, and they go at once.
-      lists_for_rows();
-      spares_for(nlocal_);
-      Payload outs[2];
-      scan_buffers(migrants, d, outs);
-      const double shifts[2] = {shift(d, 0), shift(d, 1)};
-      select_migrants(comm_->space(), x_, v_, nlocal_, d, box_.lo[d], box_.hi[d], border_[d], outs,
-                      shifts, x_spare_, v_spare_, counters_, select_tiles_);
-      read_counters(*comm_, "minimd::migrate (sync)");
-      phase_ = Phase::counting;
-      [[fallthrough]];
-    }
-    case Phase::counting: {
-      if (!ready()) return false;
-      const auto lo = counters_host_(to_lo), hi = counters_host_(to_hi),
-                 stay = counters_host_(Counter::staying);
-      if (lo + hi + stay != nlocal_)
-        throw std::runtime_error(text("minimd: ", nlocal_ - lo - hi - stay, " atom(s) of unit ",
-                                      index(), " at step ", step_,
-                                      " have a position that is not a finite number"));
-      const int counts[2] = {static_cast<int>(lo), static_cast<int>(hi)};
-      border_count_[d][0] = migrants_[d][0] = counts[0];
-      border_count_[d][1] = migrants_[d][1] = counts[1];
-      const bool packed = packed_by_scan(migrants, d, 6, counts);
-      if (!packed) {  // larger buffers (kept for the next time), or staged through the host
-        const double shifts[2] = {shift(d, 0), shift(d, 1)};
-        Payload outs[2];
-        for (int toward = 0; toward < 2; ++toward)
-          outs[toward] = buffer(migrants, d, toward, 6 * static_cast<std::size_t>(counts[toward]));
-        pack_atoms(comm_->space(), x_, v_, border_[d], counts, d, shifts, outs);
-        for (int toward = 0; toward < 2; ++toward)
-          stage(outs[toward], migrants, d, toward, 6 * static_cast<std::size_t>(counts[toward]));
-      }
-      std::swap(x_, x_spare_);  // the stayers, moved by the scan
-      std::swap(v_, v_spare_);
-      nlocal_ = natoms_ = static_cast<int>(stay);
-      if (!packed) after(*comm_, "minimd::migrate pack (sync)");
-      phase_ = Phase::packing;
-      [[fallthrough]];
-    }
-    case Phase::packing:
-      if (!send_when_packed(migrants, d, 6, border_count_[d])) return false;
-      [[fallthrough]];
-    case Phase::waiting: {
-      if (!have(migrants, d)) return false;
-      const Payload in[2] = {take(migrants, d, 0, 6), take(migrants, d, 1, 6)};
-      const int counts[2] = {static_cast<int>(in[0].size() / 6),
-                             static_cast<int>(in[1].size() / 6)};
-      arrivals_[d][0] = counts[0];
-      arrivals_[d][1] = counts[1];
-      ensure_locals(static_cast<std::int64_t>(nlocal_) + counts[0] + counts[1], nlocal_);
-      unpack_atoms(comm_->space(), in, {counts[0], counts[1]}, x_, v_, nlocal_);
-      nlocal_ += counts[0] + counts[1];
-      natoms_ = nlocal_;
-      return next();
-    }
-  }
-  return false;
 }
 
 // Along a dimension the unit spans alone, its ghosts are images of its own atoms: those
@@ -770,80 +526,240 @@ void AtomUnit::pack_border_positions(Kind kind, int d) {
     stage(outs[toward], kind, d, toward, 3 * static_cast<std::size_t>(border_count_[d][toward]));
 }
 
-// Ghost lists along dim_: own atoms and earlier ghosts within the cutoff of a face go to
-// the neighbour across it; what comes back is appended as ghosts.
-bool AtomUnit::border_phase() {
-  const int d = dim_;
-  const double cut = setup_.problem.neighbor_cutoff();
-  auto next = [&] {
-    phase_ = Phase::start;
-    if (++dim_ == 3) stage_ = Stage::neighbors;
-    return true;
-  };
-  switch (phase_) {
-    case Phase::start: {
-      // As in migration: the scan packs the positions where the buffers have room.
-      lists_for_rows();
-      Payload outs[2];
-      if (!self(d)) scan_buffers(borders, d, outs);
-      const double shifts[2] = {shift(d, 0), shift(d, 1)};
-      select_borders(comm_->space(), x_, natoms_, d, box_.lo[d] + cut, box_.hi[d] - cut, border_[d],
-                     outs, shifts, counters_, select_tiles_);
-      read_counters(*comm_, "minimd::borders (sync)");
-      phase_ = Phase::counting;
-      [[fallthrough]];
+kodo::Task AtomUnit::run(std::int64_t steps) {
+  for (std::int64_t k = 0; k < steps; ++k) {
+    while (step_ - completed_ >= 2) {  // keep the device at most two steps ahead
+      awaiting_device_ = true;
+      co_await device_caught_up_.take(0);
     }
-    case Phase::counting: {
-      if (!ready()) return false;
-      if (d == 0) check_lost("in migration", counters_host_(lost));
-      for (int toward = 0; toward < 2; ++toward)
-        border_count_[d][toward] = static_cast<int>(counters_host_(toward == 0 ? to_lo : to_hi));
-      if (self(d)) {
-        // Images of our own atoms: those near the upper face appear below the lower one.
-        count_[d][0] = border_count_[d][1];
-        count_[d][1] = border_count_[d][0];
-        first_[d][0] = natoms_;
-        first_[d][1] = natoms_ + count_[d][0];
-        ensure_atoms(static_cast<std::int64_t>(natoms_) + count_[d][0] + count_[d][1], natoms_);
-        copy_own_images(d);
-        natoms_ += count_[d][0] + count_[d][1];
-        return next();
-      }
-      if (!packed_by_scan(borders, d, 3, border_count_[d])) {
-        pack_border_positions(borders, d);
-        after(*comm_, "minimd::borders pack (sync)");
-      }
-      phase_ = Phase::packing;
-      [[fallthrough]];
-    }
-    case Phase::packing:
-      if (!send_when_packed(borders, d, 3, border_count_[d])) return false;
-      [[fallthrough]];
-    case Phase::waiting: {
-      if (!have(borders, d)) return false;
-      const Payload in[2] = {take(borders, d, 0, 3), take(borders, d, 1, 3)};
-      count_[d][0] = static_cast<int>(in[0].size() / 3);
-      count_[d][1] = static_cast<int>(in[1].size() / 3);
-      ensure_atoms(static_cast<std::int64_t>(natoms_) + count_[d][0] + count_[d][1], natoms_);
-      first_[d][0] = natoms_;
-      first_[d][1] = natoms_ + count_[d][0];
-      unpack_rows(comm_->space(), in, count_[d], first_[d], x_);
-      natoms_ += count_[d][0] + count_[d][1];
-      return next();
-    }
+    begin_step();
+    co_await step_body();
   }
-  return false;
 }
 
-bool AtomUnit::neighbor_stage() {
-  const double cut = setup_.problem.neighbor_cutoff();
-  if (phase_ == Phase::start) {
-    if (comm_ != compute_) compute_->wait_for(*comm_);
-    grow_flat(bin_of_, static_cast<std::size_t>(natoms_), "minimd::bin_of");
-    grow_flat(bin_atoms_, static_cast<std::size_t>(natoms_), "minimd::bin_atoms");
-    bin_atoms(compute_->space(), x_, natoms_, grid_, bin_of_, bin_start_, bin_fill_, bin_atoms_);
+// The step's start: integration, and with full lists on a plain step the force of the
+// atoms without ghosts in their lists.
+void AtomUnit::begin_step() {
+  ++step_;
+  reneighbor_ = step_ % setup_.problem.reneighbor_every == 0;
+  energy_ = setup_.thermo_step(step_);
+  initial_integrate(compute_->space(), x_, v_, f_, nlocal_, setup_.problem.dt);
+  if (comm_ != compute_) comm_->wait_for(*compute_);
+  if (overlaps_ghosts()) {
+    // Atoms without ghosts in their lists need only the positions just computed: their
+    // force runs while the ghosts are updated on the communication stream.
+    if (setup_.sync) compute_->space().fence("minimd::initial_integrate (sync)");
+    const double t_force = setup_.sync ? now() : 0;
+    force_full(compute_->space(), x_, f_, 0, interior_, nlocal_, neighbors_, neighbor_count_,
+               potential(), false, {});
+    if (setup_.sync) {
+      compute_->space().fence("minimd::force (sync)");
+      setup_.timers->force += now() - t_force;
+    }
   }
-  if (phase_ == Phase::start || phase_ == Phase::packing) {  // packing: build again, larger
+  if (reneighbor_)  // the counts a reneighboring adds to (or leaves at 0)
+    Kokkos::deep_copy(comm_->space(),
+                      Kokkos::subview(counters_, std::make_pair(0, static_cast<int>(to_lo))), 0);
+}
+
+kodo::Task AtomUnit::step_body() {
+  in_step_ = true;
+  if (reneighbor_) {
+    for (int d = 0; d < 3; ++d) co_await migrate(d);
+    sort_atoms();
+    for (int d = 0; d < 3; ++d) co_await exchange_borders(d);
+    co_await build_lists();
+  } else {
+    for (int d = 0; d < 3; ++d) co_await update_ghosts(d);
+  }
+  compute_force();
+  if (setup_.list == ListKind::half_newton) {
+    if (comm_ != compute_) comm_->wait_for(*compute_);
+    for (int d = 2; d >= 0; --d) co_await return_forces(d);  // z, then y, then x
+  }
+  finish_step();
+  in_step_ = false;
+}
+
+// Own atoms in bin order, so neighbours sit near each other in memory.
+void AtomUnit::sort_atoms() {
+  const Clock c = clock();
+  if (comm_ != compute_) compute_->wait_for(*comm_);
+  count_outside(compute_->space(), x_, nlocal_, box_, counters_);
+  grow_flat(bin_of_, static_cast<std::size_t>(nlocal_), "minimd::bin_of");
+  grow_flat(bin_atoms_, static_cast<std::size_t>(nlocal_), "minimd::bin_atoms");
+  if (setup_.list == ListKind::full)
+    order_interior_first(compute_->space(), x_, nlocal_, grid_, box_,
+                         interior_margin * setup_.problem.neighbor_cutoff(), bin_of_, bin_start_,
+                         bin_fill_, bin_atoms_, counters_);
+  else
+    bin_atoms(compute_->space(), x_, nlocal_, grid_, bin_of_, bin_start_, bin_fill_, bin_atoms_);
+  spares_for(nlocal_);
+  gather_atoms(compute_->space(), x_, v_, bin_atoms_, nlocal_, x_spare_, v_spare_);
+  if (x_.data() == program_x_) {
+    // The step program reads x_ (and v_) where they are: the sorted atoms go back.
+    const auto own = std::pair<std::size_t, std::size_t>(0, static_cast<std::size_t>(nlocal_));
+    Kokkos::deep_copy(compute_->space(), Kokkos::subview(x_, own, Kokkos::ALL),
+                      Kokkos::subview(x_spare_, own, Kokkos::ALL));
+    Kokkos::deep_copy(compute_->space(), Kokkos::subview(v_, own, Kokkos::ALL),
+                      Kokkos::subview(v_spare_, own, Kokkos::ALL));
+  } else {
+    std::swap(x_, x_spare_);
+    std::swap(v_, v_spare_);
+  }
+  natoms_ = nlocal_;
+  if (comm_ != compute_) comm_->wait_for(*compute_);
+  charge(&Timers::neighbor, c);
+}
+
+void AtomUnit::compute_force() {
+  const Clock c = clock();
+  if (comm_ != compute_) compute_->wait_for(*comm_);
+  if (energy_) Kokkos::deep_copy(compute_->space(), thermo_, 0.0);
+  if (overlaps_ghosts())  // the inner atoms' force ran with the step's start
+    force_full(compute_->space(), x_, f_, interior_, nlocal_, nlocal_, neighbors_, neighbor_count_,
+               potential(), false, {});
+  else
+    force(compute_->space(), x_, f_, nlocal_, natoms_, neighbors_, neighbor_count_, setup_.list,
+          potential(), energy_,
+          Payload(Kokkos::subview(thermo_, std::pair<std::size_t, std::size_t>(1, 3))));
+  if (setup_.sync) compute_->space().fence("minimd::force (sync)");
+  charge(&Timers::force, c);
+}
+
+void AtomUnit::finish_step() {
+  if (comm_ != compute_) compute_->wait_for(*comm_);
+  if (!setup_pass_) final_integrate(compute_->space(), v_, f_, nlocal_, setup_.problem.dt);
+  setup_pass_ = false;
+  if (energy_) {
+    kinetic(compute_->space(), v_, nlocal_, thermo_);
+    Kokkos::deep_copy(compute_->space(), Kokkos::subview(thermo_, 3), static_cast<double>(nlocal_));
+    momentum(compute_->space(), v_, nlocal_,
+             Payload(Kokkos::subview(thermo_, std::pair<std::size_t, std::size_t>(4, 7))));
+    contribute(*compute_, thermo_, kodo::Sum{});
+  }
+  // The step's device work: done once the compute stream gets here.
+  if (setup_.sync) {
+    compute_->space().fence("minimd::step (sync)");
+    completed_ = step_;
+  } else {
+    when_done(*compute_, [this, s = step_] {
+      completed_ = std::max(completed_, s);
+      if (awaiting_device_) {
+        awaiting_device_ = false;
+        device_caught_up_.put(0, 0);
+      }
+    });
+  }
+}
+
+// Migration along d: atoms below the box go to the lower neighbour, atoms above it to
+// the upper one (shifted across the periodic boundary); the rest are compacted.
+kodo::Task AtomUnit::migrate(int d) {
+  if (self(d)) {
+    wrap(comm_->space(), x_, nlocal_, d, setup_.length[d]);
+    co_return;
+  }
+  const Clock c = clock();
+  // One scan lists who leaves and who stays, moves the stayers to the spare arrays and
+  // packs the leavers where the send buffers have room (as the last reneighboring's left
+  // them): then the count read back finds them packed, and they go at once.
+  lists_for_rows();
+  spares_for(nlocal_);
+  Payload outs[2];
+  scan_buffers(migrants, d, outs);
+  const double shifts[2] = {shift(d, 0), shift(d, 1)};
+  select_migrants(comm_->space(), x_, v_, nlocal_, d, box_.lo[d], box_.hi[d], border_[d], outs,
+                  shifts, x_spare_, v_spare_, counters_, select_tiles_);
+  co_await read_counters(*comm_, "minimd::migrate (sync)");
+  const auto lo = counters_host_(to_lo), hi = counters_host_(to_hi),
+             stay = counters_host_(Counter::staying);
+  if (lo + hi + stay != nlocal_)
+    throw std::runtime_error(text("minimd: ", nlocal_ - lo - hi - stay, " atom(s) of unit ",
+                                  index(), " at step ", step_,
+                                  " have a position that is not a finite number"));
+  const int counts[2] = {static_cast<int>(lo), static_cast<int>(hi)};
+  border_count_[d][0] = migrants_[d][0] = counts[0];
+  border_count_[d][1] = migrants_[d][1] = counts[1];
+  const bool packed = packed_by_scan(migrants, d, 6, counts);
+  if (!packed) {  // larger buffers (kept for the next time), or staged through the host
+    for (int toward = 0; toward < 2; ++toward)
+      outs[toward] = buffer(migrants, d, toward, 6 * static_cast<std::size_t>(counts[toward]));
+    pack_atoms(comm_->space(), x_, v_, border_[d], counts, d, shifts, outs);
+    for (int toward = 0; toward < 2; ++toward)
+      stage(outs[toward], migrants, d, toward, 6 * static_cast<std::size_t>(counts[toward]));
+  }
+  std::swap(x_, x_spare_);  // the stayers, moved by the scan
+  std::swap(v_, v_spare_);
+  nlocal_ = natoms_ = static_cast<int>(stay);
+  if (!packed) co_await device_done(*comm_, "minimd::migrate pack (sync)");
+  send_both(migrants, d, 6, border_count_[d]);
+  Payload in[2];
+  co_await arrivals(migrants, d, 6, in);
+  const int arrived[2] = {static_cast<int>(in[0].size() / 6), static_cast<int>(in[1].size() / 6)};
+  arrivals_[d][0] = arrived[0];
+  arrivals_[d][1] = arrived[1];
+  ensure_locals(static_cast<std::int64_t>(nlocal_) + arrived[0] + arrived[1], nlocal_);
+  unpack_atoms(comm_->space(), in, {arrived[0], arrived[1]}, x_, v_, nlocal_);
+  nlocal_ += arrived[0] + arrived[1];
+  natoms_ = nlocal_;
+  charge(&Timers::comm, c);
+}
+
+// Ghost lists along d: own atoms and earlier ghosts within the cutoff of a face go to the
+// neighbour across it; what comes back is appended as ghosts.
+kodo::Task AtomUnit::exchange_borders(int d) {
+  const Clock c = clock();
+  const double cut = setup_.problem.neighbor_cutoff();
+  // As in migration: the scan packs the positions where the buffers have room.
+  lists_for_rows();
+  Payload outs[2];
+  if (!self(d)) scan_buffers(borders, d, outs);
+  const double shifts[2] = {shift(d, 0), shift(d, 1)};
+  select_borders(comm_->space(), x_, natoms_, d, box_.lo[d] + cut, box_.hi[d] - cut, border_[d],
+                 outs, shifts, counters_, select_tiles_);
+  co_await read_counters(*comm_, "minimd::borders (sync)");
+  if (d == 0) check_lost("in migration", counters_host_(lost));
+  for (int toward = 0; toward < 2; ++toward)
+    border_count_[d][toward] = static_cast<int>(counters_host_(toward == 0 ? to_lo : to_hi));
+  if (self(d)) {
+    // Images of our own atoms: those near the upper face appear below the lower one.
+    count_[d][0] = border_count_[d][1];
+    count_[d][1] = border_count_[d][0];
+    first_[d][0] = natoms_;
+    first_[d][1] = natoms_ + count_[d][0];
+    ensure_atoms(static_cast<std::int64_t>(natoms_) + count_[d][0] + count_[d][1], natoms_);
+    copy_own_images(d);
+    natoms_ += count_[d][0] + count_[d][1];
+    charge(&Timers::comm, c);
+    co_return;
+  }
+  if (!packed_by_scan(borders, d, 3, border_count_[d])) {
+    pack_border_positions(borders, d);
+    co_await device_done(*comm_, "minimd::borders pack (sync)");
+  }
+  send_both(borders, d, 3, border_count_[d]);
+  Payload in[2];
+  co_await arrivals(borders, d, 3, in);
+  count_[d][0] = static_cast<int>(in[0].size() / 3);
+  count_[d][1] = static_cast<int>(in[1].size() / 3);
+  ensure_atoms(static_cast<std::int64_t>(natoms_) + count_[d][0] + count_[d][1], natoms_);
+  first_[d][0] = natoms_;
+  first_[d][1] = natoms_ + count_[d][0];
+  unpack_rows(comm_->space(), in, count_[d], first_[d], x_);
+  natoms_ += count_[d][0] + count_[d][1];
+  charge(&Timers::comm, c);
+}
+
+// The neighbour lists, built again larger while a row overflows.
+kodo::Task AtomUnit::build_lists() {
+  const Clock c = clock();
+  const double cut = setup_.problem.neighbor_cutoff();
+  if (comm_ != compute_) compute_->wait_for(*comm_);
+  grow_flat(bin_of_, static_cast<std::size_t>(natoms_), "minimd::bin_of");
+  grow_flat(bin_atoms_, static_cast<std::size_t>(natoms_), "minimd::bin_atoms");
+  bin_atoms(compute_->space(), x_, natoms_, grid_, bin_of_, bin_start_, bin_fill_, bin_atoms_);
+  for (;;) {
     if (static_cast<int>(neighbors_.extent(0)) < nlocal_ ||
         static_cast<int>(neighbors_.extent(1)) < most_neighbors_) {
       const int rows = room_for(nlocal_, "atoms");
@@ -855,108 +771,68 @@ bool AtomUnit::neighbor_stage() {
     }
     build_neighbors(compute_->space(), x_, nlocal_, grid_, stencil_, bin_of_, bin_start_,
                     bin_atoms_, cut, setup_.list, neighbors_, neighbor_count_, counters_);
-    read_counters(*compute_, "minimd::neighbors (sync)");
-    phase_ = Phase::counting;
-  }
-  if (!ready()) return false;
-  const auto most = counters_host_(most_neighbors);
-  if (most > static_cast<std::int64_t>(neighbors_.extent(1))) {
+    co_await read_counters(*compute_, "minimd::neighbors (sync)");
+    const auto most = counters_host_(most_neighbors);
+    if (most <= static_cast<std::int64_t>(neighbors_.extent(1))) break;
     most_neighbors_ = static_cast<int>(most + most / 5 + 8);
-    phase_ = Phase::packing;
-    return true;
   }
   // Set by the sort's order (full lists; 0 otherwise) and read back with the counters.
   interior_ = static_cast<int>(counters_host_(interior));
   publish_sizes();
-  stage_ = Stage::force;
-  phase_ = Phase::start;
-  return true;
+  charge(&Timers::neighbor, c);
 }
 
-// Ghost positions along dim_, over the lists of the last reneighboring.
-bool AtomUnit::ghost_phase() {
-  const int d = dim_;
-  auto next = [&] {
-    phase_ = Phase::start;
-    if (++dim_ == 3) stage_ = Stage::force;
-    return true;
-  };
+// Ghost positions along d, over the lists of the last reneighboring.
+kodo::Task AtomUnit::update_ghosts(int d) {
+  const Clock c = clock();
   if (self(d)) {
     copy_own_images(d);
-    return next();
+    charge(&Timers::comm, c);
+    co_return;
   }
-  switch (phase_) {
-    case Phase::start:
-      pack_border_positions(ghosts, d);
-      after(*comm_, "minimd::ghosts pack (sync)");
-      phase_ = Phase::packing;
-      [[fallthrough]];
-    case Phase::packing:
-      if (!send_when_packed(ghosts, d, 3, border_count_[d])) return false;
-      [[fallthrough]];
-    case Phase::waiting: {
-      if (!have(ghosts, d)) return false;
-      Payload in[2];
-      for (int side = 0; side < 2; ++side) {
-        in[side] = take(ghosts, d, side, 3);
-        if (in[side].size() != 3 * static_cast<std::size_t>(count_[d][side]))
-          throw std::runtime_error(text("minimd: ", in[side].size() / 3,
-                                        " ghost positions reached unit ", index(), " along ",
-                                        axis[d], " where ", count_[d][side], " were expected"));
-      }
-      unpack_rows(comm_->space(), in, count_[d], first_[d], x_);
-      return next();
-    }
-    default: break;
-  }
-  return false;
+  pack_border_positions(ghosts, d);
+  co_await device_done(*comm_, "minimd::ghosts pack (sync)");
+  send_both(ghosts, d, 3, border_count_[d]);
+  Payload in[2];
+  co_await arrivals(ghosts, d, 3, in);
+  for (int side = 0; side < 2; ++side)
+    if (in[side].size() != 3 * static_cast<std::size_t>(count_[d][side]))
+      throw std::runtime_error(text("minimd: ", in[side].size() / 3,
+                                    " ghost positions reached unit ", index(), " along ", axis[d],
+                                    " where ", count_[d][side], " were expected"));
+  unpack_rows(comm_->space(), in, count_[d], first_[d], x_);
+  charge(&Timers::comm, c);
 }
 
-// Forces on ghosts back to their owners, along dim_ (z, then y, then x).
-bool AtomUnit::reverse_phase() {
-  const int d = dim_;
-  auto next = [&] {
-    phase_ = Phase::start;
-    if (--dim_ < 0) stage_ = Stage::finish;
-    return true;
-  };
+// Forces on ghosts back to their owners, along d.
+kodo::Task AtomUnit::return_forces(int d) {
+  const Clock c = clock();
   if (self(d)) {
     // Our ghosts from the upper side are images of border_[d][0] (toward the lower one).
     add_ghost_forces(comm_->space(), f_, first_[d][1], border_[d][0], count_[d][1]);
     add_ghost_forces(comm_->space(), f_, first_[d][0], border_[d][1], count_[d][0]);
-    return next();
+    charge(&Timers::comm, c);
+    co_return;
   }
-  switch (phase_) {
-    case Phase::start:
-      for (int side = 0; side < 2; ++side) {
-        const int count = count_[d][side];
-        Payload& out = buffer(forces, d, side, 3 * static_cast<std::size_t>(count));
-        pack_rows(comm_->space(), f_, first_[d][side], count, out);
-        stage(out, forces, d, side, 3 * static_cast<std::size_t>(count));
-      }
-      after(*comm_, "minimd::reverse pack (sync)");
-      phase_ = Phase::packing;
-      [[fallthrough]];
-    case Phase::packing:
-      // The ghosts from a side go back toward it.
-      if (!send_when_packed(forces, d, 3, count_[d])) return false;
-      [[fallthrough]];
-    case Phase::waiting: {
-      if (!have(forces, d)) return false;
-      for (int side = 0; side < 2; ++side) {
-        Payload in = take(forces, d, side, 3);
-        // From the lower neighbour: forces on the copies of what we sent toward it.
-        if (in.size() != 3 * static_cast<std::size_t>(border_count_[d][side]))
-          throw std::runtime_error(text("minimd: ", in.size() / 3, " ghost forces reached unit ",
-                                        index(), " along ", axis[d], " where ",
-                                        border_count_[d][side], " were expected"));
-        add_forces(comm_->space(), in, border_[d][side], border_count_[d][side], f_);
-      }
-      return next();
-    }
-    default: break;
+  for (int side = 0; side < 2; ++side) {
+    const int count = count_[d][side];
+    Payload& out = buffer(forces, d, side, 3 * static_cast<std::size_t>(count));
+    pack_rows(comm_->space(), f_, first_[d][side], count, out);
+    stage(out, forces, d, side, 3 * static_cast<std::size_t>(count));
   }
-  return false;
+  co_await device_done(*comm_, "minimd::reverse pack (sync)");
+  send_both(forces, d, 3, count_[d]);  // the ghosts from a side go back toward it
+  Payload in[2];
+  co_await arrivals(forces, d, 3, in);
+  for (int side = 0; side < 2; ++side) {
+    // From the lower neighbour: forces on the copies of what we sent toward it.
+    if (in[side].size() != 3 * static_cast<std::size_t>(border_count_[d][side]))
+      throw std::runtime_error(text("minimd: ", in[side].size() / 3, " ghost forces reached unit ",
+                                    index(), " along ", axis[d], " where ", border_count_[d][side],
+                                    " were expected"));
+    add_forces(comm_->space(), in[side], border_[d][side], border_count_[d][side], f_);
+  }
+  charge(&Timers::comm, c);
 }
 
 // ---- the step program ------------------------------------------------------------------
@@ -1042,11 +918,11 @@ std::vector<std::uintptr_t> AtomUnit::planned_views() const {
 bool AtomUnit::plan_current() const { return !planned_.empty() && planned_ == planned_views(); }
 
 void AtomUnit::program_runs(std::int64_t steps) {
-  if (stage_ != Stage::idle || step_ != target_ || completed_ != step_)
+  if (in_step_ || completed_ != step_)
     throw std::runtime_error(text("minimd: unit ", index(), " runs the step program at step ",
                                   step_, " in the middle of a step of its own"));
   step_ += steps;
-  target_ = completed_ = step_;
+  completed_ = step_;
 }
 
 // A plain step as four phases (atom_unit.hpp). Everything the work reads is captured
@@ -1347,7 +1223,7 @@ void AtomUnit::undo_reneighbor_program() {
   Kokkos::deep_copy(compute_->space(), Kokkos::subview(f_, own_rows, Kokkos::ALL),
                     Kokkos::subview(f_saved_, own_rows, Kokkos::ALL));
   compute_->space().fence("minimd::undo_reneighbor_program");
-  step_ = target_ = completed_ = step_ - 1;
+  step_ = completed_ = step_ - 1;
 }
 
 }  // namespace minimd

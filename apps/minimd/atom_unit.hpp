@@ -23,9 +23,12 @@
 //
 // Messages are entry-method calls carrying device views (or pinned host views with
 // --comm host), of exactly the size sent: the receiver learns every count from them.
+// Their entry method puts them in an inbox, by step, kind, dimension and side.
 // Packing, unpacking and ghost copies run on the unit's communication stream, the rest
-// on its compute stream; the unit never waits: each stage continues from the
-// completion engine (or, with --sync, after a fence).
+// on its compute stream. The unit's steps are a coroutine (kodo::Task, run): the step is
+// written in miniMD's order, and where it needs a count from the device or its
+// neighbours' data it awaits them (or, with --sync, fences), while the rank runs its
+// other units; the rank never waits.
 //
 // The steps between reneighborings that print no thermo may instead run as a
 // kodo::StepProgram (full lists, without --sync): every unit's work for a step recorded
@@ -123,11 +126,11 @@ class AtomUnit : public kodo::WorkUnit<AtomUnit> {
   void report_momentum();                       // sum of v over the unit's atoms
   void remove_drift(std::vector<double> mean);  // v -= mean; then sum of |v|^2
   // v = factor v + drift; ghosts, lists, force; thermo 0
-  void start(double factor, std::vector<double> drift);
-  void run(std::int64_t steps);  // thermo rounds as they come
+  kodo::Task start(double factor, std::vector<double> drift);
+  kodo::Task run(std::int64_t steps);  // thermo rounds as they come
   // After a restore, instead of start: ghosts, lists, force and thermo at the restored
   // step, the velocities as saved.
-  void resume();
+  kodo::Task resume();
 
   // Checkpoints (kodo's unit_state.hpp), between steps that rebuilt the lists.
   template <class State>
@@ -172,23 +175,25 @@ class AtomUnit : public kodo::WorkUnit<AtomUnit> {
   enum Kind : int { ghosts, forces, migrants, borders, kinds };
 
  private:
-  enum class Stage { idle, migrate, sort, borders, neighbors, ghosts, force, reverse, finish };
-  enum class Phase { start, counting, packing, waiting };
   using Key = std::tuple<std::int64_t, int, int, int>;  // step, kind, dim, side
 
-  void begin_setup_pass();
   SavedAtoms<Memory> own_atoms() const;
   void take_atoms(std::int64_t step, const Vectors& x, const Vectors& v);
-  void advance();
-  bool step_once();
-  bool migrate_phase();
-  bool border_phase();
-  bool ghost_phase();
+  // A step as a coroutine (atom_unit.cpp, "progress"): its start, then its parts, each
+  // awaiting the counts and the neighbours' data it needs.
+  kodo::Task setup_pass();
+  void begin_step();
+  kodo::Task step_body();
+  kodo::Task migrate(int d);
+  void sort_atoms();
+  kodo::Task exchange_borders(int d);
+  kodo::Task build_lists();
+  kodo::Task update_ghosts(int d);
+  void compute_force();
+  kodo::Task return_forces(int d);
+  void finish_step();
   void copy_own_images(int d);
   void pack_border_positions(Kind kind, int d);
-  bool reverse_phase();
-  bool neighbor_stage();
-  void finish_step();
   // Whether this step's force starts, for the atoms with no ghost in their lists, before
   // the ghost update: full lists, a step that keeps the lists, and no energy to sum (one
   // kernel sums it). The same all through a step: interior_ changes only when the lists
@@ -206,10 +211,16 @@ class AtomUnit : public kodo::WorkUnit<AtomUnit> {
   bool staged_to(int d, int toward) const;
   kodo::Index3 neighbour(int d, int toward) const;
   double shift(int d, int toward) const;  // periodic shift of what goes toward a side
-  // Runs `then` once the work enqueued on `stream` is done (after a fence with --sync).
-  void after(kodo::Stream& stream, const char* what);
-  bool ready();  // the awaited work is done (consumes it)
-  void read_counters(kodo::Stream& stream, const char* what);
+  // The work enqueued on `stream` so far done (fenced with --sync); the counters read back.
+  kodo::Task device_done(kodo::Stream& stream, const char* what);
+  kodo::Task read_counters(kodo::Stream& stream, const char* what);
+  // --sync: the time of each part of a step (Timers), less its waits for neighbours.
+  struct Clock {
+    double start, waited;
+    double since() const;
+  };
+  Clock clock() const;
+  void charge(double Timers::* part, const Clock& c);
   Payload& buffer(Kind kind, int d, int toward, std::size_t size);
   // The send buffers a selection scan may pack into as it lists (empty toward a side whose
   // data goes through the host), and whether it did: every count had room.
@@ -217,10 +228,9 @@ class AtomUnit : public kodo::WorkUnit<AtomUnit> {
   bool packed_by_scan(Kind kind, int d, std::size_t per_atom, const int (&count)[2]) const;
   void stage(const Payload& out, Kind kind, int d, int toward, std::size_t size);
   void send(Kind kind, int d, int toward, std::size_t size);
-  bool send_when_packed(Kind kind, int d, std::size_t per_atom, const int (&count)[2]);
+  void send_both(Kind kind, int d, std::size_t per_atom, const int (&count)[2]);
   void check_message(std::int64_t step, int kind, int dim, int side) const;
-  bool have(Kind kind, int d) const;
-  Payload take(Kind kind, int d, int side, std::size_t multiple);
+  kodo::Task arrivals(Kind kind, int d, std::size_t multiple, Payload (&in)[2]);
   void ensure_atoms(std::int64_t atoms, int keep);
   void ensure_locals(std::int64_t atoms, int keep);
   void spares_for(std::int64_t atoms);
@@ -271,7 +281,7 @@ class AtomUnit : public kodo::WorkUnit<AtomUnit> {
   Payload staged_in_[kinds][2][3][2];
   HostPayload held_staged_[kinds][2][3][2];
   Payload held_[kinds][2][3][2];
-  std::map<Key, Payload> arrived_;
+  kodo::Inbox<Key, Payload> arrived_;
   // The step program's view of the unit: ghost buffers by dimension and side with room for
   // out_room_ / in_room_ atoms after a count (element 0, which only the reneighboring
   // program uses), the same on both ends of a transfer (both grow with the same counts),
@@ -292,17 +302,16 @@ class AtomUnit : public kodo::WorkUnit<AtomUnit> {
   Payload setup_sums_;
 
   // Where the unit is.
-  std::int64_t step_ = 0;  // the step being worked on (0: the start)
-  std::int64_t target_ = 0;
+  std::int64_t step_ = 0;       // the step being worked on (0: the start)
   std::int64_t completed_ = 0;  // steps whose device work is known done
   bool started_ = false;
   bool setup_pass_ = false;  // start or resume: no integration
-  Stage stage_ = Stage::idle;
-  Phase phase_ = Phase::start;
-  int dim_ = 0;
+  bool in_step_ = false;     // a step's parts under way
   bool reneighbor_ = false, energy_ = false;
-  int awaited_ = 0;  // device completions awaited by the current phase
-  bool advancing_ = false, again_ = false;
+  // run() awaits the device when it is two steps ahead: a step's completion puts key 0.
+  bool awaiting_device_ = false;
+  kodo::Inbox<int, int> device_caught_up_;
+  double waited_ = 0;  // --sync: seconds spent awaiting neighbours' data
 };
 
 }  // namespace minimd
