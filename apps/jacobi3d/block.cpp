@@ -6,6 +6,15 @@
 #include <string>
 
 namespace jacobi {
+namespace {
+// A face fills its receive buffer exactly.
+void check_whole(const kodo::Arrival<Field>& face) {
+  if (face.count != face.view.size())
+    throw kodo::Error("jacobi3d: a face of " + std::to_string(face.count) +
+                      " values arrived where " + std::to_string(face.view.size()) +
+                      " were expected");
+}
+}  // namespace
 
 JacobiBlock::JacobiBlock(const kodo::UnitInit<JacobiBlock>& init, const BlockConfig& config)
     : WorkUnit(init), config_(config) {
@@ -54,12 +63,7 @@ JacobiBlock::JacobiBlock(const kodo::UnitInit<JacobiBlock>& init, const BlockCon
     // parity, and the ring hands faces over in iteration order.
     faces_in_[f] = channel_[f].open_ring(std::vector{receive_buffer_[0][f], receive_buffer_[1][f]},
                                          [this, f](const kodo::Arrival<Field>& a) {
-                                           if (a.count != a.view.size())
-                                             throw kodo::Error("jacobi3d: a face of " +
-                                                               std::to_string(a.count) +
-                                                               " values arrived where " +
-                                                               std::to_string(a.view.size()) +
-                                                               " were expected");
+                                           check_whole(a);
                                            on_face(static_cast<std::int64_t>(a.transfer), f);
                                          });
   }
@@ -176,10 +180,7 @@ kodo::Task JacobiBlock::run_iterations(std::int64_t count) {
       if (!has_neighbour_[f]) continue;
       const auto t = static_cast<std::uint64_t>(n);
       const kodo::Arrival<Field> face = co_await faces_awaited_[f].transfer(t);
-      if (face.count != face.view.size())
-        throw kodo::Error("jacobi3d: a face of " + std::to_string(face.count) +
-                          " values arrived where " + std::to_string(face.view.size()) +
-                          " were expected");
+      check_whole(face);
       unpack_face(comm_->space(), field_[p], shape_, f, face.view);
       // Free for the face of n + 2 at once, as on_face says.
       faces_awaited_[f].release(t);

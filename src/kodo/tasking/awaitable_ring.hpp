@@ -55,23 +55,13 @@ class AwaitableRing {
   bool is_open() const { return ring_.is_open(); }
 
  private:
-  struct Waiter {
-    std::optional<Arrival<V>>* into;
-    std::function<void()> done;
-  };
-  struct State {
-    std::map<std::uint64_t, Arrival<V>> arrived;  // not awaited yet
-    std::map<std::uint64_t, Waiter> waiting;      // awaited, not arrived yet
-    void arrive(const Arrival<V>& a) {
-      auto found = waiting.find(a.transfer);
-      if (found == waiting.end()) {
-        arrived.emplace(a.transfer, a);
-        return;
-      }
-      Waiter w = std::move(found->second);
-      waiting.erase(found);
-      *w.into = a;
-      w.done();  // from the scheduler loop: the ring hands transfers over from there
+  struct State : detail::KeyedArrivals<std::uint64_t, Arrival<V>> {
+    void arrive(Arrival<V> a) {
+      const std::uint64_t k = a.transfer;
+      if (auto w = this->deliver(k, a))
+        w->done();  // from the scheduler loop: the ring hands transfers over from there
+      else
+        this->hold(k, std::move(a));
     }
   };
   struct Transfer {
@@ -80,15 +70,10 @@ class AwaitableRing {
     std::source_location where;
     std::optional<Arrival<V>> arrival{};
     bool ready() {
-      if (arrival) return true;  // taken by an earlier ask
-      auto found = state->arrived.find(k);
-      if (found == state->arrived.end()) return false;
-      arrival = std::move(found->second);
-      state->arrived.erase(found);
-      return true;
+      return arrival || state->take_held(k, arrival);  // (taken by an earlier ask)
     }
-    void start(detail::TaskRecord&, std::function<void()> done) {
-      if (!state->waiting.emplace(k, Waiter{&arrival, std::move(done)}).second)
+    void start(detail::TaskRecord& task, std::function<void()> done) {
+      if (!state->await(k, {&arrival, &task, std::move(done)}))
         throw Error(detail::cat("kodo: transfer ", k,
                                 " of a receive ring is awaited by two tasks at once"));
     }

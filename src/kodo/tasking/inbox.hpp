@@ -45,15 +45,12 @@ class Inbox {
   // Puts `value` under `key`: to the task awaiting it, or kept until one does.
   void put(const Key& key, T value) {
     State& s = state();
-    if (auto waiting = s.waiting.find(key); waiting != s.waiting.end()) {
-      *waiting->second.into = std::move(value);
-      Waiter w = std::move(waiting->second);
-      s.waiting.erase(waiting);
-      w.host->expect_event();  // resumed from the loop, not inside the caller
-      w.host->queue_callback(std::move(w.done));
+    if (auto w = s.deliver(key, value)) {
+      w->task->host->expect_event();  // resumed from the loop, not inside the caller
+      w->task->host->queue_callback(std::move(w->done));
       return;
     }
-    if (!s.held.emplace(key, std::move(value)).second)
+    if (!s.hold(key, std::move(value)))
       throw Error(detail::cat("kodo: an inbox was given key ", describe(key),
                               " twice before a task took it"));
   }
@@ -65,19 +62,11 @@ class Inbox {
   }
 
   // Whether a value is held under `key` (put, not taken yet); how many are.
-  bool holds(const Key& key) const { return state().held.count(key) != 0; }
-  std::size_t size() const { return state().held.size(); }
+  bool holds(const Key& key) const { return state().holds(key); }
+  std::size_t size() const { return state().held(); }
 
  private:
-  struct Waiter {
-    std::optional<T>* into;
-    detail::ChannelHost* host;
-    std::function<void()> done;
-  };
-  struct State {
-    std::map<Key, T> held;          // put, not awaited yet
-    std::map<Key, Waiter> waiting;  // awaited, not put yet
-  };
+  using State = detail::KeyedArrivals<Key, T>;
   State& state() const {
     if (!state_) throw Error("kodo: an Inbox was used after it was moved from");
     return *state_;
@@ -100,15 +89,10 @@ class Inbox {
     std::source_location where;
     std::optional<T> value{};
     bool ready() {
-      if (value) return true;  // taken by an earlier ask
-      auto found = state->held.find(key);
-      if (found == state->held.end()) return false;
-      value = std::move(found->second);
-      state->held.erase(found);
-      return true;
+      return value || state->take_held(key, value);  // (taken by an earlier ask)
     }
     void start(detail::TaskRecord& task, std::function<void()> done) {
-      if (!state->waiting.emplace(key, Waiter{&value, task.host, std::move(done)}).second)
+      if (!state->await(key, {&value, &task, std::move(done)}))
         throw Error(detail::cat("kodo: key ", describe(key),
                                 " of an inbox is awaited by two tasks at once"));
     }

@@ -64,6 +64,7 @@
 #include <exception>
 #include <functional>
 #include <map>
+#include <optional>
 #include <source_location>
 #include <string>
 #include <tuple>
@@ -258,6 +259,45 @@ struct ChannelReceive {
   std::size_t result() const { return count; }
   const char* what() const { return "a receive posted on a channel (kodo::receive)"; }
   std::int64_t number() const { return -1; }
+};
+
+// Values that come by key and the tasks that await them (AwaitableRing, Inbox): a value
+// that comes first is held until its key is awaited, an await that comes first waits.
+template <class Key, class T>
+class KeyedArrivals {
+ public:
+  struct Waiter {
+    std::optional<T>* into;
+    TaskRecord* task;
+    std::function<void()> done;
+  };
+  // The waiter of `key`, given `value`, or nothing (no task awaits it yet).
+  std::optional<Waiter> deliver(const Key& key, T& value) {
+    auto found = waiting_.find(key);
+    if (found == waiting_.end()) return std::nullopt;
+    *found->second.into = std::move(value);
+    Waiter w = std::move(found->second);
+    waiting_.erase(found);
+    return w;
+  }
+  // Holds `value` until `key` is awaited; false when `key` holds one already.
+  bool hold(const Key& key, T value) { return held_.emplace(key, std::move(value)).second; }
+  // Moves the value held under `key` into `into`; false when there is none.
+  bool take_held(const Key& key, std::optional<T>& into) {
+    auto found = held_.find(key);
+    if (found == held_.end()) return false;
+    into = std::move(found->second);
+    held_.erase(found);
+    return true;
+  }
+  // Awaits `key`; false when another task awaits it already.
+  bool await(const Key& key, Waiter w) { return waiting_.emplace(key, std::move(w)).second; }
+  bool holds(const Key& key) const { return held_.count(key) != 0; }
+  std::size_t held() const { return held_.size(); }
+
+ private:
+  std::map<Key, T> held_;
+  std::map<Key, Waiter> waiting_;
 };
 
 // The rounds of all_reduce a unit awaits: the reduction tree hands each its result.

@@ -252,13 +252,11 @@ const Bytes& ReductionTree::reduced(const CollectionBase& c, const std::type_inf
                                     const std::type_info* name) const {
   const auto it = states_.find(c.id());
   const Latest* found = nullptr;
-  if (it != states_.end()) {
-    if (!name && it->second.latest) found = &*it->second.latest;
-    if (name)
-      if (const auto n = it->second.latest_named.find(std::type_index(*name));
-          n != it->second.latest_named.end())
-        found = &n->second;
-  }
+  if (it != states_.end() && !name && it->second.latest) found = &*it->second.latest;
+  if (it != states_.end() && name)
+    if (const auto n = it->second.latest_named.find(std::type_index(*name));
+        n != it->second.latest_named.end())
+      found = &n->second;
   if (!found)
     throw Error(cat("reduced<", type_name(name ? *name : type), "> for collection ", c.id(),
                     ": no reduction round of it has completed on rank ", rank_));
