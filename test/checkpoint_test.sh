@@ -96,6 +96,15 @@ case $case in
     run 1 "$jacobi" "${grid[@]}" -i 40 -w 0 --odf 3 --restart "$dir"
     expect "restarted from $dir/checkpoint-3 at update 28"
     [[ $(checksum) == "$whole" ]] || fail "a chain of restarts: $(checksum), not $whole"
+    # Blocks that moved (kodo::rebalance) write the checkpoint they would have written
+    # where they were made, and a restart from it gives the uninterrupted run's checksum.
+    dir="$work/jb"
+    run 2 "$jacobi" "${grid[@]}" -i 20 -w 0 --odf 3 --imbalance 3 --balance-every 5 \
+      --balancer greedy --checkpoint-every 14 --checkpoint-dir "$dir"
+    expect "balance at update 5: greedy moved"
+    run 3 "$jacobi" "${grid[@]}" -i 40 -w 0 --odf 3 --restart "$dir"
+    expect "restarted from $dir/checkpoint-0 at update 14"
+    [[ $(checksum) == "$whole" ]] || fail "a restart after blocks moved: $(checksum), not $whole"
     ;;
   minimd)
     # 4000 atoms (the reference's), a checkpoint at step 100 of 200, restarts up to 300 on

@@ -83,21 +83,51 @@ TEST(BlockRange, CoversEveryPointOnce) {
   }
 }
 
-TEST(BlockMap, OwnersMatchBlocks) {
+TEST(UnitMap, BlocksByDefault) {
   for (std::int64_t units : {1, 3, 4, 12, 13, 64}) {
     for (int ranks : {1, 2, 3, 4, 7}) {
-      kodo::detail::BlockMap map(units, ranks);
-      std::int64_t total = 0;
+      const kodo::detail::UnitMap map(units, ranks);
+      EXPECT_TRUE(map.blocks());
+      EXPECT_EQ(map.epoch(), 0u);
+      std::int64_t next = 0;
       for (int r = 0; r < ranks; ++r) {
-        EXPECT_EQ(map.first(r), total);
-        for (std::int64_t i = map.first(r); i < map.first(r) + map.count(r); ++i)
+        for (const std::int64_t i : map.units_of(r)) {
+          EXPECT_EQ(i, next++) << units << " units on " << ranks << " ranks";
           EXPECT_EQ(map.owner(i), r) << units << " units on " << ranks << " ranks, unit " << i;
-        total += map.count(r);
-        EXPECT_EQ(map.count(r) > 0, r < map.active_ranks());
+        }
+        EXPECT_EQ(static_cast<std::int64_t>(map.units_of(r).size()), map.count(r));
+        // Holders come first in the reduction tree's order: with blocks, ranks in order.
+        EXPECT_EQ(map.count(r) > 0, r < map.holders());
+        EXPECT_EQ(map.position(r), r);
+        EXPECT_EQ(map.rank_at(r), r);
       }
-      EXPECT_EQ(total, units);
+      EXPECT_EQ(next, units);
     }
   }
+}
+
+TEST(UnitMap, AnyOwnersOrderHoldersFirst) {
+  // Ranks 1 and 3 hold units, 0 and 2 none: the tree's order is 1, 3, 0, 2.
+  const kodo::detail::UnitMap map({3, 1, 3, 3, 1}, 4, 7);
+  EXPECT_FALSE(map.blocks());
+  EXPECT_EQ(map.epoch(), 7u);
+  EXPECT_EQ(map.owner(0), 3);
+  EXPECT_EQ(map.owner(1), 1);
+  EXPECT_EQ(map.units_of(3), (std::vector<std::int64_t>{0, 2, 3}));
+  EXPECT_EQ(map.units_of(1), (std::vector<std::int64_t>{1, 4}));
+  EXPECT_TRUE(map.units_of(0).empty());
+  EXPECT_EQ(map.count(3), 3);
+  EXPECT_EQ(map.holders(), 2);
+  const std::vector<int> order{1, 3, 0, 2};
+  for (int p = 0; p < 4; ++p) {
+    EXPECT_EQ(map.rank_at(p), order[static_cast<std::size_t>(p)]);
+    EXPECT_EQ(map.position(order[static_cast<std::size_t>(p)]), p);
+  }
+}
+
+TEST(UnitMap, RefusesOwnersOutsideTheJob) {
+  EXPECT_THROW(kodo::detail::UnitMap({0, 2}, 2, 1), kodo::Error);
+  EXPECT_THROW(kodo::detail::UnitMap({-1}, 2, 1), kodo::Error);
 }
 
 TEST(Extent3, LinearisesWithZFastest) {

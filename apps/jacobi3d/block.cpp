@@ -34,6 +34,13 @@ JacobiBlock::JacobiBlock(const kodo::UnitInit<JacobiBlock>& init, const BlockCon
     has_neighbour_[f] = place.has_neighbour[f];
     neighbours_ += has_neighbour_[f];
   }
+  if (2 * origin_[0] < config.grid.x && config.imbalance > 1) {
+    work_factor_ = config.imbalance;
+    scratch_ = Field(Kokkos::view_alloc(Kokkos::WithoutInitializing, "jacobi::scratch"),
+                     shape_.padded_size());
+  }
+  // The balancers' load: the block's points, times its work factor.
+  set_load(static_cast<double>(shape_.interior_size() * work_factor_));
   // Units share the rank's stream pool round-robin.
   auto& streams = this->streams();
   const auto slot = static_cast<std::size_t>(init.shape.linear(init.index));
@@ -94,11 +101,13 @@ void JacobiBlock::plan_step(kodo::StepPlan& plan) {
     plan.work([this, p](const Space& space) {
       update_boundary(space, field_[p], field_[1 - p], shape_, receive_buffer_[p],
                       send_buffer_[1 - p]);
+      extra_work(space, p);
     });
   } else {
     plan.work([this, p](const Space& space) {
       step(space, config_.fusion, field_[p], field_[1 - p], shape_, receive_buffer_[p],
            send_buffer_[1 - p]);
+      extra_work(space, p);
     });
   }
   // The faces of iteration 0, from A[0], in the buffers the last parity sends.
@@ -149,6 +158,7 @@ void JacobiBlock::advance() {
       else
         step(compute_->space(), config_.fusion, field_[p], field_[1 - p], shape_,
              receive_buffer_[p], send_buffer_[1 - p]);
+      extra_work(compute_->space(), p);
       faces_packed_for_ = iteration_ + 1;
       // Their buffers take the faces of n + 2 once the step has read them.
       if (on_device)
@@ -160,6 +170,7 @@ void JacobiBlock::advance() {
         unpack_faces(comm_->space(), field_[p], shape_, receive_buffer_[p]);
       compute_->wait_for(*comm_);  // the unpacks of this iteration
       update(compute_->space(), field_[p], field_[1 - p], shape_);
+      extra_work(compute_->space(), p);
     }
     ++iteration_;
     ++step_;
@@ -187,7 +198,12 @@ kodo::Task JacobiBlock::run_iterations(std::int64_t count) {
     }
     compute_->wait_for(*comm_);  // the unpacks
     update(compute_->space(), field_[p], field_[1 - p], shape_);
+    extra_work(compute_->space(), p);
   }
+}
+
+void JacobiBlock::extra_work(const Space& space, int p) {
+  for (std::int64_t k = 1; k < work_factor_; ++k) update(space, field_[p], scratch_, shape_);
 }
 
 bool JacobiBlock::faces_wait_on_device() {

@@ -62,6 +62,9 @@ struct BlockConfig {
   // Each block runs its iterations as a coroutine (run_iterations): the unit path's
   // iteration written as a loop that awaits its faces (fusion none, engine, no graphs).
   bool task = false;
+  // Blocks whose first point lies in the lower half of the grid in x do this many times
+  // the work (the update again, into scratch): an imbalance for the balancers.
+  std::int64_t imbalance = 1;
 };
 
 // With the rank program (BlockConfig::rank_program) a block only plans an iteration of
@@ -141,6 +144,8 @@ class JacobiBlock : public kodo::WorkUnit<JacobiBlock> {
   bool faces_read_from_buffers() const { return whole_steps() || config_.overlap; }
   void on_face(std::int64_t iteration, int face);
   void contribute_checksum();
+  // The update of parity p again, into scratch, work_factor_ - 1 times (--imbalance).
+  void extra_work(const Space& space, int p);
   // Whether iteration_ may wait for its faces on the compute stream (and does, from
   // waits_from_ on).
   bool faces_wait_on_device();
@@ -171,6 +176,8 @@ class JacobiBlock : public kodo::WorkUnit<JacobiBlock> {
   std::int64_t waits_from_ = -1;        // the first iteration whose faces the stream awaits
   std::int64_t handed_[6] = {};         // device waits: faces handed over, per face
   bool checksum_requested_ = false;
+  std::int64_t work_factor_ = 1;  // 1, or --imbalance in the grid's lower half in x
+  Field scratch_;                 // where the extra work writes
 };
 
 }  // namespace jacobi

@@ -43,6 +43,25 @@ struct CheckpointTotals {
   }
 };
 
+struct BalanceTotals {
+  int points = 0, applied = 0;
+  std::int64_t moved = 0;
+  double seconds = 0, first_before = 0, last_after = 0;
+  void add(const kodo::BalanceReport& r, bool root, std::int64_t step, const std::string& name) {
+    if (points++ == 0) first_before = r.before;
+    last_after = r.after;
+    if (!r.applied) return;
+    ++applied;
+    moved += r.moved;
+    seconds += r.migration.seconds;
+    if (root)
+      std::printf("balance at update %" PRId64 ": %s moved %" PRId64
+                  " block(s) (%.3f MB) in %.4f s; max/avg - 1 %.3f -> %.3f\n",
+                  step, name.c_str(), r.moved, static_cast<double>(r.migration.bytes) / 1e6,
+                  r.migration.seconds, r.before, r.after);
+  }
+};
+
 kodo::CheckpointReport checkpoint(kodo::Runtime& runtime, const jacobi::Options& opt,
                                   const std::string& grid, std::int64_t step,
                                   const kodo::Collection<jacobi::JacobiBlock>& blocks) {
@@ -131,7 +150,7 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
         // holds the rank, and with it the rank's other units: one unit per rank.
         !rank_program && opt.path != "task" && opt.device_waits &&
             opt.odf <= runtime.streams().per_priority() && (opt.odf == 1 || !kodo::host_build),
-        rank_program, opt.path == "task"};
+        rank_program, opt.path == "task", opt.imbalance};
     const double t0 = now();
     auto blocks = kodo::Collection<jacobi::JacobiBlock>::create(runtime, units, config);
     runtime.run();
@@ -141,10 +160,11 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
     if (!opt.restart_dir.empty()) step = restart(runtime, opt, grid_text, blocks);
     // The rank program starts from the blocks as they are now (A[0], restored or not).
     std::optional<kodo::StepProgram<jacobi::JacobiBlock>> program;
+    const kodo::StepProgramOptions program_options{.phases = 2,
+                                                   .comm = kodo::parse_comm_mode(opt.comm)};
     if (rank_program) {
       const double built_from = now();
-      program.emplace(blocks, kodo::StepProgramOptions{.phases = 2,
-                                                       .comm = kodo::parse_comm_mode(opt.comm)});
+      program.emplace(blocks, program_options);
       const double build_ms = (now() - built_from) * 1e3;
       int replays = program->replays_graphs() ? 1 : 0, ranks_replaying = 0;
       MPI_Reduce(&replays, &ranks_replaying, 1, MPI_INT, MPI_SUM, 0, runtime.comm());
@@ -161,12 +181,19 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
     }
     init_seconds = now() - t0;
     // Runs the blocks up to update `target`, writing a checkpoint at every multiple of
-    // --checkpoint-every on the way.
+    // --checkpoint-every and balancing at every multiple of --balance-every on the way.
     CheckpointTotals written;
+    BalanceTotals balanced;
+    std::optional<kodo::LbData> lb_data;
+    if (!opt.lb_data_dir.empty()) lb_data.emplace(runtime, opt.lb_data_dir);
+    auto next_multiple = [&](std::int64_t every, std::int64_t target) {
+      return every > 0 ? std::min(target, (step / every + 1) * every) : target;
+    };
     auto advance_to = [&](std::int64_t target) {
       while (step < target) {
         const std::int64_t every = opt.checkpoint_every;
-        const std::int64_t next = every > 0 ? std::min(target, (step / every + 1) * every) : target;
+        const std::int64_t next =
+            std::min(next_multiple(every, target), next_multiple(opt.balance_every, target));
         if (program) {
           program->advance(next - step);
           runtime.run();
@@ -181,6 +208,17 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
         step = next;
         if (every > 0 && step % every == 0)
           written.add(checkpoint(runtime, opt, grid_text, step, blocks), root, step);
+        if (opt.balance_every > 0 && step % opt.balance_every == 0) {
+          const kodo::BalanceReport r = kodo::rebalance(blocks, kodo::balancer_named(opt.balancer),
+                                                        {.always = opt.balancer == "rotate"});
+          if (lb_data) lb_data->add_phase(blocks, r);
+          balanced.add(r, root, step, opt.balancer);
+          // The program recorded the blocks that were: it is built again for the new ones.
+          if (program && r.applied && r.moved > 0) {
+            program.reset();
+            program.emplace(blocks, program_options);
+          }
+        }
       }
     };
     const std::int64_t first_step = step;
@@ -195,6 +233,13 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
     if (root && written.count > 0)
       std::printf("checkpoints: %d written, %.3f s in all (%.2f GB/s)\n", written.count,
                   written.seconds, written.bytes / 1e9 / written.seconds);
+    if (root && balanced.points > 0)
+      std::printf("balancing: %d balance point(s), %d applied, %" PRId64
+                  " block move(s), %.4f s moving, max/avg - 1 of the ranks' loads %.3f "
+                  "at the first, %.3f after the last\n",
+                  balanced.points, balanced.applied, balanced.moved, balanced.seconds,
+                  balanced.first_before, balanced.last_after);
+    if (lb_data) lb_data->write();
     blocks.broadcast_local<&jacobi::JacobiBlock::compute_checksum>();
     runtime.run();
     const auto summary = blocks.reduced<jacobi::Summary>();

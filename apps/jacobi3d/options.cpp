@@ -77,10 +77,16 @@ Options parse_options(const std::vector<std::string>& args) {
       o.path = parse_choice(args, i, {"rank", "unit", "task"});
       continue;
     }
-    if (a == "--checkpoint-dir" || a == "--restart") {
+    if (a == "--checkpoint-dir" || a == "--restart" || a == "--lb-data") {
       if (i + 1 >= args.size() || args[i + 1].empty())
         throw std::invalid_argument(a + " needs a directory");
-      (a == "--restart" ? o.restart_dir : o.checkpoint_dir) = args[++i];
+      (a == "--restart"   ? o.restart_dir
+       : a == "--lb-data" ? o.lb_data_dir
+                          : o.checkpoint_dir) = args[++i];
+      continue;
+    }
+    if (a == "--balancer") {
+      o.balancer = parse_choice(args, i, {"greedy", "refine", "rotate"});
       continue;
     }
     std::int64_t* target = nullptr;
@@ -99,11 +105,21 @@ Options parse_options(const std::vector<std::string>& args) {
       target = &o.odf;
     else if (a == "--checkpoint-every")
       target = &o.checkpoint_every;
+    else if (a == "--balance-every")
+      target = &o.balance_every;
+    else if (a == "--imbalance")
+      target = &o.imbalance;
     else
       throw std::invalid_argument("unknown option '" + a + "'");
     if (i + 1 >= args.size()) throw std::invalid_argument(a + " needs a value");
     *target = parse_integer(a, args[++i], min);
   }
+  if (o.imbalance > 64) throw std::invalid_argument("--imbalance takes 1 to 64");
+  if (!o.lb_data_dir.empty() && o.balance_every == 0)
+    throw std::invalid_argument("--lb-data records balance points: it needs --balance-every");
+  if (o.baseline && (o.balance_every > 0 || o.imbalance > 1))
+    throw std::invalid_argument(
+        "--baseline is one block per rank: it takes neither --balance-every nor --imbalance");
   if ((o.checkpoint_every > 0) != !o.checkpoint_dir.empty())
     throw std::invalid_argument("--checkpoint-every and --checkpoint-dir go together");
   const bool unit_flags = o.graphs || o.sync || o.waits_given;
@@ -127,6 +143,8 @@ std::string usage() {
          "                [--graphs] [--overlap]\n"
          "                [--waits device|host] [--verify] [--sync] [--baseline] [--help]\n"
          "                [--checkpoint-every N --checkpoint-dir DIR] [--restart DIR]\n"
+         "                [--imbalance F] [--balance-every N] [--balancer greedy|refine|rotate]\n"
+         "                [--lb-data DIR]\n"
          "  -x, -y, -z   global grid size (default 64 each)\n"
          "  -i           timed iterations (default 100)\n"
          "  -w           warm-up iterations before timing (default 10)\n"
@@ -164,7 +182,20 @@ std::string usage() {
          "               keeps the latest complete one\n"
          "  --restart    continue from the latest checkpoint in DIR, on any rank count and\n"
          "               ODF: the run ends at update -w + -i, as a run without restart would\n"
-         "               (updates the checkpoint holds are not repeated, warm-up included)\n";
+         "               (updates the checkpoint holds are not repeated, warm-up included)\n"
+         "  --imbalance  blocks whose first point lies in the lower half of the grid in x do\n"
+         "               F times the work of the others (the update again, into scratch;\n"
+         "               F in 1..64, default 1); every block states its cells times F as its\n"
+         "               load\n"
+         "  --balance-every\n"
+         "               after every N-th update (counted as --checkpoint-every counts), move\n"
+         "               blocks between ranks with the balancer when it is worth it (0, the\n"
+         "               default: never)\n"
+         "  --balancer   refine (default: few moves), greedy (the heaviest block first onto\n"
+         "               the least loaded rank) or rotate (every block to the next rank at\n"
+         "               every balance point: for tests)\n"
+         "  --lb-data    write each balance point's loads and placements to DIR as DARMA\n"
+         "               vt's LB data (data.RANK.json), which vt-tv and LBAF read\n";
 }
 
 }  // namespace jacobi

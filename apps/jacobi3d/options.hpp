@@ -30,6 +30,10 @@ struct Options {
   std::int64_t checkpoint_every = 0;  // write a checkpoint after every N-th update (0: never)
   std::string checkpoint_dir;         // ... into this directory
   std::string restart_dir;            // restart from the latest checkpoint in this directory
+  std::int64_t imbalance = 1;         // blocks in the grid's lower half in x do F times the work
+  std::int64_t balance_every = 0;     // rebalance the blocks after every N-th update (0: never)
+  std::string balancer = "refine";    // greedy, refine or rotate (kodo's balancers)
+  std::string lb_data_dir;            // write LB data (DARMA vt's JSON) of each balance here
   bool help = false;
 };
 

@@ -27,10 +27,13 @@
 #include <kodo/core/error.hpp>
 #include <kodo/core/index.hpp>
 #include <kodo/tasking/awaitable_ring.hpp>
+#include <kodo/tasking/balance.hpp>
 #include <kodo/tasking/checkpoint.hpp>
 #include <kodo/tasking/collection.hpp>
 #include <kodo/tasking/decomposition.hpp>
 #include <kodo/tasking/inbox.hpp>
+#include <kodo/tasking/lb_data.hpp>
+#include <kodo/tasking/migration.hpp>
 #include <kodo/tasking/neighbours.hpp>
 #include <kodo/tasking/runtime.hpp>
 #include <kodo/tasking/step_program.hpp>

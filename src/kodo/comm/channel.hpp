@@ -225,6 +225,12 @@ NodeRouteCounts node_route_counts(const ChannelRegistry& registry);
 // Drops what closed same-node rings kept alive for their peers (at shutdown, after the
 // transport's last barrier).
 void forget_retired(ChannelRegistry& registry);
+// Gives back what the closed same-node ends of `collection` left (retired), once every
+// rank has closed every end of it: first each rank unmaps the peers' buffers it mapped
+// (stage 0), then, after every rank did (a barrier between), frees its ring buffers and
+// segment space (stage 1). Returns how many ends' leftovers it handled.
+std::size_t reclaim_closed_links(ChannelRegistry& registry, NodeChannels* node,
+                                 std::uint32_t collection, int stage);
 // Lets every wait on a stream for a same-node link end (at shutdown: what was not sent
 // by now never will be).
 void abandon_node_routes(ChannelRegistry& registry);

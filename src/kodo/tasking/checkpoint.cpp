@@ -76,49 +76,7 @@ void CheckpointWrite::write_unit(std::uint32_t collection, std::int64_t linear,
   file.put(static_cast<std::uint32_t>(kFormat));
   file.put(collection);
   file.put(linear);
-  const ExecutionSpace& space = runtime_.streams().communication(0).space();
-  struct Sink final : StateSink {
-    OutputFile& file;
-    CheckpointWrite& write;
-    const ExecutionSpace& space;
-    Sink(OutputFile& f, CheckpointWrite& w, const ExecutionSpace& s)
-        : file(f), write(w), space(s) {}
-    void field(std::string_view name, const FieldShape& shape, const void* data,
-               bool on_device) override {
-      if (name.empty() || name.size() > kNameLimit)
-        throw Error(cat("a state field's name has 1 to ", kNameLimit, " characters, not ",
-                        name.size()));
-      file.put(static_cast<std::uint32_t>(name.size()));
-      file.write(name.data(), name.size());
-      file.put(static_cast<std::uint8_t>(shape.kind));
-      file.put(shape.element_size);
-      file.put(shape.rank);
-      for (std::uint32_t d = 0; d < shape.rank; ++d) file.put(shape.extents[d]);
-      file.put(shape.bytes);
-      if (!on_device) {
-        file.write(data, shape.bytes);
-        return;
-      }
-      // Chunk k + 1 is copied on the stream while chunk k is written.
-      if (!write.staging_) write.staging_ = std::make_unique<PinnedChunks>(write.runtime_);
-      auto& buffer = write.staging_->buffer;
-      using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
-      const auto* from = static_cast<const std::byte*>(data);
-      auto copy = [&](std::uint64_t at, int into) {
-        const std::uint64_t n = std::min(PinnedChunks::kChunk, shape.bytes - at);
-        Kokkos::deep_copy(
-            space, Kokkos::View<std::byte*, Kokkos::HostSpace, Unmanaged>(buffer[into].data(), n),
-            Kokkos::View<const std::byte*, ExecutionSpace::memory_space, Unmanaged>(from + at, n));
-      };
-      if (shape.bytes > 0) copy(0, 0);
-      for (std::uint64_t at = 0, k = 0; at < shape.bytes; at += PinnedChunks::kChunk, ++k) {
-        space.fence("kodo::checkpoint write");
-        if (at + PinnedChunks::kChunk < shape.bytes)
-          copy(at + PinnedChunks::kChunk, int((k + 1) % 2));
-        file.write(buffer[k % 2].data(), std::min(PinnedChunks::kChunk, shape.bytes - at));
-      }
-    }
-  } sink(file, *this, space);
+  RecordSink sink(file, runtime_);
   StateWriter writer(sink);
   visit(writer);
   file.close();

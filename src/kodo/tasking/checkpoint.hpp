@@ -76,8 +76,6 @@ struct SavedCollectionRecord {
   std::vector<SavedUnit> units;  // by linear index
 };
 
-// Pinned host memory for a checkpoint's device copies (the runtime's reused staging).
-class PinnedChunks;
 struct ManifestUnit;  // what the manifest records of a unit file
 
 // One checkpoint being written: the parts that are not templates.
@@ -101,7 +99,6 @@ class CheckpointWrite {
   std::vector<SavedCollectionRecord> collections_;
   std::vector<ManifestUnit> written_;
   double started_ = 0;
-  std::unique_ptr<PinnedChunks> staging_;
 };
 
 // The checksum the manifest keeps of each file (and D/latest of the manifest).

@@ -47,6 +47,7 @@
 #include <kodo/tasking/unit_ref.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <type_traits>
 #include <typeinfo>
@@ -68,10 +69,14 @@ class CollectionStore final : public CollectionBase {
       : CollectionBase(id, shape, rank, ranks, typeid(U)) {}
   void* unit_at(std::int64_t slot) override { return units_[static_cast<std::size_t>(slot)].get(); }
   std::vector<std::unique_ptr<U>>& units() { return units_; }
+  // Builds a unit as create() did, with copies of its arguments (migration.hpp); empty
+  // when they cannot be copied.
+  std::function<std::unique_ptr<U>(const UnitInit<U>&)> make;
 
  private:
   std::vector<std::unique_ptr<U>> units_;
 };
+struct MigrationAccess;  // migration.hpp
 }  // namespace detail
 
 // A handle to a collection of units of type U, cheap to copy; units keep one to reach
@@ -83,7 +88,10 @@ class Collection {
 
   // Collective: every rank calls it, in the same order relative to other collections.
   // Builds this rank's units as U(UnitInit<U>, args...); `args` are passed by
-  // reference to each local constructor (they are not sent anywhere).
+  // reference to each local constructor (they are not sent anywhere). The collection
+  // keeps a copy of each argument, where all can be copied, to build a unit that moves
+  // to another rank (migration.hpp) the same way: pass what units must share by
+  // reference as a pointer or std::ref.
   template <class... Args>
   static Collection create(Runtime& runtime, Extent3 shape, Args&&... args) {
     const auto xy = detail::checked_mul(static_cast<std::uint64_t>(shape.x),
@@ -97,12 +105,16 @@ class Collection {
     auto store =
         std::make_unique<detail::CollectionStore<U>>(id, shape, runtime.rank(), runtime.size());
     auto& units = store->units();
-    const std::int64_t first = store->first_local(), count = store->local_count();
+    if constexpr ((std::is_copy_constructible_v<std::decay_t<Args>> && ...))
+      store->make = [... kept = std::decay_t<Args>(args)](const UnitInit<U>& init) mutable {
+        return std::make_unique<U>(init, kept...);
+      };
+    const std::int64_t count = store->local_count();
     // Registered before the units are built, so constructors can reach the collection
     // (owners of other units, channels); nothing is dispatched before run().
     runtime.add_collection(std::move(store));
     for (std::int64_t s = 0; s < count; ++s) {
-      const UnitInit<U> init(&runtime, id, shape, shape.delinear(first + s));
+      const UnitInit<U> init(&runtime, id, shape, shape.delinear(store_linear(runtime, id, s)));
       units.push_back(std::make_unique<U>(init, args...));
     }
     return Collection(&runtime, id, shape);
@@ -124,7 +136,7 @@ class Collection {
   void broadcast_local(const A&... args) const {
     const auto& s = store();
     for (std::int64_t slot = 0; slot < s.local_count(); ++slot)
-      (*this)[shape_.delinear(s.first_local() + slot)].template send<M>(args...);
+      (*this)[shape_.delinear(s.linear_of(slot))].template send<M>(args...);
   }
 
   const Extent3& shape() const { return shape_; }
@@ -176,6 +188,10 @@ class Collection {
 
  private:
   friend class WorkUnit<U>;
+  friend struct detail::MigrationAccess;
+  static std::int64_t store_linear(Runtime& runtime, std::uint32_t id, std::int64_t slot) {
+    return runtime.collection(id).linear_of(slot);
+  }
   // A named reduction's result type, or R itself.
   template <class R>
   static auto result_type_of() {

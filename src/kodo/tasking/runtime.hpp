@@ -23,10 +23,10 @@ class Scheduler;
 class CollectionBase;
 class ChannelHost;
 struct Message;
-struct TestAccess;        // defined by kodo's own tests only
-struct CheckpointAccess;  // what checkpoints use of the runtime (checkpoint_files.hpp)
-class RankProgram;        // step programs (step_program.hpp)
-class TaskList;           // coroutine tasks (task_list.hpp)
+struct TestAccess;     // defined by kodo's own tests only
+struct RuntimeAccess;  // what checkpoints and migration use of it (state_records.hpp)
+class RankProgram;     // step programs (step_program.hpp)
+class TaskList;        // coroutine tasks (task_list.hpp)
 }  // namespace detail
 
 template <class U>
@@ -92,7 +92,7 @@ class Runtime {
   template <class D>
   friend class WorkUnit;
   friend struct detail::TestAccess;
-  friend struct detail::CheckpointAccess;
+  friend struct detail::RuntimeAccess;
   friend class detail::RankProgram;
   // What collections and units use of the scheduler (scheduler.hpp says more).
   detail::Scheduler& scheduler() { return *scheduler_; }

@@ -86,7 +86,8 @@ struct RankProgram::Impl {
   StepProgramOptions options;
   int rank = 0, ranks = 1;
   MPI_Comm comm = MPI_COMM_NULL;
-  const BlockMap* map = nullptr;
+  const UnitMap* map = nullptr;
+  std::uint64_t epoch = 0;  // of the map the program was built on
   ChannelHost* host = nullptr;
   Stream* stream = nullptr;          // where steps run
   Stream* channel_stream = nullptr;  // the program's channels (host-staged copies)
@@ -202,6 +203,7 @@ RankProgram::RankProgram(Runtime& runtime, std::uint32_t collection, const Exten
   m.ranks = runtime.size();
   m.comm = runtime.comm();
   m.map = &runtime.collection(collection).map();
+  m.epoch = m.map->epoch();
   m.host = &runtime.channel_host();
   m.stream = &runtime.streams().compute(0);
   m.channel_stream = &runtime.streams().communication(0);
@@ -829,6 +831,10 @@ void RankProgram::advance(std::int64_t steps) {
   if (runtime_.scheduler().running())
     throw Error("StepProgram::advance is for the main program of every rank, between run() calls");
   if (steps < 0) throw Error(cat("StepProgram::advance takes a count of steps, not ", steps));
+  if (impl_->map->epoch() != impl_->epoch)
+    throw Error(cat("StepProgram::advance: collection ", impl_->collection,
+                    "'s units moved since this program was built (kodo::migrate): build the "
+                    "program again"));
   if (target_ > std::numeric_limits<std::int64_t>::max() - steps)
     throw Error(cat("StepProgram::advance: ", steps, " more steps overflow the step count"));
   target_ += steps;

@@ -1,7 +1,7 @@
 #pragma once
 // A work unit's state, declared once and walked both ways: written to a checkpoint and
-// restored from one (checkpoint.hpp); moving a unit to another rank, not built yet,
-// would walk it too. A unit declares it with one member function template that names
+// restored from one (checkpoint.hpp), and sent with a unit that moves to another rank
+// (migration.hpp). A unit declares it with one member function template that names
 // each field, in order:
 //
 //   template <class State>
@@ -89,6 +89,18 @@ constexpr bool view_on_device() {
                 "execution space's memory");
   return !host;
 }
+
+// The bytes a unit's state() takes as records (state_records.hpp: a checkpoint file's
+// body, a moving unit's message), counted without copying anything.
+class StateSizes final : public StateSink {
+ public:
+  void field(std::string_view name, const FieldShape& shape, const void*, bool) override {
+    bytes += 4 + name.size() + 1 + 4 + 4 + 8 * std::uint64_t{shape.rank} + 8 + shape.bytes;
+    if (shape.kind == FieldKind::view) view_bytes += shape.bytes, ++views;
+  }
+  std::uint64_t bytes = 0;
+  std::uint64_t view_bytes = 0, views = 0;  // of that, the views' data, and how many
+};
 
 // Walks a unit's state() to write it.
 class StateWriter {

@@ -36,6 +36,7 @@ struct UnitInit {
  private:
   friend class Collection<U>;
   friend class WorkUnit<U>;
+  friend struct detail::MigrationAccess;
   UnitInit(Runtime* runtime, std::uint32_t collection, Extent3 shape, Index3 index)
       : shape(shape), index(index), runtime_(runtime), collection_(collection) {}
   Runtime* runtime_;
@@ -109,6 +110,15 @@ class WorkUnit {
                    detail::LinkSpec{collection_.id(), shape, index_, *peer,
                                     collection_.owner(*peer), ports.receive, &stream, mode,
                                     ports.send});
+  }
+
+  // States this unit's load for the balancers (balance.hpp), in any unit that is the
+  // same for every unit of the collection (seconds, cells, atoms): it replaces the host
+  // time the runtime measures in the unit's entry methods, and holds until stated again,
+  // across moves.
+  void set_load(double load) const {
+    auto& store = collection_.store();
+    store.load(store.slot_of(store.shape().linear(index_))).stated = load;
   }
 
   // Contributes `value` to this unit's next reduction round. When every unit of the
@@ -249,6 +259,7 @@ class WorkUnit {
   friend detail::AwaitedRounds& detail::awaited_rounds(U& unit);
   template <class U>
   friend void detail::start_unit_task(U& unit, Task task);
+  friend struct detail::MigrationAccess;
 
   Collection<Derived> collection_;
   Index3 index_;

@@ -156,11 +156,16 @@ void ChannelEnd::close() {
     registry.node_ends.erase(this);
     abandon_node_route();
     if (node_in) {
-      // The peer may still write them, and keeps them mapped until the runtime ends.
-      registry.retired.push_back(std::move(node_in->keep));
+      // The peer may still write them, and keeps them mapped: retired.
+      registry.retired.push_back(
+          {link.collection, std::move(node_in->keep), std::move(node_in->ranges), -1, {}});
       node_in->awaiting.clear();
     }
-    if (node_out) node_out->held.clear();
+    if (node_out) {
+      node_out->held.clear();
+      registry.retired
+          .push_back({link.collection, nullptr, {}, link.peer_rank, std::move(node_out->imports)});
+    }
   }
 }
 

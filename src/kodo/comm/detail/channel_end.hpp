@@ -95,16 +95,27 @@ class ChannelRegistry {
   };
   std::map<std::pair<LinkKey, std::uint32_t>, RouteNote> notes;
   std::set<ChannelEnd*> node_ends;  // open ends on the same-node route, polled
-  // Ring buffers of closed same-node ends: a peer's stream may still write them.
-  std::vector<std::shared_ptr<const void>> retired;
+  // What closed same-node ends leave: their ring's buffers and words, which a peer's
+  // stream may still write, and the buffers they mapped from the peer. Kept until both
+  // ends are closed on every rank (reclaim_closed_links: a migration), else until the
+  // runtime ends.
+  struct Retired {
+    std::uint32_t collection;
+    std::shared_ptr<const void> keep;                             // receiving: the views
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;  // ... words and slots
+    int peer = -1;                                                // sending: the imports
+    std::vector<std::array<std::byte, 64>> imports;
+  };
+  std::vector<Retired> retired;
   std::chrono::steady_clock::time_point quiet_since{};  // same-node waits without progress
   std::size_t most_held = 0;                            // sends held back at once, at most
   std::uint64_t last_wait_code = 0;                     // ChannelEnd::wait_codes given out
 
   std::uint32_t receive_number(const LinkKey& link) {
     if (const auto it = receive_numbers.find(link); it != receive_numbers.end()) return it->second;
-    if (receive_numbers.size() > kTransferMask)
-      throw Error(cat("a rank receives on at most 2^32 channel links; this one has ",
+    // Number 2^32 - 1 is kept for tags that are not a link's (units that move).
+    if (receive_numbers.size() >= kTransferMask)
+      throw Error(cat("a rank receives on at most 2^32 - 1 channel links; this one has ",
                       receive_numbers.size()));
     const auto number = static_cast<std::uint32_t>(receive_numbers.size());
     receive_numbers.emplace(link, number);
@@ -161,7 +172,8 @@ struct ChannelEnd : std::enable_shared_from_this<ChannelEnd> {
     Stream* consumed_stream = nullptr;  // the stream of the last release that publishes
     std::vector<std::byte*> slots;      // by buffer: where its data lands (host), or null
     std::deque<Receive> awaiting;       // posted, in transfer order
-    std::shared_ptr<const void> keep;   // the ring's views: kept until the runtime ends
+    std::shared_ptr<const void> keep;   // the ring's views, then retired with `ranges`
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;  // in the segment
   };
   std::optional<NodeIn> node_in;
   struct NodeOut {
@@ -173,6 +185,7 @@ struct ChannelEnd : std::enable_shared_from_this<ChannelEnd> {
     // Device memory where a large copy's wait for its buffer leaves its outcome
     // (backend::enqueue_copy_and_publish).
     Kokkos::View<std::uint64_t*, ExecutionSpace::memory_space> gate;
+    std::vector<std::array<std::byte, 64>> imports;  // mapped from the peer, by handle
   };
   std::optional<NodeOut> node_out;
 

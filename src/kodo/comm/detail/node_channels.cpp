@@ -83,10 +83,39 @@ NodeChannels::~NodeChannels() {
 
 std::optional<std::uint64_t> NodeChannels::allocate(std::size_t bytes) {
   const std::uint64_t rounded = (std::uint64_t{bytes} + 63) / 64 * 64;
+  // The first released range that holds it, else the end of what was ever used.
+  for (auto it = free_.begin(); it != free_.end(); ++it) {
+    if (it->second < rounded) continue;
+    const std::uint64_t at = it->first, left = it->second - rounded;
+    free_.erase(it);
+    if (left > 0) free_.emplace(at + rounded, left);
+    free_bytes_ -= rounded;
+    return at;
+  }
   if (rounded > segments_.bytes() - used_) return std::nullopt;
   const std::uint64_t at = used_;
   used_ += rounded;
   return at;
+}
+
+void NodeChannels::release(std::uint64_t offset, std::size_t bytes) {
+  const std::uint64_t rounded = (std::uint64_t{bytes} + 63) / 64 * 64;
+  if (rounded == 0) return;
+  free_bytes_ += rounded;
+  auto it = free_.emplace(offset, rounded).first;
+  // Joined with its neighbours, so that later, larger rings fit.
+  if (const auto next = std::next(it);
+      next != free_.end() && it->first + it->second == next->first) {
+    it->second += next->second;
+    free_.erase(next);
+  }
+  if (it != free_.begin()) {
+    const auto before = std::prev(it);
+    if (before->first + before->second == it->first) {
+      before->second += it->second;
+      free_.erase(it);
+    }
+  }
 }
 
 std::byte* NodeChannels::host(int rank, std::uint64_t offset) const {
@@ -102,11 +131,19 @@ void* NodeChannels::import(int rank, const std::array<std::byte, 64>& handle, st
   const auto key = std::make_pair(rank, handle);
   if (const auto it = imports_.find(key); it != imports_.end()) {
     bytes = it->second.bytes;
+    ++it->second.users;
     return it->second.start;
   }
   void* start = backend::import_memory(handle, bytes, why);
-  if (start) imports_.emplace(key, Import{start, bytes});
+  if (start) imports_.emplace(key, Import{start, bytes, 1});
   return start;
+}
+
+void NodeChannels::unimport(int rank, const std::array<std::byte, 64>& handle) {
+  const auto it = imports_.find(std::make_pair(rank, handle));
+  if (it == imports_.end() || --it->second.users > 0) return;
+  backend::release_import(it->second.start);
+  imports_.erase(it);
 }
 
 void NodeChannels::release_imports() {

@@ -51,17 +51,25 @@ class NodeChannels {
   // Whether `rank` (another rank) shares this node.
   bool reaches(int rank) const { return rank != rank_ && segments_.on_node(rank); }
 
-  // `bytes` of this rank's segment, 64-byte aligned, for the runtime's life: the offset
-  // from the segment's usable start, or nothing when the segment is full.
+  // `bytes` of this rank's segment, 64-byte aligned, until released: the offset from the
+  // segment's usable start, or nothing when the segment is full.
   std::optional<std::uint64_t> allocate(std::size_t bytes);
+  // Gives back what allocate(bytes) returned at `offset`, once no rank touches it (a
+  // closed link's words and slots, once both ends are closed everywhere).
+  void release(std::uint64_t offset, std::size_t bytes);
+  std::uint64_t bytes_in_use() const { return used_ - free_bytes_; }
   // `rank`'s segment at `offset`, as this rank's host and its streams address it.
   std::byte* host(int rank, std::uint64_t offset) const;
   std::byte* device(int rank, std::uint64_t offset) const;
 
-  // The start here of a device allocation `rank` exported, mapped once, and its size in
-  // `bytes`; nullptr and `why` on failure.
+  // The start here of a device allocation `rank` exported, mapped once for all its
+  // users, and its size in `bytes`; nullptr and `why` on failure. Each successful call
+  // is a user, until unimport().
   void* import(int rank, const std::array<std::byte, 64>& handle, std::size_t& bytes,
                std::string& why);
+  // One user of an import is done with it; the last unmaps it.
+  void unimport(int rank, const std::array<std::byte, 64>& handle);
+  std::size_t imports() const { return imports_.size(); }
   // Unmaps every imported allocation: before their owners may free them (shutdown).
   void release_imports();
 
@@ -85,13 +93,16 @@ class NodeChannels {
   ChannelSelection selection_;
   NodeSegments segments_;
   std::vector<std::byte*> device_;  // by rank position on the node: segments' device addresses
-  std::uint64_t used_ = 0;          // of this rank's segment
-  std::uint64_t failure_at_ = 0;    // the failure word's offset there
+  std::uint64_t used_ = 0;          // of this rank's segment: below this, allocated or free
+  std::map<std::uint64_t, std::uint64_t> free_;  // released ranges, by offset
+  std::uint64_t free_bytes_ = 0;
+  std::uint64_t failure_at_ = 0;  // the failure word's offset there
   std::uint64_t wait_timeout_ns_ = 0;
   bool streams_may_wait_ = true;
   struct Import {
     void* start;
     std::size_t bytes;
+    std::size_t users = 0;
   };
   std::map<std::pair<int, std::array<std::byte, 64>>, Import> imports_;
   std::set<std::string> notices_;

@@ -30,6 +30,7 @@ void ChannelEnd::offer_ring(const std::vector<Segment>& buffers, std::shared_ptr
     why = cat("a ring of ", buffers.size(), " buffers (the route takes at most ", kMaxRingBuffers,
               ")");
   } else if (const auto words = n.allocate(words_bytes(buffers.size()))) {
+    in.ranges.emplace_back(*words, words_bytes(buffers.size()));
     m.words = *words;
     in.words = n.host(host->rank(), *words);
     in.device_words = n.device(host->rank(), *words);
@@ -43,6 +44,7 @@ void ChannelEnd::offer_ring(const std::vector<Segment>& buffers, std::shared_ptr
                     " bytes, KODO_NODE_SEGMENT_BYTES) has no room for the ring's buffers");
           break;
         }
+        in.ranges.emplace_back(*slot, b.bytes);
         o.place = *slot;
         in.slots.back() = n.host(host->rank(), *slot);
       } else {
@@ -62,7 +64,10 @@ void ChannelEnd::offer_ring(const std::vector<Segment>& buffers, std::shared_ptr
     why = cat("the node segment (", n.segment_bytes(),
               " bytes, KODO_NODE_SEGMENT_BYTES) has no room for the ring's words");
   }
-  if (!why.empty()) return choose_ucx_receives(why);
+  if (!why.empty()) {
+    for (const auto& [at, bytes] : in.ranges) n.release(at, bytes);  // never offered
+    return choose_ucx_receives(why);
+  }
   for (std::uint64_t w = 0; w < words_bytes(buffers.size()); w += 8) store_word(in.words + w, 0);
   recv_route = Route::node;
   wait_codes[0] = ++host->channels().last_wait_code;
@@ -112,12 +117,14 @@ void ChannelEnd::accept_ring(const RingMessage& ring) {
       out.to.push_back(nullptr);
     } else if (std::size_t bytes = 0;
                void* start = n.import(link.peer_rank, b.handle, bytes, why)) {
+      out.imports.push_back(b.handle);
       if (b.place > bytes || b.capacity > bytes - b.place)
         throw Error(cat("field place of a same-node ring message from rank ", link.peer_rank,
                         ": a buffer of ", b.capacity, " bytes at offset ", b.place,
                         " of an allocation of ", bytes, " bytes"));
       out.to.push_back(static_cast<std::byte*>(start) + b.place);
     } else {
+      for (const auto& handle : out.imports) n.unimport(link.peer_rank, handle);
       return refuse_ring(ring, why);
     }
   }
@@ -359,6 +366,30 @@ std::size_t poll_node_links(ChannelRegistry& registry, NodeChannels& node) {
 }
 
 void forget_retired(ChannelRegistry& registry) { registry.retired.clear(); }
+
+std::size_t reclaim_closed_links(ChannelRegistry& registry, NodeChannels* node,
+                                 std::uint32_t collection, int stage) {
+  std::size_t handled = 0;
+  for (auto it = registry.retired.begin(); it != registry.retired.end();) {
+    ChannelRegistry::Retired& r = *it;
+    if (r.collection != collection) {
+      ++it;
+      continue;
+    }
+    if (stage == 0) {
+      if (node)
+        for (const auto& handle : r.imports) node->unimport(r.peer, handle);
+      r.imports.clear();
+      ++it;
+      continue;
+    }
+    if (node)
+      for (const auto& [at, bytes] : r.ranges) node->release(at, bytes);
+    it = registry.retired.erase(it);
+    ++handled;
+  }
+  return handled;
+}
 
 void abandon_node_routes(ChannelRegistry& registry) {
   for (ChannelEnd* e : registry.node_ends) e->abandon_node_route();

@@ -83,12 +83,8 @@ std::string unit_file(const std::string& checkpoint, std::uint32_t collection,
   return cat(checkpoint, "/c", collection, "-u", linear, ".state");
 }
 
-// Checkpoints are collective: called from an entry method, one would wait for ranks
-// that are themselves waiting in run().
-bool CheckpointAccess::running(Runtime& runtime) { return runtime.scheduler().running(); }
-
 void require_main_program(Runtime& runtime, const char* call) {
-  if (CheckpointAccess::running(runtime))
+  if (RuntimeAccess::running(runtime))
     throw Error(cat(call,
                     " is collective: the main program of every rank calls it between "
                     "run() calls, never an entry method"));

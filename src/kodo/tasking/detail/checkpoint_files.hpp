@@ -2,10 +2,11 @@
 // A checkpoint's files: unit files written in full or not at all (OutputFile) with their
 // checksum (Checksum), read back checked (open_checked, read_file), the directory made
 // durable (sync_directory, rename_durably), the names of checkpoints and unit files, and
-// the runtime's pinned staging for device fields (PinnedChunks). Internal to the
+// the records of a unit's state in state_records.hpp. Internal to the
 // checkpoint sources (not installed).
 
 #include <kodo/tasking/checkpoint.hpp>
+#include <kodo/tasking/detail/state_records.hpp>
 
 #include <algorithm>
 #include <bit>
@@ -26,8 +27,6 @@ namespace kodo::detail {
 inline constexpr int kFormat = 1;
 inline constexpr char kUnitMagic[8] = {'k', 'o', 'd', 'o', 'u', 'n', 'i', 't'};
 inline constexpr std::uint64_t kManifestLimit = std::uint64_t{1} << 30;
-inline constexpr std::uint32_t kNameLimit = 4096;
-inline constexpr std::int64_t kExtentLimit = std::int64_t{1} << 48;
 // In every checkpoint directory this code makes: only those are ever removed.
 inline constexpr const char* kMarker = "/kodo-checkpoint";
 
@@ -77,7 +76,7 @@ class Checksum {
   std::uint64_t held_ = 0, total_ = 0;
 };
 
-class OutputFile {
+class OutputFile final : public RecordOutput {
  public:
   explicit OutputFile(std::string path) : path_(std::move(path)) {
     fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -88,7 +87,7 @@ class OutputFile {
   }
   OutputFile(const OutputFile&) = delete;
   OutputFile& operator=(const OutputFile&) = delete;
-  void write(const void* data, std::uint64_t n) {
+  void write(const void* data, std::uint64_t n) override {
     checksum_.update(data, n);
     bytes_ += n;
     const auto* p = static_cast<const char*>(data);
@@ -98,10 +97,6 @@ class OutputFile {
       if (w <= 0) throw Error(system_error("cannot write", path_));
       p += w, n -= static_cast<std::uint64_t>(w);
     }
-  }
-  template <class T>
-  void put(const T& value) {
-    write(&value, sizeof value);
   }
   void close() {
     if (::fsync(fd_) != 0) throw Error(system_error("cannot flush", path_));
@@ -142,27 +137,5 @@ std::int64_t checkpoint_number(const std::string& name, bool* partial);
 std::string trimmed(const std::string& s);
 // The file of unit `linear` of `collection` in the checkpoint directory `checkpoint`.
 std::string unit_file(const std::string& checkpoint, std::uint32_t collection, std::int64_t linear);
-
-// What checkpoints use of the runtime (a friend of Runtime).
-struct CheckpointAccess {
-  // The runtime's pinned staging, reused across checkpoints (freeing pinned memory would
-  // wait for the whole device).
-  static Kokkos::View<std::byte*, Kokkos::SharedHostPinnedSpace> staging(Runtime& runtime,
-                                                                         std::size_t bytes) {
-    return runtime.pinned_staging(bytes);
-  }
-  static bool running(Runtime& runtime);  // inside run()
-};
-
-// Two pinned host buffers: a device field is copied through one while the other is
-// read or written.
-class PinnedChunks {
- public:
-  static constexpr std::uint64_t kChunk = std::uint64_t{16} << 20;
-  Kokkos::View<std::byte*, Kokkos::SharedHostPinnedSpace> buffer[2];
-  explicit PinnedChunks(Runtime& runtime) {
-    for (auto& b : buffer) b = CheckpointAccess::staging(runtime, kChunk);  // two, both held
-  }
-};
 
 }  // namespace kodo::detail

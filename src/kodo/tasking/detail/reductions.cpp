@@ -72,7 +72,7 @@ void ReductionTree::contribute(CollectionBase& c, std::int64_t slot, std::uint64
   if (slot < 0 || slot >= c.local_count())
     throw Error(cat("a reduction contribution names slot ", slot, "; rank ", rank_, " holds ",
                     c.local_count(), " unit(s) of collection ", c.id()));
-  const Index3 unit = c.shape().delinear(c.first_local() + slot);
+  const Index3 unit = c.shape().delinear(c.linear_of(slot));
   if (value.size() > kMaxArgumentBytes)
     throw Error(cat("unit ", unit, " of collection ", c.id(), " contributed ", value.size(),
                     " bytes to reduction round ", round, ", more than kodo's bound of ",
@@ -95,9 +95,12 @@ void ReductionTree::contribute(CollectionBase& c, std::int64_t slot, std::uint64
 void ReductionTree::on_partial(CollectionBase& c, const MessageHeader& h, Bytes value) {
   State& s = states_[c.id()];
   const auto round = static_cast<std::uint64_t>(h.target);
-  const int active = c.map().active_ranks();
-  const int child = h.source_rank == 2 * rank_ + 1 ? 0 : h.source_rank == 2 * rank_ + 2 ? 1 : -1;
-  if (child < 0 || h.source_rank >= active)
+  const UnitMap& map = c.map();
+  const int from = h.source_rank >= 0 && h.source_rank < map.ranks() ? map.position(h.source_rank)
+                                                                     : -1;
+  const int me = map.position(rank_);
+  const int child = from == 2 * me + 1 ? 0 : from == 2 * me + 2 ? 1 : -1;
+  if (child < 0 || from >= map.holders())
     throw Error(cat("field source_rank of a reduction partial is ", h.source_rank,
                     ", not a child of rank ", rank_, " in the reduction tree of collection ",
                     c.id()));
@@ -124,8 +127,9 @@ void ReductionTree::check_shapes(const CollectionBase& c, std::uint64_t round,
     const auto& v = local ? r.local[i] : r.children[i - r.local.size()];
     if (!v) continue;
     const std::string from =
-        local ? cat("unit ", c.shape().delinear(c.first_local() + static_cast<std::int64_t>(i)))
-              : cat("the partial of rank ", 2 * rank_ + 1 + static_cast<int>(i - r.local.size()));
+        local ? cat("unit ", c.shape().delinear(c.linear_of(static_cast<std::int64_t>(i))))
+              : cat("the partial of rank ", c.map().rank_at(2 * c.map().position(rank_) + 1 +
+                                                            static_cast<int>(i - r.local.size())));
     const std::size_t length = v->size() / element;
     if (first.empty()) {
       first = from;
@@ -141,9 +145,10 @@ void ReductionTree::check_shapes(const CollectionBase& c, std::uint64_t round,
 void ReductionTree::try_complete(CollectionBase& c, State& s, std::uint64_t round) {
   auto it = s.open.find(round);
   Round& r = it->second;
-  const int active = c.map().active_ranks();
+  const UnitMap& map = c.map();
+  const int me = map.position(rank_);
   int expected_children = 0;
-  for (int child : {2 * rank_ + 1, 2 * rank_ + 2}) expected_children += child < active;
+  for (int child : {2 * me + 1, 2 * me + 2}) expected_children += child < map.holders();
   if (r.local_received < c.local_count() || r.children_received < expected_children) return;
 
   const ReducerHandler& reducer = reducer_of(c, r.reducer);
@@ -162,12 +167,12 @@ void ReductionTree::try_complete(CollectionBase& c, State& s, std::uint64_t roun
   for (auto& v : r.children) fold(v);
 
   Message m;
-  m.header = {rank_ == 0 ? MessageKind::reduction_result : MessageKind::reduction_partial, c.id(),
+  m.header = {me == 0 ? MessageKind::reduction_result : MessageKind::reduction_partial, c.id(),
               r.reducer, static_cast<std::int64_t>(round), rank_};
   s.passed_up.emplace(round, PassedUp{r.reducer, acc.size()});
   m.payload = std::move(acc);
   s.open.erase(it);  // `r` goes with it
-  post_(rank_ == 0 ? 0 : (rank_ - 1) / 2, std::move(m));
+  post_(me == 0 ? rank_ : map.rank_at((me - 1) / 2), std::move(m));
 }
 
 void ReductionTree::on_result(CollectionBase& c, const MessageHeader& h, Bytes value,
@@ -175,7 +180,9 @@ void ReductionTree::on_result(CollectionBase& c, const MessageHeader& h, Bytes v
   State& s = states_[c.id()];
   const auto round = static_cast<std::uint64_t>(h.target);
   if (from_wire) {
-    if (rank_ == 0 || h.source_rank != (rank_ - 1) / 2)
+    const UnitMap& map = c.map();
+    const int me = map.position(rank_);
+    if (me == 0 || h.source_rank != map.rank_at((me - 1) / 2))
       throw Error(cat("field source_rank of a reduction result is ", h.source_rank,
                       ", not the parent of rank ", rank_, " in the reduction tree of collection ",
                       c.id()));
@@ -185,7 +192,7 @@ void ReductionTree::on_result(CollectionBase& c, const MessageHeader& h, Bytes v
                        ", whose result this rank does not await"));
     };
     if (s.early.count(round)) throw not_awaited();
-    if (rank_ >= c.map().active_ranks()) {
+    if (me >= map.holders()) {
       // A rank without units passed nothing up: it awaits every round not yet delivered.
       if (round < s.next_result) throw not_awaited();
       check_value(c, h.handler, value.size());
@@ -202,8 +209,10 @@ void ReductionTree::on_result(CollectionBase& c, const MessageHeader& h, Bytes v
     }
   }
   // Every rank of the job gets the result, units or none, for its main program.
-  for (int child : {2 * rank_ + 1, 2 * rank_ + 2}) {
-    if (child >= c.map().ranks()) continue;
+  const int me = c.map().position(rank_);
+  for (int position : {2 * me + 1, 2 * me + 2}) {
+    if (position >= c.map().ranks()) continue;
+    const int child = c.map().rank_at(position);
     Message copy;
     copy.header = h;
     copy.header.source_rank = rank_;
@@ -283,14 +292,16 @@ std::string ReductionTree::describe_pending(int rank) const {
         if (r.local[slot]) continue;
         if (named++ < kNamed && s.collection)
           os << (named == 1 ? "; missing: unit " : ", unit ")
-             << s.collection->shape().delinear(s.collection->first_local() +
-                                               static_cast<std::int64_t>(slot));
+             << s.collection->shape()
+                    .delinear(s.collection->linear_of(static_cast<std::int64_t>(slot)));
       }
       if (named > kNamed) os << " and " << named - kNamed << " more";
-      const int active = s.collection ? s.collection->map().active_ranks() : 0;
+      if (!s.collection) continue;
+      const UnitMap& map = s.collection->map();
       for (int c = 0; c < 2; ++c)
-        if (const int child = 2 * rank + 1 + c; child < active && !r.children[c])
-          os << "; no partial yet from rank " << child;
+        if (const int child = 2 * map.position(rank) + 1 + c;
+            child < map.holders() && !r.children[c])
+          os << "; no partial yet from rank " << map.rank_at(child);
     }
   return os.str();
 }

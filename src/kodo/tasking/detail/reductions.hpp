@@ -2,10 +2,12 @@
 // The reduction tree: owns every reduction round this rank takes part in, from its
 // units' contributions to the result handed to them and to the main program.
 //
-// Ranks that hold units of a collection form a binary tree (rank r's parent is
-// (r-1)/2). A rank combines its units' values and its children's partial results in a
-// fixed order (units by index, then children), passes the partial up, and rank 0 sends
-// the result down the same tree over all ranks (those without units too). Each rank
+// Ranks that hold units of a collection form a binary tree over their positions in the
+// collection's map (UnitMap::position: holders first; position p's parent is (p-1)/2;
+// with the blocks a new collection has, position = rank). A rank combines its units'
+// values and its children's partial results in a fixed order (units by index, then
+// children), passes the partial up, and the root (position 0) sends the result down the
+// same tree over all ranks (those without units too). Each rank
 // delivers results in round order: to its units' target, then to the main program's
 // callbacks (on_reduced: of the rounds without a name, or of one named reduction's), and
 // keeps the latest of each (reduced). Rounds may complete out of

@@ -1,0 +1,144 @@
+#pragma once
+// Load balancing: units' measured loads, balancers that choose new owners from them, and
+// rebalance(), which moves the units (migration.hpp) when the gain is worth it.
+//
+//   // Every rank's main program, between run() calls (collective):
+//   kodo::BalanceReport r = kodo::rebalance(blocks, kodo::refine_balance);
+//   if (r.applied) ...;   // r.moved units moved; r.before / r.after: max/avg - 1
+//
+// A unit's load is the host time the scheduler measured in its entry methods since the
+// collection's last balance point, or what the unit stated (WorkUnit::set_load), which
+// holds until it states another. Host time is measured for a collection once the main
+// program asks, measure_loads(collection), and from its first rebalance() on: two clock
+// reads per entry method (about 50 ns on a 2-core VM, against 40 ns for the dispatch
+// itself), which collections that are never balanced do not pay. Device work a unit launches runs
+// after its entry method returns: on a GPU, units state their load (their cells, their atoms) or it
+// is measured by the application; on the host backend kernels run inside the entry method, so the
+// host time is the work.
+//
+// Balancers are pure functions of a BalanceInput: the same input gives the same owners
+// on every rank, so each rank computes them itself. The ones kodo has:
+// - greedy_balance: the heaviest unit first, each onto the rank with the least load so
+//   far (placement is ignored: most units may move);
+// - refine_balance: units move only off ranks above the average by more than the
+//   tolerance, each to the least loaded rank that stays below that bound, heaviest
+//   first; where that leaves the most loaded rank above the bound, it swaps a unit with
+//   the least loaded rank (few moves);
+// - rotate_balance: every unit to the next rank (for tests: every unit moves).
+// A balancer may be any function of the same type.
+//
+// rebalance() applies a new map only when it is worth it: the ranks' loads are out of
+// balance by more than `tolerance` (max/avg - 1), the balancer's map lowers the most
+// loaded rank's load, and, where loads are measured times, that gain over one phase
+// (the time since the last balance point) is more than the time the move is expected to
+// take (from the earlier migrations of the collection). BalanceOptions::always skips
+// these tests (rotate_balance in tests). Measured loads start again from zero after each
+// call, whether it moved units or not.
+
+#include <kodo/core/error.hpp>
+#include <kodo/tasking/collection.hpp>
+#include <kodo/tasking/migration.hpp>
+#include <kodo/tasking/runtime.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kodo {
+
+// What a balancer chooses from, by linear index of the units.
+struct BalanceInput {
+  std::vector<double> loads;         // of each unit, >= 0
+  std::vector<int> owners;           // where each unit is now
+  std::vector<std::uint64_t> bytes;  // of each unit's state (what moving it costs)
+  int ranks = 1;
+};
+using Balancer = std::function<std::vector<int>(const BalanceInput&)>;
+
+std::vector<int> greedy_balance(const BalanceInput& input);
+// refine_balance(input), or RefineBalance{tolerance}(input) for another tolerance.
+struct RefineBalance {
+  double tolerance = 0.05;
+  std::vector<int> operator()(const BalanceInput& input) const;
+};
+inline constexpr RefineBalance refine_balance{};
+std::vector<int> rotate_balance(const BalanceInput& input);
+// "greedy", "refine" or "rotate"; throws kodo::Error naming the choices for anything else.
+Balancer balancer_named(std::string_view name);
+
+// Each rank's load under `owners`, and max/avg - 1 of them (0 when every load is 0).
+std::vector<double> rank_loads(const std::vector<double>& loads, const std::vector<int>& owners,
+                               int ranks);
+double imbalance(const std::vector<double>& rank_loads);
+
+struct BalanceOptions {
+  double tolerance = 0.05;  // max/avg - 1 that is left alone
+  bool always = false;      // apply the balancer's map whatever the loads
+};
+
+// What rebalance() saw and did, the same on every rank.
+struct BalanceReport {
+  bool applied = false;
+  std::string why;    // why the map was not applied, or ""
+  double before = 0;  // max/avg - 1 of the ranks' loads before
+  double after = 0;   // the same under the map applied (or before, if none)
+  std::int64_t moved = 0;
+  MigrationReport migration;  // when applied
+  BalanceInput input;         // the loads and owners it balanced (for LB data)
+  std::vector<int> owners;    // the owners after
+};
+
+namespace detail {
+// Throws kodo::Error naming `call` inside run(); else runs the job until it is quiet.
+void quiesce(Runtime& runtime, const char* call);
+// Collective: every unit's load and state size, gathered on every rank; then measured
+// loads start again (balance.cpp).
+BalanceInput gather_loads(Runtime& runtime, CollectionBase& collection,
+                          const std::vector<std::uint64_t>& local_bytes);
+// Whether to apply `owners`, and the report's numbers (balance.cpp).
+BalanceReport judge(const BalanceInput& input, std::vector<int> owners,
+                    const BalanceOptions& options, double seconds_per_byte, bool measured);
+}  // namespace detail
+
+// The scheduler times the entry methods of `units`' units that state no load from now on
+// (or stops, with false). Every rank's main program calls it, for its own units.
+template <class U>
+void measure_loads(const Collection<U>& units, bool on = true) {
+  detail::MigrationAccess::store(units).measure_loads = on;
+}
+
+// Collective, between run() calls: see above.
+template <class U>
+BalanceReport rebalance(const Collection<U>& units, const Balancer& balancer,
+                        BalanceOptions options = {}) {
+  using Access = detail::MigrationAccess;
+  auto& store = Access::store(units);
+  detail::quiesce(units.runtime(), "rebalance");  // the phase's loads are all in
+  std::vector<std::uint64_t> bytes;
+  for (auto& unit : store.units()) {
+    detail::StateSizes sizes;
+    detail::StateWriter writer(sizes);
+    unit->state(writer);
+    bytes.push_back(sizes.bytes);
+  }
+  bool measured = true;
+  for (std::int64_t s = 0; s < store.local_count(); ++s) measured &= !store.load(s).stated;
+  BalanceInput input = detail::gather_loads(units.runtime(), store, bytes);
+  store.measure_loads = true;  // the next phases are measured
+  int measured_everywhere = measured ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &measured_everywhere, 1, MPI_INT, MPI_MIN, units.runtime().comm());
+  std::vector<int> owners = balancer(input);
+  BalanceReport report = detail::judge(input, std::move(owners), options, store.seconds_per_byte,
+                                       measured_everywhere == 1);
+  if (report.applied) {
+    report.migration = migrate(units, report.owners);
+    if (report.migration.bytes > 0 && report.migration.seconds > 0)
+      store.seconds_per_byte = report.migration.seconds /
+                               static_cast<double>(report.migration.bytes);
+  }
+  return report;
+}
+
+}  // namespace kodo

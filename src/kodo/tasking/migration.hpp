@@ -1,0 +1,158 @@
+#pragma once
+// Moving units between ranks: migrate(collection, owners) gives every unit the rank
+// `owners` names (balance.hpp chooses owners from measured loads).
+//
+//   // Between run() calls, on every rank (collective), with the same owners everywhere:
+//   std::vector<int> owners = ...;           // by linear index: the unit's new rank
+//   kodo::MigrationReport r = kodo::migrate(blocks, owners);
+//
+// A unit moves with its state(), the fields a checkpoint holds (unit_state.hpp): the
+// same records, written by the same walk (a unit's migration message and its checkpoint
+// file after the header carry the same bytes). On its new rank the unit is built as
+// Collection::create built it, by its constructor with the collection's copies of
+// create()'s arguments, and then restored from those records; its reduction rounds
+// continue where they were, and its load (UnitLoad) goes with it.
+//
+// Every unit of the collection is rebuilt, those that stay too (restored from the unit
+// they replace, device to device): constructors open channels, rings and receives
+// afresh, so every link of the collection is re-established with its peer's new rank,
+// and no handle of the old placement survives. Units and entry methods see nothing else;
+// references to units (U&) taken before are invalid after (UnitRef and indices stay
+// valid). Step programs of the collection are built again (an old one refuses to
+// advance: StepProgram's epoch).
+//
+// When: the job is quiet (migrate runs run() first): no message in flight, no task
+// waiting, no device work pending on the rank's streams. Between ranks a unit's records
+// travel over MPI (at most kMigrationsInFlight units' sends per rank at a time), the
+// data of its views beside them as UCX tagged messages, straight from the old unit's
+// memory (device to device on GPUs) into one buffer on the new rank.
+// A map that moves no unit changes nothing. Errors: owners of the wrong length or naming
+// a rank outside the job, owners that differ between ranks, a unit type whose create()
+// arguments cannot be copied, a unit that fails to build or restore: a kodo::Error on
+// every rank; an error before any unit changed (the first three) leaves the collection
+// as it was.
+
+#include <kodo/core/error.hpp>
+#include <kodo/tasking/collection.hpp>
+#include <kodo/tasking/runtime.hpp>
+#include <kodo/tasking/unit_state.hpp>
+#include <kodo/tasking/work_unit.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kodo {
+
+// What a migration did, the same on every rank.
+struct MigrationReport {
+  std::int64_t moved = 0;   // units that changed rank
+  std::uint64_t bytes = 0;  // of their state, over all ranks
+  double seconds = 0;       // from the call until every unit was rebuilt, slowest rank
+  std::uint64_t epoch = 0;  // of the map now installed (UnitMap::epoch)
+};
+
+namespace detail {
+
+inline constexpr int kMigrationsInFlight = 4;
+
+// The part of a migration that is not a template (migration.cpp).
+class Migration {
+ public:
+  // Collective: runs the job until it is quiet and checks `owners` (above).
+  Migration(Runtime& runtime, CollectionBase& collection, std::vector<int> owners);
+  ~Migration();
+  Migration(const Migration&) = delete;
+  Migration& operator=(const Migration&) = delete;
+
+  bool moves_nothing() const;
+  // Sends the local units that leave and receives those that arrive: visit(slot, writer)
+  // walks the unit at an old slot (twice: its size, then its bytes); rounds(slot) its
+  // next reduction round. Collective; errors on any rank throw on every rank, before
+  // anything changed.
+  void exchange(const std::function<void(std::int64_t, StateWriter&)>& visit,
+                const std::function<std::uint64_t(std::int64_t)>& rounds);
+  // Closes every link of the collection on this rank and installs the new map; the
+  // caller then rebuilds the units for its new slots.
+  void install();
+  // Whether the unit of `linear` was held here before (and at which old slot), or -1.
+  std::int64_t old_slot(std::int64_t linear) const;
+  // An arrived unit's state, restored by visit(reader); its next reduction round.
+  std::uint64_t restore(std::int64_t linear, const std::function<void(StateReader&)>& visit);
+  // Copies a staying unit's state from the unit it replaces into the new one.
+  void copy(const std::function<void(StateWriter&)>& from,
+            const std::function<void(StateReader&)>& into);
+  // Collective: agrees on `problem` (a failure after install() leaves units half built:
+  // it is the same kodo::Error on every rank) and reports.
+  MigrationReport finish(const std::string& problem);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// What migration uses of collections and units (a friend of each).
+struct MigrationAccess {
+  template <class U>
+  static CollectionStore<U>& store(const Collection<U>& c) {
+    return c.store();
+  }
+  template <class U>
+  static std::uint64_t& rounds(U& unit) {
+    return static_cast<WorkUnit<U>&>(unit).next_round_;
+  }
+  template <class U>
+  static UnitInit<U> init(const Collection<U>& c, std::int64_t linear) {
+    return UnitInit<U>(&c.runtime(), c.id(), c.shape(), c.shape().delinear(linear));
+  }
+};
+
+}  // namespace detail
+
+// Collective, between run() calls: moves every unit of `units` to the rank owners[l]
+// names (l: its linear index; every rank passes the same owners). See above.
+template <class U>
+MigrationReport migrate(const Collection<U>& units, std::vector<int> owners) {
+  using Access = detail::MigrationAccess;
+  auto& store = Access::store(units);
+  detail::Migration m(units.runtime(), store, std::move(owners));
+  if (m.moves_nothing()) return m.finish("");
+  if (!store.make)
+    throw Error(detail::cat(
+        "units of collection ", units.id(),
+        " cannot move: the arguments Collection::create passed their constructor cannot be "
+        "copied (the collection keeps copies to build units on their new rank)"));
+  auto& held = store.units();
+  m.exchange([&](std::int64_t slot, detail::StateWriter& w) { held[slot]->state(w); },
+             [&](std::int64_t slot) { return Access::rounds(*held[slot]); });
+  std::vector<std::unique_ptr<U>> old = std::move(held);
+  held.clear();
+  m.install();
+  std::string problem;
+  try {
+    for (std::int64_t slot = 0; slot < store.local_count(); ++slot) {
+      const std::int64_t linear = store.linear_of(slot);
+      std::unique_ptr<U> unit = store.make(Access::init(units, linear));
+      U& fresh = *unit;
+      held.push_back(std::move(unit));
+      if (const std::int64_t was = m.old_slot(linear); was >= 0) {
+        U& before = *old[static_cast<std::size_t>(was)];
+        m.copy([&](detail::StateWriter& w) { before.state(w); },
+               [&](detail::StateReader& r) { fresh.state(r); });
+        Access::rounds(fresh) = Access::rounds(before);
+        old[static_cast<std::size_t>(was)].reset();
+      } else {
+        Access::rounds(fresh) = m.restore(linear, [&](detail::StateReader& r) { fresh.state(r); });
+      }
+    }
+  } catch (...) {
+    problem = detail::what_of_current();
+  }
+  old.clear();
+  return m.finish(problem);
+}
+
+}  // namespace kodo

@@ -1,0 +1,173 @@
+// Balancers (balance.hpp) as pure functions, and rebalance() on units that state graded
+// loads: balanced in one call, left alone by the next.
+#include "expect_error.hpp"
+#include "test_runtime.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <vector>
+
+namespace {
+
+// `units` units with loads 1, 2, ..., in blocks over `ranks`.
+kodo::BalanceInput graded(int units, int ranks) {
+  kodo::BalanceInput in;
+  in.ranks = ranks;
+  for (int u = 0; u < units; ++u) {
+    in.loads.push_back(u + 1.0);
+    in.owners.push_back(u * ranks / units);
+    in.bytes.push_back(100);
+  }
+  return in;
+}
+
+double imbalance_of(const kodo::BalanceInput& in, const std::vector<int>& owners) {
+  return kodo::imbalance(kodo::rank_loads(in.loads, owners, in.ranks));
+}
+
+std::int64_t moves(const std::vector<int>& a, const std::vector<int>& b) {
+  std::int64_t n = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) n += a[i] != b[i];
+  return n;
+}
+
+}  // namespace
+
+TEST(Balancers, GreedyEvensGradedLoads) {
+  const auto in = graded(32, 4);
+  EXPECT_GT(imbalance_of(in, in.owners), 0.5);
+  const auto owners = kodo::greedy_balance(in);
+  EXPECT_LE(imbalance_of(in, owners), 0.02);
+  EXPECT_EQ(owners, kodo::greedy_balance(in));  // the same input, the same map
+}
+
+TEST(Balancers, RefineMovesFewUnitsToWithinTheTolerance) {
+  const auto in = graded(32, 4);
+  const auto owners = kodo::RefineBalance{0.05}(in);
+  EXPECT_LE(imbalance_of(in, owners), 0.05);
+  EXPECT_LT(moves(in.owners, owners), moves(in.owners, kodo::greedy_balance(in)));
+  // Balanced loads stay where they are.
+  kodo::BalanceInput even = in;
+  even.owners = owners;
+  EXPECT_EQ(kodo::RefineBalance{0.05}(even), owners);
+}
+
+TEST(Balancers, RefineSwapsWhereMovesCannotHelp) {
+  // Two heavy units on rank 0, two light ones on rank 1: no move alone helps.
+  kodo::BalanceInput in;
+  in.ranks = 2;
+  in.loads = {3, 3, 1, 1};
+  in.owners = {0, 0, 1, 1};
+  in.bytes = {1, 1, 1, 1};
+  const auto owners = kodo::refine_balance(in);
+  EXPECT_EQ(imbalance_of(in, owners), 0);
+  EXPECT_EQ(moves(in.owners, owners), 2);
+}
+
+TEST(Balancers, RotateMovesEveryUnitToTheNextRank) {
+  const auto in = graded(6, 3);
+  const auto owners = kodo::rotate_balance(in);
+  for (std::size_t u = 0; u < owners.size(); ++u) EXPECT_EQ(owners[u], (in.owners[u] + 1) % 3);
+  EXPECT_EQ(kodo::rotate_balance(graded(3, 1)), (std::vector<int>{0, 0, 0}));
+}
+
+TEST(Balancers, NamedAndCheckedInput) {
+  const auto in = graded(8, 2);
+  EXPECT_EQ(kodo::balancer_named("greedy")(in), kodo::greedy_balance(in));
+  EXPECT_EQ(kodo::balancer_named("refine")(in), kodo::refine_balance(in));
+  EXPECT_EQ(kodo::balancer_named("rotate")(in), kodo::rotate_balance(in));
+  EXPECT_ERROR(kodo::balancer_named("best"),
+               "unknown balancer 'best' (expected greedy, refine or rotate)");
+  auto bad = in;
+  bad.loads[3] = -1;
+  EXPECT_ERROR(kodo::greedy_balance(bad), "unit 3's load is -1");
+  bad.loads[3] = std::nan("");
+  EXPECT_ERROR(kodo::refine_balance(bad), "loads are finite and not negative");
+  bad = in;
+  bad.owners[0] = 2;
+  EXPECT_ERROR(kodo::rotate_balance(bad), "unit 0 is held by rank 2, outside the 2 rank(s)");
+  EXPECT_EQ(kodo::imbalance({}), 0);
+  EXPECT_EQ(kodo::imbalance({0, 0}), 0);
+  EXPECT_DOUBLE_EQ(kodo::imbalance({3, 1}), 0.5);
+}
+
+namespace {
+// A unit whose load is its index + 1/2, stated (as a GPU code states its cells).
+struct Weighted : kodo::WorkUnit<Weighted> {
+  explicit Weighted(const kodo::UnitInit<Weighted>& init) : WorkUnit(init) {
+    set_load(static_cast<double>(init.shape.linear(init.index)) + 0.5);
+  }
+  void ping() { ++pings; }
+  template <class State>
+  void state(State& s) {
+    s("pings", pings);
+  }
+  int pings = 0;
+};
+}  // namespace
+
+TEST(Rebalance, GradedLoadsBalancedOnceThenLeftAlone) {
+  kodo::Runtime& runtime = test_runtime();
+  const int ranks = runtime.size();
+  auto units = kodo::Collection<Weighted>::create(runtime, {8 * ranks, 1, 1});
+  units.broadcast_local<&Weighted::ping>();
+  const kodo::BalanceReport first = kodo::rebalance(units, kodo::greedy_balance);
+  if (ranks == 1) {
+    EXPECT_FALSE(first.applied);
+    EXPECT_NE(first.why.find("within the tolerance"), std::string::npos) << first.why;
+    return;
+  }
+  EXPECT_GE(first.before, 0.4);  // 1.5 on 2 ranks, more on 4
+  EXPECT_TRUE(first.applied) << first.why;
+  EXPECT_LE(first.after, 0.10);
+  EXPECT_GT(first.moved, 0);
+  EXPECT_EQ(first.migration.moved, first.moved);
+  for (std::size_t l = 0; l < first.owners.size(); ++l)
+    EXPECT_EQ(units.owner(units.shape().delinear(static_cast<std::int64_t>(l))), first.owners[l]);
+  units.for_each_local([](const Weighted& w) { EXPECT_EQ(w.pings, 1); });
+  // The stated loads went with the units: the same loads, already balanced.
+  const kodo::BalanceReport second = kodo::rebalance(units, kodo::refine_balance);
+  EXPECT_FALSE(second.applied);
+  EXPECT_EQ(second.moved, 0);
+  EXPECT_NE(second.why.find("within the tolerance"), std::string::npos) << second.why;
+  EXPECT_NEAR(second.before, first.after, 1e-12);
+  // always: rotate moves every unit even so.
+  const kodo::BalanceReport third = kodo::rebalance(units, kodo::rotate_balance, {.always = true});
+  EXPECT_TRUE(third.applied);
+  EXPECT_EQ(third.moved, units.size());
+}
+
+namespace {
+// A unit whose entry method takes longer the higher its index (measured, not stated).
+struct Busy : kodo::WorkUnit<Busy> {
+  explicit Busy(const kodo::UnitInit<Busy>& init) : WorkUnit(init) {}
+  void work() {
+    const auto until = std::chrono::steady_clock::now() +
+                       std::chrono::microseconds(index().x == 0 ? 20000 : 500);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+  }
+  template <class State>
+  void state(State& s) {
+    s("nothing", nothing);
+  }
+  int nothing = 0;
+};
+}  // namespace
+
+TEST(Rebalance, MeasuresHostTimeWhereAsked) {
+  kodo::Runtime& runtime = test_runtime();
+  auto units = kodo::Collection<Busy>::create(runtime, {2 * runtime.size(), 1, 1});
+  units.broadcast_local<&Busy::work>();
+  auto unmeasured = kodo::rebalance(units, kodo::greedy_balance);  // turns measuring on
+  for (const double load : unmeasured.input.loads) EXPECT_EQ(load, 0);
+  kodo::measure_loads(units);
+  units.broadcast_local<&Busy::work>();
+  const auto measured = kodo::rebalance(units, kodo::greedy_balance);
+  const auto& loads = measured.input.loads;
+  EXPECT_GE(loads[0], 0.02);  // unit (0,0,0) spun for 20 ms, the others for 0.5
+  for (std::size_t u = 1; u < loads.size(); ++u) EXPECT_LT(loads[u], loads[0]);
+}

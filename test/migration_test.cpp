@@ -1,0 +1,299 @@
+// Moving units between ranks (migration.hpp): results equal to a collection that never
+// moves, whatever the maps; the same records as a checkpoint; clear errors; no growth
+// of links or rings over many migrations.
+#include "expect_error.hpp"
+#include "test_access.hpp"
+#include "test_runtime.hpp"
+
+#include <kodo/comm/detail/channel_end.hpp>
+#include <kodo/tasking/detail/state_records.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr std::int64_t kCells = 12;  // per unit, with a ghost at each end
+using Cells = Kokkos::View<double*>;
+
+void fill(const kodo::ExecutionSpace& space, const Cells& u, std::int64_t unit) {
+  Kokkos::parallel_for(
+      "fill", Kokkos::RangePolicy<kodo::ExecutionSpace>(space, 0, kCells + 2),
+      KOKKOS_LAMBDA(std::int64_t i) { u(i) = static_cast<double>((7 * unit + 3 * i) % 11); });
+}
+// One relaxation step of the cells between the ghosts; the sum of the changes.
+void relax(const kodo::ExecutionSpace& space, const Cells& u, const Cells& next,
+           const Kokkos::View<double, Kokkos::HostSpace>& change) {
+  Kokkos::parallel_reduce(
+      "relax", Kokkos::RangePolicy<kodo::ExecutionSpace>(space, 1, kCells + 1),
+      KOKKOS_LAMBDA(std::int64_t i, double& sum) {
+        next(i) = 0.25 * u(i - 1) + 0.5 * u(i) + 0.25 * u(i + 1) + 0.125;
+        sum += Kokkos::fabs(next(i) - u(i));
+      },
+      change);
+}
+
+// A unit of a periodic ring of cells: each step it trades its edge cells with both
+// neighbours, relaxes, and takes part in a reduction; its state is its cells, its step
+// count, its history of changes and a name.
+class Ring : public kodo::WorkUnit<Ring> {
+ public:
+  Ring(const kodo::UnitInit<Ring>& init, double scale)
+      : WorkUnit(init),
+        scale_(scale),
+        stream_(streams().compute(init.index.x)),
+        left_(open_neighbour_channel(stream_, {-1, 0, 0}, {.x = true})),
+        right_(open_neighbour_channel(stream_, {1, 0, 0}, {.x = true})),
+        from_left_(left_, {Cells("l0", 1), Cells("l1", 1)}),
+        from_right_(right_, {Cells("r0", 1), Cells("r1", 1)}) {
+    fill(stream_.space(), u_, init.shape.linear(init.index));
+    name_ = "ring " + std::to_string(init.index.x);
+  }
+
+  kodo::Task advance(int steps) {
+    for (int s = 0; s < steps; ++s) {
+      left_.send(Kokkos::subview(u_, std::make_pair(1, 2)));
+      right_.send(Kokkos::subview(u_, std::make_pair(kCells, kCells + 1)));
+      // Transfers count from 0 on each opening of the links: a move opens them anew.
+      const std::uint64_t t = transfers_++;
+      const auto left = co_await from_left_.transfer(t);
+      Kokkos::deep_copy(stream_.space(), Kokkos::subview(u_, std::make_pair(0, 1)), left.view);
+      const auto right = co_await from_right_.transfer(t);
+      Kokkos::deep_copy(stream_.space(),
+                        Kokkos::subview(u_, std::make_pair(kCells + 1, kCells + 2)), right.view);
+      from_left_.release(stream_, t);
+      from_right_.release(stream_, t);
+      relax(stream_.space(), u_, next_, change_);
+      co_await when_done(stream_);
+      std::swap(u_, next_);
+      const auto total = co_await all_reduce(change_() * scale_);
+      history_.push_back(total.value);
+      ++steps_;
+    }
+  }
+
+  // Every value the unit holds, as one number, exactly.
+  double checksum() const {
+    const auto u = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, u_);
+    double sum = static_cast<double>(steps_) + static_cast<double>(name_.size());
+    for (std::int64_t i = 0; i < kCells + 2; ++i) sum += u(i) * static_cast<double>(i + 1);
+    for (std::size_t k = 0; k < history_.size(); ++k)
+      sum += history_[k] / static_cast<double>(k + 1);
+    return sum;
+  }
+  std::int64_t steps() const { return steps_; }
+
+  template <class State>
+  void state(State& s) {
+    s("steps", steps_);
+    s("cells", u_);
+    s("history", history_);
+    s("name", name_);
+  }
+
+  static inline int alive = 0;  // units in existence
+
+ private:
+  double scale_;
+  kodo::Stream& stream_;
+  Cells u_{"u", kCells + 2}, next_{"next", kCells + 2};
+  Kokkos::View<double, Kokkos::HostSpace> change_{"change"};
+  kodo::Channel left_, right_;
+  kodo::AwaitableRing<Cells> from_left_, from_right_;
+  std::uint64_t transfers_ = 0;  // on this opening of the links
+  std::int64_t steps_ = 0;
+  std::vector<double> history_;
+  std::string name_;
+  struct Counted {
+    Counted() { ++alive; }
+    Counted(const Counted&) = delete;
+    ~Counted() { --alive; }
+  } counted_;
+};
+
+// Each unit's checksum, by linear index, on every rank.
+std::vector<double> checksums(const kodo::Collection<Ring>& ring) {
+  std::vector<double> all(static_cast<std::size_t>(ring.size()), 0.0);
+  ring.for_each_local([&](const Ring& r) {
+    all[static_cast<std::size_t>(ring.shape().linear(r.index()))] = r.checksum();
+  });
+  MPI_Allreduce(MPI_IN_PLACE, all.data(), static_cast<int>(all.size()), MPI_DOUBLE, MPI_SUM,
+                ring.runtime().comm());
+  return all;
+}
+
+void advance(const kodo::Collection<Ring>& ring, int steps) {
+  ring.broadcast_local<&Ring::advance>(steps);
+  ring.runtime().run();
+}
+
+}  // namespace
+
+TEST(Migration, MovedUnitsComputeWhatUnitsThatStayCompute) {
+  kodo::Runtime& runtime = test_runtime();
+  const int ranks = runtime.size(), rank = runtime.rank();
+  const kodo::Extent3 shape{2 * ranks + 3, 1, 1};
+  auto moving = kodo::Collection<Ring>::create(runtime, shape, 0.5);
+  auto still = kodo::Collection<Ring>::create(runtime, shape, 0.5);
+  // Maps: every unit to the next rank, all onto the last rank (the others hold none, so
+  // the reduction tree's root is not rank 0), a scattered one, back to the blocks.
+  std::vector<std::vector<int>> maps;
+  std::vector<int> owners(static_cast<std::size_t>(shape.size()));
+  for (std::size_t l = 0; l < owners.size(); ++l)
+    owners[l] = moving.owner(shape.delinear(static_cast<std::int64_t>(l)));
+  const std::vector<int> blocks = owners;
+  for (auto& o : owners) o = (o + 1) % ranks;
+  maps.push_back(owners);
+  maps.emplace_back(owners.size(), ranks - 1);
+  for (std::size_t l = 0; l < owners.size(); ++l)
+    owners[l] = static_cast<int>((l * 7 + 3) % static_cast<std::size_t>(ranks));
+  maps.push_back(owners);
+  maps.push_back(blocks);
+  std::uint64_t epoch = 0;
+  for (const auto& map : maps) {
+    advance(moving, 3);
+    advance(still, 3);
+    std::int64_t expected_moves = 0;
+    for (std::size_t l = 0; l < map.size(); ++l)
+      expected_moves += map[l] != moving.owner(shape.delinear(static_cast<std::int64_t>(l)));
+    const kodo::MigrationReport report = kodo::migrate(moving, map);
+    EXPECT_EQ(report.moved, expected_moves);
+    if (expected_moves > 0) ++epoch;
+    EXPECT_EQ(report.epoch, epoch);
+    for (std::size_t l = 0; l < map.size(); ++l)
+      ASSERT_EQ(moving.owner(shape.delinear(static_cast<std::int64_t>(l))), map[l]);
+    std::int64_t held = 0;
+    moving.for_each_local([&](const Ring& r) {
+      EXPECT_EQ(map[static_cast<std::size_t>(shape.linear(r.index()))], rank);
+      EXPECT_EQ(r.steps(), 3 * static_cast<std::int64_t>(&map - maps.data() + 1));
+      ++held;
+    });
+    EXPECT_EQ(held, std::count(map.begin(), map.end(), rank));
+  }
+  advance(moving, 2);
+  advance(still, 2);
+  EXPECT_EQ(checksums(moving), checksums(still));  // bit for bit
+  EXPECT_EQ(moving.reduced<double>(), still.reduced<double>());
+}
+
+TEST(Migration, AUnitMovesWithTheRecordsItsCheckpointHolds) {
+  kodo::Runtime& runtime = test_runtime();
+  auto ring = kodo::Collection<Ring>::create(runtime, {runtime.size() + 1, 1, 1}, 2.0);
+  advance(ring, 2);
+  const std::string dir = "migration_test_checkpoint";
+  kodo::write_checkpoint(runtime, dir, {"migration_test", {}}, ring);
+  // The unit file's body (after its 24-byte header) is what migration sends for the unit.
+  struct Bytes final : kodo::detail::RecordOutput {
+    std::vector<char> held;
+    void write(const void* data, std::uint64_t n) override {
+      held.insert(held.end(), static_cast<const char*>(data), static_cast<const char*>(data) + n);
+    }
+  };
+  const auto saved = kodo::Checkpoint::open(runtime, dir, "migration_test");
+  ring.for_each_local([&](Ring& r) {
+    Bytes records;
+    kodo::detail::RecordSink sink(records, runtime);
+    kodo::detail::StateWriter writer(sink);
+    r.state(writer);
+    kodo::detail::StateSizes sizes;
+    kodo::detail::StateWriter counter(sizes);
+    r.state(counter);
+    EXPECT_EQ(sizes.bytes, records.held.size());
+    std::ifstream file(saved.path() + "/c" + std::to_string(ring.id()) + "-u" +
+                           std::to_string(ring.shape().linear(r.index())) + ".state",
+                       std::ios::binary);
+    const std::vector<char> bytes{std::istreambuf_iterator<char>(file), {}};
+    ASSERT_EQ(bytes.size(), records.held.size() + 24);
+    EXPECT_TRUE(std::equal(records.held.begin(), records.held.end(), bytes.begin() + 24));
+  });
+  // A checkpoint written after units moved restores them where they are now.
+  std::vector<int> owners(static_cast<std::size_t>(ring.size()));
+  for (std::size_t l = 0; l < owners.size(); ++l)
+    owners[l] = static_cast<int>((l + 1) % static_cast<std::size_t>(runtime.size()));
+  kodo::migrate(ring, owners);
+  const auto before = checksums(ring);
+  kodo::write_checkpoint(runtime, dir, {"migration_test", {}}, ring);
+  advance(ring, 1);
+  EXPECT_NE(checksums(ring), before);
+  kodo::Checkpoint::open(runtime, dir, "migration_test").restore(ring);
+  EXPECT_EQ(checksums(ring), before);
+  MPI_Barrier(runtime.comm());
+  if (runtime.rank() == 0) std::filesystem::remove_all(dir);
+}
+
+TEST(Migration, ManyMigrationsLeaveNoLinksOrUnitsBehind) {
+  kodo::Runtime& runtime = test_runtime();
+  auto ring = kodo::Collection<Ring>::create(runtime, {2 * runtime.size(), 1, 1}, 1.0);
+  auto& scheduler = kodo::detail::TestAccess::scheduler(runtime);
+  auto& registry = scheduler.channels();
+  auto* node = scheduler.node();  // the same-node route: rings in shared memory
+  const auto retired_here = [&] {
+    return std::count_if(registry.retired.begin(), registry.retired.end(),
+                         [&](const auto& r) { return r.collection == ring.id(); });
+  };
+  advance(ring, 1);
+  kodo::migrate(ring, std::vector<int>(static_cast<std::size_t>(ring.size()), 0));
+  advance(ring, 1);
+  const std::size_t open = registry.open.size(), senders = registry.senders.size(),
+                    numbers = registry.receive_numbers.size(),
+                    node_ends = registry.node_ends.size();
+  if (node && runtime.size() > 1) EXPECT_GT(node_ends, 0u);  // the rings take the route
+  const std::uint64_t segment = node ? node->bytes_in_use() : 0;
+  const std::size_t imports = node ? node->imports() : 0;
+  const int alive = Ring::alive;
+  std::vector<int> owners(static_cast<std::size_t>(ring.size()));
+  for (int k = 0; k < 100; ++k) {
+    for (std::size_t l = 0; l < owners.size(); ++l)
+      owners[l] = static_cast<int>((l + static_cast<std::size_t>(k) + 1) %
+                                   static_cast<std::size_t>(runtime.size()));
+    kodo::migrate(ring, owners);
+    advance(ring, 1);
+  }
+  kodo::migrate(ring, std::vector<int>(static_cast<std::size_t>(ring.size()), 0));
+  advance(ring, 1);
+  EXPECT_EQ(Ring::alive, alive);
+  EXPECT_EQ(registry.open.size(), open);
+  EXPECT_EQ(registry.senders.size(), senders);
+  EXPECT_EQ(registry.node_ends.size(), node_ends);
+  // A link keeps its number on a rank for the runtime's life: at most every link of the
+  // collection ends up known to every rank, however often units move.
+  EXPECT_LE(registry.receive_numbers.size(), numbers + 4 * static_cast<std::size_t>(ring.size()));
+  EXPECT_EQ(retired_here(), 0);
+  if (node) {
+    EXPECT_EQ(node->bytes_in_use(), segment);
+    EXPECT_EQ(node->imports(), imports);
+  }
+}
+
+namespace {
+struct Plain : kodo::WorkUnit<Plain> {
+  Plain(const kodo::UnitInit<Plain>& init, std::unique_ptr<int>&) : WorkUnit(init) {}
+  template <class State>
+  void state(State& s) {
+    s("value", value);
+  }
+  int value = 0;
+};
+}  // namespace
+
+TEST(Migration, BadMapsAreTheSameErrorOnEveryRank) {
+  kodo::Runtime& runtime = test_runtime();
+  auto ring = kodo::Collection<Ring>::create(runtime, {3, 1, 1}, 1.0);
+  EXPECT_ERROR(kodo::migrate(ring, {0, 0}), "names 2 owners; the collection has 3 units");
+  EXPECT_ERROR(kodo::migrate(ring, {0, runtime.size(), 0}), "outside the job's");
+  if (runtime.size() > 1)
+    EXPECT_ERROR(kodo::migrate(ring, {0, 0, runtime.rank()}),
+                 "the ranks passed different unit maps");
+  // The collection is as it was.
+  advance(ring, 1);
+  std::unique_ptr<int> kept;
+  auto plain = kodo::Collection<Plain>::create(runtime, {2, 1, 1}, kept);
+  if (runtime.size() > 1) EXPECT_ERROR(kodo::migrate(plain, {1, 0}), "cannot be copied");
+}
