@@ -141,15 +141,18 @@ TEST(Rebalance, GradedLoadsBalancedOnceThenLeftAlone) {
 }
 
 namespace {
+// 20 ms of host time for unit (0,0,0), 0.5 ms for the others.
+void spin(const kodo::Index3& index) {
+  const auto until = std::chrono::steady_clock::now() +
+                     std::chrono::microseconds(index.x == 0 ? 20000 : 500);
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+
 // A unit whose entry method takes longer the higher its index (measured, not stated).
 struct Busy : kodo::WorkUnit<Busy> {
   explicit Busy(const kodo::UnitInit<Busy>& init) : WorkUnit(init) {}
-  void work() {
-    const auto until = std::chrono::steady_clock::now() +
-                       std::chrono::microseconds(index().x == 0 ? 20000 : 500);
-    while (std::chrono::steady_clock::now() < until) {
-    }
-  }
+  void work() { spin(index()); }
   template <class State>
   void state(State& s) {
     s("nothing", nothing);
@@ -169,5 +172,34 @@ TEST(Rebalance, MeasuresHostTimeWhereAsked) {
   const auto measured = kodo::rebalance(units, kodo::greedy_balance);
   const auto& loads = measured.input.loads;
   EXPECT_GE(loads[0], 0.02);  // unit (0,0,0) spun for 20 ms, the others for 0.5
+  for (std::size_t u = 1; u < loads.size(); ++u) EXPECT_LT(loads[u], loads[0]);
+}
+
+namespace {
+// The same, as a coroutine whose spinning comes after an await: measured in its resume.
+struct BusyTask : kodo::WorkUnit<BusyTask> {
+  explicit BusyTask(const kodo::UnitInit<BusyTask>& init)
+      : WorkUnit(init), stream_(streams().compute(0)) {}
+  kodo::Task work() {
+    co_await when_done(stream_);
+    spin(index());
+  }
+  template <class State>
+  void state(State& s) {
+    s("nothing", nothing);
+  }
+  kodo::Stream& stream_;
+  int nothing = 0;
+};
+}  // namespace
+
+TEST(Rebalance, MeasuresTheResumesOfTasks) {
+  kodo::Runtime& runtime = test_runtime();
+  auto units = kodo::Collection<BusyTask>::create(runtime, {2 * runtime.size(), 1, 1});
+  kodo::measure_loads(units);
+  units.broadcast_local<&BusyTask::work>();
+  const auto measured = kodo::rebalance(units, kodo::greedy_balance);
+  const auto& loads = measured.input.loads;
+  EXPECT_GE(loads[0], 0.02);  // spun after its await, in a resume
   for (std::size_t u = 1; u < loads.size(); ++u) EXPECT_LT(loads[u], loads[0]);
 }

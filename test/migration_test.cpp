@@ -15,6 +15,7 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -296,4 +297,31 @@ TEST(Migration, BadMapsAreTheSameErrorOnEveryRank) {
   std::unique_ptr<int> kept;
   auto plain = kodo::Collection<Plain>::create(runtime, {2, 1, 1}, kept);
   if (runtime.size() > 1) EXPECT_ERROR(kodo::migrate(plain, {1, 0}), "cannot be copied");
+}
+
+namespace {
+// A unit whose constructor fails when told to (a rebuild that goes wrong).
+struct Fragile : kodo::WorkUnit<Fragile> {
+  explicit Fragile(const kodo::UnitInit<Fragile>& init) : WorkUnit(init) {
+    if (fail) throw std::runtime_error("the constructor failed");
+  }
+  template <class State>
+  void state(State& s) {
+    s("value", value);
+  }
+  void touch() { ++value; }
+  int value = 0;
+  static inline bool fail = false;
+};
+}  // namespace
+
+TEST(Migration, AFailedRebuildLeavesTheCollectionRefused) {
+  kodo::Runtime& runtime = test_runtime();
+  if (runtime.size() == 1) GTEST_SKIP() << "one rank: nothing moves";
+  auto units = kodo::Collection<Fragile>::create(runtime, {2, 1, 1});
+  Fragile::fail = true;
+  EXPECT_ERROR(kodo::migrate(units, {1, 0}), "the constructor failed");
+  Fragile::fail = false;
+  EXPECT_ERROR(units.broadcast_local<&Fragile::touch>(), "cannot be used: a migration failed");
+  EXPECT_ERROR(kodo::migrate(units, {0, 1}), "cannot be used");
 }

@@ -5,21 +5,8 @@
 # with atoms crossing units all the time (--drift), and where a count outgrows its room
 # (the step run again unit by unit), on one rank and on 2 and 4.
 #   test/minimd_reneighbor_program_test.sh MINIMD REFERENCE WORKDIR NUMPROC_FLAG LAUNCHER...
-set -uo pipefail
-minimd=$1 reference=$2 work=$3 np=$4
-shift 4
-launch=("$@")
-rm -rf "$work" && mkdir -p "$work"
-out="$work/out.txt" err="$work/err.txt"
-
-fail() {
-  echo "minimd_reneighbor_program_test: $*"
-  echo "--- last output:"
-  cat "$out"
-  echo "--- its standard error:"
-  cat "$err"
-  exit 1
-}
+# shellcheck source=test/minimd_runs.sh
+source "$(dirname "$0")/minimd_runs.sh" minimd_reneighbor_program_test "$@"
 # run RANKS DIR ARGS...: minimd with a checkpoint into DIR at step 280; must exit 0 and
 # verify its thermo against miniMD's.
 run() {
@@ -30,15 +17,6 @@ run() {
     --checkpoint-every 280 --checkpoint-dir "$dir" --reference "$reference" "$@" \
     >>"$out" 2>"$err" || fail "exit status $? from: $*"
   grep -q "verified: 3 thermo line" "$out" || fail "thermo not verified: $*"
-}
-# same A B: the units' saved atoms of two runs, byte for byte.
-same() {
-  local files=0
-  for f in "$1"/checkpoint-*/*.state; do
-    cmp -s "$f" "$2/${f#"$1"/}" || fail "$f differs from its run unit by unit"
-    files=$((files + 1))
-  done
-  [ "$files" -gt 0 ] || fail "no unit files in $1"
 }
 
 for odf in 8 4 3 2; do

@@ -43,7 +43,7 @@ JacobiBlock::JacobiBlock(const kodo::UnitInit<JacobiBlock>& init, const BlockCon
   set_load(static_cast<double>(shape_.interior_size() * work_factor_));
   // Units share the rank's stream pool round-robin.
   auto& streams = this->streams();
-  const auto slot = static_cast<std::size_t>(init.shape.linear(init.index));
+  const auto slot = static_cast<std::size_t>(local_slot());
   compute_ = &streams.compute(slot);
   comm_ = &streams.communication(slot);
   pack_stream_ = faces_read_from_buffers() ? compute_ : comm_;

@@ -102,11 +102,32 @@ bool Setup::thermo_step(std::int64_t step) const {
   return step == 0 || step == problem.steps || (every > 0 && step % every == 0);
 }
 
+namespace {
+// Half a lattice constant: the spacing of the FCC sites along each dimension.
+double half_lattice(const Problem& p) { return 0.5 * std::pow(4.0 / p.density, 1.0 / 3.0); }
+// Whether sites of x index i lie in the slab (--slab): the same test where sites are
+// made and where they are counted.
+bool in_slab(const Setup& s, std::int64_t i) {
+  const Problem& p = s.problem;
+  return p.slab >= 1 || half_lattice(p) * static_cast<double>(i) < p.slab * s.length[0];
+}
+}  // namespace
+
+std::int64_t created_atoms(const Setup& setup) {
+  const Problem& p = setup.problem;
+  const std::int64_t all = p.atoms();  // checks the size
+  if (p.slab >= 1) return all;
+  std::int64_t rows = 0;  // of sites along x; half of each row's (y, z) sites are FCC
+  for (std::int64_t i = 0; i < 2 * p.nx; ++i) rows += in_slab(setup, i);
+  return rows * 2 * p.ny * p.nz;
+}
+
 AtomUnit::AtomUnit(const kodo::UnitInit<AtomUnit>& init, const Setup& setup)
     : WorkUnit(init), setup_(setup), units_(init.shape) {
   box_ = unit_box(setup.length, units_, init.index);
   auto& streams = this->streams();
-  const auto slot = static_cast<std::size_t>(init.shape.linear(init.index));
+  // The rank's units take its streams in turn (by local slot: moved units too).
+  const auto slot = static_cast<std::size_t>(local_slot());
   compute_ = &streams.compute(slot);
   // One stream for a unit alone along every dimension, unless its force can overlap the
   // ghost update (full lists: see overlaps_ghosts).
@@ -117,7 +138,7 @@ AtomUnit::AtomUnit(const kodo::UnitInit<AtomUnit>& init, const Setup& setup)
   // The FCC lattice sites inside the box, with miniMD's velocities: each a function of
   // the site's lattice coordinates only, whatever the decomposition.
   const Problem& p = setup.problem;
-  const double half = 0.5 * std::pow(4.0 / p.density, 1.0 / 3.0);
+  const double half = half_lattice(p);
   const std::int64_t sites[3] = {2 * p.nx, 2 * p.ny, 2 * p.nz};
   std::int64_t from[3], to[3];
   for (int d = 0; d < 3; ++d) {
@@ -133,7 +154,7 @@ AtomUnit::AtomUnit(const kodo::UnitInit<AtomUnit>& init, const Setup& setup)
                              half * static_cast<double>(k)};
         bool inside = true;
         for (int d = 0; d < 3; ++d) inside = inside && r[d] >= box_.lo[d] && r[d] < box_.hi[d];
-        if (!inside) continue;
+        if (!inside || !in_slab(setup, i)) continue;
         // miniMD's seed (k * 2ny + j) * 2nx + i + 1, kept within the generator's range.
         std::int64_t seed = ((k * sites[1] + j) * sites[0] + i) % 2147483646 + 1;
         double vel[3];

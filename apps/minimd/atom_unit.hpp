@@ -102,6 +102,10 @@ struct Setup {
   }
 };
 
+// The atoms the problem creates: the FCC lattice sites of the box (4 per unit cell), those
+// in its lower fraction problem.slab in x only.
+std::int64_t created_atoms(const Setup& setup);
+
 // What a checkpoint holds of a unit: its step and its own atoms (rows 0 .. n - 1),
 // saved between steps that rebuilt the lists, when every atom is inside its unit's box.
 // M: the memory they are read into.

@@ -40,6 +40,7 @@ std::string problem_text(const minimd::Problem& p) {
                 static_cast<long long>(p.nx), static_cast<long long>(p.ny),
                 static_cast<long long>(p.nz), p.density, p.dt, p.force_cutoff, p.skin,
                 static_cast<long long>(p.reneighbor_every), p.epsilon, p.sigma);
+  if (p.slab < 1) return std::string(s) + " slab " + std::to_string(p.slab);
   return s;
 }
 
@@ -71,7 +72,7 @@ int run(kodo::Runtime& runtime, const Options& opt, const kodo::Extent3& units,
         const minimd::Setup& setup, const minimd::ThermoLog& reference) {
   const bool root = runtime.rank() == 0;
   const minimd::Problem& p = setup.problem;
-  const std::int64_t natoms = p.atoms();
+  const std::int64_t natoms = minimd::created_atoms(setup);
   const double volume = setup.length[0] * setup.length[1] * setup.length[2];
   const double dof = 3.0 * static_cast<double>(natoms) - 3.0;
   if (root) {
@@ -85,6 +86,10 @@ int run(kodo::Runtime& runtime, const Options& opt, const kodo::Extent3& units,
                 opt.input_file.empty() ? "none (in.lj.miniMD's values)" : opt.input_file.c_str());
     std::printf("\t# ForceStyle: LJ\n\t# Units: LJ\n");
     std::printf("\t# Atoms: %" PRId64 "\n", natoms);
+    if (p.slab < 1) std::printf("\t# Slab: the lower %g of the box in x\n", p.slab);
+    if (opt.balance_every > 0)
+      std::printf("\t# Balancing: every %" PRId64 " steps, %s (each unit's load: its atoms)\n",
+                  opt.balance_every, opt.balancer.c_str());
     std::printf("\t# System size: %.2lf %.2lf %.2lf (unit cells: %" PRId64 " %" PRId64 " %" PRId64
                 ")\n",
                 setup.length[0], setup.length[1], setup.length[2], p.nx, p.ny, p.nz);
@@ -314,12 +319,45 @@ int run(kodo::Runtime& runtime, const Options& opt, const kodo::Extent3& units,
       step += n;
     }
   };
-  // Up to the last step, with a checkpoint at every multiple of --checkpoint-every.
+  // A balance point (--balance-every): each unit's load is its atoms. Where units moved,
+  // every unit was rebuilt from its state (as by a restart), and resumes: ghosts, lists,
+  // force, and a thermo round that is not printed (its step's line was).
+  std::optional<kodo::LbData> lb_data;
+  if (!opt.lb_data_dir.empty()) lb_data.emplace(runtime, opt.lb_data_dir);
+  int balance_points = 0, balances_applied = 0;
+  std::int64_t units_moved = 0;
+  double moving_seconds = 0;
+  auto balance = [&] {
+    atoms.for_each_local([](minimd::AtomUnit& unit) {
+      unit.set_load(static_cast<double>(unit.own_atom_count()));
+    });
+    const kodo::BalanceReport r = kodo::rebalance(atoms, kodo::balancer_named(opt.balancer),
+                                                  {.always = opt.balancer == "rotate"});
+    if (lb_data) lb_data->add_phase(atoms, r);
+    ++balance_points;
+    if (!r.applied || r.moved == 0) return;
+    ++balances_applied;
+    units_moved += r.moved;
+    moving_seconds += r.migration.seconds;
+    if (root)
+      std::printf("# balance at step %" PRId64 ": %s moved %" PRId64
+                  " unit(s) (%.3f MB) in %.4f s; max/avg - 1 %.3f -> %.3f\n",
+                  step, opt.balancer.c_str(), r.moved, static_cast<double>(r.migration.bytes) / 1e6,
+                  r.migration.seconds, r.before, r.after);
+    round_steps.insert(round_steps.begin() + static_cast<std::ptrdiff_t>(results.size()), -1);
+    atoms.broadcast_local<&minimd::AtomUnit::resume>();
+    runtime.run();
+  };
+  // Up to the last step, with a checkpoint at every multiple of --checkpoint-every and a
+  // balance point at every multiple of --balance-every.
   const std::int64_t first_step = step;
+  auto next_multiple = [&](std::int64_t every) {
+    return every > 0 ? std::min(p.steps, (step / every + 1) * every) : p.steps;
+  };
   while (step < p.steps) {
     const std::int64_t every = opt.checkpoint_every;
-    const std::int64_t next = every > 0 ? std::min(p.steps, (step / every + 1) * every) : p.steps;
-    run_to(next);
+    run_to(std::min(next_multiple(every), next_multiple(opt.balance_every)));
+    if (opt.balance_every > 0 && step % opt.balance_every == 0 && step < p.steps) balance();
     if (every == 0 || step % every != 0) continue;
     try {
       const auto r =
@@ -337,6 +375,11 @@ int run(kodo::Runtime& runtime, const Options& opt, const kodo::Extent3& units,
     }
   }
   const double total = now() - clock_start;
+  if (root && balance_points > 0)
+    std::printf("# balancing: %d balance point(s), %d applied, %" PRId64
+                " unit move(s), %.4f s moving\n",
+                balance_points, balances_applied, units_moved, moving_seconds);
+  if (lb_data) lb_data->write();
   if (root && setup.step_program) {
     const std::string reneighbored =
         setup.reneighbor_program

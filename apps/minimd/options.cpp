@@ -188,10 +188,24 @@ Options parse_options(const std::vector<std::string>& args) {
       o.reference = value(i);
     } else if (a == "--checkpoint-every") {
       o.checkpoint_every = parse_integer(a, value(i), 1);
-    } else if (a == "--checkpoint-dir" || a == "--restart") {
+    } else if (a == "--checkpoint-dir" || a == "--restart" || a == "--lb-data") {
       const std::string& dir = value(i);
       if (dir.empty()) throw std::invalid_argument(a + " needs a directory");
-      (a == "--restart" ? o.restart_dir : o.checkpoint_dir) = dir;
+      (a == "--restart"   ? o.restart_dir
+       : a == "--lb-data" ? o.lb_data_dir
+                          : o.checkpoint_dir) = dir;
+    } else if (a == "--slab") {
+      const std::string given = value(i);
+      o.problem.slab = parse_real(a, given);
+      if (!(o.problem.slab > 0 && o.problem.slab <= 1))
+        throw std::invalid_argument("--slab takes a fraction of the box in (0, 1], not " + given);
+    } else if (a == "--balance-every") {
+      o.balance_every = parse_integer(a, value(i), 1);
+    } else if (a == "--balancer") {
+      o.balancer = value(i);
+      if (o.balancer != "greedy" && o.balancer != "refine" && o.balancer != "rotate")
+        throw std::invalid_argument("--balancer must be greedy, refine or rotate, not '" +
+                                    o.balancer + "'");
     } else {
       throw std::invalid_argument("unknown option '" + a + "'");
     }
@@ -216,6 +230,16 @@ Options parse_options(const std::vector<std::string>& args) {
         text("--checkpoint-every must be a multiple of the neighbour "
              "frequency (",
              o.problem.reneighbor_every, "), so a restart continues as the run would have"));
+  // Units move between steps that rebuilt the lists, as a restart resumes.
+  if (o.balance_every % o.problem.reneighbor_every != 0)
+    throw std::invalid_argument(
+        text("--balance-every must be a multiple of the neighbour frequency (",
+             o.problem.reneighbor_every, "): units move where the lists are rebuilt"));
+  if (o.problem.slab < 1 && !o.reference.empty())
+    throw std::invalid_argument(
+        "--reference compares with miniMD's full box: a slab (--slab) is another system");
+  if (!o.lb_data_dir.empty() && o.balance_every == 0)
+    throw std::invalid_argument("--lb-data records balance points: it needs --balance-every");
   return o;
 }
 
@@ -225,6 +249,8 @@ std::string usage() {
          "              [--step-program 0|1] [--reneighbor-program 0|1] [--reference LOG]\n"
          "              [--drift VX VY VZ] [--help]\n"
          "              [--checkpoint-every N --checkpoint-dir DIR] [--restart DIR]\n"
+         "              [--slab F] [--balance-every N] [--balancer greedy|refine|rotate]\n"
+         "              [--lb-data DIR]\n"
          "Lennard-Jones molecular dynamics (Mantevo miniMD's problem) on overdecomposed units.\n"
          "  -i FILE        input file in the in.lj.miniMD format (default: that file's values)\n"
          "  -s N           N x N x N FCC unit cells, 4 atoms each (sets -nx, -ny and -nz)\n"
@@ -258,7 +284,18 @@ std::string usage() {
          "                 (a multiple of the neighbour frequency); DIR keeps the latest one\n"
          "  --restart      continue from the latest checkpoint in DIR, on any rank count and\n"
          "                 ODF, up to step -n (the same physical problem; its thermo from\n"
-         "                 the checkpoint's step on)\n";
+         "                 the checkpoint's step on)\n"
+         "  --slab F       atoms only in the lower fraction F of the box in x (0 < F <= 1,\n"
+         "                 default 1): a liquid slab in vacuum, units in the vacuum hold none\n"
+         "  --balance-every\n"
+         "                 after every N-th step (a multiple of the neighbour frequency), move\n"
+         "                 units between ranks with the balancer when it is worth it; each\n"
+         "                 unit's load is its atoms (0, the default: never)\n"
+         "  --balancer     refine (default: few moves), greedy (the heaviest unit first onto\n"
+         "                 the least loaded rank) or rotate (every unit to the next rank at\n"
+         "                 every balance point: for tests)\n"
+         "  --lb-data      write each balance point's loads and placements to DIR as DARMA\n"
+         "                 vt's LB data (data.RANK.json), which vt-tv and LBAF read\n";
 }
 
 }  // namespace minimd

@@ -28,6 +28,7 @@ struct Problem {
   double force_cutoff = 2.5;
   double skin = 0.3;
   std::int64_t thermo_every = 100;  // 0: at the start and the end only
+  double slab = 1.0;  // atoms only where x < slab * the box's length (a slab in vacuum)
   double epsilon = 1.0, sigma = 1.0;
   double neighbor_cutoff() const { return force_cutoff + skin; }
   std::int64_t atoms() const;  // 4 nx ny nz; throws if that overflows 64 bits
@@ -52,6 +53,9 @@ struct Options {
   std::int64_t checkpoint_every = 0;         // a checkpoint after every N-th step (0: never)
   std::string checkpoint_dir;                // ... into this directory
   std::string restart_dir;                   // restart from the latest checkpoint in this directory
+  std::int64_t balance_every = 0;            // rebalance the units after every N-th step (0: never)
+  std::string balancer = "refine";           // greedy, refine or rotate (kodo's balancers)
+  std::string lb_data_dir;                   // write LB data (DARMA vt's JSON) of each balance here
   bool help = false;
 };
 

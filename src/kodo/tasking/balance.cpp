@@ -107,21 +107,30 @@ std::vector<int> RefineBalance::operator()(const BalanceInput& in) const {
   // Moves alone can leave the most loaded rank above the bound (two ranks holding 3 + 3
   // and 1 + 1 move nothing); then it swaps a unit with the least loaded rank, the pair
   // whose difference comes nearest half the two ranks' gap, while that lowers the most.
-  for (std::size_t round = 0; round < owners.size(); ++round) {
+  for (std::size_t round = 0; round < std::min<std::size_t>(owners.size(), 64); ++round) {
     const auto most = std::max_element(per_rank.begin(), per_rank.end());
     const auto least = std::min_element(per_rank.begin(), per_rank.end());
     if (*most <= bound || most == least) break;
     const int from = static_cast<int>(most - per_rank.begin());
     const int to = static_cast<int>(least - per_rank.begin());
     const double half = (*most - *least) / 2;
+    // The least loaded rank's units by load, to find for each unit u of the most loaded
+    // the unit v whose load is nearest load(u) - half.
+    std::vector<std::pair<double, std::size_t>> theirs;
+    for (std::size_t v = 0; v < owners.size(); ++v)
+      if (owners[v] == to) theirs.emplace_back(in.loads[v], v);
+    std::sort(theirs.begin(), theirs.end());
     std::size_t best_u = owners.size(), best_v = owners.size();
     double best = half;  // |difference - half| of the best pair; must beat `half` itself
     for (std::size_t u = 0; u < owners.size(); ++u) {
       if (owners[u] != from) continue;
-      for (std::size_t v = 0; v < owners.size(); ++v) {
-        const double d = in.loads[u] - in.loads[v];
-        if (owners[v] != to || d <= 0 || d >= 2 * half) continue;
-        if (std::abs(d - half) < best) best = std::abs(d - half), best_u = u, best_v = v;
+      const auto near = std::lower_bound(theirs.begin(), theirs.end(),
+                                         std::make_pair(in.loads[u] - half, std::size_t{0}));
+      for (auto it = near == theirs.begin() ? near : std::prev(near);
+           it != theirs.end() && it <= near; ++it) {
+        const double d = in.loads[u] - it->first;
+        if (d <= 0 || d >= 2 * half) continue;
+        if (std::abs(d - half) < best) best = std::abs(d - half), best_u = u, best_v = it->second;
       }
     }
     if (best_u == owners.size()) break;
@@ -197,7 +206,7 @@ BalanceInput gather_loads(Runtime& runtime, CollectionBase& c,
 }
 
 BalanceReport judge(const BalanceInput& input, std::vector<int> owners,
-                    const BalanceOptions& options, double seconds_per_byte, bool measured) {
+                    const BalanceOptions& options, double moving_seconds, bool measured) {
   BalanceReport r;
   if (owners.size() != input.owners.size())
     throw Error(cat("the balancer gave ", owners.size(), " owners for ", input.owners.size(),
@@ -227,10 +236,9 @@ BalanceReport judge(const BalanceInput& input, std::vector<int> owners,
     r.why = "";
   else if (most_after >= most_before)
     r.why = "the balancer's map does not lower the most loaded rank's load";
-  else if (measured && seconds_per_byte > 0 &&
-           most_before - most_after <= seconds_per_byte * static_cast<double>(moving_bytes))
-    r.why = cat("moving ", moving_bytes, " bytes would take longer (",
-                seconds_per_byte * static_cast<double>(moving_bytes), " s) than a phase gains (",
+  else if (measured && moving_seconds > 0 && most_before - most_after <= moving_seconds)
+    r.why = cat("moving ", r.moved, " unit(s) (", moving_bytes, " bytes) would take longer (",
+                moving_seconds, " s, the last migration) than a phase gains (",
                 most_before - most_after, " s)");
   r.applied = r.why.empty();
   if (!r.applied) {

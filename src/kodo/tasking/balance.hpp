@@ -6,15 +6,15 @@
 //   kodo::BalanceReport r = kodo::rebalance(blocks, kodo::refine_balance);
 //   if (r.applied) ...;   // r.moved units moved; r.before / r.after: max/avg - 1
 //
-// A unit's load is the host time the scheduler measured in its entry methods since the
-// collection's last balance point, or what the unit stated (WorkUnit::set_load), which
-// holds until it states another. Host time is measured for a collection once the main
-// program asks, measure_loads(collection), and from its first rebalance() on: two clock
-// reads per entry method (about 50 ns on a 2-core VM, against 40 ns for the dispatch
-// itself), which collections that are never balanced do not pay. Device work a unit launches runs
-// after its entry method returns: on a GPU, units state their load (their cells, their atoms) or it
-// is measured by the application; on the host backend kernels run inside the entry method, so the
-// host time is the work.
+// A unit's load is the host time the scheduler measured in its entry methods and in the
+// resumes of its task (task.hpp) since the collection's last balance point, or what the
+// unit stated (WorkUnit::set_load), which holds until it states another. Host time is
+// measured for a collection once the main program asks, measure_loads(collection), and
+// from its first rebalance() on: two clock reads per call (about 50 ns on a 2-core VM,
+// against 40 ns for the dispatch itself), which collections never balanced do not pay. Device work
+// a unit launches runs after its entry method returns: on a GPU, units state their load (their
+// cells, their atoms) or it is measured by the application; on the host backend kernels run inside
+// the entry method, so the host time is the work.
 //
 // Balancers are pure functions of a BalanceInput: the same input gives the same owners
 // on every rank, so each rank computes them itself. The ones kodo has:
@@ -30,8 +30,9 @@
 // rebalance() applies a new map only when it is worth it: the ranks' loads are out of
 // balance by more than `tolerance` (max/avg - 1), the balancer's map lowers the most
 // loaded rank's load, and, where loads are measured times, that gain over one phase
-// (the time since the last balance point) is more than the time the move is expected to
-// take (from the earlier migrations of the collection). BalanceOptions::always skips
+// (the time since the last balance point) is more than the time the collection's last
+// migration took (rebuilding the units costs more than the bytes: docs/performance.md).
+// BalanceOptions::always skips
 // these tests (rotate_balance in tests). Measured loads start again from zero after each
 // call, whether it moved units or not.
 
@@ -99,7 +100,7 @@ BalanceInput gather_loads(Runtime& runtime, CollectionBase& collection,
                           const std::vector<std::uint64_t>& local_bytes);
 // Whether to apply `owners`, and the report's numbers (balance.cpp).
 BalanceReport judge(const BalanceInput& input, std::vector<int> owners,
-                    const BalanceOptions& options, double seconds_per_byte, bool measured);
+                    const BalanceOptions& options, double moving_seconds, bool measured);
 }  // namespace detail
 
 // The scheduler times the entry methods of `units`' units that state no load from now on
@@ -130,13 +131,11 @@ BalanceReport rebalance(const Collection<U>& units, const Balancer& balancer,
   int measured_everywhere = measured ? 1 : 0;
   MPI_Allreduce(MPI_IN_PLACE, &measured_everywhere, 1, MPI_INT, MPI_MIN, units.runtime().comm());
   std::vector<int> owners = balancer(input);
-  BalanceReport report = detail::judge(input, std::move(owners), options, store.seconds_per_byte,
-                                       measured_everywhere == 1);
+  BalanceReport report = detail::judge(input, std::move(owners), options,
+                                       store.last_migration_seconds, measured_everywhere == 1);
   if (report.applied) {
     report.migration = migrate(units, report.owners);
-    if (report.migration.bytes > 0 && report.migration.seconds > 0)
-      store.seconds_per_byte = report.migration.seconds /
-                               static_cast<double>(report.migration.bytes);
+    if (report.migration.moved > 0) store.last_migration_seconds = report.migration.seconds;
   }
   return report;
 }

@@ -45,6 +45,7 @@
 #include <kodo/tasking/entry.hpp>
 #include <kodo/tasking/runtime.hpp>
 #include <kodo/tasking/unit_ref.hpp>
+#include <kodo/tasking/unit_state.hpp>
 
 #include <cstdint>
 #include <functional>
@@ -89,9 +90,9 @@ class Collection {
   // Collective: every rank calls it, in the same order relative to other collections.
   // Builds this rank's units as U(UnitInit<U>, args...); `args` are passed by
   // reference to each local constructor (they are not sent anywhere). The collection
-  // keeps a copy of each argument, where all can be copied, to build a unit that moves
-  // to another rank (migration.hpp) the same way: pass what units must share by
-  // reference as a pointer or std::ref.
+  // keeps a copy of each argument, where U has a state() and all can be copied, to build
+  // a unit that moves to another rank (migration.hpp) the same way: pass what units must
+  // share by reference as a pointer or std::ref.
   template <class... Args>
   static Collection create(Runtime& runtime, Extent3 shape, Args&&... args) {
     const auto xy = detail::checked_mul(static_cast<std::uint64_t>(shape.x),
@@ -105,7 +106,10 @@ class Collection {
     auto store =
         std::make_unique<detail::CollectionStore<U>>(id, shape, runtime.rank(), runtime.size());
     auto& units = store->units();
-    if constexpr ((std::is_copy_constructible_v<std::decay_t<Args>> && ...))
+    // Only for units that can move (they have a state()): copying an argument may not
+    // compile for every type that says it can be copied (a vector of unique_ptr).
+    if constexpr (requires(U& u, detail::StateWriter& writer) { u.state(writer); } &&
+                  (std::is_copy_constructible_v<std::decay_t<Args>> && ...))
       store->make = [... kept = std::decay_t<Args>(args)](const UnitInit<U>& init) mutable {
         return std::make_unique<U>(init, kept...);
       };
@@ -216,7 +220,11 @@ class Collection {
   Collection(Runtime* runtime, std::uint32_t id, Extent3 shape)
       : runtime_(runtime), id_(id), shape_(shape) {}
   detail::CollectionStore<U>& store() const {
-    return static_cast<detail::CollectionStore<U>&>(runtime_->collection(id_));
+    auto& s = static_cast<detail::CollectionStore<U>&>(runtime_->collection(id_));
+    if (s.broken)
+      throw Error(detail::cat("collection ", id_,
+                              " cannot be used: a migration failed while rebuilding its units"));
+    return s;
   }
 
   Runtime* runtime_ = nullptr;

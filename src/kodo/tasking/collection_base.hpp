@@ -96,9 +96,11 @@ class CollectionBase {
   // reads a call): from kodo::measure_loads or the first rebalance on (balance.hpp).
   bool measure_loads = false;
 
-  // Seconds per byte the collection's last migration took (0: none yet), for the
-  // balancers' cost of moving (balance.hpp).
-  double seconds_per_byte = 0;
+  // Seconds the collection's last migration took (0: none yet), the balancers' estimate
+  // of what moving costs (balance.hpp): rebuilding the units dominates, not the bytes.
+  double last_migration_seconds = 0;
+  // A migration failed while rebuilding the units: the collection cannot be used.
+  bool broken = false;
 
   // Installs `map` (migration only): the local units become those it gives this rank,
   // with `loads` (by new slot). The caller rebuilds the units to match.

@@ -3,6 +3,7 @@
 #include <kodo/core/agree.hpp>
 #include <kodo/tasking/collection_base.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,7 @@ namespace kodo {
 namespace {
 // A JSON number for a load: always with a fraction (the schema takes floats only).
 std::string json_float(double v) {
+  if (!std::isfinite(v)) throw Error(detail::cat("LB data: a load of ", v, " is not a number"));
   char text[40];
   std::snprintf(text, sizeof text, "%.17g", v);
   std::string s = text;

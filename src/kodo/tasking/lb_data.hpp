@@ -12,7 +12,8 @@
 // from 0), a task per unit the rank held during it: the unit's linear index as seq_id,
 // its collection and index, the rank it was created on as home, the rank as node, and
 // its load as time (seconds where measured; the unit's own measure where it stated one,
-// balance.hpp). Where units then moved, the phase's user_defined names the moves.
+// balance.hpp). The phase's user_defined says whether the balance was applied, the
+// ranks' max/avg - 1 before and after it, and how many units moved.
 
 #include <kodo/tasking/balance.hpp>
 #include <kodo/tasking/collection.hpp>

@@ -20,7 +20,7 @@
 namespace kodo::detail {
 namespace {
 
-constexpr int kHeaderTag = 1, kDataTag = 2;
+constexpr int kHeaderTag = 1, kDataTag = 2, kFailedTag = 3;
 constexpr std::uint64_t kChunkBytes = std::uint64_t{1} << 30;  // an MPI count is an int
 constexpr std::uint64_t kMostStateBytes = std::uint64_t{1} << 44;
 
@@ -110,20 +110,31 @@ class VectorSource final : public RecordSource {
   std::uint64_t at_ = 0;
 };
 
-// A staying unit's fields, as the unit it replaces holds them.
+// A staying unit's fields, as the unit it replaces wrote them: views kept alive where
+// they are (state() may write a temporary), other fields copied.
 struct HeldField {
   std::string name;
   FieldShape shape;
   const void* data;
   bool on_device;
+  std::vector<std::byte> copy;  // a value's or a sequence's bytes
 };
 class HeldSink final : public StateSink {
  public:
+  HeldSink() { keeps_views = true; }
+  void keep(std::shared_ptr<const void> view) override { kept.push_back(std::move(view)); }
   void field(std::string_view name, const FieldShape& shape, const void* data,
              bool on_device) override {
-    fields.push_back({std::string(name), shape, data, on_device});
+    HeldField f{std::string(name), shape, data, on_device, {}};
+    if (shape.kind != FieldKind::view) {
+      const auto* bytes = static_cast<const std::byte*>(data);
+      f.copy.assign(bytes, bytes + shape.bytes);
+      f.data = nullptr;  // `copy` holds it: its address may move with the vector of fields
+    }
+    fields.push_back(std::move(f));
   }
   std::vector<HeldField> fields;
+  std::vector<std::shared_ptr<const void>> kept;
 };
 class HeldSource final : public StateSource {
  public:
@@ -147,10 +158,11 @@ class HeldSource final : public StateSource {
   }
   void read(void* data, std::uint64_t n, bool on_device) override {
     const HeldField& f = fields_[at_ - 1];
-    if (n == 0 || f.data == data) return;
+    const void* from = f.data ? f.data : f.copy.data();
+    if (n == 0 || from == data) return;
     const MemoryKind device = memory_kind<ExecutionSpace::memory_space>();
     copy_bytes(space_, Segment{data, n, on_device ? device : MemoryKind::host},
-               Segment{const_cast<void*>(f.data), n, f.on_device ? device : MemoryKind::host}, n);
+               Segment{const_cast<void*>(from), n, f.on_device ? device : MemoryKind::host}, n);
   }
   bool at_end() const { return at_ == fields_.size(); }
 
@@ -246,7 +258,7 @@ void Migration::exchange(const std::function<void(std::int64_t, StateWriter&)>& 
     std::int64_t slot;
     int to;
     Header header;
-    std::vector<Segment> views;  // its views' memory, sent apart
+    ViewsApart views;  // its views, sent apart
   };
   std::vector<Leaving> leaving;
   std::string problem;
@@ -347,28 +359,39 @@ void Migration::exchange(const std::function<void(std::int64_t, StateWriter&)>& 
       in_flight.pop_front();
     }
     std::vector<std::byte> bytes;
-    bytes.reserve(l.header.bytes);
+    bool written = false;
     try {
+      bytes.reserve(l.header.bytes);
       VectorOutput out(bytes);
       RecordSink sink(out, rt, &l.views);
       StateWriter writer(sink);
       visit(l.slot, writer);
       std::uint64_t view_bytes = 0;
-      for (const Segment& v : l.views) view_bytes += v.bytes;
-      if (bytes.size() != l.header.bytes || l.views.size() != l.header.views ||
+      for (const Segment& v : l.views.segments) view_bytes += v.bytes;
+      if (bytes.size() != l.header.bytes || l.views.segments.size() != l.header.views ||
           view_bytes != l.header.view_bytes)
         throw Error(cat("unit ", m.collection.shape().delinear(l.header.linear),
                         "'s state() wrote ", bytes.size() + view_bytes, " bytes, and ",
                         l.header.bytes + l.header.view_bytes,
                         " when it was measured: it must walk the same fields both times"));
+      written = true;
     } catch (...) {
       if (problem.empty()) problem = what_of_current();
-      bytes.assign(l.header.bytes, std::byte{0});
-      l.views.clear();
+      l.views = {};
     }
     m.bytes_sent += bytes.size();
     requests.clear();
-    chunks(bytes, l.to, true);
+    if (written) {
+      chunks(bytes, l.to, true);
+    } else {
+      // Empty messages in place of the chunks (a receive takes a shorter message): the
+      // receiver does not wait, and the failure is agreed on below.
+      for (std::uint64_t at = 0; at < l.header.bytes; at += kChunkBytes) {
+        requests.emplace_back();
+        check_mpi(MPI_Isend(nullptr, 0, MPI_BYTE, l.to, kDataTag, m.comm, &requests.back()),
+                  "MPI_Isend");
+      }
+    }
     in_flight.emplace_back(std::move(bytes), std::move(requests));
     requests.clear();
   }
@@ -387,7 +410,12 @@ void Migration::exchange(const std::function<void(std::int64_t, StateWriter&)>& 
                                      " sent by rank ", a.from);
       auto& s = sizes[linear] = view_sizes(a.records, origin);
       std::uint64_t bytes = 0;
-      for (const std::uint64_t b : s) bytes += b;
+      for (const std::uint64_t b : s) {
+        if (b > a.header.view_bytes - bytes)
+          throw Error(cat(origin, ": its records name views of more than the ", a.header.view_bytes,
+                          " bytes its header gives"));
+        bytes += b;
+      }
       if (s.size() != a.header.views || bytes != a.header.view_bytes)
         throw Error(cat(origin, ": its records name ", s.size(), " views of ", bytes,
                         " bytes; its header ", a.header.views, " of ", a.header.view_bytes));
@@ -404,25 +432,70 @@ void Migration::exchange(const std::function<void(std::int64_t, StateWriter&)>& 
   agree_and_report(rt.comm(), problem);
   UcxTransport& transport = RuntimeAccess::channel_host(rt).transport();
   std::size_t pending = 0;
-  const auto done = [&](ucs_status_t status, std::size_t) {
-    --pending;
-    if (status != UCS_OK && problem.empty())
-      problem = cat("a moving unit's view did not arrive (UCX: ", ucs_status_string(status), ")");
+  std::map<std::uint64_t, void*> posted;  // receives not completed, by tag
+  const auto failed = [&](const std::string& what) {
+    if (problem.empty()) problem = what;
   };
   const MemoryKind kind = memory_kind<ExecutionSpace::memory_space>();
   for (auto& [linear, s] : sizes) {
     std::uint64_t at = m.view_offsets[linear];
     for (std::size_t v = 0; v < s.size(); at += s[v], ++v) {
+      const std::uint64_t tag = view_tag(linear, v);
       ++pending;
-      transport.tag_recv(view_tag(linear, v), Segment{m.views.data() + at, s[v], kind}, done);
+      void* handle =
+          transport.tag_recv(tag, Segment{m.views.data() + at, s[v], kind},
+                             [&, tag, expected = s[v]](ucs_status_t status, std::size_t length) {
+                               --pending;
+                               posted.erase(tag);
+                               if (status != UCS_OK || length != expected)
+                                 failed(cat("a moving unit's view did not arrive whole (UCX: ",
+                                            ucs_status_string(status), ", ", length, " of ",
+                                            expected, " bytes)"));
+                             });
+      if (handle) posted[tag] = handle;
     }
   }
+  // A send that fails tells its receiver (an MPI message), which stops waiting for it.
+  std::vector<MPI_Request> notices;
+  const auto send_failed = [&](int to, const std::string& what) {
+    failed(what);
+    notices.emplace_back();
+    check_mpi(MPI_Isend(nullptr, 0, MPI_BYTE, to, kFailedTag, m.comm, &notices.back()),
+              "MPI_Isend");
+  };
   for (const Leaving& l : leaving)
-    for (std::size_t v = 0; v < l.views.size(); ++v) {
+    for (std::size_t v = 0; v < l.views.segments.size(); ++v) {
       ++pending;
-      transport.tag_send(l.to, view_tag(l.header.linear, v), l.views[v], done);
+      const int to = l.to;
+      try {
+        transport.tag_send(to, view_tag(l.header.linear, v), l.views.segments[v],
+                           [&, to](ucs_status_t status, std::size_t) {
+                             --pending;
+                             if (status != UCS_OK)
+                               send_failed(to, cat("a moving unit's view could not be sent (UCX: ",
+                                                   ucs_status_string(status), ")"));
+                           });
+      } catch (...) {
+        --pending;
+        send_failed(to, what_of_current());
+      }
     }
-  while (pending > 0) transport.progress();
+  while (pending > 0) {
+    transport.progress();
+    int notice = 0;
+    MPI_Status status;
+    check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, kFailedTag, m.comm, &notice, &status), "MPI_Iprobe");
+    if (!notice) continue;
+    check_mpi(MPI_Recv(nullptr, 0, MPI_BYTE, status.MPI_SOURCE, kFailedTag, m.comm,
+                       MPI_STATUS_IGNORE),
+              "MPI_Recv");
+    failed(cat("rank ", status.MPI_SOURCE, " could not send a moving unit's views"));
+    // What was posted will not all come: cancelled (their completions run with an error).
+    for (const auto& [tag, handle] : std::map<std::uint64_t, void*>(posted))
+      transport.cancel(handle);
+  }
+  check_mpi(MPI_Waitall(static_cast<int>(notices.size()), notices.data(), MPI_STATUSES_IGNORE),
+            "MPI_Waitall");
   // Peers may still need this rank's progress to finish theirs.
   MPI_Request all;
   check_mpi(MPI_Ibarrier(rt.comm(), &all), "MPI_Ibarrier");

@@ -10,8 +10,9 @@
 // same records, written by the same walk (a unit's migration message and its checkpoint
 // file after the header carry the same bytes). On its new rank the unit is built as
 // Collection::create built it, by its constructor with the collection's copies of
-// create()'s arguments, and then restored from those records; its reduction rounds
-// continue where they were, and its load (UnitLoad) goes with it.
+// create()'s arguments (kept for unit types with a state()), and then restored from
+// those records (after a fence: the constructor's own device work is done first); its reduction
+// rounds continue where they were, and its load (UnitLoad) goes with it.
 //
 // Every unit of the collection is rebuilt, those that stay too (restored from the unit
 // they replace, device to device): constructors open channels, rings and receives
@@ -124,7 +125,8 @@ MigrationReport migrate(const Collection<U>& units, std::vector<int> owners) {
     throw Error(detail::cat(
         "units of collection ", units.id(),
         " cannot move: the arguments Collection::create passed their constructor cannot be "
-        "copied (the collection keeps copies to build units on their new rank)"));
+        "copied (a collection of units with a state() keeps copies to build units on their "
+        "new rank)"));
   auto& held = store.units();
   m.exchange([&](std::int64_t slot, detail::StateWriter& w) { held[slot]->state(w); },
              [&](std::int64_t slot) { return Access::rounds(*held[slot]); });
@@ -138,6 +140,8 @@ MigrationReport migrate(const Collection<U>& units, std::vector<int> owners) {
       std::unique_ptr<U> unit = store.make(Access::init(units, linear));
       U& fresh = *unit;
       held.push_back(std::move(unit));
+      // The constructor's device work (on any stream or instance) before the restore.
+      Kokkos::fence("kodo::migrate: a rebuilt unit's constructor");
       if (const std::int64_t was = m.old_slot(linear); was >= 0) {
         U& before = *old[static_cast<std::size_t>(was)];
         m.copy([&](detail::StateWriter& w) { before.state(w); },
@@ -152,7 +156,12 @@ MigrationReport migrate(const Collection<U>& units, std::vector<int> owners) {
     problem = detail::what_of_current();
   }
   old.clear();
-  return m.finish(problem);
+  try {
+    return m.finish(problem);
+  } catch (...) {
+    store.broken = true;  // units are missing on some rank: Collection refuses it from now on
+    throw;
+  }
 }
 
 }  // namespace kodo

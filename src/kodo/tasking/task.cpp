@@ -2,6 +2,8 @@
 
 #include <kodo/tasking/detail/task_list.hpp>
 
+#include <chrono>
+
 namespace kodo::detail {
 
 namespace {
@@ -28,12 +30,25 @@ void resume_task(std::coroutine_handle<> coroutine) {
   throw Error(cat(unit, ": its task (a coroutine entry method) ended with an exception: ", what));
 }
 
-void start_task(Task task, std::string unit, TaskList& list, ChannelHost& host) {
+void resume_task(TaskRecord& task, std::coroutine_handle<> coroutine) {
+  CollectionBase* c = task.collection;
+  if (!c || !c->measure_loads || c->load(task.slot).stated) return resume_task(coroutine);
+  UnitLoad& load = c->load(task.slot);
+  const auto started = std::chrono::steady_clock::now();
+  resume_task(coroutine);  // may end the task: `task` is not used after this
+  load.measured +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+}
+
+void start_task(Task task, std::string unit, TaskList& list, ChannelHost& host,
+                CollectionBase* collection, std::int64_t slot) {
   const Task::Handle coroutine = std::exchange(task.coroutine_, {});
   TaskRecord& record = coroutine.promise().record;
   record.unit = std::move(unit);
   record.frame = coroutine;
   record.host = &host;
+  record.collection = collection;
+  record.slot = slot;
   coroutine.promise().task = &record;
   list.add(record);
   resume_task(coroutine);

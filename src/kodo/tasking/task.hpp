@@ -55,6 +55,7 @@
 #include <kodo/comm/channel.hpp>
 #include <kodo/comm/serialize.hpp>
 #include <kodo/core/error.hpp>
+#include <kodo/tasking/collection_base.hpp>
 #include <kodo/tasking/runtime.hpp>
 
 #include <array>
@@ -104,14 +105,22 @@ struct TaskRecord {
   const char* awaiting = nullptr;
   std::int64_t number = -1;
   std::source_location where;
+  // The unit's collection and slot, whose load its resumes add to (balance.hpp), or null.
+  CollectionBase* collection = nullptr;
+  std::int64_t slot = -1;
 };
 
 // Resumes a task's coroutine from the scheduler loop; throws kodo::Error naming the unit
 // when the task ended by an exception.
 void resume_task(std::coroutine_handle<> coroutine);
+// The same for `task` resumed from the scheduler loop: the time it runs is its unit's
+// measured load, where the collection's loads are measured.
+void resume_task(TaskRecord& task, std::coroutine_handle<> coroutine);
 // Starts `task` as a task of `unit` (its entry method returned it) and runs it until it
-// first waits (work_unit.hpp calls this for entry methods).
-void start_task(Task task, std::string unit, TaskList& list, ChannelHost& host);
+// first waits (work_unit.hpp calls this for entry methods); `collection` and `slot`: the
+// unit's (null: no load is measured).
+void start_task(Task task, std::string unit, TaskList& list, ChannelHost& host,
+                CollectionBase* collection = nullptr, std::int64_t slot = -1);
 template <class U>
 void start_unit_task(U& unit, Task task);  // defined in work_unit.hpp
 
@@ -188,7 +197,8 @@ class [[nodiscard]] Task {
   }
 
  private:
-  friend void detail::start_task(Task, std::string, detail::TaskList&, detail::ChannelHost&);
+  friend void detail::start_task(Task, std::string, detail::TaskList&, detail::ChannelHost&,
+                                 CollectionBase*, std::int64_t);
   explicit Task(Handle coroutine) : coroutine_(coroutine) {}
   Handle coroutine_;
 };
@@ -217,7 +227,7 @@ class [[nodiscard]] Awaitable {
     task->where = op_.where;
     op_.start(*task, [waiting, task] {
       task->awaiting = nullptr;
-      resume_task(waiting);
+      resume_task(*task, waiting);
     });
     task->number = op_.number();  // some operations know it once started (a round)
   }

@@ -29,6 +29,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -55,6 +56,10 @@ class StateSink {
  public:
   virtual void field(std::string_view name, const FieldShape& shape, const void* data,
                      bool on_device) = 0;
+  // A sink that reads views after the walk (a migration) is handed each view before its
+  // field(): a copy that keeps its memory alive, as state() may name a temporary view.
+  virtual void keep(std::shared_ptr<const void> view) { (void)view; }
+  bool keeps_views = false;
 
  protected:
   ~StateSink() = default;
@@ -123,6 +128,7 @@ class StateWriter {
       for (std::uint32_t d = 0; d < shape.rank; ++d)
         shape.extents[d] = static_cast<std::int64_t>(field.extent(d));
       shape.bytes = field.size() * sizeof(E);
+      if (sink_.keeps_views) sink_.keep(std::make_shared<T>(field));
       sink_.field(name, shape, field.data(), view_on_device<T>());
     } else if constexpr (IsVector<T>::value || std::is_same_v<T, std::string>) {
       using E = typename T::value_type;

@@ -16,6 +16,7 @@
 #include <kodo/tasking/task.hpp>
 #include <kodo/tasking/unit_ref.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -52,6 +53,13 @@ class WorkUnit {
       : collection_(init.runtime_, init.collection_, init.shape), index_(init.index) {}
 
   const Index3& index() const { return index_; }
+  // This unit's place among its rank's units of the collection (0, 1, ... in index
+  // order), valid from its constructor on until units move: to pick a stream of the
+  // rank's pool, so that a rank's units take turns wherever they came from.
+  std::int64_t local_slot() const {
+    auto& store = collection_.store();
+    return store.slot_of(store.shape().linear(index_));
+  }
   const Collection<Derived>& collection() const { return collection_; }
   // Another unit of this collection, for invoking its entry methods.
   UnitRef<Derived> unit(const Index3& index) const { return collection_[index]; }
@@ -117,6 +125,9 @@ class WorkUnit {
   // time the runtime measures in the unit's entry methods, and holds until stated again,
   // across moves.
   void set_load(double load) const {
+    if (!(load >= 0) || !std::isfinite(load))
+      throw Error(detail::cat("unit ", index_, " stated a load of ", load,
+                              ": a load is finite and not negative"));
     auto& store = collection_.store();
     store.load(store.slot_of(store.shape().linear(index_))).stated = load;
   }
@@ -224,9 +235,11 @@ class WorkUnit {
   }
 
   void start_task(Task task) {
+    auto& store = collection_.store();
     detail::start_task(std::move(task),
                        detail::cat("unit ", index_, " of collection ", collection_.id()),
-                       runtime().tasks(), runtime().channel_host());
+                       runtime().tasks(), runtime().channel_host(), &store,
+                       store.slot_of(store.shape().linear(index_)));
   }
 
   // all_reduce(value): contributes when awaited; the result resumes the task from the

@@ -14,11 +14,13 @@ namespace kodo::detail {
 // that are themselves waiting in run().
 bool RuntimeAccess::running(Runtime& runtime) { return runtime.scheduler().running(); }
 
-RecordSink::RecordSink(RecordOutput& out, Runtime& runtime, std::vector<Segment>* views)
+RecordSink::RecordSink(RecordOutput& out, Runtime& runtime, ViewsApart* views)
     : out_(out),
       views_(views),
       runtime_(runtime),
-      space_(runtime.streams().communication(0).space()) {}
+      space_(runtime.streams().communication(0).space()) {
+  keeps_views = views != nullptr;
+}
 
 void RecordSink::field(std::string_view name, const FieldShape& shape, const void* data,
                        bool on_device) {
@@ -33,9 +35,9 @@ void RecordSink::field(std::string_view name, const FieldShape& shape, const voi
   for (std::uint32_t d = 0; d < shape.rank; ++d) out_.put(shape.extents[d]);
   out_.put(shape.bytes);
   if (views_ && shape.kind == FieldKind::view) {
-    views_->push_back(Segment{const_cast<void*>(data), shape.bytes,
-                              on_device ? memory_kind<ExecutionSpace::memory_space>()
-                                        : MemoryKind::host});
+    views_->segments.push_back(Segment{const_cast<void*>(data), shape.bytes,
+                                       on_device ? memory_kind<ExecutionSpace::memory_space>()
+                                                 : MemoryKind::host});
     return;
   }
   if (!on_device) {

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -62,18 +63,25 @@ class RecordOutput {
   ~RecordOutput() = default;
 };
 
+// A moving unit's views, sent apart from its records: their memory, kept alive.
+struct ViewsApart {
+  std::vector<Segment> segments;
+  std::vector<std::shared_ptr<const void>> kept;
+};
+
 // Writes each field of a state() walk as a record to `out`. With `views` given, a view's
-// record carries no data: the view's memory is added to `views` instead (a moving unit's
-// views travel apart, device to device; migration.cpp).
+// record carries no data: the view goes to `views` instead (a moving unit's views travel
+// apart, device to device; migration.cpp).
 class RecordSink final : public StateSink {
  public:
-  RecordSink(RecordOutput& out, Runtime& runtime, std::vector<Segment>* views = nullptr);
+  RecordSink(RecordOutput& out, Runtime& runtime, ViewsApart* views = nullptr);
   void field(std::string_view name, const FieldShape& shape, const void* data,
              bool on_device) override;
+  void keep(std::shared_ptr<const void> view) override { views_->kept.push_back(std::move(view)); }
 
  private:
   RecordOutput& out_;
-  std::vector<Segment>* views_;
+  ViewsApart* views_;
   Runtime& runtime_;
   const ExecutionSpace& space_;
   std::optional<PinnedChunks> staging_;
