@@ -6,6 +6,8 @@
 #include <kodo/core/index.hpp>
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <optional>
 #include <typeindex>
 #include <vector>
@@ -101,6 +103,9 @@ class CollectionBase {
   double last_migration_seconds = 0;
   // A migration failed while rebuilding the units: the collection cannot be used.
   bool broken = false;
+  // What must let go of the collection's views and links before its units move (its step
+  // programs' graphs), by owner: a migration calls each before it closes the links.
+  std::map<const void*, std::function<void()>> before_migration;
 
   // Installs `map` (migration only): the local units become those it gives this rank,
   // with `loads` (by new slot). The caller rebuilds the units to match.

@@ -510,6 +510,8 @@ void Migration::install() {
   const std::uint32_t id = m.collection.id();
   // Every end of the collection's links closes here; peers' ends close on their ranks,
   // and the units' constructors open them again toward the new owners.
+  // Step programs let go of the links and mapped buffers first (their graphs hold them).
+  for (const auto& [owner, let_go] : std::map(m.collection.before_migration)) let_go();
   ChannelRegistry& registry = RuntimeAccess::channel_host(m.runtime).channels();
   std::vector<ChannelEnd*> ends;
   for (ChannelEnd* e : registry.open)

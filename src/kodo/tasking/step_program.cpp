@@ -217,9 +217,17 @@ RankProgram::RankProgram(Runtime& runtime, std::uint32_t collection, const Exten
   m.remote_receives.resize(phases);
   m.sends_pending.assign(phases, 0);
   m.last_sent.assign(phases, std::numeric_limits<std::int64_t>::min());
+  // Its graphs hold the collection's views and the peers' mapped buffers: a migration has
+  // them let go before it closes the links and frees the memory (migration.hpp).
+  runtime.collection(collection).before_migration[this] = [this] { let_go(); };
 }
 
 RankProgram::~RankProgram() {
+  runtime_.collection(impl_->collection).before_migration.erase(this);
+  let_go();
+}
+
+void RankProgram::let_go() {
   try {
     impl_->stream->space().fence("kodo::StepProgram");
   } catch (...) {

@@ -199,6 +199,9 @@ class RankProgram {
 
  private:
   struct Impl;
+  // Waits for its work, stops its rings and drops its graphs (its destructor; and before
+  // its collection's units move, after which it no longer runs).
+  void let_go();
   void pump();
   void launch_early(std::int64_t step);
   void launch(std::int64_t step, std::int64_t span);
