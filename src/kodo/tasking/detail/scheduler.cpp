@@ -551,9 +551,8 @@ void Scheduler::invoke(Message& message) {
   Call& invoked = message.local ? *message.local : *call;
   // The time the unit's entry method takes is its measured load (balance.hpp), where
   // the collection's loads are measured and the unit states none of its own.
-  if (!c->measure_loads) return invoked.invoke(c->unit_at(slot));
   UnitLoad& load = c->load(slot);
-  if (load.stated) return invoked.invoke(c->unit_at(slot));
+  if (!c->measure_loads || load.stated) return invoked.invoke(c->unit_at(slot));
   const auto started = std::chrono::steady_clock::now();
   invoked.invoke(c->unit_at(slot));
   load.measured +=
