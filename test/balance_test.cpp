@@ -203,3 +203,48 @@ TEST(Rebalance, MeasuresTheResumesOfTasks) {
   EXPECT_GE(loads[0], 0.02);  // spun after its await, in a resume
   for (std::size_t u = 1; u < loads.size(); ++u) EXPECT_LT(loads[u], loads[0]);
 }
+
+namespace {
+// A unit whose entry method only launches work on its stream, 40 times more for unit
+// (0,0,0): its host time is a launch's, its device time (measure_device_load) the work's.
+struct Launcher : kodo::WorkUnit<Launcher> {
+  explicit Launcher(const kodo::UnitInit<Launcher>& init)
+      : WorkUnit(init), stream_(streams().compute(local_slot())) {
+    measure_device_load(stream_);
+  }
+  void work() {
+    const std::int64_t rounds = (kodo::host_build ? 50 : 5000) * (index().x == 0 ? 40 : 1);
+    const auto v = values_;
+    Kokkos::parallel_for(
+        "spin", Kokkos::RangePolicy<kodo::ExecutionSpace>(stream_.space(), 0, v.extent(0)),
+        KOKKOS_LAMBDA(std::int64_t i) {
+          double x = v(i);
+          for (std::int64_t k = 0; k < rounds; ++k) x = x * 0.999999 + 1e-7;
+          v(i) = x;
+        });
+  }
+  template <class State>
+  void state(State& s) {
+    s("values", values_);
+  }
+  kodo::Stream& stream_;
+  Kokkos::View<double*> values_{"values", 1 << 14};
+};
+}  // namespace
+
+TEST(Rebalance, MeasuresDeviceTimeOnTheStreamAUnitNames) {
+  kodo::Runtime& runtime = test_runtime();
+  auto units = kodo::Collection<Launcher>::create(runtime, {2 * runtime.size(), 1, 1});
+  kodo::measure_loads(units);
+  for (int call = 0; call < 3; ++call) units.broadcast_local<&Launcher::work>();
+  const auto measured = kodo::rebalance(units, kodo::greedy_balance);
+  const auto& loads = measured.input.loads;
+  // On a GPU the host time of each call is a launch, alike for every unit; the device
+  // time follows the work. (The host backend runs the work in the call: the same.)
+  for (std::size_t u = 1; u < loads.size(); ++u) EXPECT_GT(loads[0], 4 * loads[u]) << u;
+  // The loads move with the units and go on being measured where they arrive.
+  units.broadcast_local<&Launcher::work>();
+  const auto again = kodo::rebalance(units, kodo::greedy_balance);
+  for (std::size_t u = 1; u < again.input.loads.size(); ++u)
+    EXPECT_GT(again.input.loads[0], 4 * again.input.loads[u]) << u;
+}

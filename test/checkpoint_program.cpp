@@ -10,6 +10,8 @@
 //                                        writes step 2
 //   checkpoint_program inside-run DIR    an entry method calls write_checkpoint (must end
 //                                        the job with an error, not wait forever)
+//   checkpoint_program kill-moving DIR   rank 1 is killed while its units' state is written
+//                                        to move them (kodo::migrate): the job must end
 //   checkpoint_program forge DIR LINE TEXT
 //                                        replaces line LINE of the latest manifest by
 //                                        TEXT and updates its checksum in DIR/latest
@@ -246,8 +248,9 @@ int main(int argc, char** argv) {
     return forge_unit(args[1], std::stoi(args[2]), args[3], args[4]);
   kodo::Runtime runtime(argc, argv);
   if (args.size() < 2) {
-    std::fprintf(stderr,
-                 "usage: checkpoint_program write|read|read-renamed|kill|inside-run DIR ...\n");
+    std::fprintf(
+        stderr,
+        "usage: checkpoint_program write|read|read-renamed|kill|kill-moving|inside-run DIR ...\n");
     return 2;
   }
   try {
@@ -255,6 +258,18 @@ int main(int argc, char** argv) {
     if (args[0] == "kill") {
       kill_rank = runtime.size() > 1 ? 1 : 0;
       return write(runtime, args[1], 2);
+    }
+    if (args[0] == "kill-moving") {
+      kill_rank = runtime.size() > 1 ? 1 : 0;
+      auto cells = kodo::Collection<Cell>::create(runtime, kShape);
+      cells.for_each_local([&](Cell& c) { c.fill(runtime.rank() == kill_rank ? 2 : 1); });
+      std::vector<int> owners(static_cast<std::size_t>(cells.size()));
+      for (std::size_t l = 0; l < owners.size(); ++l)
+        owners[l] = (cells.owner(kShape.delinear(static_cast<std::int64_t>(l))) + 1) %
+                    runtime.size();
+      kodo::migrate(cells, owners);
+      std::puts("unexpected: the migration ended");
+      return 0;
     }
     if (args[0] == "inside-run") {
       inside_runtime = &runtime;

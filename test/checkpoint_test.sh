@@ -6,7 +6,7 @@
 # CASE: program (every kind of state field, restored on 1 to 4 ranks), jacobi (restarts on
 # another rank count and ODF give the uninterrupted run's checksum), minimd (restarts give
 # miniMD's thermo), bad (missing, truncated, corrupted, forged and incompatible
-# checkpoints) or kill.
+# checkpoints), kill, or kill-moving (a rank killed while units move).
 set -uo pipefail
 case=$1 program=$2 jacobi=$3 minimd=$4 reference=$5 work=$6 np=$7
 shift 7
@@ -207,6 +207,10 @@ case $case in
     [[ ! -e $work/k/checkpoint-1.partial ]] || fail "the partial checkpoint was not removed"
     run 1 "$program" read "$work/k"
     expect "restored 7 units at step 3"
+    ;;
+  kill-moving)
+    # A rank that dies while units move ends the job (no rank waits for it for ever).
+    fails "signal 9" 2 "$program" kill-moving "$work/m"
     ;;
   *)
     fail "unknown case"

@@ -39,12 +39,15 @@ JacobiBlock::JacobiBlock(const kodo::UnitInit<JacobiBlock>& init, const BlockCon
     scratch_ = Field(Kokkos::view_alloc(Kokkos::WithoutInitializing, "jacobi::scratch"),
                      shape_.padded_size());
   }
-  // The balancers' load: the block's points, times its work factor.
-  set_load(static_cast<double>(shape_.interior_size() * work_factor_));
   // Units share the rank's stream pool round-robin.
   auto& streams = this->streams();
   const auto slot = static_cast<std::size_t>(local_slot());
   compute_ = &streams.compute(slot);
+  // The balancers' load: the block's points, times its work factor; or measured.
+  if (config.measured_load)
+    measure_device_load(*compute_);
+  else
+    set_load(static_cast<double>(shape_.interior_size() * work_factor_));
   comm_ = &streams.communication(slot);
   pack_stream_ = faces_read_from_buffers() ? compute_ : comm_;
   for (auto& f : field_) {
@@ -183,7 +186,7 @@ void JacobiBlock::advance() {
 
 kodo::Task JacobiBlock::run_iterations(std::int64_t count) {
   target_ += count;
-  for (; iteration_ < target_; ++iteration_, ++step_) {
+  while (iteration_ < target_) {
     const std::int64_t n = iteration_;
     const int p = static_cast<int>(n % 2);
     send_faces();  // packed once update n - 1 is done, sent once packed
@@ -199,6 +202,15 @@ kodo::Task JacobiBlock::run_iterations(std::int64_t count) {
     compute_->wait_for(*comm_);  // the unpacks
     update(compute_->space(), field_[p], field_[1 - p], shape_);
     extra_work(compute_->space(), p);
+    ++iteration_;
+    ++step_;
+    if (config_.balance_every > 0 && step_ % config_.balance_every == 0 && iteration_ < target_) {
+      // The rest travels in the call: rebuilt blocks (all of them, when any moves) start
+      // from iteration_ and target_ 0; when none moves, they keep their members.
+      const std::int64_t rest = target_ - iteration_;
+      target_ = iteration_;
+      co_await balance_point<&JacobiBlock::run_iterations>(rest);
+    }
   }
 }
 

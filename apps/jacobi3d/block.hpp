@@ -65,6 +65,12 @@ struct BlockConfig {
   // Blocks whose first point lies in the lower half of the grid in x do this many times
   // the work (the update again, into scratch): an imbalance for the balancers.
   std::int64_t imbalance = 1;
+  // The task path: a balance point after every this many updates (0: none), where the
+  // iterations' task ends and goes on as a new call wherever the block then is.
+  std::int64_t balance_every = 0;
+  // The balancers weigh the device time of the block's work on its compute stream
+  // (measured), not its points times the work factor (stated).
+  bool measured_load = false;
 };
 
 // With the rank program (BlockConfig::rank_program) a block only plans an iteration of

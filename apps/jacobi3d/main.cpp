@@ -150,9 +150,11 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
         // holds the rank, and with it the rank's other units: one unit per rank.
         !rank_program && opt.path != "task" && opt.device_waits &&
             opt.odf <= runtime.streams().per_priority() && (opt.odf == 1 || !kodo::host_build),
-        rank_program, opt.path == "task", opt.imbalance};
+        rank_program, opt.path == "task", opt.imbalance, opt.path == "task" ? opt.balance_every : 0,
+        opt.measured_load};
     const double t0 = now();
     auto blocks = kodo::Collection<jacobi::JacobiBlock>::create(runtime, units, config);
+    if (opt.measured_load) kodo::measure_loads(blocks);  // from the first phase on
     runtime.run();
     const std::string grid_text = std::to_string(grid.x) + " " + std::to_string(grid.y) + " " +
                                   std::to_string(grid.z);
@@ -189,16 +191,33 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
     auto next_multiple = [&](std::int64_t every, std::int64_t target) {
       return every > 0 ? std::min(target, (step / every + 1) * every) : target;
     };
+    // The task path balances inside run(), at the points its blocks' tasks reach (every
+    // --balance-every updates); the other paths between run() calls, below.
+    const bool points_in_run = opt.path == "task" && opt.balance_every > 0;
+    const kodo::BalanceOptions balance_options{.always = opt.balancer == "rotate"};
+    std::int64_t last_point = 0;  // the update of the latest balance point
+    auto balanced_at = [&](std::int64_t at, const kodo::BalanceReport& r) {
+      if (lb_data) lb_data->add_phase(blocks, r);
+      balanced.add(r, root, at, opt.balancer);
+    };
+    if (points_in_run)
+      kodo::balance_points(blocks, kodo::balancer_named(opt.balancer), balance_options,
+                           [&](const kodo::BalanceReport& r) {
+                             last_point = (last_point / opt.balance_every + 1) * opt.balance_every;
+                             balanced_at(last_point, r);
+                           });
     auto advance_to = [&](std::int64_t target) {
       while (step < target) {
         const std::int64_t every = opt.checkpoint_every;
         const std::int64_t next =
-            std::min(next_multiple(every, target), next_multiple(opt.balance_every, target));
+            std::min(next_multiple(every, target),
+                     next_multiple(points_in_run ? 0 : opt.balance_every, target));
         if (program) {
           program->advance(next - step);
           runtime.run();
           blocks.for_each_local([&](jacobi::JacobiBlock& b) { b.ran(next - step); });
         } else if (opt.path == "task") {
+          last_point = step;
           blocks.broadcast_local<&jacobi::JacobiBlock::run_iterations>(next - step);
           runtime.run();
         } else {
@@ -208,11 +227,12 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
         step = next;
         if (every > 0 && step % every == 0)
           written.add(checkpoint(runtime, opt, grid_text, step, blocks), root, step);
+        // (The task path's points inside run() come before a call's last update: one
+        // that ends at a multiple balances here, as the other paths do.)
         if (opt.balance_every > 0 && step % opt.balance_every == 0) {
-          const kodo::BalanceReport r = kodo::rebalance(blocks, kodo::balancer_named(opt.balancer),
-                                                        {.always = opt.balancer == "rotate"});
-          if (lb_data) lb_data->add_phase(blocks, r);
-          balanced.add(r, root, step, opt.balancer);
+          const kodo::BalanceReport r =
+              kodo::rebalance(blocks, kodo::balancer_named(opt.balancer), balance_options);
+          balanced_at(step, r);
           // The program recorded the blocks that were: it is built again for the new ones.
           if (program && r.applied && r.moved > 0) {
             program.reset();

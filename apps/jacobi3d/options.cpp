@@ -85,6 +85,10 @@ Options parse_options(const std::vector<std::string>& args) {
                           : o.checkpoint_dir) = args[++i];
       continue;
     }
+    if (a == "--load") {
+      o.measured_load = parse_choice(args, i, {"stated", "measured"}) == "measured";
+      continue;
+    }
     if (a == "--balancer") {
       o.balancer = parse_choice(args, i, {"greedy", "refine", "rotate"});
       continue;
@@ -134,6 +138,11 @@ Options parse_options(const std::vector<std::string>& args) {
   if (o.baseline && !o.path.empty())
     throw std::invalid_argument("--baseline is its own method: it takes no --path");
   if (o.path.empty() && !o.baseline) o.path = unit_flags ? "unit" : "rank";
+  if (o.measured_load && o.path != "task")
+    throw std::invalid_argument(
+        "--load measured times the resumes of each block's task: it needs --path task (the "
+        "unit path launches its updates from completions, which are not timed; the rank "
+        "program runs a rank's blocks as one device program)");
   return o;
 }
 
@@ -144,7 +153,7 @@ std::string usage() {
          "                [--waits device|host] [--verify] [--sync] [--baseline] [--help]\n"
          "                [--checkpoint-every N --checkpoint-dir DIR] [--restart DIR]\n"
          "                [--imbalance F] [--balance-every N] [--balancer greedy|refine|rotate]\n"
-         "                [--lb-data DIR]\n"
+         "                [--load stated|measured] [--lb-data DIR]\n"
          "  -x, -y, -z   global grid size (default 64 each)\n"
          "  -i           timed iterations (default 100)\n"
          "  -w           warm-up iterations before timing (default 10)\n"
@@ -190,10 +199,15 @@ std::string usage() {
          "  --balance-every\n"
          "               after every N-th update (counted as --checkpoint-every counts), move\n"
          "               blocks between ranks with the balancer when it is worth it (0, the\n"
-         "               default: never)\n"
+         "               default: never); with --path task inside run(), at a balance\n"
+         "               point the blocks' tasks await\n"
          "  --balancer   refine (default: few moves), greedy (the heaviest block first onto\n"
          "               the least loaded rank) or rotate (every block to the next rank at\n"
          "               every balance point: for tests)\n"
+         "  --load       what the balancers weigh: stated (default: each block's points\n"
+         "               times its work factor) or measured (the device time of each\n"
+         "               block's work on its compute stream, the host time on the host\n"
+         "               backend; --path task)\n"
          "  --lb-data    write each balance point's loads and placements to DIR as DARMA\n"
          "               vt's LB data (data.RANK.json), which vt-tv and LBAF read\n";
 }

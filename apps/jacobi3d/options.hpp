@@ -33,6 +33,7 @@ struct Options {
   std::int64_t imbalance = 1;         // blocks in the grid's lower half in x do F times the work
   std::int64_t balance_every = 0;     // rebalance the blocks after every N-th update (0: never)
   std::string balancer = "refine";    // greedy, refine or rotate (kodo's balancers)
+  bool measured_load = false;         // --load measured: each block's device time, not its points
   std::string lb_data_dir;            // write LB data (DARMA vt's JSON) of each balance here
   bool help = false;
 };

@@ -106,6 +106,7 @@ struct ChannelEnd;
 struct RingCore;
 struct Message;
 class ViewPool;
+class TransportStaging;
 class RankProgram;  // tasking/step_program.hpp: opens channels for its units
 
 // Who is who among a runtime's links (channel_end.hpp, link_messages.cpp): the numbers this rank
@@ -145,6 +146,8 @@ class ChannelHost {
   virtual ChannelRegistry& channels() = 0;
   // Reused memory (pinned host buffers for host-staged transfers).
   virtual ViewPool& pool() = 0;
+  // Memory for the runtime's own transfers, kept while the transport runs.
+  virtual TransportStaging& transport_staging() = 0;
   // Ends the job from the scheduler loop, with `what` printed here and by `rank` too
   // (a transfer that does not fit is both ends' concern).
   [[noreturn]] virtual void fail_with_peer(int rank, const std::string& what) = 0;

@@ -6,15 +6,31 @@
 //   kodo::BalanceReport r = kodo::rebalance(blocks, kodo::refine_balance);
 //   if (r.applied) ...;   // r.moved units moved; r.before / r.after: max/avg - 1
 //
-// A unit's load is the host time the scheduler measured in its entry methods and in the
+//   // Or inside run(), at a point every unit's task reaches (WorkUnit::balance_point):
+//   kodo::balance_points(cells, kodo::refine_balance);     // every rank, before run()
+//   kodo::Task Cell::solve(int steps) {                    // (members: step_, ...)
+//     for (; step_ < steps; ++step_) {
+//       ...                                                // one step
+//       if ((step_ + 1) % 100 == 0 && step_ + 1 < steps) {
+//         ++step_;                                         // what state() holds goes on
+//         co_await balance_point<&Cell::solve>(steps);     // the task ends here; solve(steps)
+//       }                                                  // is called anew wherever the
+//     }                                                    // unit then is
+//   }
+//
+// A unit's load is the time the scheduler measured in its entry methods and in the
 // resumes of its task (task.hpp) since the collection's last balance point, or what the
-// unit stated (WorkUnit::set_load), which holds until it states another. Host time is
+// unit stated (WorkUnit::set_load), which holds until it states another. Time is
 // measured for a collection once the main program asks, measure_loads(collection), and
 // from its first rebalance() on: two clock reads per call (about 50 ns on a 2-core VM,
-// against 40 ns for the dispatch itself), which collections never balanced do not pay. Device work
-// a unit launches runs after its entry method returns: on a GPU, units state their load (their
-// cells, their atoms) or it is measured by the application; on the host backend kernels run inside
-// the entry method, so the host time is the work.
+// against 40 ns for the dispatch itself), which collections never balanced do not pay.
+// It is host time, unless the unit named a stream (WorkUnit::measure_device_load): then
+// the device time of the work each call enqueued on that stream, between two timing
+// events recorded around the call (load_timing.hpp; it includes what the stream waited
+// for, other streams' kernels sharing the device among them). Work launched from
+// completions (when_done continuations, ring hand-overs) is not in any call: such units
+// state their load (their cells, their atoms). On the host backend kernels run inside the
+// calls, so the host time is the work.
 //
 // Balancers are pure functions of a BalanceInput: the same input gives the same owners
 // on every rank, so each rank computes them itself. The ones kodo has:
@@ -138,6 +154,28 @@ BalanceReport rebalance(const Collection<U>& units, const Balancer& balancer,
     if (report.migration.moved > 0) store.last_migration_seconds = report.migration.seconds;
   }
   return report;
+}
+
+// How `units` is balanced at the balance points its units' tasks await inside run()
+// (WorkUnit::balance_point): rebalance(units, balancer, options) once every unit has
+// reached one and the job is quiet, then `after(report)` on every rank (LB data, a line
+// of output), then the entry method each task named goes on. Every rank's main program
+// calls it before run(), with the same balancer and options; a balance point reached
+// without it is an error naming the collection. An exception from `after` ends the job
+// (it would leave the other ranks waiting in run()).
+template <class U>
+void balance_points(const Collection<U>& units, Balancer balancer, BalanceOptions options = {},
+                    std::function<void(const BalanceReport&)> after = {}) {
+  detail::MigrationAccess::store(units).balance_at_point = [units, balancer = std::move(balancer),
+                                                            options, after = std::move(after)] {
+    const BalanceReport report = rebalance(units, balancer, options);
+    if (!after) return;
+    try {
+      after(report);
+    } catch (...) {  // on one rank: the others would wait for it in run()
+      fatal(detail::cat("balance_points' callback failed: ", detail::what_of_current()));
+    }
+  };
 }
 
 }  // namespace kodo

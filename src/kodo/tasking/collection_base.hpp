@@ -5,6 +5,7 @@
 
 #include <kodo/core/index.hpp>
 
+#include <coroutine>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -59,8 +60,14 @@ class UnitMap {
 struct UnitLoad {
   double measured = 0;
   std::optional<double> stated;
+  // The native stream whose device time is the measured load (WorkUnit::
+  // measure_device_load; load_timing.hpp), or null: host time. Set by the unit's
+  // constructor on its rank; it does not travel.
+  void* device_stream = nullptr;
   double value() const { return stated ? *stated : measured; }
 };
+
+class DeviceLoads;  // load_timing.hpp
 
 class CollectionBase {
  public:
@@ -97,6 +104,8 @@ class CollectionBase {
   // Whether the scheduler times the entry methods of units that state no load (two clock
   // reads a call): from kodo::measure_loads or the first rebalance on (balance.hpp).
   bool measure_loads = false;
+  // Where device time is measured (the scheduler's), or null.
+  DeviceLoads* device_loads = nullptr;
 
   // Seconds the collection's last migration took (0: none yet), the balancers' estimate
   // of what moving costs (balance.hpp): rebuilding the units dominates, not the bytes.
@@ -106,6 +115,18 @@ class CollectionBase {
   // What must let go of the collection's views and links before its units move (its step
   // programs' graphs), by owner: a migration calls each before it closes the links.
   std::map<const void*, std::function<void()>> before_migration;
+
+  // Tasks of this rank's units that await a balance point (WorkUnit::balance_point): the
+  // suspended task's frame, destroyed at the point, and the call that goes on from it
+  // (sent to the unit wherever it is once the collection is balanced), by linear index.
+  struct Parked {
+    std::coroutine_handle<> frame;
+    std::function<void()> go_on;
+  };
+  std::map<std::int64_t, Parked> parked;
+  // Balances the collection at a point every unit reached, from the scheduler loop with
+  // the job quiet (kodo::balance_points sets it; without it such a point is an error).
+  std::function<void()> balance_at_point;
 
   // Installs `map` (migration only): the local units become those it gives this rank,
   // with `loads` (by new slot). The caller rebuilds the units to match.

@@ -4,6 +4,7 @@
 #include <kodo/tasking/migration.hpp>
 
 #include <kodo/comm/detail/channel_end.hpp>
+#include <kodo/comm/detail/transport_staging.hpp>
 #include <kodo/comm/detail/ucx_transport.hpp>
 #include <kodo/core/agree.hpp>
 #include <kodo/tasking/detail/state_records.hpp>
@@ -23,6 +24,10 @@ namespace {
 constexpr int kHeaderTag = 1, kDataTag = 2, kFailedTag = 3;
 constexpr std::uint64_t kChunkBytes = std::uint64_t{1} << 30;  // an MPI count is an int
 constexpr std::uint64_t kMostStateBytes = std::uint64_t{1} << 44;
+// The views' data goes in pieces of at most this size, at most this many pieces in
+// flight each way per rank (transport_staging.hpp holds their slots).
+constexpr std::uint64_t kPieceBytes = std::uint64_t{8} << 20;
+constexpr std::size_t kStagingSlots = 4;
 
 // What travels ahead of a unit's records.
 struct Header {
@@ -430,69 +435,216 @@ void Migration::exchange(const std::function<void(std::int64_t, StateWriter&)>& 
     if (problem.empty()) problem = what_of_current();
   }
   agree_and_report(rt.comm(), problem);
-  UcxTransport& transport = RuntimeAccess::channel_host(rt).transport();
-  std::size_t pending = 0;
-  std::map<std::uint64_t, void*> posted;  // receives not completed, by tag
-  const auto failed = [&](const std::string& what) {
-    if (problem.empty()) problem = what;
+  // The views' data, in pieces of at most kPieceBytes copied through slots of this rank's
+  // kept staging memory (transport_staging.hpp: a peer's UCX may keep memory it reached
+  // mapped, so it must never be memory that is freed afterwards), as UCX tagged messages.
+  // Every rank serves its pieces in one order, the same on all ranks (unit, view, piece),
+  // filling each free slot with its first piece not yet served: the first piece not done
+  // anywhere is then in flight on both of its ranks, so the exchange cannot stall. The
+  // pieces of one view share its tag: UCX matches one sender's messages of a tag in order.
+  struct Piece {
+    std::int64_t linear;
+    std::uint64_t view;
+    int peer;
+    std::uint64_t number;  // among the pieces between the two ranks, in order
+    Segment data;          // where it comes from (sending) or goes (receiving)
+    void* posted = nullptr;
+    bool skipped = false, done = false;
+  };
+  std::vector<Piece> outgoing, incoming;
+  std::map<int, std::uint64_t> numbers_out, numbers_in;
+  const auto split = [](std::vector<Piece>& pieces, std::map<int, std::uint64_t>& numbers,
+                        std::int64_t linear, std::uint64_t view, int peer, const Segment& whole) {
+    for (std::uint64_t at = 0; at < whole.bytes; at += kPieceBytes)
+      pieces.push_back({linear, view, peer, numbers[peer]++,
+                        Segment{static_cast<std::byte*>(whole.data) + at,
+                                static_cast<std::size_t>(std::min<std::uint64_t>(kPieceBytes,
+                                                                                 whole.bytes - at)),
+                                whole.kind}});
   };
   const MemoryKind kind = memory_kind<ExecutionSpace::memory_space>();
+  for (const Leaving& l : leaving)  // ascending unit numbers, as `sizes` below
+    for (std::size_t v = 0; v < l.views.segments.size(); ++v)
+      split(outgoing, numbers_out, l.header.linear, v, l.to, l.views.segments[v]);
   for (auto& [linear, s] : sizes) {
     std::uint64_t at = m.view_offsets[linear];
-    for (std::size_t v = 0; v < s.size(); at += s[v], ++v) {
-      const std::uint64_t tag = view_tag(linear, v);
-      ++pending;
-      void* handle =
-          transport.tag_recv(tag, Segment{m.views.data() + at, s[v], kind},
-                             [&, tag, expected = s[v]](ucs_status_t status, std::size_t length) {
-                               --pending;
-                               posted.erase(tag);
-                               if (status != UCS_OK || length != expected)
-                                 failed(cat("a moving unit's view did not arrive whole (UCX: ",
-                                            ucs_status_string(status), ", ", length, " of ",
-                                            expected, " bytes)"));
-                             });
-      if (handle) posted[tag] = handle;
-    }
+    for (std::size_t v = 0; v < s.size(); at += s[v], ++v)
+      split(incoming, numbers_in, linear, v, m.arrivals.at(linear).from,
+            Segment{m.views.data() + at, s[v], kind});
   }
-  // A send that fails tells its receiver (an MPI message), which stops waiting for it.
-  std::vector<MPI_Request> notices;
-  const auto send_failed = [&](int to, const std::string& what) {
-    failed(what);
-    notices.emplace_back();
-    check_mpi(MPI_Isend(nullptr, 0, MPI_BYTE, to, kFailedTag, m.comm, &notices.back()),
-              "MPI_Isend");
+  std::map<std::pair<int, std::uint64_t>, std::size_t> incoming_at;  // (sender, number)
+  for (std::size_t i = 0; i < incoming.size(); ++i)
+    incoming_at[{incoming[i].peer, incoming[i].number}] = i;
+
+  struct Slot {
+    std::byte* at;
+    std::size_t piece = 0;
+    bool busy = false, arrived = false;
   };
-  for (const Leaving& l : leaving)
-    for (std::size_t v = 0; v < l.views.segments.size(); ++v) {
-      ++pending;
-      const int to = l.to;
-      try {
-        transport.tag_send(to, view_tag(l.header.linear, v), l.views.segments[v],
-                           [&, to](ucs_status_t status, std::size_t) {
-                             --pending;
-                             if (status != UCS_OK)
-                               send_failed(to, cat("a moving unit's view could not be sent (UCX: ",
-                                                   ucs_status_string(status), ")"));
-                           });
-      } catch (...) {
-        --pending;
-        send_failed(to, what_of_current());
+  std::vector<Slot> send_slots, receive_slots;
+  {
+    std::uint64_t slot_bytes = 0;
+    for (const auto* list : {&outgoing, &incoming})
+      for (const Piece& p : *list) slot_bytes = std::max<std::uint64_t>(slot_bytes, p.data.bytes);
+    const std::size_t sends = std::min<std::size_t>(kStagingSlots, outgoing.size());
+    const std::size_t receives = std::min<std::size_t>(kStagingSlots, incoming.size());
+    std::byte* staging = nullptr;
+    try {
+      if (sends + receives > 0)
+        staging = RuntimeAccess::channel_host(rt).transport_staging().at_least(
+            static_cast<std::size_t>(slot_bytes * (sends + receives)));
+    } catch (...) {
+      problem = what_of_current();
+    }
+    agree_and_report(rt.comm(), problem);
+    for (std::size_t s = 0; s < sends + receives; ++s)
+      (s < sends ? send_slots : receive_slots).push_back(Slot{staging + s * slot_bytes});
+  }
+
+  UcxTransport& transport = RuntimeAccess::channel_host(rt).transport();
+  const ExecutionSpace& space = rt.streams().communication(0).space();
+  std::size_t next_out = 0, next_in = 0, done_out = 0, done_in = 0, stand_ins = 0;
+  const auto failed = [&](const char* what, ucs_status_t status) noexcept {
+    if (!problem.empty()) return;
+    try {
+      problem = cat(what, " (UCX: ", ucs_status_string(status), ")");
+    } catch (...) {
+      problem = "kodo: a moving unit's view could not be moved";
+    }
+  };
+  // A send that fails as it is made sends an empty message with its tag in its place, so
+  // the receiver's next receive of that tag still matches the right piece (it then fails
+  // on the length); if that fails too, this rank sends the peer nothing more and tells it
+  // from which piece on (an MPI message), and the peer stops waiting for those.
+  std::map<int, std::uint64_t> stopped_at;  // peers sent nothing more, from that piece on
+  std::deque<std::uint64_t> notice_numbers;
+  std::vector<MPI_Request> notices;
+  bool issuing = false, refused = false;  // a send under way, and whether it failed at once
+  const auto send = [&](int peer, std::uint64_t tag, const Segment& data,
+                        UcxTransport::TagDone done) {
+    issuing = true;
+    refused = false;
+    try {
+      transport.tag_send(peer, tag, data, [&, done](ucs_status_t status, std::size_t n) {
+        if (issuing && status != UCS_OK) refused = true;
+        done(status, n);
+      });
+    } catch (...) {
+      refused = true;
+      done(UCS_ERR_NO_RESOURCE, 0);
+    }
+    issuing = false;
+    return !refused;
+  };
+  std::vector<Slot*> filled;
+  try {
+    while (done_out < outgoing.size() || done_in < incoming.size() || stand_ins > 0) {
+      for (Slot& slot : receive_slots) {
+        while (!slot.busy && next_in < incoming.size()) {
+          const std::size_t i = next_in++;
+          Piece& p = incoming[i];
+          if (p.skipped) {
+            ++done_in;
+            continue;
+          }
+          slot.busy = true;
+          slot.piece = i;
+          p.posted = transport.tag_recv(
+              view_tag(p.linear, p.view), Segment{slot.at, p.data.bytes, kind},
+              [&, i, s = &slot](ucs_status_t status, std::size_t length) {
+                Piece& q = incoming[i];
+                q.posted = nullptr;
+                if (status == UCS_OK && length == q.data.bytes) {
+                  s->arrived = true;
+                  return;
+                }
+                failed(status == UCS_OK ? "a piece of a moving unit's view came with another size"
+                                        : "a piece of a moving unit's view did not arrive",
+                       status);
+                q.done = true;
+                s->busy = false;
+                ++done_in;
+              });
+        }
+      }
+      filled.clear();
+      for (Slot& slot : send_slots) {
+        while (next_out < outgoing.size() && stopped_at.count(outgoing[next_out].peer)) {
+          ++next_out;  // a peer this rank sends nothing more to
+          ++done_out;
+        }
+        if (slot.busy || next_out == outgoing.size()) continue;
+        slot.busy = true;
+        slot.piece = next_out++;
+        const Piece& p = outgoing[slot.piece];
+        copy_bytes(space, Segment{slot.at, p.data.bytes, kind}, p.data, p.data.bytes);
+        filled.push_back(&slot);
+      }
+      if (!filled.empty()) space.fence("kodo::migrate staging out");
+      for (Slot* slot : filled) {
+        const Piece& p = outgoing[slot->piece];
+        if (stopped_at.count(p.peer)) {
+          slot->busy = false;
+          ++done_out;
+          continue;
+        }
+        const std::uint64_t tag = view_tag(p.linear, p.view);
+        const bool issued = send(p.peer, tag, Segment{slot->at, p.data.bytes, kind},
+                                 [&, slot](ucs_status_t status, std::size_t) {
+                                   slot->busy = false;
+                                   ++done_out;
+                                   if (status != UCS_OK)
+                                     failed("a moving unit's view could not be sent", status);
+                                 });
+        if (issued) continue;
+        ++stand_ins;
+        if (send(p.peer, tag, Segment{nullptr, 0, MemoryKind::host},
+                 [&](ucs_status_t, std::size_t) { --stand_ins; }))
+          continue;
+        stopped_at[p.peer] = p.number;
+        notice_numbers.push_back(p.number);
+        notices.emplace_back();
+        check_mpi(MPI_Isend(&notice_numbers.back(), 1, MPI_UINT64_T, p.peer, kFailedTag, m.comm,
+                            &notices.back()),
+                  "MPI_Isend");
+      }
+      transport.progress();
+      filled.clear();
+      for (Slot& slot : receive_slots)
+        if (slot.arrived) {
+          const Piece& p = incoming[slot.piece];
+          copy_bytes(space, p.data, Segment{slot.at, p.data.bytes, kind}, p.data.bytes);
+          filled.push_back(&slot);
+        }
+      if (!filled.empty()) space.fence("kodo::migrate staging in");
+      for (Slot* slot : filled) {
+        incoming[slot->piece].done = true;
+        slot->arrived = slot->busy = false;
+        ++done_in;
+      }
+      // A sender's notice: nothing more comes from it, from that piece on.
+      int notice = 0;
+      MPI_Status status;
+      check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, kFailedTag, m.comm, &notice, &status), "MPI_Iprobe");
+      if (!notice) continue;
+      std::uint64_t from = 0;
+      const int sender = status.MPI_SOURCE;
+      check_mpi(MPI_Recv(&from, 1, MPI_UINT64_T, sender, kFailedTag, m.comm, MPI_STATUS_IGNORE),
+                "MPI_Recv");
+      failed("a rank could not send a moving unit's views", UCS_ERR_CANCELED);
+      for (std::size_t i = 0; i < incoming.size(); ++i) {
+        Piece& p = incoming[i];
+        if (p.peer != sender || p.number < from || p.done) continue;
+        if (p.posted)
+          transport.cancel(p.posted);  // nothing matched it: its completion runs, cancelled
+        else if (i >= next_in)
+          p.skipped = true;
       }
     }
-  while (pending > 0) {
-    transport.progress();
-    int notice = 0;
-    MPI_Status status;
-    check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, kFailedTag, m.comm, &notice, &status), "MPI_Iprobe");
-    if (!notice) continue;
-    check_mpi(MPI_Recv(nullptr, 0, MPI_BYTE, status.MPI_SOURCE, kFailedTag, m.comm,
-                       MPI_STATUS_IGNORE),
-              "MPI_Recv");
-    failed(cat("rank ", status.MPI_SOURCE, " could not send a moving unit's views"));
-    // What was posted will not all come: cancelled (their completions run with an error).
-    for (const auto& [tag, handle] : std::map<std::uint64_t, void*>(posted))
-      transport.cancel(handle);
+  } catch (...) {
+    // Receives posted into this frame and sends from the slots are under way: the job
+    // cannot go on (a device or MPI failure in the middle of moving the views).
+    fatal(cat("moving units' views failed on rank ", rank, ": ", what_of_current()));
   }
   check_mpi(MPI_Waitall(static_cast<int>(notices.size()), notices.data(), MPI_STATUSES_IGNORE),
             "MPI_Waitall");

@@ -23,10 +23,13 @@
 // advance: StepProgram's epoch).
 //
 // When: the job is quiet (migrate runs run() first): no message in flight, no task
-// waiting, no device work pending on the rank's streams. Between ranks a unit's records
-// travel over MPI (at most kMigrationsInFlight units' sends per rank at a time), the
-// data of its views beside them as UCX tagged messages, straight from the old unit's
-// memory (device to device on GPUs) into one buffer on the new rank.
+// waiting, no device work pending on the rank's streams; or at a balance point the
+// units' tasks reached inside run() (WorkUnit::balance_point, balance.hpp). Between ranks
+// a unit's records travel over MPI (at most kMigrationsInFlight units' sends per rank at
+// a time), the data of its views beside them as UCX tagged messages in pieces of 8 MiB,
+// copied through a few slots of memory the runtime keeps for the transport's life (device
+// to device on GPUs; comm/detail/transport_staging.hpp says why), into one buffer on the
+// new rank.
 // A map that moves no unit changes nothing. Errors: owners of the wrong length or naming
 // a rank outside the job, owners that differ between ranks, a unit type whose create()
 // arguments cannot be copied, a unit that fails to build or restore: a kodo::Error on

@@ -1,5 +1,6 @@
 #include <kodo/tasking/task.hpp>
 
+#include <kodo/tasking/detail/load_timing.hpp>
 #include <kodo/tasking/detail/task_list.hpp>
 
 #include <chrono>
@@ -32,12 +33,9 @@ void resume_task(std::coroutine_handle<> coroutine) {
 
 void resume_task(TaskRecord& task, std::coroutine_handle<> coroutine) {
   CollectionBase* c = task.collection;
-  if (!c || !c->measure_loads || c->load(task.slot).stated) return resume_task(coroutine);
-  UnitLoad& load = c->load(task.slot);
-  const auto started = std::chrono::steady_clock::now();
-  resume_task(coroutine);  // may end the task: `task` is not used after this
-  load.measured +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (!c) return resume_task(coroutine);
+  // The resume may end the task: `task` is not used after it.
+  time_for_load(*c, task.slot, [coroutine] { resume_task(coroutine); });
 }
 
 void start_task(Task task, std::string unit, TaskList& list, ChannelHost& host,
@@ -52,6 +50,10 @@ void start_task(Task task, std::string unit, TaskList& list, ChannelHost& host,
   coroutine.promise().task = &record;
   list.add(record);
   resume_task(coroutine);
+}
+
+void leave_task_list(TaskRecord& task) {
+  if (task.list) task.list->remove(task);
 }
 
 std::coroutine_handle<> end_task(Task::Handle ended_task) noexcept {

@@ -31,7 +31,10 @@
 // - kodo::when_all(a, b, ...): several of these at once, giving their results as a tuple
 //   (std::monostate for those with none);
 // - another kodo::Task (a coroutine of its own, e.g. a halo exchange): it runs until it
-//   ends, and an exception that left it is rethrown in the awaiting task.
+//   ends, and an exception that left it is rethrown in the awaiting task;
+// - balance_point<M>(args...) (WorkUnit): a balance point of the unit's collection, where
+//   the task ends; the collection is balanced once every unit has reached it, and entry
+//   method M goes on from there, on the unit's rank then (balance.hpp).
 // The awaitables above belong to tasks: co_await them only in a kodo::Task, which awaits
 // nothing else (another library's awaitable does not compile there).
 //
@@ -45,11 +48,11 @@
 // parameters are copied into the coroutine, so an entry method that is a task takes them
 // by value (a reference would outlive the call's arguments).
 //
-// Moving a unit whose task waits (load balancing, a later issue) fits this design at the
-// points a task names: a balance point it awaits, with no receive posted and no round
-// open, its state written by state() as for checkpoints and a new task started from it
-// (docs/architecture.md, "Moving a unit whose task waits"); what the loop needs to go on
-// belongs in members that state() names, not in the coroutine's locals.
+// A unit whose task loops moves at a balance point its task awaits (balance_point): the
+// task's frame is destroyed there, the unit moves with its state() as for checkpoints,
+// and an entry method named at the point starts anew (docs/architecture.md, "Moving a
+// unit whose task waits"); what the loop needs to go on belongs in members that state()
+// names, or in the arguments of that entry method, not in the coroutine's locals.
 
 #include <kodo/backends/stream.hpp>
 #include <kodo/comm/channel.hpp>
@@ -123,6 +126,9 @@ void start_task(Task task, std::string unit, TaskList& list, ChannelHost& host,
                 CollectionBase* collection = nullptr, std::int64_t slot = -1);
 template <class U>
 void start_unit_task(U& unit, Task task);  // defined in work_unit.hpp
+// The suspended `task` no longer counts as waiting (a balance point keeps its frame and
+// destroys it: WorkUnit::balance_point).
+void leave_task_list(TaskRecord& task);
 
 }  // namespace detail
 
@@ -165,8 +171,8 @@ class [[nodiscard]] Task {
     A&& await_transform(A&& other) noexcept {
       static_assert(detail::never<A>,
                     "kodo: a kodo::Task awaits kodo::receive, when_done(stream), all_reduce, "
-                    "AwaitableRing::transfer, Inbox::take, kodo::when_all and other "
-                    "kodo::Tasks only");
+                    "balance_point, AwaitableRing::transfer, Inbox::take, kodo::when_all and "
+                    "other kodo::Tasks only");
       return std::forward<A>(other);
     }
   };
@@ -335,6 +341,8 @@ AwaitedRounds& awaited_rounds(U& unit);  // defined in work_unit.hpp
 // when_all(a, b, ...): done when every operation is.
 template <class... Ops>
 struct AllOf {
+  static_assert((!requires { Ops::ends_task; } && ...),
+                "kodo: a balance point ends its task: await it alone, not in a when_all");
   explicit AllOf(std::tuple<Ops...> operations)
       : ops(std::move(operations)), where(std::get<0>(ops).where) {}
   std::tuple<Ops...> ops;

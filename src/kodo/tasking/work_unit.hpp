@@ -132,6 +132,16 @@ class WorkUnit {
     store.load(store.slot_of(store.shape().linear(index_))).stated = load;
   }
 
+  // Measures this unit's load (where its collection's loads are measured, balance.hpp) as
+  // the device time of the work its entry methods and task resumes enqueue on `stream`
+  // (two timing events on it per call), instead of their host time, which on a GPU is
+  // the time to launch. Called by the constructor, as the unit is rebuilt where it moves.
+  // On the host backend the work runs inside the calls: the host time is kept.
+  void measure_device_load(Stream& stream) const {
+    auto& store = collection_.store();
+    store.load(store.slot_of(store.shape().linear(index_))).device_stream = stream.native_handle();
+  }
+
   // Contributes `value` to this unit's next reduction round. When every unit of the
   // collection has contributed to the round, the values combined with Op are delivered
   // to entry method Target (taking T, or T and the round's std::uint64_t number) of every
@@ -180,6 +190,27 @@ class WorkUnit {
                   std::source_location where = std::source_location::current()) {
     using T = typename Name::value_type;
     return detail::Awaitable<AllReduce<T, typename Name::operation, Name>>({this, value, where});
+  }
+
+  // Awaited in a task: a balance point of the unit's collection, where the task ends.
+  // Once every unit's task has reached it and the job is quiet, inside run(), the
+  // collection is balanced as the main program chose (kodo::balance_points, balance.hpp;
+  // units may move, and every unit is rebuilt as migration.hpp says), and entry method M
+  // is called with `args` on every unit, wherever it now is, to go on from the members
+  // its state() restored: the task's locals are gone. Every unit of the collection
+  // awaits the point in the same phase. Code after the co_await never runs.
+  template <auto M, class... A>
+  auto balance_point(A&&... args) {
+    using E = detail::Entry<Derived, M>;
+    static_assert(sizeof...(A) == std::tuple_size_v<typename E::Arguments>,
+                  "kodo: wrong number of arguments for this entry method");
+    // Kept as the entry method's parameters (a pointer into the unit would not outlive a
+    // move), sent as a call once the collection is balanced.
+    return detail::Awaitable<BalancePoint>(
+        {this, [collection = collection_, index = index_,
+                kept = typename E::Arguments(std::forward<A>(args)...)] {
+           std::apply([&](const auto&... a) { collection[index].template send<M>(a...); }, kept);
+         }});
   }
 
   // Contributes the contents of a device (or host) view to this unit's next round,
@@ -267,6 +298,29 @@ class WorkUnit {
     Reduced<Result> result() { return {std::move(*reduced), round}; }
     const char* what() const { return "the result of all_reduce round"; }
     std::int64_t number() const { return static_cast<std::int64_t>(round); }
+  };
+  // balance_point: the task leaves the rank's list of waiting tasks (the job may go quiet
+  // with it) and is kept by the collection until the scheduler balances it.
+  struct BalancePoint {
+    static constexpr bool ends_task = true;  // not in a when_all (task.hpp)
+    WorkUnit* unit;
+    std::function<void()> go_on;
+    std::source_location where{};
+    bool ready() const { return false; }
+    void start(detail::TaskRecord& task, const std::function<void()>&) {
+      auto& store = unit->collection_.store();
+      const std::int64_t linear = store.shape().linear(unit->index_);
+      if (!store.parked
+               .emplace(linear, detail::CollectionBase::Parked{task.frame, std::move(go_on)})
+               .second)
+        throw Error(detail::cat("unit ", unit->index_,
+                                " awaits a balance point in two tasks at once (one task per unit "
+                                "reaches a balance point)"));
+      detail::leave_task_list(task);
+    }
+    void result() const {}
+    const char* what() const { return "a balance point (balance_point)"; }
+    std::int64_t number() const { return -1; }
   };
   template <class U>
   friend detail::AwaitedRounds& detail::awaited_rounds(U& unit);

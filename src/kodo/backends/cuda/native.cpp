@@ -109,6 +109,18 @@ bool event_reached(NativeEvent event) {
   return true;
 }
 
+NativeEvent create_timing_event() {
+  cudaEvent_t e = nullptr;
+  check(cudaEventCreate(&e), "cudaEventCreate");
+  return e;
+}
+double seconds_between(NativeEvent start, NativeEvent end) {
+  float ms = 0;
+  check(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start), static_cast<cudaEvent_t>(end)),
+        "cudaEventElapsedTime");
+  return ms * 1e-3;
+}
+
 std::uint64_t* allocate_counters(std::size_t count, std::uint64_t** device_address) {
   void* host = nullptr;
   check(cudaHostAlloc(&host, count * sizeof(std::uint64_t),

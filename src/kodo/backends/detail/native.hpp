@@ -52,6 +52,11 @@ void check_stream(NativeStream stream);
 // comparison in perf/): record on a stream, then ask whether it has been reached.
 void record_event(NativeStream stream, NativeEvent event);
 bool event_reached(NativeEvent event);
+// An event that also takes the time it is reached (record_event, event_reached,
+// destroy_event as above), and the seconds between two such events, both reached. The
+// host backend has no device time: 0.
+NativeEvent create_timing_event();
+double seconds_between(NativeEvent start, NativeEvent end);
 
 // Host memory the device can write: `count` counters, zeroed. `device_address`
 // receives the address the device uses for the same memory.

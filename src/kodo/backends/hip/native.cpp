@@ -94,6 +94,18 @@ bool event_reached(NativeEvent event) {
   return true;
 }
 
+NativeEvent create_timing_event() {
+  hipEvent_t e = nullptr;
+  check(hipEventCreate(&e), "hipEventCreate");
+  return e;
+}
+double seconds_between(NativeEvent start, NativeEvent end) {
+  float ms = 0;
+  check(hipEventElapsedTime(&ms, static_cast<hipEvent_t>(start), static_cast<hipEvent_t>(end)),
+        "hipEventElapsedTime");
+  return ms * 1e-3;
+}
+
 // Coherent: the host spins on values the device writes, which must not sit in a cache.
 std::uint64_t* allocate_counters(std::size_t count, std::uint64_t** device_address) {
   void* host = nullptr;

@@ -26,6 +26,8 @@ constexpr int kDispatchBatch = 64;
 // yields the processor between turns (for ranks sharing cores); a short wait is spent
 // polling, so a message that arrives soon is seen at once.
 constexpr unsigned kWaveTestInterval = 16, kSpinTurns = 1024;
+// Units' calls whose device time is pending before the reached ones are added up.
+constexpr std::size_t kFoldDeviceLoadsAt = 256;
 
 int rank_in(MPI_Comm comm) {
   int rank = 0;
@@ -118,16 +120,19 @@ void Scheduler::shutdown() {
     check_mpi(MPI_Barrier(comm_), "MPI_Barrier");
   }
   tasks_.destroy_all();  // tasks still waiting after a failed run(): never resumed now
+  drop_parked();
   collections_.clear();
   forget_retired(*channels_);
   // Work never run (after a failed run(), or sends that were never matched) may hold
   // views: they go before Kokkos does.
   queue_.clear();
   engine_ = CompletionEngine();
+  device_loads_.clear();
   pool_.clear();
   if (const std::string path = trace_.write(rank_); !path.empty() && rank_ == 0)
     print_error("kodo: trace written to " + path + " (and the other ranks' beside it)");
   transport_.reset();
+  transport_staging_.clear();
   node_.reset();
 }
 
@@ -136,6 +141,8 @@ void Scheduler::add_collection(std::unique_ptr<CollectionBase> collection) {
     throw Error("collections are created by the main program of every rank, not inside run()");
   if (collection->id() != collections_.size())
     throw Error("collections must be created one at a time, in the same order on every rank");
+  // The host backend runs a unit's work inside its calls: host time is its device time.
+  if (!host_build) collection->device_loads = &device_loads_;
   collections_.push_back(std::move(collection));
 }
 
@@ -219,9 +226,14 @@ void Scheduler::run() {
   if (running_) throw Error("Runtime::run() is not reentrant (called from an entry method?)");
   running_ = true;
   struct Reset {
-    bool& flag;
-    ~Reset() { flag = false; }
-  } reset{running_};
+    Scheduler& scheduler;
+    int unwinding = std::uncaught_exceptions();
+    ~Reset() {
+      scheduler.running_ = false;
+      // A run() that fails leaves no task at a balance point for a later one to balance.
+      if (std::uncaught_exceptions() > unwinding) scheduler.drop_parked();
+    }
+  } reset{*this};
   termination_.reset();
   drain_.mark_dirty();  // the program may have launched work before run()
   auto idle_since = std::chrono::steady_clock::now();
@@ -235,8 +247,72 @@ void Scheduler::run() {
     if (idle_turns >= kSpinTurns) std::this_thread::yield();
     if (idle_turns % kWaveTestInterval == 0 &&
         job_is_quiet(stall_limit_ ? std::chrono::steady_clock::now() - idle_since
-                                  : std::chrono::steady_clock::duration{}))
-      return;
+                                  : std::chrono::steady_clock::duration{})) {
+      device_loads_.fold(true);  // the streams are drained: every call's time is in
+      if (parked_at_quiet_ == 0) return;
+      balance_parked();  // every rank saw the same wave
+      termination_.reset();
+      idle_turns = 0;
+    }
+  }
+}
+
+std::uint64_t Scheduler::parked_tasks() const {
+  std::uint64_t n = 0;
+  for (const auto& c : collections_) n += c->parked.size();
+  return n;
+}
+
+void Scheduler::balance_parked() {
+  std::vector<std::uint64_t> parked;
+  for (const auto& c : collections_) parked.push_back(c->parked.size());
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, parked.data(), static_cast<int>(parked.size()),
+                          MPI_UINT64_T, MPI_SUM, comm_),
+            "MPI_Allreduce");
+  // Every parked task ends first (its frame points at its unit, which a migration
+  // rebuilds), and no collection is balanced from a run() nested in another's balancing.
+  std::string problem;
+  std::vector<std::vector<std::function<void()>>> go_on(parked.size());
+  for (std::size_t i = 0; i < parked.size(); ++i) {
+    CollectionBase& c = *collections_[i];
+    if (parked[i] == 0) continue;
+    if (problem.empty() && parked[i] != static_cast<std::uint64_t>(c.shape().size()))
+      problem = cat("the job went quiet with ", parked[i], " of the ", c.shape().size(),
+                    " units of collection ", c.id(),
+                    " at a balance point: the others' tasks ended or never reached it (every "
+                    "unit's task awaits the balance point, in the same phase)");
+    else if (problem.empty() && !c.balance_at_point)
+      problem = cat("the units of collection ", c.id(),
+                    " reached a balance point, but the main program set no balancer for it on "
+                    "rank ",
+                    rank_, " (kodo::balance_points before run())");
+    for (auto& [linear, p] : c.parked) {
+      p.frame.destroy();
+      go_on[i].push_back(std::move(p.go_on));
+    }
+    c.parked.clear();
+  }
+  agree_and_report(comm_, problem);
+  for (std::size_t i = 0; i < parked.size(); ++i) {
+    if (parked[i] == 0) continue;
+    running_ = false;  // the balancer runs the quiet job as the main program would
+    collections_[i]->balance_at_point();
+    running_ = true;
+  }
+  // What each rank does alone from here on cannot fail on one rank only and leave the
+  // others waiting: a call that cannot be sent ends the job.
+  try {
+    for (const auto& calls : go_on)
+      for (const auto& f : calls) f();
+  } catch (...) {
+    fatal(cat("the calls that go on from a balance point could not be sent: ", what_of_current()));
+  }
+}
+
+void Scheduler::drop_parked() {
+  for (const auto& c : collections_) {
+    for (auto& [linear, p] : c->parked) p.frame.destroy();
+    c->parked.clear();
   }
 }
 
@@ -263,6 +339,7 @@ bool Scheduler::turn() {
       dispatch(m);
     }
     termination_.count_processed();
+    if (device_loads_.pending() > kFoldDeviceLoadsAt) device_loads_.fold(false);
     // Device work that finished meanwhile continues now, not after the batch: a message
     // that launches kernels takes microseconds, and a batch of them would leave the
     // device idle (the engine reads one counter per busy stream).
@@ -286,9 +363,10 @@ bool Scheduler::job_is_quiet(std::chrono::steady_clock::duration idle_for) {
     tasks_at_wave_ = tasks_.count() != 0 ? tasks_.describe() : std::string(" none");
     processed_at_description_ = termination_.processed();
   }
-  const auto wave =
-      termination_.test(reductions_.pending_rounds(), drain_.dirty(), idle, tasks_.count());
+  const auto wave = termination_.test(reductions_.pending_rounds(), drain_.dirty(), idle,
+                                      tasks_.count(), parked_tasks());
   if (!wave) return false;
+  parked_at_quiet_ = wave->parked_tasks;
   if (wave->stalled(size_) && !stall_reported_) report_stall(*wave);
   if (wave->quiet()) {
     if (wave->pending_rounds == 0 && wave->waiting_tasks == 0) return true;
@@ -299,8 +377,12 @@ bool Scheduler::job_is_quiet(std::chrono::steady_clock::duration idle_for) {
     reductions_.drop_pending();
     if (wave->waiting_tasks != 0)
       throw Error(cat("the job went quiet with ", wave->waiting_tasks,
-                      " task(s) waiting for what no unit will send or contribute; on rank ", rank_,
-                      ":", tasks_at_wave_, rounds));
+                      " task(s) waiting for what no unit will send or contribute",
+                      wave->parked_tasks ? cat(" (and ", wave->parked_tasks,
+                                               " at balance points, which wait for every other "
+                                               "task to end or reach one)")
+                                         : std::string(),
+                      "; on rank ", rank_, ":", tasks_at_wave_, rounds));
     throw Error(cat("the job went quiet with ", wave->pending_rounds,
                     " reduction round(s) incomplete: some units never contributed", rounds));
   }
@@ -551,12 +633,7 @@ void Scheduler::invoke(Message& message) {
   Call& invoked = message.local ? *message.local : *call;
   // The time the unit's entry method takes is its measured load (balance.hpp), where
   // the collection's loads are measured and the unit states none of its own.
-  UnitLoad& load = c->load(slot);
-  if (!c->measure_loads || load.stated) return invoked.invoke(c->unit_at(slot));
-  const auto started = std::chrono::steady_clock::now();
-  invoked.invoke(c->unit_at(slot));
-  load.measured +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  time_for_load(*c, slot, [&] { invoked.invoke(c->unit_at(slot)); });
 }
 
 }  // namespace kodo::detail

@@ -8,10 +8,12 @@
 
 #include <kodo/backends/stream.hpp>
 #include <kodo/comm/channel.hpp>
+#include <kodo/comm/detail/transport_staging.hpp>
 #include <kodo/comm/view_pool.hpp>
 #include <kodo/comm/wire.hpp>
 #include <kodo/tasking/collection_base.hpp>
 #include <kodo/tasking/detail/completion_engine.hpp>
+#include <kodo/tasking/detail/load_timing.hpp>
 #include <kodo/tasking/detail/reductions.hpp>
 #include <kodo/tasking/detail/stall_watch.hpp>
 #include <kodo/tasking/detail/stream_drain.hpp>
@@ -91,6 +93,7 @@ class Scheduler final : public ChannelHost {
   NodeChannels* node() override { return node_.get(); }
   ChannelRegistry& channels() override { return *channels_; }
   ViewPool& pool() override { return pool_; }
+  TransportStaging& transport_staging() override { return transport_staging_; }
   [[noreturn]] void fail_with_peer(int rank, const std::string& what) override;
 
  private:
@@ -99,6 +102,12 @@ class Scheduler final : public ChannelHost {
   bool turn();                                   // one pass of the loop; whether anything happened
   // Looks at the termination wave; `idle_for` is how long this rank has been idle.
   bool job_is_quiet(std::chrono::steady_clock::duration idle_for);
+  // With the job quiet and tasks at balance points somewhere: balances each collection
+  // whose units all reached one, then calls the entry methods that go on from there.
+  void balance_parked();
+  // Destroys the frames of tasks at balance points (a run() that failed, shutdown).
+  void drop_parked();
+  std::uint64_t parked_tasks() const;
   void report_stall(const TerminationDetector::Wave& wave);  // and throws with KODO_STALL_EXIT
   void dispatch(Message& message);                           // ends the job on any error
   void dispatch_checked(Message& message);  // throws kodo::Error naming what is wrong
@@ -127,15 +136,18 @@ class Scheduler final : public ChannelHost {
   TaskList tasks_;
   std::string tasks_at_wave_ = " none";  // what the tasks awaited as the latest wave started
   std::uint64_t processed_at_description_ = 0;
+  std::uint64_t parked_at_quiet_ = 0;  // tasks at balance points in the quiet wave, job-wide
   StreamDrain drain_;
   StallWatch stalls_;
   // KODO_STALL_SECONDS (none: no reports) and KODO_STALL_EXIT.
   std::optional<std::chrono::duration<double>> stall_limit_;
   bool stall_exit_ = false, stall_reported_ = false;
   std::shared_ptr<ChannelRegistry> channels_ = make_channel_registry();
-  Trace trace_;                    // KODO_TRACE
-  ViewPool pool_;                  // the views of calls from other ranks (KODO_CALL_POOL_BYTES)
-  bool stage_host_views_ = false;  // tests: eager data for host views takes the device path
+  Trace trace_;               // KODO_TRACE
+  ViewPool pool_;             // the views of calls from other ranks (KODO_CALL_POOL_BYTES)
+  DeviceLoads device_loads_;  // units' device time, where their loads are measured
+  TransportStaging transport_staging_;  // a migration's views (transport_staging.hpp)
+  bool stage_host_views_ = false;       // tests: eager data for host views takes the device path
   std::unique_ptr<UcxTransport> transport_;
   std::unique_ptr<NodeChannels> node_;  // same-node channels (KODO_CHANNELS)
 };

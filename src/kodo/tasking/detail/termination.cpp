@@ -11,9 +11,10 @@ TerminationDetector::~TerminationDetector() {
 
 std::optional<TerminationDetector::Wave> TerminationDetector::test(std::uint64_t pending_rounds,
                                                                    bool dirty, bool idle,
-                                                                   std::uint64_t tasks) {
+                                                                   std::uint64_t tasks,
+                                                                   std::uint64_t parked) {
   if (wave_ == MPI_REQUEST_NULL) {
-    in_ = {sent_, processed_, pending_rounds, dirty ? 1u : 0u, idle ? 1u : 0u, tasks};
+    in_ = {sent_, processed_, pending_rounds, dirty ? 1u : 0u, idle ? 1u : 0u, tasks, parked};
     check_mpi(MPI_Iallreduce(in_.data(), out_.data(), static_cast<int>(in_.size()), MPI_UINT64_T,
                              MPI_SUM, comm_, &wave_),
               "MPI_Iallreduce");
@@ -24,7 +25,7 @@ std::optional<TerminationDetector::Wave> TerminationDetector::test(std::uint64_t
   const bool stable = have_previous_ && out_ == previous_;
   previous_ = out_;
   have_previous_ = true;
-  return Wave{out_[0], out_[1], out_[2], out_[3], out_[4], out_[5], stable};
+  return Wave{out_[0], out_[1], out_[2], out_[3], out_[4], out_[5], out_[6], stable};
 }
 
 void TerminationDetector::reset() { have_previous_ = false; }

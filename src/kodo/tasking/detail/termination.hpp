@@ -36,7 +36,8 @@ class TerminationDetector {
   // What one wave found, summed over the ranks.
   struct Wave {
     std::uint64_t sent, processed, pending_rounds, dirty_ranks, idle_ranks, waiting_tasks;
-    bool stable;  // equal to the wave before it
+    std::uint64_t parked_tasks;  // tasks at a balance point (not waiting: the job may go quiet)
+    bool stable;                 // equal to the wave before it
     bool balanced() const { return sent == processed; }
     bool quiet() const { return stable && balanced() && dirty_ranks == 0; }
     // A message was processed that no rank counted as sent (corrupted or duplicated).
@@ -51,9 +52,10 @@ class TerminationDetector {
   // quiet. Starts a wave with this rank's state when none is in flight, and returns the
   // wave's result when it completes.
   // `idle`: this rank has been idle for longer than the stall limit; `tasks`: its coroutine
-  // tasks that have started and not ended (a quiet job with some is stuck).
+  // tasks that have started and not ended (a quiet job with some is stuck); `parked`:
+  // its tasks that await a balance point (a quiet job with some balances them).
   std::optional<Wave> test(std::uint64_t pending_rounds, bool dirty, bool idle = false,
-                           std::uint64_t tasks = 0);
+                           std::uint64_t tasks = 0, std::uint64_t parked = 0);
   // Whether a wave is in flight (else the next test() starts one with this rank's state).
   bool wave_in_flight() const { return wave_ != MPI_REQUEST_NULL; }
   // Forgets the previous wave (a new run() starts afresh).
@@ -62,7 +64,7 @@ class TerminationDetector {
  private:
   MPI_Comm comm_;
   std::uint64_t sent_ = 0, processed_ = 0;
-  std::array<std::uint64_t, 6> in_{}, out_{}, previous_{};
+  std::array<std::uint64_t, 7> in_{}, out_{}, previous_{};
   bool have_previous_ = false;
   MPI_Request wave_ = MPI_REQUEST_NULL;
 };
