@@ -463,6 +463,10 @@ void Migration::exchange(const std::function<void(std::int64_t, StateWriter&)>& 
                                 whole.kind}});
   };
   const MemoryKind kind = memory_kind<ExecutionSpace::memory_space>();
+  // The slots are in device memory where UCX moves it, else in pinned host memory (the
+  // views' data then goes through the host: host-staged).
+  UcxTransport& transport = RuntimeAccess::channel_host(rt).transport();
+  const MemoryKind slot_kind = transport.carries(kind) ? kind : MemoryKind::host;
   for (const Leaving& l : leaving)  // ascending unit numbers, as `sizes` below
     for (std::size_t v = 0; v < l.views.segments.size(); ++v)
       split(outgoing, numbers_out, l.header.linear, v, l.to, l.views.segments[v]);
@@ -492,7 +496,8 @@ void Migration::exchange(const std::function<void(std::int64_t, StateWriter&)>& 
     try {
       if (sends + receives > 0)
         staging = RuntimeAccess::channel_host(rt).transport_staging().at_least(
-            static_cast<std::size_t>(slot_bytes * (sends + receives)));
+            static_cast<std::size_t>(slot_bytes * (sends + receives)),
+            slot_kind == MemoryKind::host);
     } catch (...) {
       problem = what_of_current();
     }
@@ -501,7 +506,6 @@ void Migration::exchange(const std::function<void(std::int64_t, StateWriter&)>& 
       (s < sends ? send_slots : receive_slots).push_back(Slot{staging + s * slot_bytes});
   }
 
-  UcxTransport& transport = RuntimeAccess::channel_host(rt).transport();
   const ExecutionSpace& space = rt.streams().communication(0).space();
   std::size_t next_out = 0, next_in = 0, done_out = 0, done_in = 0, stand_ins = 0;
   const auto failed = [&](const char* what, ucs_status_t status) noexcept {
@@ -550,7 +554,7 @@ void Migration::exchange(const std::function<void(std::int64_t, StateWriter&)>& 
           slot.busy = true;
           slot.piece = i;
           p.posted = transport.tag_recv(
-              view_tag(p.linear, p.view), Segment{slot.at, p.data.bytes, kind},
+              view_tag(p.linear, p.view), Segment{slot.at, p.data.bytes, slot_kind},
               [&, i, s = &slot](ucs_status_t status, std::size_t length) {
                 Piece& q = incoming[i];
                 q.posted = nullptr;
@@ -577,7 +581,7 @@ void Migration::exchange(const std::function<void(std::int64_t, StateWriter&)>& 
         slot.busy = true;
         slot.piece = next_out++;
         const Piece& p = outgoing[slot.piece];
-        copy_bytes(space, Segment{slot.at, p.data.bytes, kind}, p.data, p.data.bytes);
+        copy_bytes(space, Segment{slot.at, p.data.bytes, slot_kind}, p.data, p.data.bytes);
         filled.push_back(&slot);
       }
       if (!filled.empty()) space.fence("kodo::migrate staging out");
@@ -589,7 +593,7 @@ void Migration::exchange(const std::function<void(std::int64_t, StateWriter&)>& 
           continue;
         }
         const std::uint64_t tag = view_tag(p.linear, p.view);
-        const bool issued = send(p.peer, tag, Segment{slot->at, p.data.bytes, kind},
+        const bool issued = send(p.peer, tag, Segment{slot->at, p.data.bytes, slot_kind},
                                  [&, slot](ucs_status_t status, std::size_t) {
                                    slot->busy = false;
                                    ++done_out;
@@ -613,7 +617,7 @@ void Migration::exchange(const std::function<void(std::int64_t, StateWriter&)>& 
       for (Slot& slot : receive_slots)
         if (slot.arrived) {
           const Piece& p = incoming[slot.piece];
-          copy_bytes(space, p.data, Segment{slot.at, p.data.bytes, kind}, p.data.bytes);
+          copy_bytes(space, p.data, Segment{slot.at, p.data.bytes, slot_kind}, p.data.bytes);
           filled.push_back(&slot);
         }
       if (!filled.empty()) space.fence("kodo::migrate staging in");

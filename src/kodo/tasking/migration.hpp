@@ -28,8 +28,8 @@
 // a unit's records travel over MPI (at most kMigrationsInFlight units' sends per rank at
 // a time), the data of its views beside them as UCX tagged messages in pieces of 8 MiB,
 // copied through a few slots of memory the runtime keeps for the transport's life (device
-// to device on GPUs; comm/detail/transport_staging.hpp says why), into one buffer on the
-// new rank.
+// to device on GPUs; in pinned host memory where UCX does not move device memory;
+// comm/detail/transport_staging.hpp says why), into one buffer on the new rank.
 // A map that moves no unit changes nothing. Errors: owners of the wrong length or naming
 // a rank outside the job, owners that differ between ranks, a unit type whose create()
 // arguments cannot be copied, a unit that fails to build or restore: a kodo::Error on

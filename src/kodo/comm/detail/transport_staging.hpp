@@ -25,33 +25,41 @@ namespace kodo::detail {
 
 class TransportStaging {
  public:
-  using Buffer = Kokkos::View<std::byte*, ExecutionSpace::memory_space>;
-
-  // At least `bytes` bytes in ExecutionSpace's memory: the same buffer for as long as
-  // it is large enough.
-  std::byte* at_least(std::size_t bytes) {
-    if (current_.size() < bytes) {
-      if (current_.size() > 0) kept_.push_back(current_);
-      current_ = Buffer(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kodo::transport_staging"),
-                        std::max(bytes, 2 * current_.size()));
-      held_ += current_.size();
-      ++allocations_;
-    }
-    return current_.data();
+  // At least `bytes` bytes in ExecutionSpace's memory, or in pinned host memory (`host`:
+  // where UCX does not move device memory): the same buffer for as long as it is large
+  // enough.
+  std::byte* at_least(std::size_t bytes, bool host = false) {
+    return host ? host_.at_least(bytes) : device_.at_least(bytes);
   }
-  std::uint64_t held_bytes() const { return held_; }
-  std::uint64_t allocations() const { return allocations_; }
+  std::uint64_t held_bytes() const { return device_.held + host_.held; }
+  std::uint64_t allocations() const { return device_.allocations + host_.allocations; }
   // Only once the transport has shut down (no peer reaches this memory any more).
   void clear() {
-    current_ = Buffer();
-    kept_.clear();
-    held_ = 0;
+    device_ = {};
+    host_ = {};
   }
 
  private:
-  Buffer current_;
-  std::vector<Buffer> kept_;
-  std::uint64_t held_ = 0, allocations_ = 0;
+  template <class Memory>
+  struct Kept {
+    using Buffer = Kokkos::View<std::byte*, Memory>;
+    Buffer current;
+    std::vector<Buffer> kept;
+    std::uint64_t held = 0, allocations = 0;
+    std::byte* at_least(std::size_t bytes) {
+      if (current.size() < bytes) {
+        const std::size_t size = std::max(bytes, 2 * current.size());
+        if (current.size() > 0) kept.push_back(current);
+        current = Buffer(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kodo::transport_staging"),
+                         size);
+        held += size;
+        ++allocations;
+      }
+      return current.data();
+    }
+  };
+  Kept<ExecutionSpace::memory_space> device_;
+  Kept<Kokkos::SharedHostPinnedSpace> host_;
 };
 
 }  // namespace kodo::detail

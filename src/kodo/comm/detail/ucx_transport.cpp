@@ -121,6 +121,10 @@ UcxTransport::UcxTransport(MPI_Comm comm, Deliver deliver, Prepare prepare, Land
   const ucs_status_t status = ucp_init(&params, config, &context_);  // KODO_UCX below
   ucp_config_release(config);
   KODO_UCX(status);
+  ucp_context_attr_t cattr{};
+  cattr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+  KODO_UCX(ucp_context_query(context_, &cattr));
+  memory_types_ = cattr.memory_types;
 
   ucp_worker_params_t wparams{};
   wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
@@ -464,6 +468,8 @@ void UcxTransport::on_ep_error(void* arg, ucp_ep_h /*ep*/, ucs_status_t status) 
           ucs_status_string(status) + "); did that rank exit or fail?");
   });
 }
+
+bool UcxTransport::carries(MemoryKind kind) const { return (memory_types_ >> ucs_type(kind)) & 1u; }
 
 unsigned UcxTransport::progress() { return ucp_worker_progress(worker_); }
 

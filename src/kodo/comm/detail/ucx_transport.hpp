@@ -95,6 +95,10 @@ class UcxTransport {
   // Drives UCX; returns the number of events processed.
   unsigned progress();
 
+  // Whether UCX here moves memory of `kind` (a UCX built without CUDA or ROCm support,
+  // or whose transports were left out by UCX_TLS, does not move device memory).
+  bool carries(MemoryKind kind) const;
+
   // Completes outstanding sends, cancels receives nobody will match and closes every
   // endpoint. Collective over the communicator: no rank tears down its worker while a
   // peer may still flush into it. `quiet`: every message sent in the job was processed
@@ -132,6 +136,7 @@ class UcxTransport {
   // Calls with views received, by protocol (for tests).
   std::uint64_t eager_calls_ = 0, rendezvous_calls_ = 0;
   ucp_context_h context_ = nullptr;
+  std::uint64_t memory_types_ = 0;  // UCX's, a bit per ucs_memory_type_t
   ucp_worker_h worker_ = nullptr;
   std::size_t max_am_header_ = 0;
   std::vector<std::vector<std::byte>> peer_addresses_;
