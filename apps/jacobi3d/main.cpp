@@ -347,6 +347,10 @@ int main(int argc, char** argv) {
     if (opt.overlap && (opt.graphs || opt.fusion != jacobi::Fusion::none))
       throw std::invalid_argument(
           "--overlap has its own kernels: it takes no --fusion or --graphs");
+    if (opt.odf > (std::int64_t{1} << 30) / runtime.size())
+      throw std::invalid_argument("--odf " + std::to_string(opt.odf) + " on " +
+                                  std::to_string(runtime.size()) +
+                                  " rank(s) asks for more than 2^30 blocks");
     units = kodo::split_grid({opt.x, opt.y, opt.z}, opt.odf * runtime.size(), jacobi::kCutCosts);
   } catch (const std::exception& e) {
     if (root)

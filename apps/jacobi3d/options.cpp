@@ -1,5 +1,7 @@
 #include "options.hpp"
 
+#include <kodo/core/numeric.hpp>
+
 #include <algorithm>
 #include <charconv>
 #include <initializer_list>
@@ -9,6 +11,10 @@
 
 namespace jacobi {
 namespace {
+
+constexpr std::uint64_t kMostPoints = std::uint64_t{1} << 50;
+constexpr std::int64_t kMostUpdates = std::int64_t{1} << 62;
+constexpr std::int64_t kMostUnits = std::int64_t{1} << 30;
 
 std::int64_t parse_integer(const std::string& flag, const std::string& text, std::int64_t min) {
   std::int64_t v = 0;
@@ -119,6 +125,18 @@ Options parse_options(const std::vector<std::string>& args) {
     *target = parse_integer(a, args[++i], min);
   }
   if (o.imbalance > 64) throw std::invalid_argument("--imbalance takes 1 to 64");
+  // Products that overflow, or grids no machine holds, are errors here, not crashes later.
+  const auto xy = kodo::detail::checked_mul(static_cast<std::uint64_t>(o.x) + 2,
+                                            static_cast<std::uint64_t>(o.y) + 2);
+  const auto xyz = xy ? kodo::detail::checked_mul(*xy, static_cast<std::uint64_t>(o.z) + 2) : xy;
+  if (!xyz || *xyz > kMostPoints)
+    throw std::invalid_argument("-x, -y, -z: a grid of " + std::to_string(o.x) + " x " +
+                                std::to_string(o.y) + " x " + std::to_string(o.z) +
+                                " points (with its boundary) is more than 2^50 points");
+  if (o.warmup > kMostUpdates - o.iterations)
+    throw std::invalid_argument("-w and -i: at most 2^62 updates in all");
+  if (o.odf > kMostUnits)
+    throw std::invalid_argument("--odf must be at most 2^30, not " + std::to_string(o.odf));
   if (!o.lb_data_dir.empty() && o.balance_every == 0)
     throw std::invalid_argument("--lb-data records balance points: it needs --balance-every");
   if (o.baseline && (o.balance_every > 0 || o.imbalance > 1))

@@ -6,10 +6,12 @@
 #include "options.hpp"
 #include "thermo_log.hpp"
 
+#include <kodo/core/numeric.hpp>
 #include <kodo/kodo.hpp>
 
 #include <algorithm>
 #include <cinttypes>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <exception>
@@ -46,10 +48,15 @@ std::string problem_text(const minimd::Problem& p) {
 
 // The unit grid: ranks x odf units with the least cut surface, each at least one
 // neighbour cutoff wide (so every ghost comes from an adjacent unit).
+constexpr std::int64_t kMostUnits = std::int64_t{1} << 30;
+
 kodo::Extent3 cut_box(const Options& opt, const double length[3], int ranks) {
   const double cut = opt.problem.neighbor_cutoff();
   std::int64_t most[3];
   for (int d = 0; d < 3; ++d) most[d] = static_cast<std::int64_t>(std::floor(length[d] / cut));
+  if (opt.odf > kMostUnits / ranks)
+    throw std::invalid_argument(minimd::text("--odf ", opt.odf, " on ", ranks,
+                                             " rank(s) asks for more than 2^30 units"));
   const std::int64_t units = opt.odf * ranks;
   const auto fail = [&] {
     return std::invalid_argument(minimd::text(units, " units (--odf ", opt.odf, " on ", ranks,
@@ -59,8 +66,24 @@ kodo::Extent3 cut_box(const Options& opt, const double length[3], int ranks) {
                                               cut, ") wide, so at most ", most[0], " x ", most[1],
                                               " x ", most[2], " units"));
   };
-  if (most[0] < 1 || most[1] < 1 || most[2] < 1 || units > most[0] * most[1] * most[2])
+  const auto fits =
+      kodo::detail::checked_mul(static_cast<std::uint64_t>(std::max<std::int64_t>(most[0], 0)),
+                                static_cast<std::uint64_t>(std::max<std::int64_t>(most[1], 0)));
+  const auto room =
+      fits ? kodo::detail::checked_mul(*fits,
+                                       static_cast<std::uint64_t>(std::max<std::int64_t>(most[2],
+                                                                                         0)))
+           : fits;
+  if (most[0] < 1 || most[1] < 1 || most[2] < 1 ||
+      (room && static_cast<std::uint64_t>(units) > *room))
     throw fail();
+  // A unit's atoms are indexed by 32-bit integers: the box's atoms, spread over the units,
+  // must fit (a box too large for them would only be found after creating its atoms).
+  if (opt.problem.atoms() / units > INT_MAX / 2)
+    throw std::invalid_argument(minimd::text(
+        opt.problem.atoms(), " atoms in ", units,
+        " unit(s) are more than a unit's 32-bit indices hold (2^30 atoms each): use more units "
+        "(--odf or ranks) or a smaller box"));
   try {
     return kodo::split_grid({most[0], most[1], most[2]}, units);
   } catch (const kodo::Error&) {
@@ -161,6 +184,15 @@ int run(kodo::Runtime& runtime, const Options& opt, const kodo::Extent3& units,
         (r[0] - (r[4] * r[4] + r[5] * r[5] + r[6] * r[6]) / static_cast<double>(natoms)) / dof;
     const double u = r[1] / static_cast<double>(natoms);
     const double pressure = (t * dof + r[2]) / (3.0 * volume);
+    if (!std::isfinite(t) || !std::isfinite(u) || !std::isfinite(pressure)) {
+      // The same values on every rank (a reduction): every rank ends alike.
+      if (root)
+        kodo::print_error(minimd::text("minimd: error: the thermo of step ", step,
+                                       " is not finite (T ", t, ", U ", u, ", P ", pressure,
+                                       "): the system blew up (a time step too large?)"));
+      failed = 1;
+      return;
+    }
     char line[160];
     std::snprintf(line, sizeof line, "%" PRId64 " %e %e %e %6.3lf", step, t, u, pressure,
                   step == 0 ? 0.0 : now() - clock_start);
@@ -478,6 +510,11 @@ int main(int argc, char** argv) {
     const std::int64_t cells[3] = {p.nx, p.ny, p.nz};
     for (int d = 0; d < 3; ++d) {
       setup.length[d] = static_cast<double>(cells[d]) * lattice;
+      if (opt.bins > 8 * cells[d])  // more is no use, and the bins' count would overflow
+        throw std::invalid_argument(minimd::text("-b ", opt.bins,
+                                                 ": at most 8 neighbour bins per unit cell along "
+                                                 "each dimension (",
+                                                 8 * cells[d], " here)"));
       // Default: bins of about half the neighbour cutoff (fewer candidates per atom than
       // miniMD's 5/6 of a bin per unit cell, for the same lists).
       const std::int64_t bins =
