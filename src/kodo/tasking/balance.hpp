@@ -7,7 +7,8 @@
 //   if (r.applied) ...;   // r.moved units moved; r.before / r.after: max/avg - 1
 //
 //   // Or inside run(), at a point every unit's task reaches (WorkUnit::balance_point):
-//   kodo::balance_points(cells, kodo::refine_balance);     // every rank, before run()
+//   kodo::measure_loads(cells);                            // every rank, before run()
+//   kodo::balance_points(cells, kodo::refine_balance);     // (measured from the start)
 //   kodo::Task Cell::solve(int steps) {                    // (members: step_, ...)
 //     for (; step_ < steps; ++step_) {
 //       ...                                                // one step
@@ -25,12 +26,13 @@
 // from its first rebalance() on: two clock reads per call (about 50 ns on a 2-core VM,
 // against 40 ns for the dispatch itself), which collections never balanced do not pay.
 // It is host time, unless the unit named a stream (WorkUnit::measure_device_load): then
-// the device time of the work each call enqueued on that stream, between two timing
-// events recorded around the call (load_timing.hpp; it includes what the stream waited
-// for, other streams' kernels sharing the device among them). Work launched from
-// completions (when_done continuations, ring hand-overs) is not in any call: such units
-// state their load (their cells, their atoms). On the host backend kernels run inside the
-// calls, so the host time is the work.
+// that stream's elapsed time from the start of each call to the end of the work the call
+// enqueued, between two timing events (load_timing.hpp; it includes idle gaps and what the
+// stream waited for, other streams' kernels sharing the device among them). A task's
+// resumes are calls (after co_await when_done or a ring's transfer too); work launched
+// from plain callbacks (when_done(stream, f), ring hand-overs) is in none: such units
+// state their whole load instead (their cells, their atoms). On the host backend kernels
+// run inside the calls, so the host time is the work.
 //
 // Balancers are pure functions of a BalanceInput: the same input gives the same owners
 // on every rank, so each rank computes them itself. The ones kodo has:

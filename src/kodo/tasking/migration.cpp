@@ -405,8 +405,8 @@ void Migration::exchange(const std::function<void(std::int64_t, StateWriter&)>& 
               "MPI_Waitall");
   check_mpi(MPI_Waitall(static_cast<int>(receives.size()), receives.data(), MPI_STATUSES_IGNORE),
             "MPI_Waitall");
-  // 4. The views, straight from the leaving units' memory into one buffer for the
-  // arriving units' (on the device where they are), as UCX tagged messages.
+  // 4. The views: one buffer for the arriving units' (on the device where they are), then
+  // the pieces through the staging slots (below).
   std::map<std::int64_t, std::vector<std::uint64_t>> sizes;
   try {
     std::uint64_t total = 0;

@@ -33,8 +33,8 @@
 // - another kodo::Task (a coroutine of its own, e.g. a halo exchange): it runs until it
 //   ends, and an exception that left it is rethrown in the awaiting task;
 // - balance_point<M>(args...) (WorkUnit): a balance point of the unit's collection, where
-//   the task ends; the collection is balanced once every unit has reached it, and entry
-//   method M goes on from there, on the unit's rank then (balance.hpp).
+//   the task ends; the collection is balanced once every unit has reached it and the job
+//   is quiet, and entry method M goes on from there, on the unit's rank then (balance.hpp).
 // The awaitables above belong to tasks: co_await them only in a kodo::Task, which awaits
 // nothing else (another library's awaitable does not compile there).
 //

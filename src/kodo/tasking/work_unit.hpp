@@ -121,9 +121,9 @@ class WorkUnit {
   }
 
   // States this unit's load for the balancers (balance.hpp), in any unit that is the
-  // same for every unit of the collection (seconds, cells, atoms): it replaces the host
-  // time the runtime measures in the unit's entry methods, and holds until stated again,
-  // across moves.
+  // same for every unit of the collection (seconds, cells, atoms): it replaces the time
+  // (host or device) the runtime measures in the unit's calls, and holds until stated
+  // again, across moves.
   void set_load(double load) const {
     if (!(load >= 0) || !std::isfinite(load))
       throw Error(detail::cat("unit ", index_, " stated a load of ", load,
@@ -132,11 +132,13 @@ class WorkUnit {
     store.load(store.slot_of(store.shape().linear(index_))).stated = load;
   }
 
-  // Measures this unit's load (where its collection's loads are measured, balance.hpp) as
-  // the device time of the work its entry methods and task resumes enqueue on `stream`
-  // (two timing events on it per call), instead of their host time, which on a GPU is
-  // the time to launch. Called by the constructor, as the unit is rebuilt where it moves.
-  // On the host backend the work runs inside the calls: the host time is kept.
+  // Measures this unit's load, while its collection's loads are measured (measure_loads,
+  // balance.hpp) and the unit states none (set_load wins), as `stream`'s elapsed time from
+  // the start of each of its entry methods and task resumes to the end of the work the call
+  // enqueued there (two timing events per call; it includes idle gaps and what the stream
+  // waited for), instead of the calls' host time, which on a GPU is the time to launch.
+  // Called by the constructor, as the unit is rebuilt where it moves. On the host backend
+  // the work runs inside the calls: the host time is kept.
   void measure_device_load(Stream& stream) const {
     auto& store = collection_.store();
     store.load(store.slot_of(store.shape().linear(index_))).device_stream = stream.native_handle();
@@ -193,12 +195,14 @@ class WorkUnit {
   }
 
   // Awaited in a task: a balance point of the unit's collection, where the task ends.
-  // Once every unit's task has reached it and the job is quiet, inside run(), the
-  // collection is balanced as the main program chose (kodo::balance_points, balance.hpp;
-  // units may move, and every unit is rebuilt as migration.hpp says), and entry method M
-  // is called with `args` on every unit, wherever it now is, to go on from the members
-  // its state() restored: the task's locals are gone. Every unit of the collection
-  // awaits the point in the same phase. Code after the co_await never runs.
+  // Once every unit's task has reached it and the whole job is quiet, inside run(), the
+  // collection is balanced as the main program chose (kodo::balance_points, balance.hpp),
+  // and entry method M is called with `args` on every unit, wherever it now is. If any
+  // unit moved, every unit was rebuilt and restored from its state() (migration.hpp);
+  // otherwise every unit kept all its members: M goes on in both cases, from members
+  // state() names and from `args`, as the task's locals are gone. Every unit of the
+  // collection awaits the point in the same phase. Code after the co_await never runs. In
+  // a unit type that is a class template: this->template balance_point<&U::m>(...).
   template <auto M, class... A>
   auto balance_point(A&&... args) {
     using E = detail::Entry<Derived, M>;

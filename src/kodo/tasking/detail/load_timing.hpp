@@ -3,8 +3,9 @@
 // on the host, or on the device where the unit named a stream (measure_device_load in
 // work_unit.hpp). For the device, each call is bracketed by two timing events on that
 // stream; once both are reached, the seconds between them add to the unit's load: the
-// time the stream took for the work the call enqueued on it, waits the call enqueued
-// included. Two event records per call, only for collections whose loads are measured.
+// stream's elapsed time from the call's start to the end of the work it enqueued (idle
+// gaps and waits included). Two event records per call, only for collections whose loads
+// are measured.
 
 #include <kodo/backends/detail/native.hpp>
 #include <kodo/tasking/collection_base.hpp>
