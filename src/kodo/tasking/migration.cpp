@@ -476,9 +476,6 @@ void Migration::exchange(const std::function<void(std::int64_t, StateWriter&)>& 
       split(incoming, numbers_in, linear, v, m.arrivals.at(linear).from,
             Segment{m.views.data() + at, s[v], kind});
   }
-  std::map<std::pair<int, std::uint64_t>, std::size_t> incoming_at;  // (sender, number)
-  for (std::size_t i = 0; i < incoming.size(); ++i)
-    incoming_at[{incoming[i].peer, incoming[i].number}] = i;
 
   struct Slot {
     std::byte* at;
