@@ -9,7 +9,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fcntl.h>
 #include <string>
 #include <sys/mman.h>
@@ -51,14 +53,13 @@ TEST(NodeSegments, EveryRankReadsAndWritesEverySegmentOfItsNode) {
   MPI_Barrier(world);  // nobody unmaps a segment another rank still reads
 }
 
-// A segment made by hand: `file_bytes` long, with the header of a segment of rank 3
-// (process 4242, 128 usable bytes) as changed by `spoil`.
+// A segment made by hand: a memory file `file_bytes` long (sealed unless `seal` is
+// false), with the header of a segment of rank 3 (process 4242, 128 usable bytes) as
+// changed by `spoil`. Returns its descriptor; peers open it by segment_path.
 constexpr std::size_t kForged = 128;
 template <class Spoil>
-std::string forge(const std::string& tag, std::size_t file_bytes, Spoil spoil) {
-  const std::string name = "/kodo.test." + tag + "." + std::to_string(getpid());
-  shm_unlink(name.c_str());
-  const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+int forge(std::size_t file_bytes, Spoil spoil, bool seal = true) {
+  const int fd = memfd_create("kodo.test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   EXPECT_GE(fd, 0);
   EXPECT_EQ(ftruncate(fd, static_cast<off_t>(file_bytes)), 0);
   SegmentHeader header{};
@@ -69,37 +70,107 @@ std::string forge(const std::string& tag, std::size_t file_bytes, Spoil spoil) {
   header.pid = 4242;
   spoil(header);
   EXPECT_EQ(pwrite(fd, &header, sizeof header, 0), static_cast<ssize_t>(sizeof header));
-  close(fd);
-  return name;
+  if (seal) {
+    EXPECT_EQ(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL), 0);
+  }
+  return fd;
 }
 
 TEST(NodeSegments, RefusesASegmentThatIsNotWhatItsOwnerAnnounced) {
   const std::size_t whole = kodo::detail::kSegmentHeaderBytes + kForged;
-  auto refused = [&](const std::string& tag, std::size_t file_bytes, auto spoil,
-                     const std::string& expected) {
-    const std::string name = forge(tag, file_bytes, spoil);
+  auto refused = [&](std::size_t file_bytes, auto spoil, const std::string& expected,
+                     bool seal = true) {
+    const int fd = forge(file_bytes, spoil, seal);
+    const std::string path = kodo::detail::segment_path(getpid(), fd);
     try {
-      kodo::detail::map_segment(name, 3, 4242, kForged);
+      kodo::detail::map_segment(path, 3, 4242, kForged);
       ADD_FAILURE() << "accepted a segment that should read: " << expected;
     } catch (const kodo::Error& e) {
       EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
-      EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
     }
-    shm_unlink(name.c_str());
+    close(fd);
   };
-  refused("magic", whole, [](SegmentHeader& h) { h.magic[0] = 'x'; }, "magic");
-  refused("version", whole, [](SegmentHeader& h) { h.version = 99; }, "format version 99");
-  refused("owner", whole, [](SegmentHeader& h) { h.owner = 5; }, "names rank 5 as its owner");
-  refused("bytes", whole, [](SegmentHeader& h) { h.bytes = 1u << 30; }, "says it holds 1073741824");
-  refused("pid", whole, [](SegmentHeader& h) { h.pid = 1; }, "names process 1");
-  refused("size", whole - 8, [](SegmentHeader&) {}, "has 184 bytes where 192 were expected");
+  refused(whole, [](SegmentHeader& h) { h.magic[0] = 'x'; }, "magic");
+  refused(whole, [](SegmentHeader& h) { h.version = 99; }, "format version 99");
+  refused(whole, [](SegmentHeader& h) { h.owner = 5; }, "names rank 5 as its owner");
+  refused(whole, [](SegmentHeader& h) { h.bytes = 1u << 30; }, "says it holds 1073741824");
+  refused(whole, [](SegmentHeader& h) { h.pid = 1; }, "names process 1");
+  refused(whole - 8, [](SegmentHeader&) {}, "has 184 bytes where 192 were expected");
+  // A memory file anyone holding it could shrink under the reader is refused.
+  refused(whole, [](SegmentHeader&) {}, "is not sealed against resizing", false);
+  {
+    // A segment whose owner has closed its descriptor can no longer be opened.
+    const int fd = forge(whole, [](SegmentHeader&) {});
+    const std::string path = kodo::detail::segment_path(getpid(), fd);
+    close(fd);
+    EXPECT_THROW(kodo::detail::map_segment(path, 3, 4242, kForged), kodo::Error);
+  }
+  {
+    // A path that is no memory file at all (a directory) is refused by the same check.
+    try {
+      kodo::detail::map_segment("/proc", 3, 4242, kForged);
+      ADD_FAILURE() << "accepted a directory as a segment";
+    } catch (const kodo::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("/proc"), std::string::npos) << e.what();
+    }
+  }
 
   // The unspoilt segment is accepted.
-  const std::string name = forge("good", whole, [](SegmentHeader&) {});
-  void* base = kodo::detail::map_segment(name, 3, 4242, kForged);
+  const int fd = forge(whole, [](SegmentHeader&) {});
+  void* base = kodo::detail::map_segment(kodo::detail::segment_path(getpid(), fd), 3, 4242, kForged);
   EXPECT_NE(base, nullptr);
   munmap(base, whole);
-  shm_unlink(name.c_str());
+  close(fd);
+}
+
+// The case a review found (issue 31): a process that opened a rank's segment shrank it and
+// the rank's next read of its ring words raised SIGBUS. A segment kodo makes cannot be
+// resized by any holder, and its words stay readable.
+TEST(NodeSegments, NoHolderCanResizeASegment) {
+  const kodo::detail::OwnSegment own = kodo::detail::create_segment(3, kForged);
+  ASSERT_GE(own.fd, 0);
+  const std::string path = kodo::detail::segment_path(getpid(), own.fd);
+  const int other = open(path.c_str(), O_RDWR | O_CLOEXEC);  // as another process would
+  ASSERT_GE(other, 0) << std::strerror(errno);
+  EXPECT_NE(ftruncate(other, 0), 0);
+  EXPECT_EQ(errno, EPERM);
+  EXPECT_NE(ftruncate(other, 1 << 20), 0);
+  EXPECT_EQ(errno, EPERM);
+  EXPECT_NE(fcntl(other, F_ADD_SEALS, F_SEAL_WRITE), 0);  // nor change its seals
+  void* base = kodo::detail::map_segment(path, 3, getpid(), kForged);
+  auto* words = static_cast<std::uint64_t*>(base) + kodo::detail::kSegmentHeaderBytes / 8;
+  words[kForged / 8 - 1] = 42;  // the last word is still there
+  EXPECT_EQ(static_cast<std::uint64_t*>(own.base)[kodo::detail::kSegmentHeaderBytes / 8 +
+                                                  kForged / 8 - 1],
+            42u);
+  close(other);
+  munmap(base, kodo::detail::kSegmentHeaderBytes + kForged);
+  munmap(own.base, kodo::detail::kSegmentHeaderBytes + kForged);
+  close(own.fd);
+}
+
+// Once every rank of the node has mapped the segments, none can be opened again: the
+// owner's descriptor is closed and no name exists in /dev/shm.
+TEST(NodeSegments, ASegmentCannotBeOpenedOnceMapped) {
+  const MPI_Comm world = test_runtime().comm();
+  int before = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd"))
+    before += entry.path().filename() != "." ? 1 : 0;
+  {
+    const NodeSegments segments(world, 4096);
+    int during = 0;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd"))
+      during += entry.path().filename() != "." ? 1 : 0;
+    EXPECT_LE(during, before) << "a descriptor of a segment is still open";
+    if (std::filesystem::exists("/dev/shm")) {
+      for (const auto& entry : std::filesystem::directory_iterator("/dev/shm")) {
+        EXPECT_FALSE(entry.path().filename().string().starts_with("kodo."))
+            << entry.path() << " names a segment";
+      }
+    }
+    MPI_Barrier(world);
+  }
 }
 
 }  // namespace

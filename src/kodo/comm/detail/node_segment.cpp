@@ -4,11 +4,9 @@
 #include <kodo/core/error.hpp>
 
 #include <algorithm>
-#include <array>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
-#include <random>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -17,38 +15,36 @@ namespace kodo::detail {
 namespace {
 
 constexpr char kMagic[8] = "kodoseg";
-constexpr std::size_t kNameBytes = 64;
 
 std::string system_error(const char* call, const std::string& name) {
   return std::string(call) + " of shared-memory segment " + name +
          " failed: " + std::strerror(errno);
 }
 
-// A name no other segment of this node has: the process id and a random number.
-std::string fresh_name() {
-  std::random_device random;
-  char name[kNameBytes];
-  std::snprintf(name, sizeof name, "/kodo.%ld.%08x", static_cast<long>(getpid()),
-                static_cast<unsigned>(random()));
-  return name;
+// What no process may change in a segment once made: its size (so no truncation can turn
+// a peer's read into SIGBUS) and the seals themselves.
+constexpr int kSeals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+
+}  // namespace
+
+std::string segment_path(std::int64_t pid, int fd) {
+  return "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
 }
 
-// Creates `name` with `bytes` usable bytes and this rank's header; returns its base.
-void* create_segment(const std::string& name, int owner, std::size_t bytes) {
-  const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-  if (fd < 0) throw Error(system_error("shm_open", name));
+OwnSegment create_segment(int owner, std::size_t bytes) {
+  const std::string name = "kodo.rank" + std::to_string(owner);
+  const int fd = memfd_create(name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0) throw Error(system_error("memfd_create", name));
   const std::size_t length = kSegmentHeaderBytes + bytes;
-  if (ftruncate(fd, static_cast<off_t>(length)) != 0) {
-    const std::string what = system_error("ftruncate", name);
+  if (ftruncate(fd, static_cast<off_t>(length)) != 0 || fcntl(fd, F_ADD_SEALS, kSeals) != 0) {
+    const std::string what = system_error("sizing and sealing", name);
     close(fd);
-    shm_unlink(name.c_str());
     throw Error(what);
   }
   void* base = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  close(fd);
   if (base == MAP_FAILED) {
     const std::string what = system_error("mmap", name);
-    shm_unlink(name.c_str());
+    close(fd);
     throw Error(what);
   }
   SegmentHeader header{};
@@ -58,30 +54,33 @@ void* create_segment(const std::string& name, int owner, std::size_t bytes) {
   header.bytes = bytes;
   header.pid = getpid();
   std::memcpy(base, &header, sizeof header);
-  return base;
+  return {fd, base};
 }
 
-}  // namespace
-
-void* map_segment(const std::string& name, int owner, std::int64_t pid, std::size_t bytes) {
-  const int fd = shm_open(name.c_str(), O_RDWR, 0600);
-  if (fd < 0) throw Error(system_error("shm_open", name));
+void* map_segment(const std::string& path, int owner, std::int64_t pid, std::size_t bytes) {
+  const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) throw Error(system_error("open", path));
   struct stat status{};
   const std::size_t length = kSegmentHeaderBytes + bytes;
   if (fstat(fd, &status) != 0) {
-    const std::string what = system_error("fstat", name);
+    const std::string what = system_error("fstat", path);
     close(fd);
     throw Error(what);
   }
+  const std::string whose = "shared-memory segment " + path + " of rank " + std::to_string(owner);
+  const int seals = fcntl(fd, F_GET_SEALS);
+  if (!S_ISREG(status.st_mode) || seals < 0 || (seals & kSeals) != kSeals) {
+    close(fd);
+    throw Error(whose + " is not sealed against resizing (not a memory file kodo made)");
+  }
   if (status.st_size < 0 || static_cast<std::size_t>(status.st_size) != length) {
     close(fd);
-    throw Error("shared-memory segment " + name + " of rank " + std::to_string(owner) + " has " +
-                std::to_string(status.st_size) + " bytes where " + std::to_string(length) +
-                " were expected");
+    throw Error(whose + " has " + std::to_string(status.st_size) + " bytes where " +
+                std::to_string(length) + " were expected");
   }
   void* base = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   close(fd);
-  if (base == MAP_FAILED) throw Error(system_error("mmap", name));
+  if (base == MAP_FAILED) throw Error(system_error("mmap", path));
   SegmentHeader header{};
   std::memcpy(&header, base, sizeof header);
   std::string wrong;
@@ -100,8 +99,7 @@ void* map_segment(const std::string& name, int owner, std::int64_t pid, std::siz
             " was expected";
   if (!wrong.empty()) {
     munmap(base, length);
-    throw Error("shared-memory segment " + name + " of rank " + std::to_string(owner) + " " +
-                wrong);
+    throw Error(whose + " " + wrong);
   }
   return base;
 }
@@ -116,32 +114,29 @@ NodeSegments::NodeSegments(MPI_Comm world, std::size_t bytes) : bytes_((bytes + 
   check_mpi(MPI_Comm_size(node, &node_size), "MPI_Comm_size");
 
   // 1. Each rank's own segment.
-  const std::string mine = fresh_name();
-  void* own = nullptr;
+  OwnSegment own{};
   std::string problem;
   try {
-    own = create_segment(mine, rank, bytes_);
+    own = create_segment(rank, bytes_);
   } catch (const Error& e) {
     problem = e.what();
   }
   try {
     agree_on_failure(world, problem, "could not create its shared-memory segment");
   } catch (...) {
-    if (own) {
-      munmap(own, kSegmentHeaderBytes + bytes_);
-      shm_unlink(mine.c_str());
+    if (own.base) {
+      munmap(own.base, kSegmentHeaderBytes + bytes_);
+      close(own.fd);
     }
     MPI_Comm_free(&node);
     throw;
   }
 
-  // 2. Who is on the node, and their segments' names and processes.
+  // 2. Who is on the node, their processes and the descriptors of their segments.
   struct Entry {
-    std::int64_t rank, pid;
-    std::array<char, kNameBytes> name;
+    std::int64_t rank, pid, fd;
   };
-  Entry entry{rank, getpid(), {}};
-  std::snprintf(entry.name.data(), kNameBytes, "%s", mine.c_str());
+  const Entry entry{rank, getpid(), own.fd};
   std::vector<Entry> entries(static_cast<std::size_t>(node_size));
   check_mpi(MPI_Allgather(&entry, sizeof entry, MPI_BYTE, entries.data(), sizeof entry, MPI_BYTE,
                           node),
@@ -152,12 +147,12 @@ NodeSegments::NodeSegments(MPI_Comm world, std::size_t bytes) : bytes_((bytes + 
     node_ranks_.push_back(static_cast<int>(e.rank));
     pids_.push_back(e.pid);
     if (e.rank == rank) {
-      mappings_.push_back({own, kSegmentHeaderBytes + bytes_});
+      mappings_.push_back({own.base, kSegmentHeaderBytes + bytes_});
       continue;
     }
     try {
-      const std::string name(e.name.data(), strnlen(e.name.data(), kNameBytes));
-      mappings_.push_back({map_segment(name, static_cast<int>(e.rank), e.pid, bytes_),
+      mappings_.push_back({map_segment(segment_path(e.pid, static_cast<int>(e.fd)),
+                                       static_cast<int>(e.rank), e.pid, bytes_),
                            kSegmentHeaderBytes + bytes_});
     } catch (const Error& error) {
       if (problem.empty()) problem = error.what();
@@ -165,9 +160,10 @@ NodeSegments::NodeSegments(MPI_Comm world, std::size_t bytes) : bytes_((bytes + 
     }
   }
 
-  // 3. Every rank of the node has mapped every segment (or failed): the names can go.
+  // 3. Every rank of the node has mapped every segment (or failed): the descriptor can go,
+  // and with it the only way to open the segment again.
   check_mpi(MPI_Barrier(node), "MPI_Barrier");
-  shm_unlink(mine.c_str());
+  close(own.fd);
   try {
     agree_on_failure(world, problem, "could not map its node's shared-memory segments");
   } catch (...) {

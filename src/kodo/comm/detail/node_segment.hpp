@@ -1,14 +1,18 @@
 #pragma once
-// Memory shared by the ranks of one node: each rank creates one POSIX shared-memory
-// segment and maps the segment of every other rank on its node. It is the ground of
-// same-node channels (issue 15): 64-bit protocol words that streams and hosts write and
-// read, and, on the host backend, the slots the data travels in.
+// Memory shared by the ranks of one node: each rank creates one memory file (memfd) and
+// maps the segment of every other rank on its node. It is the ground of same-node
+// channels (issue 15): 64-bit protocol words that streams and hosts write and read, and,
+// on the host backend, the slots the data travels in.
 //
-// A segment's first bytes say whose it is; a rank checks them in every segment it maps
-// (they come from another process: magic, format version, size, owner rank, process id)
-// before it uses the memory, and refuses a mismatch with an error naming the segment
-// and the field. Every segment is unlinked once all ranks of the node have mapped it, so
-// no name is left in /dev/shm however the job ends.
+// A segment has no name in any file system: peers open it through its owner's open
+// descriptor (/proc/<pid>/fd/<n>, which the kernel grants only to processes that may
+// inspect the owner), and the owner closes that descriptor once every rank of the node
+// has mapped it, so no process can open it afterwards. It is sealed at its size
+// (F_SEAL_SHRINK, F_SEAL_GROW, F_SEAL_SEAL) before anyone sees it, so no process can
+// truncate it under a peer's reads (a SIGBUS); a rank refuses a segment without those
+// seals. A segment's first bytes say whose it is; a rank checks them in every segment it
+// maps (magic, format version, size, owner rank, process id) and refuses a mismatch with
+// an error naming the segment and the field. A peer that exits leaves its mapping valid.
 
 #include <mpi.h>
 
@@ -64,10 +68,19 @@ inline constexpr std::uint32_t kSegmentVersion = 1;
 inline constexpr std::size_t kSegmentHeaderBytes = 64;  // the header, padded
 static_assert(sizeof(SegmentHeader) <= kSegmentHeaderBytes);
 
-// Maps the segment `name`, which rank `owner` (process `pid`) created with `bytes`
-// usable bytes, checking its size and header; throws kodo::Error naming the segment and
-// what does not match. Returns the mapping's base; its length is kSegmentHeaderBytes +
-// bytes. (The constructor's way of opening a peer's segment.)
-void* map_segment(const std::string& name, int owner, std::int64_t pid, std::size_t bytes);
+// A rank's own segment as created: its open descriptor and its mapping (of
+// kSegmentHeaderBytes + bytes), header written, sealed at that size.
+struct OwnSegment {
+  int fd = -1;
+  void* base = nullptr;
+};
+OwnSegment create_segment(int owner, std::size_t bytes);
+// Where a peer opens the segment that process `pid` holds open as descriptor `fd`.
+std::string segment_path(std::int64_t pid, int fd);
+// Maps the segment at `path`, which rank `owner` (process `pid`) created with `bytes`
+// usable bytes, checking its seals, size and header; throws kodo::Error naming the
+// segment and what does not match. Returns the mapping's base; its length is
+// kSegmentHeaderBytes + bytes. (The constructor's way of opening a peer's segment.)
+void* map_segment(const std::string& path, int owner, std::int64_t pid, std::size_t bytes);
 
 }  // namespace kodo::detail
