@@ -6,7 +6,8 @@
 # CASE: program (every kind of state field, restored on 1 to 4 ranks), jacobi (restarts on
 # another rank count and ODF give the uninterrupted run's checksum), minimd (restarts give
 # miniMD's thermo), bad (missing, truncated, corrupted, forged and incompatible
-# checkpoints), kill, or kill-moving (a rank killed while units move).
+# checkpoints), links (planted links and oversized files), kill, or kill-moving (a rank
+# killed while units move).
 set -uo pipefail
 case=$1 program=$2 jacobi=$3 minimd=$4 reference=$5 work=$6 np=$7
 shift 7
@@ -197,6 +198,35 @@ case $case in
     fails "is at update 10, past this run's last (5)" 2 "$jacobi" "${grid[@]}" -i 5 -w 0 \
       --restart "$work/j"
     fails "--checkpoint-every and --checkpoint-dir go together" 1 "$jacobi" --checkpoint-every 3
+    ;;
+  links)
+    # A link planted in a checkpoint directory is never followed (issue 31): not by a
+    # write (latest.partial -> a file of the user's, left by an attacker or a crash), not
+    # by a read (latest, a checkpoint, its manifest or a unit file as links).
+    run 2 "$program" write "$work/l" 1
+    echo "the user's own file" >"$work/victim"
+    ln -s "$work/victim" "$work/l/latest.partial"
+    run 2 "$program" write "$work/l" 1
+    [[ $(cat "$work/victim") == "the user's own file" ]] || fail "the write followed latest.partial"
+    [[ -f $work/l/latest && ! -L $work/l/latest ]] || fail "latest is not a plain file"
+    run 2 "$program" read "$work/l"
+    name=$(cut -d' ' -f1 "$work/l/latest")
+    mv "$work/l/latest" "$work/latest" && ln -s "$work/latest" "$work/l/latest"
+    fails "$work/l/latest is a symbolic link; kodo follows no link" 2 "$program" read "$work/l"
+    rm "$work/l/latest" && mv "$work/latest" "$work/l/latest"
+    mv "$work/l/$name" "$work/moved" && ln -s "$work/moved" "$work/l/$name"
+    fails "checkpoint $work/l/$name is a symbolic link" 2 "$program" read "$work/l"
+    rm "$work/l/$name" && mv "$work/moved" "$work/l/$name"
+    for file in manifest c0-u3.state; do
+      mv "$work/l/$name/$file" "$work/moved" && ln -s "$work/moved" "$work/l/$name/$file"
+      fails "$work/l/$name/$file is a symbolic link" 2 "$program" read "$work/l"
+      rm "$work/l/$name/$file" && mv "$work/moved" "$work/l/$name/$file"
+    done
+    run 2 "$program" read "$work/l"
+    # Sizes are checked before anything is read: a sparse 1 GiB latest is refused at once.
+    cp "$work/l/latest" "$work/latest" && truncate -s 1G "$work/l/latest"
+    fails "holds 1073741824 bytes, more than the 256 it may have" 2 "$program" read "$work/l"
+    cp "$work/latest" "$work/l/latest"
     ;;
   kill)
     fails "signal 9" 2 "$program" kill "$work/k"

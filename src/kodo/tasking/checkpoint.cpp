@@ -112,6 +112,9 @@ CheckpointReport CheckpointWrite::finish(const std::string& problem) {
       rename_durably(partial_, final_, dir_);
       const std::string name = fs::path(final_).filename().string();
       {
+        // Left by a write that failed here before: removed (a link, not what it names).
+        if (::unlink((dir_ + "/latest.partial").c_str()) != 0 && errno != ENOENT)
+          throw Error(system_error("cannot remove", dir_ + "/latest.partial"));
         OutputFile latest(dir_ + "/latest.partial");
         const std::string line = cat(name, ' ', std::hex, file.checksum(), '\n');
         latest.write(line.data(), line.size());

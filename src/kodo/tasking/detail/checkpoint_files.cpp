@@ -10,19 +10,34 @@ std::string system_error(const std::string& what, const std::string& path) {
   return cat(what, " ", path, ": ", std::strerror(errno));
 }
 
-int open_checked(const std::string& path, std::uint64_t expected_bytes) {
+namespace {
+
+// Opens `path` for reading, refusing a link and anything but a regular file; `size` is
+// the file's size. `what` names the file in errors.
+int open_regular(const std::string& path, const std::string& what, std::uint64_t* size) {
   // Non-blocking: a FIFO in its place must not hold the rank.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
   if (fd < 0) {
-    if (errno == ENOENT) throw Error(cat("checkpoint file ", path, " is missing"));
-    throw Error(system_error("cannot open checkpoint file", path));
+    if (errno == ENOENT) throw Error(cat(what, " ", path, " is missing"));
+    if (errno == ELOOP)
+      throw Error(cat(what, " ", path,
+                      " is a symbolic link; kodo follows no link inside a checkpoint directory"));
+    throw Error(system_error(cat("cannot open ", what), path));
   }
   struct stat st{};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    throw Error(cat("checkpoint file ", path, " is not a readable regular file"));
+    throw Error(cat(what, " ", path, " is not a readable regular file"));
   }
-  const auto size = static_cast<std::uint64_t>(st.st_size);
+  *size = static_cast<std::uint64_t>(st.st_size);
+  return fd;
+}
+
+}  // namespace
+
+int open_checked(const std::string& path, std::uint64_t expected_bytes) {
+  std::uint64_t size = 0;
+  const int fd = open_regular(path, "checkpoint file", &size);
   if (size != expected_bytes) {
     ::close(fd);
     throw Error(cat("checkpoint file ", path, " holds ", size, " bytes where its manifest says ",
@@ -31,21 +46,42 @@ int open_checked(const std::string& path, std::uint64_t expected_bytes) {
   return fd;
 }
 
-std::vector<std::byte> read_file(const std::string& path, std::uint64_t size) {
-  const int fd = open_checked(path, size);
+std::vector<std::byte> read_small_file(const std::string& path, std::uint64_t limit,
+                                       const std::string& what) {
+  std::uint64_t size = 0;
+  const int fd = open_regular(path, what, &size);
+  if (size > limit) {
+    ::close(fd);
+    throw Error(cat(what, " ", path, " holds ", size, " bytes, more than the ", limit,
+                    " it may have"));
+  }
   std::vector<std::byte> data(size);
   std::uint64_t done = 0;
   while (done < size) {
     const ssize_t r = ::read(fd, data.data() + done, size - done);
-    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (r <= 0) {
+      const std::string problem = r == 0 ? cat(what, " ", path, " ended early (it shrank)")
+                                         : system_error(cat("cannot read ", what), path);
       ::close(fd);
-      throw Error(system_error("cannot read checkpoint file", path));
+      throw Error(problem);
     }
     done += static_cast<std::uint64_t>(r);
   }
   ::close(fd);
   return data;
+}
+
+void require_real_directory(const std::string& path, const std::string& what) {
+  struct stat st{};
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) throw Error(cat(what, " ", path, " is missing"));
+    throw Error(system_error(cat("cannot examine ", what), path));
+  }
+  if (S_ISLNK(st.st_mode))
+    throw Error(cat(what, " ", path,
+                    " is a symbolic link; kodo follows no link inside a checkpoint directory"));
+  if (!S_ISDIR(st.st_mode)) throw Error(cat(what, " ", path, " is not a directory"));
 }
 
 void sync_directory(const std::string& path) {

@@ -1,6 +1,6 @@
 #pragma once
 // A checkpoint's files: unit files written in full or not at all (OutputFile) with their
-// checksum (Checksum), read back checked (open_checked, read_file), the directory made
+// checksum (Checksum), read back checked (open_checked, read_small_file), the directory made
 // durable (sync_directory, rename_durably), the names of checkpoints and unit files, and
 // the records of a unit's state in state_records.hpp. Internal to the
 // checkpoint sources (not installed).
@@ -78,8 +78,14 @@ class Checksum {
 
 class OutputFile final : public RecordOutput {
  public:
+  // Created anew, never through a link: a file or link already at `path` is an error,
+  // so a link planted in a checkpoint directory cannot redirect a write.
   explicit OutputFile(std::string path) : path_(std::move(path)) {
-    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd_ < 0 && errno == EEXIST)
+      throw Error(cat("cannot create ", path_,
+                      ": something is already there (kodo creates every checkpoint file anew "
+                      "and follows no link)"));
     if (fd_ < 0) throw Error(system_error("cannot create", path_));
   }
   ~OutputFile() {
@@ -114,10 +120,15 @@ class OutputFile final : public RecordOutput {
   std::uint64_t bytes_ = 0;
 };
 
-// A checkpoint file opened for reading, checked to be a regular file of `expected_bytes`.
+// A checkpoint file opened for reading (never through a link), checked to be a regular
+// file of `expected_bytes`.
 int open_checked(const std::string& path, std::uint64_t expected_bytes);
-// The whole of a file of `size` bytes.
-std::vector<std::byte> read_file(const std::string& path, std::uint64_t size);
+// The whole of a regular file (never through a link) of at most `limit` bytes; its size is
+// checked before anything is allocated. `what` names the file in errors.
+std::vector<std::byte> read_small_file(const std::string& path, std::uint64_t limit,
+                                       const std::string& what);
+// Throws unless `path` is a directory itself, not a link to one.
+void require_real_directory(const std::string& path, const std::string& what);
 void sync_directory(const std::string& path);
 // Renames `from` to `to` and makes the change durable in `dir`.
 void rename_durably(const std::string& from, const std::string& to, const std::string& dir);

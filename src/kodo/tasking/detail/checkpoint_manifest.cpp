@@ -161,12 +161,10 @@ LatestManifest read_latest(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw Error(cat("checkpoint directory ", dir, " does not exist"));
   const std::string latest = dir + "/latest";
-  if (!fs::exists(latest, ec))
+  if (!fs::exists(fs::symlink_status(latest, ec)))
     throw Error(cat("checkpoint directory ", dir, " holds no complete checkpoint (no ", latest,
                     ")"));
-  const auto latest_size = fs::file_size(latest, ec);
-  if (ec || latest_size > 256) throw Error(cat(latest, " is not a checkpoint's name"));
-  const auto latest_bytes = read_file(latest, latest_size);
+  const auto latest_bytes = read_small_file(latest, 256, "checkpoint file");
   std::istringstream line(std::string(reinterpret_cast<const char*>(latest_bytes.data()),
                                       latest_bytes.size()));
   LatestManifest m;
@@ -176,12 +174,9 @@ LatestManifest read_latest(const std::string& dir) {
   const auto manifest_sum = parse_whole<std::uint64_t>(sum, 16);
   if (!named || !manifest_sum || checkpoint_number(m.name, &partial) < 0 || partial)
     throw Error(cat(latest, " is not a checkpoint's name"));
+  require_real_directory(cat(dir, "/", m.name), "checkpoint");
   const std::string manifest = cat(dir, "/", m.name, "/manifest");
-  const auto manifest_size = fs::file_size(manifest, ec);
-  if (ec) throw Error(cat("checkpoint file ", manifest, " is missing"));
-  if (manifest_size > kManifestLimit)
-    throw Error(cat("checkpoint file ", manifest, " is too large for a manifest"));
-  const auto bytes = read_file(manifest, manifest_size);
+  const auto bytes = read_small_file(manifest, kManifestLimit, "checkpoint file");
   if (checkpoint_checksum(bytes.data(), bytes.size()) != *manifest_sum)
     throw Error(cat("checkpoint file ", manifest, " does not match its checksum in ", latest,
                     ": the file is corrupted"));
