@@ -8,8 +8,6 @@
 #include "test_access.hpp"
 #include "test_runtime.hpp"
 
-#include <kodo/core/detail/env.hpp>
-
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -386,19 +384,6 @@ TEST(ViewPool, KeepsIdleMemoryWithinItsBound) {
   kept.clear();
   pool.clear();
   EXPECT_EQ(pool.held_bytes(), 0u);
-}
-
-TEST(Environment, SizesInBytesParseOrNameTheVariable) {
-  using kodo::detail::parse_bytes;
-  EXPECT_EQ(parse_bytes("KODO_X", "0", 100), 0u);
-  EXPECT_EQ(parse_bytes("KODO_X", "8192", 1 << 20), 8192u);
-  EXPECT_EQ(parse_bytes("KODO_X", "8K", 1 << 20), 8192u);
-  EXPECT_EQ(parse_bytes("KODO_X", "3M", std::uint64_t{1} << 40), 3u << 20);
-  EXPECT_EQ(parse_bytes("KODO_X", "2G", std::uint64_t{1} << 40), std::uint64_t{2} << 30);
-  for (const char* bad : {"", "-1", "+4", " 4", "4 ", "1.5M", "12Q", "8KB", "k",
-                          "99999999999999999999", "17179869184G"})
-    EXPECT_ERROR(parse_bytes("KODO_X", bad, ~std::uint64_t{0} / 2), "KODO_X must be a number");
-  EXPECT_ERROR(parse_bytes("KODO_X", "101", 100), "from 0 to 100");
 }
 
 }  // namespace

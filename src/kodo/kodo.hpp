@@ -10,6 +10,7 @@
 //   Placement and describe();
 // - split_grid, CutCosts, block_range and Range; Index3 and Extent3 (operator<<);
 // - Error, fatal and print_error;
+// - settings(), settings_listing(), SettingInfo and SettingKind: the KODO_* variables;
 // - Serializer, ByteWriter, ByteReader, pack, unpack and Bytes, for types of one's own
 //   in messages;
 // - write_checkpoint, Checkpoint, SavedCollection, CheckpointInfo and CheckpointReport;
@@ -26,6 +27,7 @@
 #include <kodo/comm/serialize.hpp>
 #include <kodo/core/error.hpp>
 #include <kodo/core/index.hpp>
+#include <kodo/core/settings.hpp>
 #include <kodo/tasking/awaitable_ring.hpp>
 #include <kodo/tasking/balance.hpp>
 #include <kodo/tasking/checkpoint.hpp>

@@ -5,6 +5,7 @@
 #include <kodo/core/agree.hpp>
 #include <kodo/core/error.hpp>
 #include <kodo/core/numeric.hpp>
+#include <kodo/core/settings.hpp>
 
 #include <cstdlib>
 #include <sstream>
@@ -57,11 +58,13 @@ Placement detail::place_rank(MPI_Comm comm, int device) {
   const bool device_build = !host_build;
   // KODO_DEVICE says what the user expects: "gpu", "host" or "auto" (the default: GPUs
   // when the build has a device backend).
-  const char* want = std::getenv("KODO_DEVICE");
-  const std::string wanted = want ? want : "auto";
-  if (wanted != "auto" && wanted != "gpu" && wanted != "host") {
-    problem = "KODO_DEVICE must be gpu, host or auto, not '" + wanted + "'";
-  } else if (wanted == "gpu" && !device_build) {
+  std::string wanted;
+  try {
+    wanted = detail::choice_setting("KODO_DEVICE");
+  } catch (const Error& e) {
+    problem = e.what();
+  }
+  if (wanted == "gpu" && !device_build) {
     problem =
         "KODO_DEVICE=gpu, but this kodo build has no device backend: its Kokkos has "
         "neither CUDA nor HIP (rebuild against a CUDA or HIP Kokkos)";
@@ -88,8 +91,7 @@ Placement detail::place_rank(MPI_Comm comm, int device) {
                     "MPI_Allgather");
   if (problem.empty() && device_build) {
     try {
-      const char* share = std::getenv("KODO_SHARE_GPUS");
-      const bool sharing = share && std::string(share) == "1";
+      const bool sharing = detail::flag_setting("KODO_SHARE_GPUS");
       if (count == 0) {
         problem = std::string("no GPU is visible to this process, but kodo was built for ") +
                   backend::name();

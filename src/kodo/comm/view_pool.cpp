@@ -1,6 +1,6 @@
 #include <kodo/comm/view_pool.hpp>
 
-#include <kodo/core/detail/env.hpp>
+#include <kodo/core/settings.hpp>
 
 #include <algorithm>
 #include <bit>
@@ -9,8 +9,7 @@
 namespace kodo::detail {
 
 std::uint64_t ViewPool::idle_bound_from_environment() {
-  return bytes_from_environment("KODO_CALL_POOL_BYTES", kDefaultCallPoolBytes,
-                                std::numeric_limits<std::uint64_t>::max() / 2);
+  return bytes_setting("KODO_CALL_POOL_BYTES", kDefaultCallPoolBytes);
 }
 
 std::size_t ViewPool::class_elements(std::size_t n, std::size_t element) {

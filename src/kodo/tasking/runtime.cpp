@@ -1,6 +1,7 @@
 #include <kodo/tasking/runtime.hpp>
 
 #include <kodo/core/agree.hpp>
+#include <kodo/core/settings.hpp>
 #include <kodo/tasking/detail/scheduler.hpp>
 #include <kodo/tasking/registry.hpp>
 
@@ -84,6 +85,15 @@ void finalize_mpi() {
   std::exit(0);
 }
 
+[[noreturn]] void print_settings_and_exit(bool root) {
+  if (root) {
+    std::fputs(settings_listing().c_str(), stdout);
+    std::fflush(stdout);
+  }
+  finalize_mpi();
+  std::exit(0);
+}
+
 }  // namespace
 
 Runtime::Runtime(int& argc, char**& argv) {
@@ -120,10 +130,14 @@ void Runtime::start(int& argc, char**& argv) {
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
   check_same_program(comm_);
+  // Before anything reads a setting: a rank whose settings are invalid or differ from its
+  // peers' would take another path through the start-up collectives, and hang.
+  detail::agree_on_settings(comm_);
   for (int i = 1; argv && i < argc; ++i) {
     const std::string_view a = argv[i];
     if (a == "--kokkos-help" && !Kokkos::is_initialized())
       print_kokkos_help_and_exit(argv[0], rank_ == 0);
+    if (a == "--kodo-help") print_settings_and_exit(rank_ == 0);
     help_requested_ = help_requested_ || a == "--help" || a == "-h";
   }
   // A program that started Kokkos itself has chosen the GPU already.
@@ -135,9 +149,7 @@ void Runtime::start(int& argc, char**& argv) {
     initialize_kokkos(argc, argv);
     own_kokkos_ = true;
   }
-  int streams = 4;
-  if (const char* s = std::getenv("KODO_STREAMS")) streams = std::atoi(s);
-  if (streams < 1) throw Error("KODO_STREAMS must be a positive number of streams per priority");
+  const int streams = static_cast<int>(detail::count_setting("KODO_STREAMS", 4));
   // A rank that cannot create its streams must not leave the others waiting in the
   // collectives that follow: all ranks agree on the outcome.
   std::string problem;
@@ -168,6 +180,7 @@ bool Runtime::print_usage_if_requested(std::string_view usage) const {
     std::fwrite(usage.data(), 1, usage.size(), stdout);
     if (!usage.empty() && usage.back() != '\n') std::fputc('\n', stdout);
     std::fputs("Kokkos' own options (--kokkos-num-threads=N, ...): --kokkos-help\n", stdout);
+    std::fputs("kodo's settings (KODO_* environment variables): --kodo-help\n", stdout);
     std::fflush(stdout);
   }
   return true;

@@ -1,7 +1,7 @@
 #include <kodo/comm/detail/node_channels.hpp>
 
 #include <kodo/core/agree.hpp>
-#include <kodo/core/detail/env.hpp>
+#include <kodo/core/settings.hpp>
 #include <kodo/core/error.hpp>
 
 #include <cerrno>
@@ -45,7 +45,7 @@ NodeChannels::NodeChannels(MPI_Comm world, ChannelSelection selection, std::size
   std::string problem;
   try {
     wait_timeout_ns_ = static_cast<std::uint64_t>(
-        seconds_from_environment("KODO_DEVICE_WAIT_SECONDS").value_or(60.0) * 1e9);
+        seconds_setting("KODO_DEVICE_WAIT_SECONDS").value_or(60.0) * 1e9);
   } catch (const Error& e) {
     problem = e.what();
   }

@@ -1,7 +1,7 @@
 #include <kodo/comm/detail/ucx_transport.hpp>
 
 #include <kodo/core/agree.hpp>
-#include <kodo/core/detail/env.hpp>
+#include <kodo/core/settings.hpp>
 #include <kodo/core/error.hpp>
 
 #include <chrono>
@@ -102,13 +102,9 @@ UcxTransport::UcxTransport(MPI_Comm comm, Deliver deliver, Prepare prepare, Land
       prepare_(std::move(prepare)),
       land_eager_(std::move(land_eager)),
       admit_(std::move(admit)),
-      eager_bytes_(bytes_from_environment("KODO_EAGER_BYTES", kDefaultEagerBytes, kMaxEagerBytes)) {
-  if (const char* mode = std::getenv("KODO_UCX_ERROR_MODE")) {
-    const std::string m = mode;
-    if (m != "peer" && m != "none")
-      throw Error("KODO_UCX_ERROR_MODE must be peer or none, not '" + m + "'");
-    peer_errors_ = m == "peer";
-  }
+      eager_bytes_(bytes_setting("KODO_EAGER_BYTES", kDefaultEagerBytes)),
+      peer_errors_(choice_setting("KODO_UCX_ERROR_MODE") == "peer") {
+  static_assert(setting_info("KODO_EAGER_BYTES").most == kMaxEagerBytes);
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
 

@@ -4,7 +4,7 @@
 #include <kodo/comm/detail/node_channels.hpp>
 #include <kodo/comm/detail/ucx_transport.hpp>
 #include <kodo/core/agree.hpp>
-#include <kodo/core/detail/env.hpp>
+#include <kodo/core/settings.hpp>
 #include <kodo/tasking/entry.hpp>
 
 #include <array>
@@ -49,8 +49,8 @@ Scheduler::Scheduler(MPI_Comm comm, MPI_Comm wave_comm, StreamPool& streams, boo
       streams_(streams),
       termination_(wave_comm),
       reductions_(rank_, [this](int rank, Message&& m) { post(rank, std::move(m)); }),
-      stall_limit_(seconds_from_environment("KODO_STALL_SECONDS")),
-      stall_exit_(switch_from_environment("KODO_STALL_EXIT")),
+      stall_limit_(seconds_setting("KODO_STALL_SECONDS")),
+      stall_exit_(flag_setting("KODO_STALL_EXIT")),
       pool_(ViewPool::idle_bound_from_environment()) {
   transport_ = std::make_unique<UcxTransport>(
       comm, [this](Message&& m) { queue_.push_back(std::move(m)); },
@@ -66,24 +66,11 @@ Scheduler::Scheduler(MPI_Comm comm, MPI_Comm wave_comm, StreamPool& streams, boo
 // the same, and says nothing different at start-up.
 void Scheduler::start_node_channels(bool streams_may_wait) {
   if (size_ == 1) return;
-  const char* text = std::getenv("KODO_CHANNELS");
-  std::string problem;
-  ChannelSelection selection = ChannelSelection::automatic;
-  std::uint64_t bytes = 0;
-  try {
-    selection = parse_channel_selection(text ? text : "");
-    // Words only on GPUs; the host backend's data travels through the segment too.
-    bytes = bytes_from_environment("KODO_NODE_SEGMENT_BYTES", host_build ? 8 << 20 : 1 << 20,
-                                   std::uint64_t{1} << 34);
-    if (bytes < 4096) problem = cat("KODO_NODE_SEGMENT_BYTES is ", bytes, "; at least 4096");
-  } catch (const Error& e) {
-    problem = e.what();
-  }
-  agree_on_failure(comm_, problem, "could not read its channel settings");
-  int mine = static_cast<int>(selection), least = 0, most = 0;
-  check_mpi(MPI_Allreduce(&mine, &least, 1, MPI_INT, MPI_MIN, comm_), "MPI_Allreduce");
-  check_mpi(MPI_Allreduce(&mine, &most, 1, MPI_INT, MPI_MAX, comm_), "MPI_Allreduce");
-  if (least != most) throw Error("KODO_CHANNELS differs between the job's ranks; set it alike");
+  // Every rank has the same valid settings (Runtime checked them at start-up).
+  const ChannelSelection selection = parse_channel_selection(choice_setting("KODO_CHANNELS"));
+  // Words only on GPUs; the host backend's data travels through the segment too.
+  const std::uint64_t bytes =
+      bytes_setting("KODO_NODE_SEGMENT_BYTES", host_build ? 8 << 20 : 1 << 20);
   if (selection != ChannelSelection::ucx)
     node_ = std::make_unique<NodeChannels>(comm_, selection, bytes, streams_may_wait);
   if (rank_ == 0)

@@ -1,6 +1,7 @@
 #include <kodo/tasking/detail/trace.hpp>
 
 #include <kodo/core/error.hpp>
+#include <kodo/core/settings.hpp>
 #include <kodo/tasking/registry.hpp>
 
 #include <cstdlib>
@@ -11,10 +12,8 @@
 namespace kodo::detail {
 
 Trace::Trace() {
-  if (const char* p = std::getenv("KODO_TRACE"); p && *p) {
-    enabled_ = true;
-    prefix_ = p;
-  }
+  prefix_ = text_setting("KODO_TRACE");
+  enabled_ = !prefix_.empty();
 }
 
 void Trace::span(std::string name, int track, Clock::time_point begin, Clock::time_point end) {
