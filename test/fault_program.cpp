@@ -21,6 +21,9 @@
 //                                    one reduction round
 //   fault_program result-type        the main program asks for results of another type
 //                                    than the reduction's (on_reduced)
+//   fault_program blocked            an entry method blocks in an MPI collective (run
+//                                    with KODO_STALL_SECONDS and KODO_STALL_EXIT=1)
+//   fault_program comm-inside-run    an entry method asks for Runtime::comm()
 // Units are laid out so that, on two ranks, unit 0 is on rank 0 and unit 1 on rank 1;
 // on one rank both are local (the same-rank path).
 
@@ -36,6 +39,9 @@
 #include <vector>
 
 namespace {
+
+// MPI_COMM_WORLD as a port keeps it: duplicated before run() (blocked).
+MPI_Comm kept_world = MPI_COMM_NULL;
 
 class Peer : public kodo::WorkUnit<Peer> {
  public:
@@ -122,6 +128,21 @@ class Peer : public kodo::WorkUnit<Peer> {
     unit({0, 0, 0}).send<&Peer::ping>(n + 1);
   }
 
+  // The MPI habit a port kept: a collective inside an entry method. Unit 0 waits there
+  // for a rank that never joins (on one rank, for unit 1's call, which never runs).
+  void blocked() {
+    if (index().x != 0) return;
+    if (collection().runtime().size() == 1) {
+      for (;;) pause();
+    }
+    MPI_Barrier(kept_world);
+  }
+
+  // The same habit through kodo's communicator: refused at once.
+  void comm_inside_run() {
+    if (index().x == 0) MPI_Barrier(collection().runtime().comm());
+  }
+
  private:
   kodo::Channel link_;
   Kokkos::View<double*> small_;
@@ -195,7 +216,7 @@ int run_different_programs(int argc, char** argv) {
 
 constexpr const char* kUsage =
     "usage: fault_program truncate|short|lost-send|ring-order|peer-exit|different-program|\n"
-    "                     mismatched-shapes|result-type\n"
+    "                     mismatched-shapes|result-type|blocked|comm-inside-run\n"
     "Makes the fault named (see the top of fault_program.cpp); the job must end with an\n"
     "error naming it.\n";
 
@@ -226,6 +247,11 @@ int main(int argc, char** argv) {
     auto waiters = kodo::Collection<RingWaiter>::create(runtime, {2, 1, 1});
     waiters.broadcast_local<&RingWaiter::start>(mode == "ring-wait-peer-exit");
     runtime.run();
+  } else if (mode == "blocked") {
+    MPI_Comm_dup(MPI_COMM_WORLD, &kept_world);
+    units.broadcast_local<&Peer::blocked>();
+  } else if (mode == "comm-inside-run") {
+    units.broadcast_local<&Peer::comm_inside_run>();
   } else if (mode == "peer-exit") {
     if (runtime.rank() == 0) units[{0, 0, 0}].send<&Peer::ping>(0);
   } else if (mode == "mismatched-shapes") {

@@ -174,6 +174,16 @@ void Runtime::stop() {
   runtime_exists = false;
 }
 
+MPI_Comm Runtime::comm() const {
+  if (scheduler_ && scheduler_->running())
+    throw Error(
+        "Runtime::comm() is for the main program between run() calls: a collective inside "
+        "run() (an entry method, a continuation or an on_reduced callback) blocks this rank "
+        "until every rank joins it, and they may be waiting for this one (use the units' "
+        "all_reduce or contribute)");
+  return comm_;
+}
+
 bool Runtime::print_usage_if_requested(std::string_view usage) const {
   if (!help_requested_) return false;
   if (rank_ == 0) {

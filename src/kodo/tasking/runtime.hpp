@@ -65,8 +65,11 @@ class Runtime {
   int rank() const { return rank_; }
   int size() const { return size_; }
   // The communicator of this runtime's ranks (a duplicate of MPI_COMM_WORLD), for the
-  // program's own collectives.
-  MPI_Comm comm() const { return comm_; }
+  // main program's own collectives, between run() calls. Inside run() (an entry method,
+  // a continuation, an on_reduced callback) it throws kodo::Error: a collective there
+  // blocks the rank's loop until every rank joins, which they may never do (use the
+  // units' all_reduce or contribute).
+  MPI_Comm comm() const;
 
   const Placement& placement() const { return placement_; }
   // This rank's streams: KODO_STREAMS (default 4) compute and as many communication

@@ -51,6 +51,8 @@ Scheduler::Scheduler(MPI_Comm comm, MPI_Comm wave_comm, StreamPool& streams, boo
       reductions_(rank_, [this](int rank, Message&& m) { post(rank, std::move(m)); }),
       stall_limit_(seconds_setting("KODO_STALL_SECONDS")),
       stall_exit_(flag_setting("KODO_STALL_EXIT")),
+      watchdog_(stall_limit_ ? std::optional(stall_limit_->count()) : std::nullopt, stall_exit_,
+                rank_),
       pool_(ViewPool::idle_bound_from_environment()) {
   transport_ = std::make_unique<UcxTransport>(
       comm, [this](Message&& m) { queue_.push_back(std::move(m)); },
@@ -166,6 +168,8 @@ void Scheduler::when_done(CompletionSource& source, std::function<void()> contin
     termination_.count_processed();
     const auto seen = trace_.enabled() ? Trace::Clock::now() : marked;
     try {
+      std::optional<WatchdogScope> inside;
+      if (watchdog_.active()) inside.emplace(watchdog_, Watchdog::Inside::continuation);
       c();
     } catch (...) {
       fatal("a device-completion continuation threw: " + what_of_current());
@@ -212,11 +216,13 @@ void Scheduler::queue_local(std::unique_ptr<Call> call) {
 void Scheduler::run() {
   if (running_) throw Error("Runtime::run() is not reentrant (called from an entry method?)");
   running_ = true;
+  watchdog_.running(true);
   struct Reset {
     Scheduler& scheduler;
     int unwinding = std::uncaught_exceptions();
     ~Reset() {
       scheduler.running_ = false;
+      scheduler.watchdog_.running(false);
       // A run() that fails leaves no task at a balance point for a later one to balance.
       if (std::uncaught_exceptions() > unwinding) scheduler.drop_parked();
     }
@@ -225,6 +231,7 @@ void Scheduler::run() {
   drain_.mark_dirty();  // the program may have launched work before run()
   auto idle_since = std::chrono::steady_clock::now();
   for (unsigned idle_turns = 0;;) {
+    if (watchdog_.active()) watchdog_.turned();
     if (turn()) {
       idle_turns = 0;
       stall_reported_ = false;
@@ -283,7 +290,9 @@ void Scheduler::balance_parked() {
   for (std::size_t i = 0; i < parked.size(); ++i) {
     if (parked[i] == 0) continue;
     running_ = false;  // the balancer runs the quiet job as the main program would
+    watchdog_.running(false);
     collections_[i]->balance_at_point();
+    watchdog_.running(true);
     running_ = true;
   }
   // What each rank does alone from here on cannot fail on one rank only and leave the
@@ -318,6 +327,11 @@ bool Scheduler::turn() {
   for (int n = 0; n < kDispatchBatch && !queue_.empty(); ++n) {
     Message m = std::move(queue_.front());
     queue_.pop_front();
+    std::optional<WatchdogScope> inside;  // refined by invoke() for an entry method
+    if (watchdog_.active())
+      inside.emplace(watchdog_, m.header.kind == MessageKind::reduction_result
+                                    ? Watchdog::Inside::reduction_callback
+                                    : Watchdog::Inside::continuation);
     if (trace_.enabled()) {
       const auto begin = Trace::Clock::now();
       dispatch(m);
@@ -618,6 +632,9 @@ void Scheduler::invoke(Message& message) {
     call = entry_handler(*c, h.handler).receive(reader);
   }
   Call& invoked = message.local ? *message.local : *call;
+  if (watchdog_.active())
+    watchdog_.enter(Watchdog::Inside::entry_method, &short_handler_name(h.handler), h.collection,
+                    h.target);
   // The time the unit's entry method takes is its measured load (balance.hpp), where
   // the collection's loads are measured and the unit states none of its own.
   time_for_load(*c, slot, [&] { invoked.invoke(c->unit_at(slot)); });

@@ -19,6 +19,7 @@
 #include <kodo/tasking/detail/stream_drain.hpp>
 #include <kodo/tasking/detail/task_list.hpp>
 #include <kodo/tasking/detail/termination.hpp>
+#include <kodo/tasking/detail/watchdog.hpp>
 #include <kodo/tasking/detail/trace.hpp>
 
 #include <mpi.h>
@@ -142,6 +143,7 @@ class Scheduler final : public ChannelHost {
   // KODO_STALL_SECONDS (none: no reports) and KODO_STALL_EXIT.
   std::optional<std::chrono::duration<double>> stall_limit_;
   bool stall_exit_ = false, stall_reported_ = false;
+  Watchdog watchdog_;  // a loop that stops turning inside run() (KODO_STALL_SECONDS)
   std::shared_ptr<ChannelRegistry> channels_ = make_channel_registry();
   Trace trace_;               // KODO_TRACE
   ViewPool pool_;             // the views of calls from other ranks (KODO_CALL_POOL_BYTES)

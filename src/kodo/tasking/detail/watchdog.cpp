@@ -1,0 +1,82 @@
+#include <kodo/tasking/detail/watchdog.hpp>
+
+#include <kodo/core/error.hpp>
+
+#include <mpi.h>
+
+#include <algorithm>
+
+namespace kodo::detail {
+
+Watchdog::Watchdog(std::optional<double> limit_seconds, bool end_job, int rank)
+    : limit_(limit_seconds.value_or(0)), end_job_(end_job), rank_(rank) {
+  if (limit_seconds) thread_ = std::thread([this] { watch(); });
+}
+
+Watchdog::~Watchdog() {
+  if (!thread_.joinable()) return;
+  {
+    const std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+std::string Watchdog::where() const {
+  switch (inside_.load(std::memory_order_relaxed)) {
+    case Inside::entry_method: {
+      const std::string* method = method_.load(std::memory_order_relaxed);
+      return cat("inside entry method ", method ? *method : std::string("(unnamed)"), " of unit ",
+                 unit_.load(std::memory_order_relaxed), " of collection ",
+                 collection_.load(std::memory_order_relaxed));
+    }
+    case Inside::continuation:
+      return "inside a device-completion continuation (a when_done callback or a task it "
+             "resumed)";
+    case Inside::reduction_callback: return "inside a reduction's on_reduced callback";
+    case Inside::nothing: break;
+  }
+  return "inside kodo's own loop, in no entry method (a device or library call that does not "
+         "return)";
+}
+
+void Watchdog::watch() {
+  using Clock = std::chrono::steady_clock;
+  const auto limit = std::chrono::duration<double>(limit_);
+  // Often enough to report within a quarter of the limit, at most once a second.
+  const auto poll = std::chrono::duration_cast<Clock::duration>(
+      std::min(limit / 4, std::chrono::duration<double>(1.0)));
+  std::uint64_t seen = turns_.load(std::memory_order_relaxed);
+  auto since = Clock::now();
+  bool reported = false;
+  std::unique_lock lock(mutex_);
+  while (!wake_.wait_for(lock, poll, [this] { return stop_; })) {
+    const std::uint64_t now_turns = turns_.load(std::memory_order_relaxed);
+    const auto now = Clock::now();
+    if (now_turns != seen || !running_.load(std::memory_order_relaxed)) {
+      seen = now_turns;
+      since = now;
+      reported = false;
+      continue;
+    }
+    if (reported || now - since < limit) continue;
+    reported = true;
+    print_error(cat("kodo: rank ", rank_, " is blocked: its scheduler loop has not turned for ",
+                    std::chrono::duration<double>(now - since).count(), " s; it is ", where(),
+                    ". A call that waits for other ranks inside run() (an MPI collective, a "
+                    "fence on work another rank must release) blocks this rank and every rank "
+                    "that waits for it: use the unit's all_reduce or contribute, and channels, "
+                    "instead."));
+    if (end_job_) {
+      print_error(cat("kodo: ending the job from rank ", rank_,
+                      " (KODO_STALL_EXIT=1): exit status 3"));
+      int finalized = 0;
+      MPI_Finalized(&finalized);
+      if (!finalized) MPI_Abort(MPI_COMM_WORLD, 3);
+      std::_Exit(3);
+    }
+  }
+}
+
+}  // namespace kodo::detail

@@ -1,0 +1,62 @@
+// The watchdog (tasking/detail/watchdog.hpp): a loop that stops turning inside run() is
+// reported once, naming what it is inside; a loop that turns, or is not inside run(), is
+// not. (Ending the job under KODO_STALL_EXIT: the blocked_entry_method ctests.)
+
+#include <kodo/tasking/detail/watchdog.hpp>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+namespace {
+
+using kodo::detail::Watchdog;
+using namespace std::chrono_literals;
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(Watchdog, SaysWhatTheLoopIsInside) {
+  Watchdog w(std::nullopt, false, 0);
+  EXPECT_FALSE(w.active());  // no thread without a limit
+  EXPECT_NE(w.where().find("in no entry method"), std::string::npos);
+  const std::string method = "Heat::step";
+  w.enter(Watchdog::Inside::entry_method, &method, 2, 17);
+  EXPECT_EQ(w.where(), "inside entry method Heat::step of unit 17 of collection 2");
+  w.leave();
+  w.enter(Watchdog::Inside::reduction_callback);
+  EXPECT_EQ(w.where(), "inside a reduction's on_reduced callback");
+  w.leave();
+}
+
+TEST(Watchdog, ReportsALoopThatStopsTurningOnceAndNothingElse) {
+  const std::string method = "Heat::step";
+  testing::internal::CaptureStderr();
+  {
+    Watchdog w(0.2, false, 5);
+    ASSERT_TRUE(w.active());
+    // Not inside run(): never reported, however long.
+    std::this_thread::sleep_for(400ms);
+    // Inside run() and turning: not reported.
+    w.running(true);
+    for (auto end = std::chrono::steady_clock::now() + 400ms;
+         std::chrono::steady_clock::now() < end; std::this_thread::sleep_for(10ms))
+      w.turned();
+    // Stuck inside an entry method: reported once.
+    w.enter(Watchdog::Inside::entry_method, &method, 0, 3);
+    std::this_thread::sleep_for(800ms);
+    w.leave();
+    w.running(false);
+  }
+  const std::string out = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(count(out, "kodo: rank 5 is blocked"), 1u) << out;
+  EXPECT_EQ(count(out, "it is inside entry method Heat::step of unit 3 of collection 0"), 1u)
+      << out;
+}
+
+}  // namespace
