@@ -69,6 +69,18 @@ TEST(ReductionTree, PartialsMustComeFromChildrenOncePerOpenRound) {
   std::memcpy(&sum, at.posted[0].second.payload.data(), sizeof sum);
   EXPECT_EQ(sum, 35);
   EXPECT_ERROR(partial(3, TallySum::id, 0, value(1)), "already passed on");
+  // A round far ahead is refused before anything is kept (issue 31: 200,000 forged
+  // partials grew a rank by 310 MB).
+  // (Round 0 is passed up, not delivered: the window starts there.)
+  const auto far = static_cast<std::int64_t>(kodo::detail::kMaxRoundsAhead);
+  EXPECT_ERROR(partial(3, TallySum::id, far, value(1)),
+               "reduction round 65536 of collection 0 is 65536 rounds ahead of round 0");
+  EXPECT_ERROR(at.tree.contribute(at.store, 0, static_cast<std::uint64_t>(far), TallySum::id,
+                                  value(1)),
+               "kodo holds at most 65536 rounds");
+  EXPECT_EQ(at.tree.pending_rounds(), 0u);
+  partial(3, TallySum::id, far - 1, value(1));  // the last round within the window
+  EXPECT_EQ(at.tree.pending_rounds(), 1u);
 }
 
 TEST(ReductionTree, ResultsMustComeFromTheParentForRoundsPassedUp) {
@@ -201,6 +213,8 @@ TEST(ReductionTree, RanksWithoutUnitsTakeResultsFromTheirParentOncePerRound) {
   result(2, 0, value(4));
   EXPECT_EQ(at.seen, (std::vector<std::pair<std::uint64_t, std::int64_t>>{{0, 4}, {1, 8}}));
   EXPECT_ERROR(result(2, 0, value(4)), "does not await");
+  EXPECT_ERROR(result(2, 2 + static_cast<std::int64_t>(kodo::detail::kMaxRoundsAhead), value(1)),
+               "rounds ahead of round 2");
   EXPECT_TRUE(at.posted.empty());  // rank 5 has no children in a job of 7
 }
 

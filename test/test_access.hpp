@@ -53,6 +53,8 @@ struct TestAccess {
   }
   static void count_sent(Runtime& runtime) { runtime.scheduler().termination_.count_sent(); }
 
+  // The channel registry (what peers announced of links).
+  static ChannelRegistry& channels(Runtime& runtime) { return *runtime.scheduler().channels_; }
   // The pool the views of this rank's calls from other ranks come from.
   static ViewPool& pool(Runtime& runtime) { return runtime.scheduler().pool_; }
   // Makes eager data for host views take the path of device views (pinned staging, a

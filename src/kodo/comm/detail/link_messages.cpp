@@ -3,6 +3,8 @@
 // checked on arrival (channel_end.hpp).
 #include <kodo/comm/detail/channel_end.hpp>
 
+#include <algorithm>
+
 namespace kodo::detail {
 
 Message ring_message(const RingMessage& ring, int from_rank) {
@@ -136,6 +138,10 @@ void apply_ring_message(ChannelRegistry& registry, RingMessage ring, int from_ra
   note.ring = std::move(ring);
   const auto end = registry.senders.find(note.ring->link);
   if (end != registry.senders.end()) end->second->settle_send_route();
+}
+
+std::size_t announced_links(const ChannelRegistry& registry) {
+  return std::max(registry.send_numbers.size(), registry.notes.size());
 }
 
 Message announcement_message(const LinkAnnouncement& a, int from_rank) {

@@ -55,6 +55,7 @@ const ReducerHandler& ReductionTree::reducer_of(const CollectionBase& c, Handler
 ReductionTree::Round& ReductionTree::open_round(CollectionBase& c, State& s, std::uint64_t round,
                                                 HandlerId reducer) {
   s.collection = &c;
+  check_window(c, s, round);
   auto [it, inserted] = s.open.try_emplace(round);
   Round& r = it->second;
   if (inserted) {
@@ -65,6 +66,15 @@ ReductionTree::Round& ReductionTree::open_round(CollectionBase& c, State& s, std
                     c.id(), " with different types, operations or targets"));
   }
   return r;
+}
+
+void ReductionTree::check_window(const CollectionBase& c, const State& s,
+                                 std::uint64_t round) const {
+  if (round - s.next_result >= kMaxRoundsAhead)
+    throw Error(cat("reduction round ", round, " of collection ", c.id(), " is ",
+                    round - s.next_result, " rounds ahead of round ", s.next_result,
+                    ", the oldest rank ", rank_, " has not delivered; kodo holds at most ",
+                    kMaxRoundsAhead, " rounds of a collection at once"));
 }
 
 void ReductionTree::contribute(CollectionBase& c, std::int64_t slot, std::uint64_t round,
@@ -195,6 +205,7 @@ void ReductionTree::on_result(CollectionBase& c, const MessageHeader& h, Bytes v
     if (me >= map.holders()) {
       // A rank without units passed nothing up: it awaits every round not yet delivered.
       if (round < s.next_result) throw not_awaited();
+      check_window(c, s, round);
       check_value(c, h.handler, value.size());
     } else {
       if (awaited == s.passed_up.end()) throw not_awaited();

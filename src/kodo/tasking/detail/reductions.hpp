@@ -38,6 +38,11 @@
 
 namespace kodo::detail {
 
+// How far a round may be ahead of the oldest one a rank has not delivered: it bounds
+// the rounds a rank holds for a collection, so partials or results from another rank
+// (forged, or from a runaway loop) cannot grow its memory without end.
+inline constexpr std::uint64_t kMaxRoundsAhead = std::uint64_t{1} << 16;
+
 class ReductionTree {
  public:
   // `post(rank, message)` sends a partial or result on (to this rank too, for rank 0).
@@ -113,6 +118,8 @@ class ReductionTree {
   };
 
   const ReducerHandler& reducer_of(const CollectionBase& c, HandlerId id) const;
+  // Throws unless `round` lies within kMaxRoundsAhead of the oldest undelivered one.
+  void check_window(const CollectionBase& c, const State& s, std::uint64_t round) const;
   Round& open_round(CollectionBase& c, State& s, std::uint64_t round, HandlerId reducer);
   void try_complete(CollectionBase& c, State& s, std::uint64_t round);
   void check_shapes(const CollectionBase& c, std::uint64_t round, const Round& r) const;

@@ -577,7 +577,22 @@ void Scheduler::on_link_announced(const Message& message) {
     throw Error(cat("field receiver of a channel link announcement from rank ",
                     message.header.source_rank, " names unit ", a.link.receiver,
                     ", which that rank does not hold"));
+  check_link_room(message.header.source_rank);
   announce_link(*channels_, a, message.header.source_rank);
+}
+
+// Links other ranks may tell this one about: far more than any program's channels
+// (kLinksPerUnit for each unit held here), so that announcements cannot grow the
+// registry without end.
+void Scheduler::check_link_room(int from) const {
+  constexpr std::uint64_t kLinksPerUnit = 1024, kLinksSlack = 4096;
+  std::uint64_t units = 0;
+  for (const auto& c : collections_) units += static_cast<std::uint64_t>(c->local_count());
+  const std::uint64_t room = kLinksPerUnit * units + kLinksSlack;
+  if (announced_links(*channels_) >= room)
+    throw Error(cat("rank ", from, " announced channel links past the ", room,
+                    " this rank keeps (", kLinksPerUnit, " for each of its ", units,
+                    " unit(s), and ", kLinksSlack, "); no program's channels come near that"));
 }
 
 // A same-node ring offered, refused or declined by a peer: its units are checked as an
@@ -598,6 +613,7 @@ void Scheduler::on_ring_message(const Message& message) {
     throw Error(cat("field ", ring.route == RingMessage::refusal ? "sender" : "receiver",
                     " of a same-node ring message from rank ", from, " names unit ", other,
                     ", which that rank does not hold"));
+  check_link_room(from);
   apply_ring_message(*channels_, std::move(ring), from);
 }
 
