@@ -143,11 +143,15 @@ void run_calls_and_check(kodo::Runtime& rt) {
   });
   if (rt.size() == 1) return;  // calls on one rank travel as objects
   // Each rank received its predecessor's calls: 2 units x (tiny, small, large).
+  // Host views up to KODO_EAGER_BYTES travel with the call; device views (a GPU build's
+  // default memory) always by rendezvous (ucx_transport.cpp).
   const std::uint64_t limit = TestAccess::eager_bytes(rt);
+  constexpr bool host_views = Kokkos::SpaceAccessibility<Kokkos::HostSpace,
+                                                         Left1::memory_space>::accessible;
   std::uint64_t eager = 0;
   for (const std::uint64_t bytes :
        {kTiny * sizeof(double), bytes_of_many(kSmall), bytes_of_many(kLarge)})
-    eager += bytes <= limit ? 2 : 0;
+    eager += host_views && bytes <= limit ? 2 : 0;
   EXPECT_EQ(TestAccess::eager_calls(rt) - eager_before, eager);
   EXPECT_EQ(TestAccess::rendezvous_calls(rt) - rendezvous_before, 6 - eager);
 }
@@ -278,9 +282,14 @@ TEST(Calls, MalformedCallsTakeNothingFromThePool) {
   std::vector<std::byte> header(sizeof h), data;
   std::memcpy(header.data(), &h, sizeof h);
   header.insert(header.end(), m.payload.begin(), m.payload.end());
-  for (const auto& a : m.attachments) {
-    const auto* p = static_cast<const std::byte*>(a.segment.data);
-    data.insert(data.end(), p, p + a.segment.bytes);
+  for (const auto& a : m.attachments) {  // the views' bytes as they travel (from the device)
+    using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
+    const std::size_t at = data.size(), n = a.segment.bytes;
+    data.resize(at + n);
+    Kokkos::deep_copy(
+        Kokkos::View<std::byte*, Kokkos::HostSpace, Unmanaged>(data.data() + at, n),
+        Kokkos::View<const std::byte*, Left1::memory_space, Unmanaged>(
+            static_cast<const std::byte*>(a.segment.data), n));
   }
   ViewPool& pool = TestAccess::pool(rt);
   const std::uint64_t allocations = pool.allocations(), held = pool.held_bytes();
@@ -296,9 +305,13 @@ TEST(Calls, MalformedCallsTakeNothingFromThePool) {
   EXPECT_ERROR(TestAccess::receive(rt, huge, data), "bound");
   EXPECT_EQ(pool.allocations(), allocations);
   EXPECT_EQ(pool.held_bytes(), held);
-  // The call itself is accepted, its views from the pool.
-  EXPECT_EQ(TestAccess::receive(rt, header, data), 1);
-  units.for_each_local([](Pair& p) { EXPECT_EQ(p.calls, 1); });
+  // The call itself is accepted, its views from the pool. (Not on a GPU build: its device
+  // views never travel eagerly, and data that did would land through a stream copy
+  // after this returns, outside the counts this test keeps.)
+  if constexpr (kodo::host_build) {
+    EXPECT_EQ(TestAccess::receive(rt, header, data), 1);
+    units.for_each_local([](Pair& p) { EXPECT_EQ(p.calls, 1); });
+  }
   rt.run();
 }
 

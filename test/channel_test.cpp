@@ -5,6 +5,8 @@
 #include "test_runtime.hpp"
 #include "test_views.hpp"
 
+#include <kodo/comm/detail/channel_end.hpp>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -354,3 +356,21 @@ TEST(Channel, LinksBetweenUnitsBeyond2To16) {
 }
 
 }  // namespace
+
+// A link's number (its tags' upper half) is drawn at random among those not in use: a
+// sender told the number of one link cannot hit another link's receives by a slip of
+// one (issue 31: a third rank filled another pair's receives with sequential numbers).
+TEST(Channel, LinkNumbersAreDistinctAndNotSequential) {
+  kodo::detail::ChannelRegistry registry;
+  std::vector<std::uint32_t> numbers;
+  for (std::int32_t port = 0; port < 1000; ++port)
+    numbers.push_back(registry.receive_number({0, 1, 0, port}));
+  EXPECT_EQ(registry.receive_number({0, 1, 0, 7}), numbers[7]);  // the same link, the same number
+  std::vector<std::uint32_t> sorted = numbers;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end()) << "a number twice";
+  EXPECT_NE(sorted.back(), kodo::detail::kTransferMask) << "the number kept for moving units";
+  std::size_t neighbours = 0;  // numbers one apart, as sequential numbers all were
+  for (std::size_t i = 1; i < sorted.size(); ++i) neighbours += sorted[i] - sorted[i - 1] == 1;
+  EXPECT_LE(neighbours, 2u);
+}

@@ -24,11 +24,15 @@
 //   fault_program blocked            an entry method blocks in an MPI collective (run
 //                                    with KODO_STALL_SECONDS and KODO_STALL_EXIT=1)
 //   fault_program comm-inside-run    an entry method asks for Runtime::comm()
+//   fault_program link-flood         rank 1 (as rank 0 receives it) announces channel
+//                                    links without end (2 ranks)
 // Units are laid out so that, on two ranks, unit 0 is on rank 0 and unit 1 on rank 1;
 // on one rank both are local (the same-rank path).
 
 #include <kodo/kodo.hpp>
 #include <kodo/tasking/registry.hpp>
+
+#include "test_access.hpp"
 
 #include <cstdint>
 #include <cstdio>
@@ -214,6 +218,28 @@ int run_different_programs(int argc, char** argv) {
   return 0;
 }
 
+// The review's flood (issue 31): 200,000 link announcements grew a rank by 100 MB and
+// the job went on. Rank 0 takes announcements from rank 1 of ever new links of its unit
+// 0 until it refuses one; it must, long before.
+int flood_links(kodo::Runtime& runtime, kodo::Collection<Peer>& units) {
+  if (runtime.size() != 2) return 2;
+  if (runtime.rank() == 0) {
+    for (std::int32_t port = 0; port < (1 << 20); ++port) {
+      const kodo::detail::LinkAnnouncement a{{units.id(), 1, 0, port}, 1u, 1u, false};
+      try {
+        kodo::detail::TestAccess::dispatch_from_wire(runtime,
+                                                     kodo::detail::announcement_message(a, 1));
+      } catch (const kodo::Error& e) {
+        kodo::print_error(kodo::detail::cat("rank 0 after ", port, " announcements: ", e.what()));
+        MPI_Abort(MPI_COMM_WORLD, 1);
+      }
+    }
+    std::puts("unexpected: 2^20 announcements were taken");
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  return 0;
+}
+
 constexpr const char* kUsage =
     "usage: fault_program truncate|short|lost-send|ring-order|peer-exit|different-program|\n"
     "                     mismatched-shapes|result-type|blocked|comm-inside-run\n"
@@ -250,6 +276,8 @@ int main(int argc, char** argv) {
   } else if (mode == "blocked") {
     MPI_Comm_dup(MPI_COMM_WORLD, &kept_world);
     units.broadcast_local<&Peer::blocked>();
+  } else if (mode == "link-flood") {
+    return flood_links(runtime, units);
   } else if (mode == "comm-inside-run") {
     units.broadcast_local<&Peer::comm_inside_run>();
   } else if (mode == "peer-exit") {

@@ -7,7 +7,6 @@
 #include "test_access.hpp"
 #include "test_runtime.hpp"
 
-#include <kodo/comm/detail/channel_end.hpp>
 #include <kodo/comm/wire.hpp>
 
 #include <gtest/gtest.h>
@@ -86,43 +85,6 @@ TEST(Scheduler, AMessageNobodySentEndsRunWithAnErrorNotAHang) {
   EXPECT_ERROR(rt.run(), "more than its ranks sent");
   // The counters stay off by one for the rest of the process: put them right.
   kodo::detail::TestAccess::count_sent(rt);
-  rt.run();
-}
-
-// The case of the review (issue 31): 200,000 forged link announcements grew a rank by
-// 100 MB and the job went on. Announcements past a bound far above any program's
-// channels are refused, naming the rank that sent them.
-TEST(Scheduler, AnnouncedLinksAreBounded) {
-  auto& rt = test_runtime();
-  if (rt.size() < 2) GTEST_SKIP() << "needs two ranks";
-  auto units = kodo::Collection<Tallied>::create(rt, {rt.size(), 1, 1});
-  std::int64_t mine = -1;
-  units.for_each_local([&](Tallied& u) { mine = units.shape().linear(u.index()); });
-  ASSERT_GE(mine, 0);
-  const int source = (rt.rank() + 1) % rt.size();
-  std::int64_t theirs = -1;  // a unit the source holds
-  for (std::int64_t l = 0; l < units.shape().size() && theirs < 0; ++l)
-    if (units.owner(units.shape().delinear(l)) == source) theirs = l;
-  ASSERT_GE(theirs, 0);
-  auto& registry = kodo::detail::TestAccess::channels(rt);
-  std::string refused;
-  std::int32_t port = 0;
-  for (; port < (1 << 24) && refused.empty(); ++port) {
-    const kodo::detail::LinkAnnouncement a{{units.id(), theirs, mine, port}, 1u, 1u, false};
-    try {
-      kodo::detail::TestAccess::dispatch_from_wire(rt,
-                                                   kodo::detail::announcement_message(a, source));
-    } catch (const kodo::Error& e) {
-      refused = e.what();
-    }
-  }
-  EXPECT_NE(refused.find(kodo::detail::cat("rank ", source, " announced channel links past the ")),
-            std::string::npos)
-      << refused;
-  EXPECT_GE(port, 1024 + 4096);  // never below what the units held here may need
-  // The forged links go, so that later tests announce theirs.
-  std::erase_if(registry.send_numbers, [&](const auto& e) { return e.first.collection == units.id(); });
-  std::erase_if(registry.notes, [&](const auto& e) { return e.first.first.collection == units.id(); });
   rt.run();
 }
 

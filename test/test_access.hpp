@@ -8,6 +8,7 @@
 #include <kodo/tasking/detail/scheduler.hpp>
 
 #include <cstddef>
+#include <cstring>
 #include <functional>
 #include <vector>
 
@@ -16,14 +17,38 @@ namespace kodo::detail {
 struct TestAccess {
   static Scheduler& scheduler(Runtime& runtime) { return runtime.scheduler(); }
 
-  // Hands `header` and `data` to the transport as an eager active message, then
-  // dispatches what it delivers. Throws kodo::Error for a message that is refused.
-  // Returns the number of messages dispatched (0 or 1).
-  static int receive(Runtime& runtime, const std::vector<std::byte>& header,
-                     const std::vector<std::byte>& data) {
-    Scheduler& s = runtime.scheduler();
+  // The connection a message claiming to come from the rank in `header` arrives by:
+  // that rank's endpoint here (as UCX gives it for an honest sender), or `connection`'s
+  // when not -1 (a sender that misstates its rank).
+  static ucp_am_recv_param_t came_by(Runtime& runtime, const void* header, std::size_t bytes,
+                                     int connection) {
+    UcxTransport& t = *runtime.scheduler().transport_;
+    int claimed = -1;
+    if (bytes >= sizeof(MessageHeader))
+      std::memcpy(&claimed, static_cast<const std::byte*>(header) + offsetof(MessageHeader, source_rank),
+                  sizeof claimed);
+    const int by = connection >= 0 ? connection : claimed;
     ucp_am_recv_param_t param{};
-    param.recv_attr = 0;  // eager: the data is here
+    if (by >= 0 && by < runtime.size() && by != runtime.rank()) {
+      param.recv_attr = UCP_AM_RECV_ATTR_FIELD_REPLY_EP;
+      param.reply_ep = t.endpoint(by);
+    }
+    return param;
+  }
+
+  // Hands `header` and `data` to the transport as an eager active message (over the
+  // connection of the rank it names, or of `connection`), then dispatches what it
+  // delivers. Throws kodo::Error for a message that is refused. Returns the number of
+  // messages dispatched (0 or 1).
+  static int receive(Runtime& runtime, const std::vector<std::byte>& header,
+                     const std::vector<std::byte>& data, int connection = -1) {
+    return receive_with(runtime, header, data,
+                        came_by(runtime, header.data(), header.size(), connection));
+  }
+  // The same with UCX's description of the message as given (`param`; eager).
+  static int receive_with(Runtime& runtime, const std::vector<std::byte>& header,
+                          const std::vector<std::byte>& data, ucp_am_recv_param_t param) {
+    Scheduler& s = runtime.scheduler();
     const std::size_t before = s.queue_.size();
     s.transport_->receive(header.data(), header.size(), const_cast<std::byte*>(data.data()),
                           data.size(), &param);
@@ -41,8 +66,8 @@ struct TestAccess {
   // any of its data has moved; only for messages that must be refused (an admitted one
   // would be received from a descriptor that does not exist).
   static void announce_rendezvous(Runtime& runtime, const MessageHeader& h, std::size_t length) {
-    ucp_am_recv_param_t param{};
-    param.recv_attr = UCP_AM_RECV_ATTR_FLAG_RNDV;
+    ucp_am_recv_param_t param = came_by(runtime, &h, sizeof h, -1);
+    param.recv_attr |= UCP_AM_RECV_ATTR_FLAG_RNDV;
     runtime.scheduler().transport_->receive(&h, sizeof h, nullptr, length, &param);
   }
 

@@ -22,8 +22,10 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <random>
 #include <set>
 #include <sstream>
+#include <unordered_set>
 #include <vector>
 
 namespace kodo::detail {
@@ -111,16 +113,24 @@ class ChannelRegistry {
   std::size_t most_held = 0;                            // sends held back at once, at most
   std::uint64_t last_wait_code = 0;                     // ChannelEnd::wait_codes given out
 
+  // A link's number here, the upper half of its transfers' tags. Drawn at random among
+  // those not in use: UCX's tagged receives take a matching tag from any rank, and a
+  // number no other link's sender was told cannot be produced by a bug that sends on
+  // the wrong link (sequential numbers were each other's neighbours). Number 2^32 - 1
+  // is kept for tags that are not a link's (units that move).
   std::uint32_t receive_number(const LinkKey& link) {
     if (const auto it = receive_numbers.find(link); it != receive_numbers.end()) return it->second;
-    // Number 2^32 - 1 is kept for tags that are not a link's (units that move).
-    if (receive_numbers.size() >= kTransferMask)
-      throw Error(cat("a rank receives on at most 2^32 - 1 channel links; this one has ",
+    if (receive_numbers.size() >= kTransferMask / 2)
+      throw Error(cat("a rank receives on at most 2^31 channel links; this one has ",
                       receive_numbers.size()));
-    const auto number = static_cast<std::uint32_t>(receive_numbers.size());
+    std::uniform_int_distribution<std::uint32_t> any(0, kTransferMask - 1);
+    std::uint32_t number = any(draw_numbers);
+    while (!numbers_in_use.insert(number).second) number = any(draw_numbers);
     receive_numbers.emplace(link, number);
     return number;
   }
+  std::mt19937_64 draw_numbers{std::random_device{}()};
+  std::unordered_set<std::uint32_t> numbers_in_use;  // by receive_numbers
 };
 
 // One end of a link. Shared with the continuations of its transfers in flight, so a

@@ -191,6 +191,7 @@ ucp_ep_h UcxTransport::endpoint(int rank) {
   if (status != UCS_OK)
     fatal("cannot connect to rank " + std::to_string(rank) +
           " over UCX: " + ucs_status_string(status));
+  endpoint_ranks_.emplace(endpoints_[rank], rank);
   return endpoints_[rank];
 }
 
@@ -206,7 +207,8 @@ void UcxTransport::send(int rank, Message&& message) {
                        UCP_OP_ATTR_FIELD_FLAGS;
   param.cb.send = &UcxTransport::on_send_done;
   param.user_data = state.get();
-  param.flags = UCP_AM_SEND_FLAG_COPY_HEADER;
+  // REPLY: the receiver learns the connection it came by, which is how it knows the sender.
+  param.flags = UCP_AM_SEND_FLAG_COPY_HEADER | UCP_AM_SEND_FLAG_REPLY;
   ucs_status_ptr_t request;
   if (m.attachments.empty()) {
     request = ucp_am_send_nbx(endpoint(rank), kMessageAmId, &m.header, sizeof(m.header),
@@ -276,6 +278,23 @@ ucs_status_t UcxTransport::on_am(void* arg, const void* header, size_t header_le
   return UCS_OK;
 }
 
+// Who sent a message is what its connection says, not its header. The sender's REPLY flag
+// makes UCX hand over the endpoint it came by, and UCX pairs the one endpoint each rank
+// opens to the other (by connection number): the endpoint this rank holds for the
+// claimed rank must be that one. A connection the peer opened first is the endpoint
+// this rank's own to the claimed rank then becomes.
+std::string UcxTransport::sender_problem(int claimed, const ucp_am_recv_param_t* param) {
+  if (!(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) || param->reply_ep == nullptr)
+    return "sender is unknown: it does not say which connection it came by (sent without UCX's "
+           "reply flag)";
+  if (endpoints_[static_cast<std::size_t>(claimed)] == param->reply_ep) return {};
+  const auto known = endpoint_ranks_.find(param->reply_ep);
+  if (known == endpoint_ranks_.end() && endpoint(claimed) == param->reply_ep) return {};
+  return cat("field source_rank says rank ", claimed, ", but it came over the connection of ",
+             known == endpoint_ranks_.end() ? std::string("another rank")
+                                            : cat("rank ", known->second));
+}
+
 void UcxTransport::receive(const void* header, size_t header_length, void* data, size_t length,
                            const ucp_am_recv_param_t* param) {
   if (header_length < sizeof(MessageHeader))
@@ -285,6 +304,9 @@ void UcxTransport::receive(const void* header, size_t header_length, void* data,
   message.from_wire = true;
   std::memcpy(&message.header, header, sizeof(MessageHeader));
   if (const std::string problem = check_received_header(message.header, rank_, size_);
+      !problem.empty())
+    throw Error(problem);
+  if (const std::string problem = sender_problem(message.header.source_rank, param);
       !problem.empty())
     throw Error(problem);
   const bool rendezvous = param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV;
@@ -426,7 +448,7 @@ void UcxTransport::report_fault(int rank, const std::string& what) {
   const std::string text = what.substr(0, kMaxFaultReport);
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-  param.flags = UCP_AM_SEND_FLAG_COPY_HEADER | UCP_AM_SEND_FLAG_EAGER;
+  param.flags = UCP_AM_SEND_FLAG_COPY_HEADER | UCP_AM_SEND_FLAG_EAGER | UCP_AM_SEND_FLAG_REPLY;
   ucs_status_ptr_t request = ucp_am_send_nbx(endpoint(rank), kFaultAmId, &rank_, sizeof rank_,
                                              text.data(), text.size(), &param);
   if (UCS_PTR_IS_ERR(request)) return;  // the fault is reported here all the same
@@ -441,13 +463,15 @@ void UcxTransport::report_fault(int rank, const std::string& what) {
 
 ucs_status_t UcxTransport::on_fault(void* arg, const void* header, size_t header_length, void* data,
                                     size_t length, const ucp_am_recv_param_t* param) {
-  const auto* self = static_cast<const UcxTransport*>(arg);
+  auto* self = static_cast<UcxTransport*>(arg);
   int source = -1;
   if (header_length == sizeof source) std::memcpy(&source, header, sizeof source);
   std::string text;
   if (source < 0 || source >= self->size_ || source == self->rank_ ||
       (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) || length > kMaxFaultReport) {
     text = "a malformed fault report arrived";
+  } else if (const std::string forged = self->sender_problem(source, param); !forged.empty()) {
+    text = "a fault report arrived whose " + forged;
   } else {
     text.assign(static_cast<const char*>(data), length);
     for (char& c : text)

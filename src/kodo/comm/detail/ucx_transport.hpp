@@ -34,6 +34,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -114,6 +115,9 @@ class UcxTransport {
   void progressing_barrier();
   void receive(const void* header, size_t header_length, void* data, size_t length,
                const ucp_am_recv_param_t* param);
+  // Why the message of `param` did not come over the connection of rank `claimed` (what
+  // its header says), or "" when it did.
+  std::string sender_problem(int claimed, const ucp_am_recv_param_t* param);
   void pull(Message&& message, const std::vector<Segment>& into, void* data);
   static ucs_status_t on_fault(void* arg, const void* header, size_t header_length, void* data,
                                size_t length, const ucp_am_recv_param_t* param);
@@ -141,6 +145,7 @@ class UcxTransport {
   std::size_t max_am_header_ = 0;
   std::vector<std::vector<std::byte>> peer_addresses_;
   std::vector<ucp_ep_h> endpoints_;
+  std::unordered_map<ucp_ep_h, int> endpoint_ranks_;  // the rank of each of endpoints_
   struct Peer {
     UcxTransport* transport;
     int rank;
