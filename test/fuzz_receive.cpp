@@ -9,7 +9,9 @@
 // refused with a kodo::Error whose message names the bad field; anything else (another
 // exception, a crash, a sanitizer report) fails. Bases are valid messages built by
 // kodo's own serializer; mutations flip bits, cut, extend, and set header fields to
-// edge values or to ids of other handlers.
+// edge values or to ids of other handlers. One input in eight is a valid message that
+// came over the wrong connection (this rank's own endpoint, or none) while it names the
+// peer: it must be refused with exactly the sender's refusal, nothing else.
 
 #include "test_access.hpp"
 
@@ -53,6 +55,9 @@ using OtherSum = kodo::detail::Reducer<Other, int, kodo::Sum, &Other::poke>;
 
 struct Input {
   std::vector<std::byte> header, data;
+  int connection = -1;   // the rank whose connection it came over
+  bool unnamed = false;  // it came without UCX's reply endpoint
+  std::string expected;  // the refusal it must get, when that is known exactly
 };
 
 template <class T>
@@ -78,6 +83,16 @@ class Generator {
 
   Input next() {
     Input in = base();
+    in.connection = peer_;  // whatever its header says, the peer sent it
+    if (pick(0, 7) == 0) {  // valid, over the wrong connection
+      in.unnamed = pick(0, 1) == 0;
+      in.connection = self_;
+      in.expected = in.unnamed ? "kodo: sender is unknown: it does not say which connection it came by"
+                               : kodo::detail::cat("kodo: field source_rank says rank ", peer_,
+                                                   ", but it came over the connection of rank ",
+                                                   self_);
+      return in;
+    }
     const int mutations = pick(0, 4);
     for (int i = 0; i < mutations; ++i) mutate(in);
     return in;
@@ -261,16 +276,32 @@ int main(int argc, char** argv) {
   Generator gen(seed * 2 + static_cast<std::uint64_t>(self), self, 1 - self, 2 * self);
   const std::regex names_field("field |argument|view|header|reduction");
 
-  long inputs = 0, accepted = 0, refused = 0, failures = 0;
+  long inputs = 0, accepted = 0, refused = 0, refused_sender = 0, refused_other = 0,
+       failures = 0;
   const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   while (inputs < max_inputs && std::chrono::steady_clock::now() < until) {
     const Input in = gen.next();
     ++inputs;
     try {
-      accepted += kodo::detail::TestAccess::receive(runtime, in.header, in.data) > 0;
+      if (in.unnamed)
+        accepted += kodo::detail::TestAccess::receive_with(runtime, in.header, in.data,
+                                                           ucp_am_recv_param_t{}) > 0;
+      else
+        accepted += kodo::detail::TestAccess::receive(runtime, in.header, in.data,
+                                                      in.connection) > 0;
+      if (!in.expected.empty() && failures++ < 10)
+        kodo::print_error(kodo::detail::cat("fuzz_receive: rank ", self,
+                                            ": taken over the wrong connection: should be ",
+                                            in.expected));
     } catch (const kodo::Error& e) {
       ++refused;
-      if (!std::regex_search(e.what(), names_field) && failures++ < 10)
+      ++(in.expected.empty() ? refused_other : refused_sender);
+      if (!in.expected.empty()) {
+        if (!std::string_view(e.what()).starts_with(in.expected) && failures++ < 10)
+          kodo::print_error(kodo::detail::cat("fuzz_receive: rank ", self, ": refused with '",
+                                              e.what(), "' where '", in.expected,
+                                              "' was expected"));
+      } else if (!std::regex_search(e.what(), names_field) && failures++ < 10)
         kodo::print_error(kodo::detail::cat("fuzz_receive: rank ", self,
                                             ": a refusal names no field: ", e.what()));
     } catch (const std::exception& e) {
@@ -282,11 +313,12 @@ int main(int argc, char** argv) {
   std::size_t calls = 0;
   fuzzed.for_each_local([&](Fuzzed& f) { calls += f.calls; });
   std::printf(
-      "fuzz: rank %d, seed %llu: %ld inputs, %ld accepted (%zu entry-method effects), %ld refused, "
-      "%ld failures\n",
-      self, static_cast<unsigned long long>(seed), inputs, accepted, calls, refused, failures);
+      "fuzz: rank %d, seed %llu: %ld inputs, %ld accepted (%zu entry-method effects), %ld refused "
+      "(%ld for their connection), %ld failures\n",
+      self, static_cast<unsigned long long>(seed), inputs, accepted, calls, refused,
+      refused_sender, failures);
   std::fflush(stdout);
-  int bad = failures != 0 || accepted == 0 || refused == 0;
+  int bad = failures != 0 || accepted == 0 || refused_other == 0 || refused_sender == 0;
   MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, runtime.comm());
   (void)other;
   return bad;

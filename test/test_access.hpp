@@ -29,7 +29,8 @@ struct TestAccess {
                   sizeof claimed);
     const int by = connection >= 0 ? connection : claimed;
     ucp_am_recv_param_t param{};
-    if (by >= 0 && by < runtime.size() && by != runtime.rank()) {
+    // (A rank's own endpoint only when asked for: no rank sends itself a message.)
+    if (by >= 0 && by < runtime.size() && (by != runtime.rank() || connection >= 0)) {
       param.recv_attr = UCP_AM_RECV_ATTR_FIELD_REPLY_EP;
       param.reply_ep = t.endpoint(by);
     }
