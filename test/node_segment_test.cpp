@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <random>
 #include <fcntl.h>
 #include <string>
 #include <sys/mman.h>
@@ -57,17 +58,21 @@ TEST(NodeSegments, EveryRankReadsAndWritesEverySegmentOfItsNode) {
 // false), with the header of a segment of rank 3 (process 4242, 128 usable bytes) as
 // changed by `spoil`. Returns its descriptor; peers open it by segment_path.
 constexpr std::size_t kForged = 128;
-template <class Spoil>
-int forge(std::size_t file_bytes, Spoil spoil, bool seal = true) {
-  const int fd = memfd_create("kodo.test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  EXPECT_GE(fd, 0);
-  EXPECT_EQ(ftruncate(fd, static_cast<off_t>(file_bytes)), 0);
+SegmentHeader good_header() {
   SegmentHeader header{};
   std::memcpy(header.magic, "kodoseg", 8);
   header.version = kodo::detail::kSegmentVersion;
   header.owner = 3;
   header.bytes = kForged;
   header.pid = 4242;
+  return header;
+}
+template <class Spoil>
+int forge(std::size_t file_bytes, Spoil spoil, bool seal = true) {
+  const int fd = memfd_create("kodo.test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  EXPECT_GE(fd, 0);
+  EXPECT_EQ(ftruncate(fd, static_cast<off_t>(file_bytes)), 0);
+  SegmentHeader header = good_header();
   spoil(header);
   EXPECT_EQ(pwrite(fd, &header, sizeof header, 0), static_cast<ssize_t>(sizeof header));
   if (seal) {
@@ -107,7 +112,7 @@ TEST(NodeSegments, RefusesASegmentThatIsNotWhatItsOwnerAnnounced) {
     EXPECT_THROW(kodo::detail::map_segment(path, 3, 4242, kForged), kodo::Error);
   }
   {
-    // A path that is no memory file at all (a directory) is refused by the same check.
+    // A path that is no memory file at all (a directory) is refused (opening it fails).
     try {
       kodo::detail::map_segment("/proc", 3, 4242, kForged);
       ADD_FAILURE() << "accepted a directory as a segment";
@@ -122,6 +127,58 @@ TEST(NodeSegments, RefusesASegmentThatIsNotWhatItsOwnerAnnounced) {
   EXPECT_NE(base, nullptr);
   munmap(base, whole);
   close(fd);
+}
+
+// Random headers (issue 31, item 8): each is refused naming the first field that differs
+// from what its owner announced, in the order the checks take them, or accepted when none
+// does; nothing else.
+TEST(NodeSegments, RandomHeadersGetExactlyTheirRefusal) {
+  const std::size_t whole = kodo::detail::kSegmentHeaderBytes + kForged;
+  std::mt19937_64 rng(20261127);
+  int accepted = 0, refused = 0;
+  for (int i = 0; i < 2000; ++i) {
+    SegmentHeader h = good_header();
+    // Up to three fields spoilt, each with a random value or one near the right one.
+    for (int k = static_cast<int>(rng() % 4); k > 0; --k) {
+      const std::uint64_t v = rng() % 2 ? rng() : rng() % 3;
+      switch (rng() % 5) {
+        case 0: h.magic[rng() % 8] = static_cast<char>(v); break;
+        case 1: h.version = static_cast<std::uint32_t>(v); break;
+        case 2: h.owner = static_cast<std::uint32_t>(v + 2); break;
+        case 3: h.bytes = v + kForged - 1; break;
+        default: h.pid = static_cast<std::int64_t>(v) + 4241; break;
+      }
+    }
+    std::string expected;
+    if (std::memcmp(h.magic, "kodoseg", 8) != 0)
+      expected = "is not a kodo segment (its magic differs)";
+    else if (h.version != kodo::detail::kSegmentVersion)
+      expected = "has format version " + std::to_string(h.version);
+    else if (h.owner != 3)
+      expected = "names rank " + std::to_string(h.owner) + " as its owner";
+    else if (h.bytes != kForged)
+      expected = "says it holds " + std::to_string(h.bytes) + " bytes";
+    else if (h.pid != 4242)
+      expected = "names process " + std::to_string(h.pid);
+    const int fd = forge(whole, [&](SegmentHeader& into) { into = h; });
+    const std::string path = kodo::detail::segment_path(getpid(), fd);
+    try {
+      void* base = kodo::detail::map_segment(path, 3, 4242, kForged);
+      munmap(base, whole);
+      ++accepted;
+      EXPECT_EQ(expected, "") << "accepted a header that " << expected;
+    } catch (const kodo::Error& e) {
+      ++refused;
+      // Exactly the first spoilt field's refusal (what follows it: the expected value).
+      const std::string prefix = "kodo: shared-memory segment " + path + " of rank 3 ";
+      EXPECT_FALSE(expected.empty()) << "refused a good header: " << e.what();
+      EXPECT_TRUE(std::string_view(e.what()).starts_with(prefix + expected))
+          << e.what();
+    }
+    close(fd);
+  }
+  EXPECT_GT(accepted, 0);
+  EXPECT_GT(refused, 0);
 }
 
 // The case a review found (issue 31): a process that opened a rank's segment shrank it and

@@ -147,17 +147,26 @@ TEST(Settings, ARankWithOtherSettingsIsTheSameErrorOnEveryRank) {
   if (size < 2) GTEST_SKIP() << "needs two ranks";
   const int last = size - 1;
   {
-    const Scoped s("KODO_EAGER_BYTES", rank == last ? "16K" : nullptr);
+    const Scoped s("KODO_STREAMS", rank == last ? "8" : nullptr);
     EXPECT_EQ(error_of([&] { agree_on_settings(world); }),
               kodo::detail::cat("kodo: ", rank == last ? "" : kodo::detail::cat("rank ", last, ": "),
-                                "KODO_EAGER_BYTES is '16384' on rank ", last,
-                                " but unset on rank 0; every rank of a job must have the same "
-                                "KODO_EAGER_BYTES"));
+                                "KODO_STREAMS is '8' on rank ", last,
+                                " but '4' on rank 0; every rank of a job must have the same "
+                                "KODO_STREAMS"));
   }
   {
-    // The same value written two ways agrees.
-    const Scoped s("KODO_EAGER_BYTES", rank == last ? "16K" : "16384");
+    // The same value written two ways agrees, and so does a default written out.
+    const Scoped s("KODO_NODE_SEGMENT_BYTES", rank == last ? "2M" : "2097152");
+    const Scoped t("KODO_STREAMS", rank == last ? "4" : nullptr);
+    const Scoped u("KODO_CHANNELS", rank == last ? "auto" : nullptr);
     EXPECT_NO_THROW(agree_on_settings(world));
+  }
+  {
+    // Below the range on one rank: refused at start-up, not later.
+    const Scoped s("KODO_NODE_SEGMENT_BYTES", rank == last ? "1000" : nullptr);
+    EXPECT_NE(error_of([&] { agree_on_settings(world); })
+                  .find("KODO_NODE_SEGMENT_BYTES must be bytes 4096 to"),
+              std::string::npos);
   }
   {
     const Scoped s("KODO_STREAMS", rank == last ? "0" : nullptr);
@@ -166,8 +175,11 @@ TEST(Settings, ARankWithOtherSettingsIsTheSameErrorOnEveryRank) {
               std::string::npos);
   }
   {
-    // A setting a rank may have alone.
+    // Settings a rank may have alone: what it prints, and what only its own sends,
+    // pool and waits use.
     const Scoped s("KODO_PRINT_CONFIGURATION", rank == last ? "0" : nullptr);
+    const Scoped t("KODO_EAGER_BYTES", rank == last ? "16K" : nullptr);
+    const Scoped u("KODO_DEVICE_WAIT_SECONDS", rank == last ? "5" : nullptr);
     EXPECT_NO_THROW(agree_on_settings(world));
   }
 }

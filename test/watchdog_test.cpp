@@ -26,12 +26,22 @@ TEST(Watchdog, SaysWhatTheLoopIsInside) {
   EXPECT_FALSE(w.active());  // no thread without a limit
   EXPECT_NE(w.where().find("in no entry method"), std::string::npos);
   const std::string method = "Heat::step";
-  w.enter(Watchdog::Inside::entry_method, &method, 2, 17);
-  EXPECT_EQ(w.where(), "inside entry method Heat::step of unit 17 of collection 2");
-  w.leave();
-  w.enter(Watchdog::Inside::reduction_callback);
-  EXPECT_EQ(w.where(), "inside a reduction's on_reduced callback");
-  w.leave();
+  {
+    const kodo::detail::WatchdogScope outer(w, {Watchdog::Inside::channel_callback});
+    EXPECT_NE(w.where().find("channel's completion callback"), std::string::npos);
+    {
+      const kodo::detail::WatchdogScope inner(
+          w, {Watchdog::Inside::entry_method, &method, 2, {1, 7, 0}});
+      EXPECT_EQ(w.where(), "inside entry method Heat::step of unit (1,7,0) of collection 2");
+    }
+    // Scopes nest: leaving the inner one restores the outer.
+    EXPECT_NE(w.where().find("channel's completion callback"), std::string::npos);
+  }
+  EXPECT_NE(w.where().find("in no entry method"), std::string::npos);
+  {
+    const kodo::detail::WatchdogScope s(w, {Watchdog::Inside::reduction_callback});
+    EXPECT_EQ(w.where(), "inside a reduction's on_reduced callback");
+  }
 }
 
 TEST(Watchdog, ReportsALoopThatStopsTurningOnceAndNothingElse) {
@@ -48,14 +58,15 @@ TEST(Watchdog, ReportsALoopThatStopsTurningOnceAndNothingElse) {
          std::chrono::steady_clock::now() < end; std::this_thread::sleep_for(10ms))
       w.turned();
     // Stuck inside an entry method: reported once.
-    w.enter(Watchdog::Inside::entry_method, &method, 0, 3);
-    std::this_thread::sleep_for(800ms);
-    w.leave();
+    {
+      const kodo::detail::WatchdogScope s(w, {Watchdog::Inside::entry_method, &method, 0, {3, 0, 0}});
+      std::this_thread::sleep_for(800ms);
+    }
     w.running(false);
   }
   const std::string out = testing::internal::GetCapturedStderr();
   EXPECT_EQ(count(out, "kodo: rank 5 is blocked"), 1u) << out;
-  EXPECT_EQ(count(out, "it is inside entry method Heat::step of unit 3 of collection 0"), 1u)
+  EXPECT_EQ(count(out, "it is inside entry method Heat::step of unit (3,0,0) of collection 0"), 1u)
       << out;
 }
 

@@ -184,8 +184,13 @@ Message announcement_message(const LinkAnnouncement& announcement, int from_rank
 // Reads an announcement that arrived; throws kodo::Error naming a malformed field.
 LinkAnnouncement read_announcement(const Message& message);
 // What peers' announcements and ring messages keep in the registry: links numbered for
-// sending, or notes of their route (the larger), for the scheduler's bound on them.
+// sending, or notes of their route (the larger), for the scheduler's bound on them;
+// whether `link` (opening `epoch`) would add to it; and the rank that announced the most
+// of the links kept (`owner`: the rank holding a link's receiving unit).
 std::size_t announced_links(const ChannelRegistry& registry);
+bool adds_announced_link(const ChannelRegistry& registry, const LinkKey& link, std::uint32_t epoch);
+int most_announcing_rank(const ChannelRegistry& registry,
+                         const std::function<int(const LinkKey&)>& owner);
 // Records the number `from_rank` gave a link this rank sends on, and starts the sends
 // that waited for it; throws kodo::Error if it contradicts an earlier announcement.
 // `route_news`: the announcement says whether a ring may follow (a ring offer does not).

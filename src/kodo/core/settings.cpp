@@ -58,35 +58,55 @@ std::uint64_t parse_count(const SettingInfo& s, std::string_view text) {
 }
 
 double parse_seconds(const SettingInfo& s, std::string_view text) {
-  const std::string copy(text);
-  char* end = nullptr;
-  const double v = std::strtod(copy.c_str(), &end);
-  if (*end != '\0' || !(v > 0) || v > static_cast<double>(s.most)) refuse(s, text);
+  double v = 0;  // decimal only: no spaces, hex or locale (strtod took all three)
+  const auto [end, ec] =
+      std::from_chars(text.data(), text.data() + text.size(), v, std::chars_format::general);
+  if (ec != std::errc{} || end != text.data() + text.size() || !(v > 0) ||
+      v > static_cast<double>(s.most))
+    refuse(s, text);
   return v;
 }
 
-// Checks the variable's text as its kind says; returns it in a form every rank compares
-// (nothing when unset).
+std::optional<std::string> checked_value(const SettingInfo& s, std::string_view text);
+
+// Checks the variable's text as its kind says; returns its value in a form every rank
+// compares: the default's when unset (so "KODO_STREAMS=4" agrees with no KODO_STREAMS),
+// nothing when unset without a default value.
 std::optional<std::string> checked_text(const SettingInfo& s) {
-  const auto text = raw(s.name);
-  if (!text) return std::nullopt;
+  const auto set = raw(s.name);
+  if (!set) {
+    try {
+      return s.kind == SettingKind::text ? std::nullopt : checked_value(s, s.fallback);
+    } catch (const Error&) {
+      return std::nullopt;  // a default in words ("unset (no watch)")
+    }
+  }
+  return checked_value(s, *set);
+}
+
+std::optional<std::string> checked_value(const SettingInfo& s, std::string_view text) {
+  const std::optional<std::string_view> set = text;
   switch (s.kind) {
-    case SettingKind::count: return std::to_string(parse_count(s, *text));
-    case SettingKind::bytes: return std::to_string(detail::parse_bytes(s.name, *text, s.most));
-    case SettingKind::seconds: return cat(parse_seconds(s, *text));
+    case SettingKind::count: return std::to_string(parse_count(s, *set));
+    case SettingKind::bytes: {
+      const std::uint64_t v = detail::parse_bytes(s.name, *set, s.most);
+      if (v < s.least) refuse(s, *set);
+      return std::to_string(v);
+    }
+    case SettingKind::seconds: return cat(parse_seconds(s, *set));
     case SettingKind::flag:
-      if (*text != "0" && *text != "1") refuse(s, *text);
-      return std::string(*text);
+      if (*set != "0" && *set != "1") refuse(s, *set);
+      return std::string(*set);
     case SettingKind::choice: {
       std::string_view rest = s.choices;
       while (!rest.empty()) {
         const auto bar = rest.find('|');
-        if (rest.substr(0, bar) == *text) return std::string(*text);
+        if (rest.substr(0, bar) == *set) return std::string(*set);
         rest = bar == std::string_view::npos ? std::string_view() : rest.substr(bar + 1);
       }
-      refuse(s, *text);
+      refuse(s, *set);
     }
-    case SettingKind::text: return std::string(*text);
+    case SettingKind::text: return std::string(*set);
   }
   return std::nullopt;
 }

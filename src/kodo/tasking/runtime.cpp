@@ -130,6 +130,9 @@ void Runtime::start(int& argc, char**& argv) {
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
   check_same_program(comm_);
+  // The listing before the settings' check: a bad setting must not hide what they are.
+  for (int i = 1; argv && i < argc; ++i)
+    if (std::string_view(argv[i]) == "--kodo-help") print_settings_and_exit(rank_ == 0);
   // Before anything reads a setting: a rank whose settings are invalid or differ from its
   // peers' would take another path through the start-up collectives, and hang.
   detail::agree_on_settings(comm_);
@@ -137,7 +140,6 @@ void Runtime::start(int& argc, char**& argv) {
     const std::string_view a = argv[i];
     if (a == "--kokkos-help" && !Kokkos::is_initialized())
       print_kokkos_help_and_exit(argv[0], rank_ == 0);
-    if (a == "--kodo-help") print_settings_and_exit(rank_ == 0);
     help_requested_ = help_requested_ || a == "--help" || a == "-h";
   }
   // A program that started Kokkos itself has chosen the GPU already.

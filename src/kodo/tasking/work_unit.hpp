@@ -152,7 +152,8 @@ class WorkUnit {
   // values. T is trivially copyable (Sum, Min and Max combine a std::array element by element), or
   // a std::vector<E>: a runtime-length array, combined element by element with Op on E,
   // and delivered as std::vector<E>; the vectors of one round must have one length, or
-  // the job ends with "a reduction of mismatched shapes".
+  // the job ends with "a reduction of mismatched shapes". A round 65,536 or more ahead of
+  // the oldest one its rank has not delivered ends the job (a bound on what a rank holds).
   template <auto Target, detail::ReductionValueType T, class Op = Sum>
   void contribute(const T& value, Op = {}) {
     contribute_to_round<detail::Reducer<Derived, T, Op, Target>>(

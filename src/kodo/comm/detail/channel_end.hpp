@@ -121,7 +121,7 @@ class ChannelRegistry {
   std::uint32_t receive_number(const LinkKey& link) {
     if (const auto it = receive_numbers.find(link); it != receive_numbers.end()) return it->second;
     if (receive_numbers.size() >= kTransferMask / 2)
-      throw Error(cat("a rank receives on at most 2^31 channel links; this one has ",
+      throw Error(cat("a rank receives on at most 2^31 - 1 channel links; this one has ",
                       receive_numbers.size()));
     std::uniform_int_distribution<std::uint32_t> any(0, kTransferMask - 1);
     std::uint32_t number = any(draw_numbers);

@@ -41,8 +41,9 @@ RingMessage read_ring_message(const Message& m, std::size_t segment_bytes) {
   if (m.payload.size() < kFixed)
     throw bad("length",
               cat("carries ", m.payload.size(), " bytes, fewer than its ", kFixed, " fixed ones"));
-  if (h.handler > kTransferMask)
-    throw bad("handler", cat("names link number ", h.handler, ", beyond the 2^32 of a rank"));
+  if (h.handler >= kTransferMask)  // 2^32 - 1 is kept for moving units' tags
+    throw bad("handler", cat("names link number ", h.handler,
+                             ", beyond the 2^32 - 1 a rank gives its links"));
   ByteReader r(m.payload);
   RingMessage ring{};
   ring.link.collection = h.collection;
@@ -144,6 +145,22 @@ std::size_t announced_links(const ChannelRegistry& registry) {
   return std::max(registry.send_numbers.size(), registry.notes.size());
 }
 
+bool adds_announced_link(const ChannelRegistry& registry, const LinkKey& link,
+                         std::uint32_t epoch) {
+  return !registry.send_numbers.contains(link) || !registry.notes.contains({link, epoch});
+}
+
+int most_announcing_rank(const ChannelRegistry& registry,
+                         const std::function<int(const LinkKey&)>& owner) {
+  std::map<int, std::size_t> count;
+  for (const auto& [link, number] : registry.send_numbers) ++count[owner(link)];
+  int most = -1;
+  std::size_t highest = 0;
+  for (const auto& [rank, n] : count)
+    if (n > highest) most = rank, highest = n;
+  return most;
+}
+
 Message announcement_message(const LinkAnnouncement& a, int from_rank) {
   Message m;
   m.header = {MessageKind::channel_link, a.link.collection, a.number, a.link.sender, from_rank};
@@ -161,9 +178,9 @@ LinkAnnouncement read_announcement(const Message& m) {
   if (m.payload.size() != 20)
     throw Error(cat("field length of a channel link announcement is ", m.payload.size(),
                     " bytes of arguments, not 20"));
-  if (h.handler > kTransferMask)
+  if (h.handler >= kTransferMask)  // 2^32 - 1 is kept for moving units' tags
     throw Error(cat("field handler of a channel link announcement is ", h.handler,
-                    ", beyond the 2^32 link numbers of a rank"));
+                    ", beyond the 2^32 - 1 link numbers a rank gives"));
   ByteReader r(m.payload);
   LinkAnnouncement a{};
   a.link.collection = h.collection;

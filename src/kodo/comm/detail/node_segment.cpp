@@ -33,7 +33,14 @@ std::string segment_path(std::int64_t pid, int fd) {
 
 OwnSegment create_segment(int owner, std::size_t bytes) {
   const std::string name = "kodo.rank" + std::to_string(owner);
-  const int fd = memfd_create(name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  int fd = -1;
+#ifdef MFD_NOEXEC_SEAL
+  // Not executable, as systems with vm.memfd_noexec=2 require (Linux 6.3 on); older
+  // kernels refuse the flag (EINVAL) and take the call without it.
+  fd = memfd_create(name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_NOEXEC_SEAL);
+  if (fd < 0 && errno == EINVAL)
+#endif
+    fd = memfd_create(name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0) throw Error(system_error("memfd_create", name));
   const std::size_t length = kSegmentHeaderBytes + bytes;
   if (ftruncate(fd, static_cast<off_t>(length)) != 0 || fcntl(fd, F_ADD_SEALS, kSeals) != 0) {
@@ -59,7 +66,11 @@ OwnSegment create_segment(int owner, std::size_t bytes) {
 
 void* map_segment(const std::string& path, int owner, std::int64_t pid, std::size_t bytes) {
   const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd < 0) throw Error(system_error("open", path));
+  if (fd < 0)
+    throw Error(system_error("open", path) +
+                " (the ranks of a node open each other's segments through /proc: ranks in "
+                "separate PID namespaces or under different users cannot; KODO_CHANNELS=ucx "
+                "runs without them)");
   struct stat status{};
   const std::size_t length = kSegmentHeaderBytes + bytes;
   if (fstat(fd, &status) != 0) {

@@ -169,7 +169,7 @@ void Scheduler::when_done(CompletionSource& source, std::function<void()> contin
     const auto seen = trace_.enabled() ? Trace::Clock::now() : marked;
     try {
       std::optional<WatchdogScope> inside;
-      if (watchdog_.active()) inside.emplace(watchdog_, Watchdog::Inside::continuation);
+      if (watchdog_.active()) inside.emplace(watchdog_, Watchdog::Place{Watchdog::Inside::continuation});
       c();
     } catch (...) {
       fatal("a device-completion continuation threw: " + what_of_current());
@@ -327,17 +327,22 @@ bool Scheduler::turn() {
   for (int n = 0; n < kDispatchBatch && !queue_.empty(); ++n) {
     Message m = std::move(queue_.front());
     queue_.pop_front();
-    std::optional<WatchdogScope> inside;  // refined by invoke() for an entry method
-    if (watchdog_.active())
-      inside.emplace(watchdog_, m.header.kind == MessageKind::reduction_result
-                                    ? Watchdog::Inside::reduction_callback
-                                    : Watchdog::Inside::continuation);
-    if (trace_.enabled()) {
-      const auto begin = Trace::Clock::now();
-      dispatch(m);
-      trace_.span(trace_name(m), 0, begin, Trace::Clock::now());
-    } else {
-      dispatch(m);
+    {
+      std::optional<WatchdogScope> inside;  // invoke() names the entry method and unit
+      if (watchdog_.active())
+        inside.emplace(watchdog_,
+                       Watchdog::Place{m.header.kind == MessageKind::reduction_result
+                                           ? Watchdog::Inside::reduction_callback
+                                       : m.header.kind == MessageKind::callback
+                                           ? Watchdog::Inside::channel_callback
+                                           : Watchdog::Inside::message});
+      if (trace_.enabled()) {
+        const auto begin = Trace::Clock::now();
+        dispatch(m);
+        trace_.span(trace_name(m), 0, begin, Trace::Clock::now());
+      } else {
+        dispatch(m);
+      }
     }
     termination_.count_processed();
     if (device_loads_.pending() > kFoldDeviceLoadsAt) device_loads_.fold(false);
@@ -577,22 +582,27 @@ void Scheduler::on_link_announced(const Message& message) {
     throw Error(cat("field receiver of a channel link announcement from rank ",
                     message.header.source_rank, " names unit ", a.link.receiver,
                     ", which that rank does not hold"));
-  check_link_room(message.header.source_rank);
+  if (adds_announced_link(*channels_, a.link, a.epoch)) check_link_room();
   announce_link(*channels_, a, message.header.source_rank);
 }
 
-// Links other ranks may tell this one about: far more than any program's channels
-// (kLinksPerUnit for each unit held here), so that announcements cannot grow the
-// registry without end.
-void Scheduler::check_link_room(int from) const {
+// Links other ranks may tell this one about over a run (closed channels included, until
+// a migration clears them): kLinksPerUnit for each unit held here, so that announcements
+// cannot grow the registry without end. The error names the rank that announced most.
+void Scheduler::check_link_room() const {
   constexpr std::uint64_t kLinksPerUnit = 1024, kLinksSlack = 4096;
   std::uint64_t units = 0;
   for (const auto& c : collections_) units += static_cast<std::uint64_t>(c->local_count());
   const std::uint64_t room = kLinksPerUnit * units + kLinksSlack;
-  if (announced_links(*channels_) >= room)
-    throw Error(cat("rank ", from, " announced channel links past the ", room,
-                    " this rank keeps (", kLinksPerUnit, " for each of its ", units,
-                    " unit(s), and ", kLinksSlack, "); no program's channels come near that"));
+  if (announced_links(*channels_) < room) return;
+  const int most = most_announcing_rank(*channels_, [this](const LinkKey& l) {
+    return l.collection < collections_.size() ? collections_[l.collection]->map().owner(l.receiver)
+                                              : -1;
+  });
+  throw Error(cat("rank ", most, " announced the most of the ", room,
+                  " channel links this rank keeps (", kLinksPerUnit, " for each of its ", units,
+                  " unit(s), and ", kLinksSlack,
+                  ", over the run); a unit with more channel partners needs more units"));
 }
 
 // A same-node ring offered, refused or declined by a peer: its units are checked as an
@@ -613,7 +623,7 @@ void Scheduler::on_ring_message(const Message& message) {
     throw Error(cat("field ", ring.route == RingMessage::refusal ? "sender" : "receiver",
                     " of a same-node ring message from rank ", from, " names unit ", other,
                     ", which that rank does not hold"));
-  check_link_room(from);
+  if (adds_announced_link(*channels_, ring.link, ring.epoch)) check_link_room();
   apply_ring_message(*channels_, std::move(ring), from);
 }
 
@@ -648,9 +658,11 @@ void Scheduler::invoke(Message& message) {
     call = entry_handler(*c, h.handler).receive(reader);
   }
   Call& invoked = message.local ? *message.local : *call;
+  std::optional<WatchdogScope> inside;
   if (watchdog_.active())
-    watchdog_.enter(Watchdog::Inside::entry_method, &short_handler_name(h.handler), h.collection,
-                    h.target);
+    inside.emplace(watchdog_, Watchdog::Place{Watchdog::Inside::entry_method,
+                                              &short_handler_name(h.handler), h.collection,
+                                              c->shape().delinear(h.target)});
   // The time the unit's entry method takes is its measured load (balance.hpp), where
   // the collection's loads are measured and the unit states none of its own.
   time_for_load(*c, slot, [&] { invoked.invoke(c->unit_at(slot)); });

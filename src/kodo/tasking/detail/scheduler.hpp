@@ -115,7 +115,7 @@ class Scheduler final : public ChannelHost {
   void invoke(Message& message);
   void on_link_announced(const Message& message);
   void on_ring_message(const Message& message);
-  void check_link_room(int from) const;  // throws past the bound on announced links
+  void check_link_room() const;  // throws past the bound on announced links
   void start_node_channels(bool streams_may_wait);
   // For a call from another rank: its collection and unit, checked; throws kodo::Error
   // naming the bad field.

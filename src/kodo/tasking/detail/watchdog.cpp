@@ -10,7 +10,12 @@ namespace kodo::detail {
 
 Watchdog::Watchdog(std::optional<double> limit_seconds, bool end_job, int rank)
     : limit_(limit_seconds.value_or(0)), end_job_(end_job), rank_(rank) {
-  if (limit_seconds) thread_ = std::thread([this] { watch(); });
+  if (!limit_seconds) return;
+  int initialized = 0, level = MPI_THREAD_SINGLE;
+  MPI_Initialized(&initialized);
+  if (initialized) MPI_Query_thread(&level);  // here, on the thread that runs MPI
+  mpi_abort_ = level == MPI_THREAD_MULTIPLE;
+  thread_ = std::thread([this] { watch(); });
 }
 
 Watchdog::~Watchdog() {
@@ -28,12 +33,20 @@ std::string Watchdog::where() const {
     case Inside::entry_method: {
       const std::string* method = method_.load(std::memory_order_relaxed);
       return cat("inside entry method ", method ? *method : std::string("(unnamed)"), " of unit ",
-                 unit_.load(std::memory_order_relaxed), " of collection ",
-                 collection_.load(std::memory_order_relaxed));
+                 Index3{unit_[0].load(std::memory_order_relaxed),
+                        unit_[1].load(std::memory_order_relaxed),
+                        unit_[2].load(std::memory_order_relaxed)},
+                 " of collection ", collection_.load(std::memory_order_relaxed));
     }
     case Inside::continuation:
       return "inside a device-completion continuation (a when_done callback or a task it "
              "resumed)";
+    case Inside::channel_callback:
+      return "inside a channel's completion callback (a receive's or send's done, or a task "
+             "it resumed)";
+    case Inside::message:
+      return "handling a message from another rank (a reduction partial, a link or ring "
+             "message)";
     case Inside::reduction_callback: return "inside a reduction's on_reduced callback";
     case Inside::nothing: break;
   }
@@ -44,9 +57,10 @@ std::string Watchdog::where() const {
 void Watchdog::watch() {
   using Clock = std::chrono::steady_clock;
   const auto limit = std::chrono::duration<double>(limit_);
-  // Often enough to report within a quarter of the limit, at most once a second.
-  const auto poll = std::chrono::duration_cast<Clock::duration>(
-      std::min(limit / 4, std::chrono::duration<double>(1.0)));
+  // Often enough to report within a quarter of the limit, at most once a second, at
+  // least every 10 ms.
+  const auto poll = std::chrono::duration_cast<Clock::duration>(std::clamp(
+      limit / 4, std::chrono::duration<double>(0.01), std::chrono::duration<double>(1.0)));
   std::uint64_t seen = turns_.load(std::memory_order_relaxed);
   auto since = Clock::now();
   bool reported = false;
@@ -70,10 +84,9 @@ void Watchdog::watch() {
                     "instead."));
     if (end_job_) {
       print_error(cat("kodo: ending the job from rank ", rank_,
-                      " (KODO_STALL_EXIT=1): exit status 3"));
-      int finalized = 0;
-      MPI_Finalized(&finalized);
-      if (!finalized) MPI_Abort(MPI_COMM_WORLD, 3);
+                      " (KODO_STALL_EXIT=1): exit status 3",
+                      mpi_abort_ ? "" : "; the launcher ends the other ranks"));
+      if (mpi_abort_) MPI_Abort(MPI_COMM_WORLD, 3);
       std::_Exit(3);
     }
   }

@@ -7,8 +7,14 @@
 // The loop tells it, with relaxed atomic stores only, that it turned and what user code
 // it is inside (an entry method of which unit, a device-completion continuation, a
 // reduction's callback). After KODO_STALL_SECONDS without a turn, the watchdog prints
-// one report on this rank; under KODO_STALL_EXIT=1 it then ends the job (MPI_Abort,
-// exit status 3 on every rank): the blocked thread cannot be unwound from outside.
+// one report on this rank; under KODO_STALL_EXIT=1 it then ends the job, since the
+// blocked thread cannot be unwound from outside: MPI_Abort(3) where MPI was started with
+// MPI_THREAD_MULTIPLE (only then may another thread call MPI), else this rank exits with
+// status 3 and the launcher ends the others (mpiexec does; Slurm's srun with
+// --kill-on-bad-exit=1). S must exceed the longest entry method: on the host backend a
+// kernel runs inside the entry method that launches it.
+
+#include <kodo/core/index.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -23,7 +29,14 @@ namespace kodo::detail {
 
 class Watchdog {
  public:
-  enum class Inside : std::uint8_t { nothing, entry_method, continuation, reduction_callback };
+  enum class Inside : std::uint8_t {
+    nothing,
+    entry_method,
+    continuation,        // of device work (when_done)
+    channel_callback,    // a channel's receive or send completion
+    reduction_callback,  // a result handed to units and on_reduced
+    message,             // another kind of message from another rank
+  };
 
   // No thread unless `limit_seconds` is set.
   Watchdog(std::optional<double> limit_seconds, bool end_job, int rank);
@@ -40,15 +53,26 @@ class Watchdog {
   void turned() { turns_.fetch_add(1, std::memory_order_relaxed); }
   // The loop is inside `what` (for an entry method: `method` of unit `unit` of collection
   // `collection`; `method` outlives the call) until leave().
-  void enter(Inside what, const std::string* method = nullptr, std::uint32_t collection = 0,
-             std::int64_t unit = 0) {
-    method_.store(method, std::memory_order_relaxed);
-    collection_.store(collection, std::memory_order_relaxed);
-    unit_.store(unit, std::memory_order_relaxed);
-    inside_.store(what, std::memory_order_relaxed);
+  // `unit` is the unit's index as the report prints it.
+  struct Place {
+    Inside what = Inside::nothing;
+    const std::string* method = nullptr;
+    std::uint32_t collection = 0;
+    Index3 unit{};
+  };
+  // Marks the loop inside `p`; returns where it was, for leave().
+  Place enter(const Place& p) {
+    const Place before{inside_.load(std::memory_order_relaxed),
+                       method_.load(std::memory_order_relaxed),
+                       collection_.load(std::memory_order_relaxed),
+                       {unit_[0].load(std::memory_order_relaxed),
+                        unit_[1].load(std::memory_order_relaxed),
+                        unit_[2].load(std::memory_order_relaxed)}};
+    store(p);
+    return before;
   }
-  void leave() {
-    inside_.store(Inside::nothing, std::memory_order_relaxed);
+  void leave(const Place& before) {
+    store(before);
     turned();
   }
 
@@ -57,37 +81,42 @@ class Watchdog {
 
  private:
   void watch();
+  void store(const Place& p) {
+    method_.store(p.method, std::memory_order_relaxed);
+    collection_.store(p.collection, std::memory_order_relaxed);
+    unit_[0].store(p.unit.x, std::memory_order_relaxed);
+    unit_[1].store(p.unit.y, std::memory_order_relaxed);
+    unit_[2].store(p.unit.z, std::memory_order_relaxed);
+    inside_.store(p.what, std::memory_order_relaxed);
+  }
 
   double limit_ = 0;
   bool end_job_ = false;
+  bool mpi_abort_ = false;  // MPI allows this thread to call MPI_Abort (THREAD_MULTIPLE)
   int rank_ = 0;
   std::atomic<std::uint64_t> turns_{0};
   std::atomic<bool> running_{false};
   std::atomic<Inside> inside_{Inside::nothing};
   std::atomic<const std::string*> method_{nullptr};
   std::atomic<std::uint32_t> collection_{0};
-  std::atomic<std::int64_t> unit_{0};
+  std::atomic<std::int64_t> unit_[3] = {0, 0, 0};
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stop_ = false;
   std::thread thread_;
 };
 
-// Marks the loop inside something for the life of the object (a no-op for an idle
-// watchdog beyond two stores).
+// Marks the loop inside `place` for the life of the object, then where it was before.
 class WatchdogScope {
  public:
-  WatchdogScope(Watchdog& w, Watchdog::Inside what, const std::string* method = nullptr,
-                std::uint32_t collection = 0, std::int64_t unit = 0)
-      : w_(w) {
-    w_.enter(what, method, collection, unit);
-  }
-  ~WatchdogScope() { w_.leave(); }
+  WatchdogScope(Watchdog& w, const Watchdog::Place& place) : w_(w), before_(w.enter(place)) {}
+  ~WatchdogScope() { w_.leave(before_); }
   WatchdogScope(const WatchdogScope&) = delete;
   WatchdogScope& operator=(const WatchdogScope&) = delete;
 
  private:
   Watchdog& w_;
+  Watchdog::Place before_;
 };
 
 }  // namespace kodo::detail
