@@ -146,8 +146,8 @@ void run_calls_and_check(kodo::Runtime& rt) {
   // Host views up to KODO_EAGER_BYTES travel with the call; device views (a GPU build's
   // default memory) always by rendezvous (ucx_transport.cpp).
   const std::uint64_t limit = TestAccess::eager_bytes(rt);
-  constexpr bool host_views = Kokkos::SpaceAccessibility<Kokkos::HostSpace,
-                                                         Left1::memory_space>::accessible;
+  constexpr bool host_views =
+      Kokkos::SpaceAccessibility<Kokkos::HostSpace, Left1::memory_space>::accessible;
   std::uint64_t eager = 0;
   for (const std::uint64_t bytes :
        {kTiny * sizeof(double), bytes_of_many(kSmall), bytes_of_many(kLarge)})
@@ -286,10 +286,9 @@ TEST(Calls, MalformedCallsTakeNothingFromThePool) {
     using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
     const std::size_t at = data.size(), n = a.segment.bytes;
     data.resize(at + n);
-    Kokkos::deep_copy(
-        Kokkos::View<std::byte*, Kokkos::HostSpace, Unmanaged>(data.data() + at, n),
-        Kokkos::View<const std::byte*, Left1::memory_space, Unmanaged>(
-            static_cast<const std::byte*>(a.segment.data), n));
+    Kokkos::deep_copy(Kokkos::View<std::byte*, Kokkos::HostSpace, Unmanaged>(data.data() + at, n),
+                      Kokkos::View<const std::byte*, Left1::memory_space, Unmanaged>(
+                          static_cast<const std::byte*>(a.segment.data), n));
   }
   ViewPool& pool = TestAccess::pool(rt);
   const std::uint64_t allocations = pool.allocations(), held = pool.held_bytes();

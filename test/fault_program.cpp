@@ -29,10 +29,10 @@
 // Units are laid out so that, on two ranks, unit 0 is on rank 0 and unit 1 on rank 1;
 // on one rank both are local (the same-rank path).
 
+#include "test_access.hpp"
+
 #include <kodo/kodo.hpp>
 #include <kodo/tasking/registry.hpp>
-
-#include "test_access.hpp"
 
 #include <cstdint>
 #include <cstdio>

@@ -87,10 +87,10 @@ class Generator {
     if (pick(0, 7) == 0) {  // valid, over the wrong connection
       in.unnamed = pick(0, 1) == 0;
       in.connection = self_;
-      in.expected = in.unnamed ? "kodo: sender is unknown: it does not say which connection it came by"
-                               : kodo::detail::cat("kodo: field source_rank says rank ", peer_,
-                                                   ", but it came over the connection of rank ",
-                                                   self_);
+      in.expected = in.unnamed
+                        ? "kodo: sender is unknown: it does not say which connection it came by"
+                        : kodo::detail::cat("kodo: field source_rank says rank ", peer_,
+                                            ", but it came over the connection of rank ", self_);
       return in;
     }
     const int mutations = pick(0, 4);
@@ -276,8 +276,7 @@ int main(int argc, char** argv) {
   Generator gen(seed * 2 + static_cast<std::uint64_t>(self), self, 1 - self, 2 * self);
   const std::regex names_field("field |argument|view|header|reduction");
 
-  long inputs = 0, accepted = 0, refused = 0, refused_sender = 0, refused_other = 0,
-       failures = 0;
+  long inputs = 0, accepted = 0, refused = 0, refused_sender = 0, refused_other = 0, failures = 0;
   const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   while (inputs < max_inputs && std::chrono::steady_clock::now() < until) {
     const Input in = gen.next();
@@ -287,8 +286,8 @@ int main(int argc, char** argv) {
         accepted += kodo::detail::TestAccess::receive_with(runtime, in.header, in.data,
                                                            ucp_am_recv_param_t{}) > 0;
       else
-        accepted += kodo::detail::TestAccess::receive(runtime, in.header, in.data,
-                                                      in.connection) > 0;
+        accepted += kodo::detail::TestAccess::receive(runtime, in.header, in.data, in.connection) >
+                    0;
       if (!in.expected.empty() && failures++ < 10)
         kodo::print_error(kodo::detail::cat("fuzz_receive: rank ", self,
                                             ": taken over the wrong connection: should be ",
@@ -315,8 +314,8 @@ int main(int argc, char** argv) {
   std::printf(
       "fuzz: rank %d, seed %llu: %ld inputs, %ld accepted (%zu entry-method effects), %ld refused "
       "(%ld for their connection), %ld failures\n",
-      self, static_cast<unsigned long long>(seed), inputs, accepted, calls, refused,
-      refused_sender, failures);
+      self, static_cast<unsigned long long>(seed), inputs, accepted, calls, refused, refused_sender,
+      failures);
   std::fflush(stdout);
   int bad = failures != 0 || accepted == 0 || refused_other == 0 || refused_sender == 0;
   MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, runtime.comm());

@@ -8,12 +8,12 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdint>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <fcntl.h>
 #include <filesystem>
 #include <random>
-#include <fcntl.h>
 #include <string>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -123,7 +123,8 @@ TEST(NodeSegments, RefusesASegmentThatIsNotWhatItsOwnerAnnounced) {
 
   // The unspoilt segment is accepted.
   const int fd = forge(whole, [](SegmentHeader&) {});
-  void* base = kodo::detail::map_segment(kodo::detail::segment_path(getpid(), fd), 3, 4242, kForged);
+  void* base =
+      kodo::detail::map_segment(kodo::detail::segment_path(getpid(), fd), 3, 4242, kForged);
   EXPECT_NE(base, nullptr);
   munmap(base, whole);
   close(fd);
@@ -172,8 +173,7 @@ TEST(NodeSegments, RandomHeadersGetExactlyTheirRefusal) {
       // Exactly the first spoilt field's refusal (what follows it: the expected value).
       const std::string prefix = "kodo: shared-memory segment " + path + " of rank 3 ";
       EXPECT_FALSE(expected.empty()) << "refused a good header: " << e.what();
-      EXPECT_TRUE(std::string_view(e.what()).starts_with(prefix + expected))
-          << e.what();
+      EXPECT_TRUE(std::string_view(e.what()).starts_with(prefix + expected)) << e.what();
     }
     close(fd);
   }
@@ -198,8 +198,8 @@ TEST(NodeSegments, NoHolderCanResizeASegment) {
   void* base = kodo::detail::map_segment(path, 3, getpid(), kForged);
   auto* words = static_cast<std::uint64_t*>(base) + kodo::detail::kSegmentHeaderBytes / 8;
   words[kForged / 8 - 1] = 42;  // the last word is still there
-  EXPECT_EQ(static_cast<std::uint64_t*>(own.base)[kodo::detail::kSegmentHeaderBytes / 8 +
-                                                  kForged / 8 - 1],
+  EXPECT_EQ(static_cast<std::uint64_t*>(
+                own.base)[kodo::detail::kSegmentHeaderBytes / 8 + kForged / 8 - 1],
             42u);
   close(other);
   munmap(base, kodo::detail::kSegmentHeaderBytes + kForged);

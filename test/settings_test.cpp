@@ -54,8 +54,9 @@ TEST(Settings, BytesParseOrNameTheVariable) {
   EXPECT_EQ(parse_bytes("KODO_X", "2G", std::uint64_t{1} << 40), std::uint64_t{2} << 30);
   for (const char* bad : {"", "-1", "+4", " 4", "4 ", "1.5M", "12Q", "8KB", "k",
                           "99999999999999999999", "17179869184G"})
-    EXPECT_NE(error_of([&] { parse_bytes("KODO_X", bad, ~std::uint64_t{0} / 2); })
-                  .find("KODO_X must be a number"),
+    EXPECT_NE(error_of([&] {
+                parse_bytes("KODO_X", bad, ~std::uint64_t{0} / 2);
+              }).find("KODO_X must be a number"),
               std::string::npos)
         << bad;
   EXPECT_NE(error_of([] { parse_bytes("KODO_X", "101", 100); }).find("from 0 to 100"),
@@ -83,8 +84,9 @@ TEST(Settings, EachKindIsParsedStrictlyWithinItsRange) {
   }
   {
     const Scoped s("KODO_NODE_SEGMENT_BYTES", "4095");  // below the table's least
-    EXPECT_NE(error_of([] { bytes_setting("KODO_NODE_SEGMENT_BYTES", 1 << 20); })
-                  .find("KODO_NODE_SEGMENT_BYTES must be bytes 4096 to"),
+    EXPECT_NE(error_of([] {
+                bytes_setting("KODO_NODE_SEGMENT_BYTES", 1 << 20);
+              }).find("KODO_NODE_SEGMENT_BYTES must be bytes 4096 to"),
               std::string::npos);
   }
   {
@@ -93,8 +95,9 @@ TEST(Settings, EachKindIsParsedStrictlyWithinItsRange) {
   }
   for (const char* bad : {"abc", "0", "-3", "1e10", "5s", "nan", "inf"}) {
     const Scoped s("KODO_STALL_SECONDS", bad);
-    EXPECT_NE(error_of([] { seconds_setting("KODO_STALL_SECONDS"); })
-                  .find("KODO_STALL_SECONDS must be seconds, above 0"),
+    EXPECT_NE(error_of([] {
+                seconds_setting("KODO_STALL_SECONDS");
+              }).find("KODO_STALL_SECONDS must be seconds, above 0"),
               std::string::npos)
         << bad;
   }
@@ -149,7 +152,8 @@ TEST(Settings, ARankWithOtherSettingsIsTheSameErrorOnEveryRank) {
   {
     const Scoped s("KODO_STREAMS", rank == last ? "8" : nullptr);
     EXPECT_EQ(error_of([&] { agree_on_settings(world); }),
-              kodo::detail::cat("kodo: ", rank == last ? "" : kodo::detail::cat("rank ", last, ": "),
+              kodo::detail::cat("kodo: ",
+                                rank == last ? "" : kodo::detail::cat("rank ", last, ": "),
                                 "KODO_STREAMS is '8' on rank ", last,
                                 " but '4' on rank 0; every rank of a job must have the same "
                                 "KODO_STREAMS"));
@@ -164,14 +168,16 @@ TEST(Settings, ARankWithOtherSettingsIsTheSameErrorOnEveryRank) {
   {
     // Below the range on one rank: refused at start-up, not later.
     const Scoped s("KODO_NODE_SEGMENT_BYTES", rank == last ? "1000" : nullptr);
-    EXPECT_NE(error_of([&] { agree_on_settings(world); })
-                  .find("KODO_NODE_SEGMENT_BYTES must be bytes 4096 to"),
+    EXPECT_NE(error_of([&] {
+                agree_on_settings(world);
+              }).find("KODO_NODE_SEGMENT_BYTES must be bytes 4096 to"),
               std::string::npos);
   }
   {
     const Scoped s("KODO_STREAMS", rank == last ? "0" : nullptr);
-    EXPECT_NE(error_of([&] { agree_on_settings(world); })
-                  .find("KODO_STREAMS must be integer 1 to 64, not '0'"),
+    EXPECT_NE(error_of([&] {
+                agree_on_settings(world);
+              }).find("KODO_STREAMS must be integer 1 to 64, not '0'"),
               std::string::npos);
   }
   {

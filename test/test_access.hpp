@@ -25,7 +25,8 @@ struct TestAccess {
     UcxTransport& t = *runtime.scheduler().transport_;
     int claimed = -1;
     if (bytes >= sizeof(MessageHeader))
-      std::memcpy(&claimed, static_cast<const std::byte*>(header) + offsetof(MessageHeader, source_rank),
+      std::memcpy(&claimed,
+                  static_cast<const std::byte*>(header) + offsetof(MessageHeader, source_rank),
                   sizeof claimed);
     const int by = connection >= 0 ? connection : claimed;
     ucp_am_recv_param_t param{};

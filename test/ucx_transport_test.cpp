@@ -39,7 +39,8 @@ TEST(UcxTransport, AMessageIsFromTheRankWhoseConnectionItCameOver) {
   kodo::detail::Message m;
   m.header = {MessageKind::invoke, units.id(), Total::id, rt.rank(), claimed};
   Total::serialize(m, std::int64_t{7});
-  const std::vector<std::byte> header = bytes_of(m.header), data(m.payload.begin(), m.payload.end());
+  const std::vector<std::byte> header = bytes_of(m.header),
+                               data(m.payload.begin(), m.payload.end());
 
   // No connection named (a sender without UCX's reply flag): refused.
   {

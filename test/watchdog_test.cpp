@@ -30,8 +30,10 @@ TEST(Watchdog, SaysWhatTheLoopIsInside) {
     const kodo::detail::WatchdogScope outer(w, {Watchdog::Inside::channel_callback});
     EXPECT_NE(w.where().find("channel's completion callback"), std::string::npos);
     {
-      const kodo::detail::WatchdogScope inner(
-          w, {Watchdog::Inside::entry_method, &method, 2, {1, 7, 0}});
+      const kodo::detail::WatchdogScope inner(w, {Watchdog::Inside::entry_method,
+                                                  &method,
+                                                  2,
+                                                  {1, 7, 0}});
       EXPECT_EQ(w.where(), "inside entry method Heat::step of unit (1,7,0) of collection 2");
     }
     // Scopes nest: leaving the inner one restores the outer.
@@ -59,7 +61,8 @@ TEST(Watchdog, ReportsALoopThatStopsTurningOnceAndNothingElse) {
       w.turned();
     // Stuck inside an entry method: reported once.
     {
-      const kodo::detail::WatchdogScope s(w, {Watchdog::Inside::entry_method, &method, 0, {3, 0, 0}});
+      const kodo::detail::WatchdogScope s(w,
+                                          {Watchdog::Inside::entry_method, &method, 0, {3, 0, 0}});
       std::this_thread::sleep_for(800ms);
     }
     w.running(false);

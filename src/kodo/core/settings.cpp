@@ -129,7 +129,8 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 }  // namespace
 
 std::string settings_listing() {
-  std::string out = "kodo's settings (environment variables; every rank of a job must have the same):\n";
+  std::string out =
+      "kodo's settings (environment variables; every rank of a job must have the same):\n";
   for (const SettingInfo& s : kSettings)
     out += cat("  ", s.name, "\n      ", s.doc, "\n      ", range_of(s), "; default ", s.fallback,
                s.same_on_every_rank ? "" : "; may differ between ranks", "\n");
@@ -261,8 +262,8 @@ void agree_on_settings(MPI_Comm comm) {
     std::string out = "kodo: configuration (rank 0):\n";
     for (const SettingInfo& s : kSettings) {
       const auto text = raw(s.name);
-      out += cat("  ", s.name, " = ", text ? std::string(*text) : cat(s.fallback, " (default)"),
-                 "\n");
+      out +=
+          cat("  ", s.name, " = ", text ? std::string(*text) : cat(s.fallback, " (default)"), "\n");
     }
     print_error(out);
   }

@@ -42,8 +42,8 @@ RingMessage read_ring_message(const Message& m, std::size_t segment_bytes) {
     throw bad("length",
               cat("carries ", m.payload.size(), " bytes, fewer than its ", kFixed, " fixed ones"));
   if (h.handler >= kTransferMask)  // 2^32 - 1 is kept for moving units' tags
-    throw bad("handler", cat("names link number ", h.handler,
-                             ", beyond the 2^32 - 1 a rank gives its links"));
+    throw bad("handler",
+              cat("names link number ", h.handler, ", beyond the 2^32 - 1 a rank gives its links"));
   ByteReader r(m.payload);
   RingMessage ring{};
   ring.link.collection = h.collection;

@@ -1,8 +1,8 @@
 #include <kodo/comm/detail/node_channels.hpp>
 
 #include <kodo/core/agree.hpp>
-#include <kodo/core/settings.hpp>
 #include <kodo/core/error.hpp>
+#include <kodo/core/settings.hpp>
 
 #include <cerrno>
 #include <csignal>
@@ -44,8 +44,9 @@ NodeChannels::NodeChannels(MPI_Comm world, ChannelSelection selection, std::size
       streams_may_wait_(streams_may_wait) {
   std::string problem;
   try {
-    wait_timeout_ns_ = static_cast<std::uint64_t>(
-        seconds_setting("KODO_DEVICE_WAIT_SECONDS").value_or(60.0) * 1e9);
+    wait_timeout_ns_ =
+        static_cast<std::uint64_t>(seconds_setting("KODO_DEVICE_WAIT_SECONDS").value_or(60.0) *
+                                   1e9);
   } catch (const Error& e) {
     problem = e.what();
   }

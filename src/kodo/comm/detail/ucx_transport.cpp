@@ -1,8 +1,8 @@
 #include <kodo/comm/detail/ucx_transport.hpp>
 
 #include <kodo/core/agree.hpp>
-#include <kodo/core/settings.hpp>
 #include <kodo/core/error.hpp>
+#include <kodo/core/settings.hpp>
 
 #include <chrono>
 #include <cstdlib>

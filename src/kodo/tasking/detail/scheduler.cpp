@@ -169,7 +169,8 @@ void Scheduler::when_done(CompletionSource& source, std::function<void()> contin
     const auto seen = trace_.enabled() ? Trace::Clock::now() : marked;
     try {
       std::optional<WatchdogScope> inside;
-      if (watchdog_.active()) inside.emplace(watchdog_, Watchdog::Place{Watchdog::Inside::continuation});
+      if (watchdog_.active())
+        inside.emplace(watchdog_, Watchdog::Place{Watchdog::Inside::continuation});
       c();
     } catch (...) {
       fatal("a device-completion continuation threw: " + what_of_current());
@@ -330,12 +331,11 @@ bool Scheduler::turn() {
     {
       std::optional<WatchdogScope> inside;  // invoke() names the entry method and unit
       if (watchdog_.active())
-        inside.emplace(watchdog_,
-                       Watchdog::Place{m.header.kind == MessageKind::reduction_result
-                                           ? Watchdog::Inside::reduction_callback
-                                       : m.header.kind == MessageKind::callback
-                                           ? Watchdog::Inside::channel_callback
-                                           : Watchdog::Inside::message});
+        inside.emplace(watchdog_, Watchdog::Place{m.header.kind == MessageKind::reduction_result
+                                                      ? Watchdog::Inside::reduction_callback
+                                                  : m.header.kind == MessageKind::callback
+                                                      ? Watchdog::Inside::channel_callback
+                                                      : Watchdog::Inside::message});
       if (trace_.enabled()) {
         const auto begin = Trace::Clock::now();
         dispatch(m);
@@ -660,9 +660,9 @@ void Scheduler::invoke(Message& message) {
   Call& invoked = message.local ? *message.local : *call;
   std::optional<WatchdogScope> inside;
   if (watchdog_.active())
-    inside.emplace(watchdog_, Watchdog::Place{Watchdog::Inside::entry_method,
-                                              &short_handler_name(h.handler), h.collection,
-                                              c->shape().delinear(h.target)});
+    inside.emplace(watchdog_,
+                   Watchdog::Place{Watchdog::Inside::entry_method, &short_handler_name(h.handler),
+                                   h.collection, c->shape().delinear(h.target)});
   // The time the unit's entry method takes is its measured load (balance.hpp), where
   // the collection's loads are measured and the unit states none of its own.
   time_for_load(*c, slot, [&] { invoked.invoke(c->unit_at(slot)); });

@@ -19,8 +19,8 @@
 #include <kodo/tasking/detail/stream_drain.hpp>
 #include <kodo/tasking/detail/task_list.hpp>
 #include <kodo/tasking/detail/termination.hpp>
-#include <kodo/tasking/detail/watchdog.hpp>
 #include <kodo/tasking/detail/trace.hpp>
+#include <kodo/tasking/detail/watchdog.hpp>
 
 #include <mpi.h>
 

@@ -59,8 +59,10 @@ void Watchdog::watch() {
   const auto limit = std::chrono::duration<double>(limit_);
   // Often enough to report within a quarter of the limit, at most once a second, at
   // least every 10 ms.
-  const auto poll = std::chrono::duration_cast<Clock::duration>(std::clamp(
-      limit / 4, std::chrono::duration<double>(0.01), std::chrono::duration<double>(1.0)));
+  const auto poll =
+      std::chrono::duration_cast<Clock::duration>(std::clamp(limit / 4,
+                                                             std::chrono::duration<double>(0.01),
+                                                             std::chrono::duration<double>(1.0)));
   std::uint64_t seen = turns_.load(std::memory_order_relaxed);
   auto since = Clock::now();
   bool reported = false;
