@@ -69,6 +69,13 @@ double parse_seconds(const SettingInfo& s, std::string_view text) {
 
 std::optional<std::string> checked_value(const SettingInfo& s, std::string_view text);
 
+// A bytes setting's text within its range, both ends.
+std::uint64_t parse_bytes_in_range(const SettingInfo& s, std::string_view text) {
+  const std::uint64_t v = detail::parse_bytes(s.name, text, s.most);
+  if (v < s.least) refuse(s, text);
+  return v;
+}
+
 // Checks the variable's text as its kind says; returns its value in a form every rank
 // compares: the default's when unset (so "KODO_STREAMS=4" agrees with no KODO_STREAMS),
 // nothing when unset without a default value.
@@ -88,11 +95,7 @@ std::optional<std::string> checked_value(const SettingInfo& s, std::string_view 
   const std::optional<std::string_view> set = text;
   switch (s.kind) {
     case SettingKind::count: return std::to_string(parse_count(s, *set));
-    case SettingKind::bytes: {
-      const std::uint64_t v = detail::parse_bytes(s.name, *set, s.most);
-      if (v < s.least) refuse(s, *set);
-      return std::to_string(v);
-    }
+    case SettingKind::bytes: return std::to_string(parse_bytes_in_range(s, *set));
     case SettingKind::seconds: return cat(parse_seconds(s, *set));
     case SettingKind::flag:
       if (*set != "0" && *set != "1") refuse(s, *set);
@@ -164,12 +167,8 @@ std::uint64_t count_setting(std::string_view name, std::uint64_t fallback) {
 }
 
 std::uint64_t bytes_setting(std::string_view name, std::uint64_t fallback) {
-  const SettingInfo& s = setting_info(name);
   const auto text = raw(name);
-  if (!text) return fallback;
-  const std::uint64_t v = parse_bytes(name, *text, s.most);
-  if (v < s.least) refuse(s, *text);
-  return v;
+  return text ? parse_bytes_in_range(setting_info(name), *text) : fallback;
 }
 
 std::optional<double> seconds_setting(std::string_view name) {
