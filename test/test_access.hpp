@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstring>
 #include <functional>
+#include <stdexcept>
 #include <vector>
 
 namespace kodo::detail {
@@ -50,18 +51,48 @@ struct TestAccess {
   // The same with UCX's description of the message as given (`param`; eager).
   static int receive_with(Runtime& runtime, const std::vector<std::byte>& header,
                           const std::vector<std::byte>& data, ucp_am_recv_param_t param) {
-    Scheduler& s = runtime.scheduler();
-    const std::size_t before = s.queue_.size();
-    s.transport_->receive(header.data(), header.size(), const_cast<std::byte*>(data.data()),
-                          data.size(), &param);
-    int dispatched = 0;
-    while (s.queue_.size() > before) {
-      Message m = std::move(s.queue_.back());
-      s.queue_.pop_back();
-      s.dispatch_checked(m);
-      ++dispatched;
+    return dispatch_delivered(runtime, [&](UcxTransport& t) {
+      t.receive(header.data(), header.size(), const_cast<std::byte*>(data.data()), data.size(),
+                &param);
+    });
+  }
+  // The same for a message that comes by rendezvous with `length` bytes of data: UCX
+  // announces it before any data has moved; if it is admitted, its data lands from
+  // `data` (whose size must then be `length`; empty: nothing lands, buffers keep what
+  // they held). `unnamed`: it came without UCX's reply endpoint.
+  static int receive_rendezvous(Runtime& runtime, const std::vector<std::byte>& header,
+                                const std::vector<std::byte>& data, std::size_t length,
+                                int connection = -1, bool unnamed = false) {
+    ucp_am_recv_param_t param = unnamed
+                                    ? ucp_am_recv_param_t{}
+                                    : came_by(runtime, header.data(), header.size(), connection);
+    param.recv_attr |= UCP_AM_RECV_ATTR_FLAG_RNDV;
+    void* landing = data.empty() ? nullptr : const_cast<std::byte*>(data.data());
+    if (landing && data.size() != length) throw std::logic_error("receive_rendezvous: data");
+    return dispatch_delivered(runtime, [&](UcxTransport& t) {
+      t.rendezvous_lands_in_place_ = true;
+      try {
+        t.receive(header.data(), header.size(), landing, length, &param);
+      } catch (...) {
+        t.rendezvous_lands_in_place_ = false;
+        throw;
+      }
+      t.rendezvous_lands_in_place_ = false;
+    });
+  }
+
+  // What this rank prints (before it ends the job) for a fault report that arrived
+  // with `header` and `text`, over the connection of `connection` (-1: none).
+  static std::string fault_report(Runtime& runtime, const std::vector<std::byte>& header,
+                                  const std::string& text, int connection, bool rendezvous) {
+    UcxTransport& t = *runtime.scheduler().transport_;
+    ucp_am_recv_param_t param{};
+    if (connection >= 0) {
+      param.recv_attr = UCP_AM_RECV_ATTR_FIELD_REPLY_EP;
+      param.reply_ep = t.endpoint(connection);
     }
-    return dispatched;
+    if (rendezvous) param.recv_attr |= UCP_AM_RECV_ATTR_FLAG_RNDV;
+    return t.fault_report(header.data(), header.size(), text.data(), text.size(), &param);
   }
 
   // Announces a rendezvous message of `length` bytes without views, as UCX does before
@@ -73,6 +104,23 @@ struct TestAccess {
     runtime.scheduler().transport_->receive(&h, sizeof h, nullptr, length, &param);
   }
 
+  // Runs `receive` (which hands the transport a message), then dispatches what it
+  // delivered. Returns the number of messages dispatched (0 or 1).
+  template <class Receive>
+  static int dispatch_delivered(Runtime& runtime, Receive&& receive) {
+    Scheduler& s = runtime.scheduler();
+    const std::size_t before = s.queue_.size();
+    receive(*s.transport_);
+    int dispatched = 0;
+    while (s.queue_.size() > before) {
+      Message m = std::move(s.queue_.back());
+      s.queue_.pop_back();
+      s.dispatch_checked(m);
+      ++dispatched;
+    }
+    return dispatched;
+  }
+
   // Queues `f` as if a message had arrived that no rank counted as sent.
   static void inject_uncounted(Runtime& runtime, std::function<void()> f) {
     Scheduler& s = runtime.scheduler();
@@ -80,6 +128,7 @@ struct TestAccess {
   }
   static void count_sent(Runtime& runtime) { runtime.scheduler().termination_.count_sent(); }
 
+  static UcxTransport& transport(Runtime& runtime) { return *runtime.scheduler().transport_; }
   // The channel registry (what peers announced of links).
   static ChannelRegistry& channels(Runtime& runtime) { return *runtime.scheduler().channels_; }
   // The pool the views of this rank's calls from other ranks come from.

@@ -346,6 +346,14 @@ void UcxTransport::receive(const void* header, size_t header_length, void* data,
 // Pulls the data of a rendezvous message into `into` and delivers the message once it
 // is there.
 void UcxTransport::pull(Message&& message, const std::vector<Segment>& into, void* data) {
+  if (rendezvous_lands_in_place_) {  // tests: `data` is the data itself, or null
+    for (const auto* from = static_cast<const std::byte*>(data); const Segment& s : into)
+      if (from && s.bytes != 0) {
+        std::memcpy(s.data, from, s.bytes);
+        from += s.bytes;
+      }
+    return deliver_(std::move(message));
+  }
   auto state = std::make_unique<InFlight>(InFlight{this, std::move(message), {}, {}});
   ucp_request_param_t rparam{};
   rparam.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
@@ -461,23 +469,27 @@ void UcxTransport::report_fault(int rank, const std::string& what) {
   while (std::chrono::steady_clock::now() < until) progress();
 }
 
-ucs_status_t UcxTransport::on_fault(void* arg, const void* header, size_t header_length, void* data,
-                                    size_t length, const ucp_am_recv_param_t* param) {
-  auto* self = static_cast<UcxTransport*>(arg);
+std::string UcxTransport::fault_report(const void* header, size_t header_length, const void* data,
+                                       size_t length, const ucp_am_recv_param_t* param) {
   int source = -1;
   if (header_length == sizeof source) std::memcpy(&source, header, sizeof source);
   std::string text;
-  if (source < 0 || source >= self->size_ || source == self->rank_ ||
+  if (source < 0 || source >= size_ || source == rank_ ||
       (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) || length > kMaxFaultReport) {
     text = "a malformed fault report arrived";
-  } else if (const std::string forged = self->sender_problem(source, param); !forged.empty()) {
+  } else if (const std::string forged = sender_problem(source, param); !forged.empty()) {
     text = "a fault report arrived whose " + forged;
   } else {
     text.assign(static_cast<const char*>(data), length);
     for (char& c : text)
       if (c < 0x20 || c > 0x7e) c = '?';
   }
-  fatal(cat(text, " (found by rank ", source, ", which ended the job)"));
+  return cat(text, " (found by rank ", source, ", which ended the job)");
+}
+
+ucs_status_t UcxTransport::on_fault(void* arg, const void* header, size_t header_length, void* data,
+                                    size_t length, const ucp_am_recv_param_t* param) {
+  fatal(static_cast<UcxTransport*>(arg)->fault_report(header, header_length, data, length, param));
 }
 
 void UcxTransport::on_ep_error(void* arg, ucp_ep_h /*ep*/, ucs_status_t status) {

@@ -118,6 +118,10 @@ class UcxTransport {
   // Why the message of `param` did not come over the connection of rank `claimed` (what
   // its header says), or "" when it did.
   std::string sender_problem(int claimed, const ucp_am_recv_param_t* param);
+  // What a peer's fault report that arrived as given says, made safe to print: its
+  // text, or why it is malformed or forged.
+  std::string fault_report(const void* header, size_t header_length, const void* data,
+                           size_t length, const ucp_am_recv_param_t* param);
   void pull(Message&& message, const std::vector<Segment>& into, void* data);
   static ucs_status_t on_fault(void* arg, const void* header, size_t header_length, void* data,
                                size_t length, const ucp_am_recv_param_t* param);
@@ -139,6 +143,10 @@ class UcxTransport {
   std::uint64_t eager_bytes_ = kDefaultEagerBytes;  // views up to this size travel eagerly
   // Calls with views received, by protocol (for tests).
   std::uint64_t eager_calls_ = 0, rendezvous_calls_ = 0;
+  // Tests: a rendezvous message's data is copied from what UCX would hand over as its
+  // descriptor (the test's bytes, or nothing when null), without asking UCX for it (a
+  // message made up by a test has no descriptor to pull from).
+  bool rendezvous_lands_in_place_ = false;
   ucp_context_h context_ = nullptr;
   std::uint64_t memory_types_ = 0;  // UCX's, a bit per ucs_memory_type_t
   ucp_worker_h worker_ = nullptr;
