@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstring>
+#include <exception>
 #include <functional>
 #include <stdexcept>
 #include <vector>
@@ -104,21 +105,28 @@ struct TestAccess {
     runtime.scheduler().transport_->receive(&h, sizeof h, nullptr, length, &param);
   }
 
-  // Runs `receive` (which hands the transport a message), then dispatches what it
-  // delivered. Returns the number of messages dispatched (0 or 1).
+  // Runs `receive` (which hands the transport a message, or polls), then dispatches
+  // what it queued. Returns the number of messages dispatched.
   template <class Receive>
   static int dispatch_delivered(Runtime& runtime, Receive&& receive) {
     Scheduler& s = runtime.scheduler();
     const std::size_t before = s.queue_.size();
-    receive(*s.transport_);
-    int dispatched = 0;
-    while (s.queue_.size() > before) {
-      Message m = std::move(s.queue_.back());
-      s.queue_.pop_back();
-      s.dispatch_checked(m);
-      ++dispatched;
+    // What was queued before a refusal runs too (a ring's transfers before a bad one).
+    std::exception_ptr refusal;
+    try {
+      receive(*s.transport_);
+    } catch (...) {
+      refusal = std::current_exception();
     }
-    return dispatched;
+    // In the order they were queued (a ring's arrivals are released in order).
+    std::vector<Message> delivered;
+    while (s.queue_.size() > before) {
+      delivered.push_back(std::move(s.queue_.back()));
+      s.queue_.pop_back();
+    }
+    for (auto m = delivered.rbegin(); m != delivered.rend(); ++m) s.dispatch_checked(*m);
+    if (refusal) std::rethrow_exception(refusal);
+    return static_cast<int>(delivered.size());
   }
 
   // Queues `f` as if a message had arrived that no rank counted as sent.
@@ -129,6 +137,20 @@ struct TestAccess {
   static void count_sent(Runtime& runtime) { runtime.scheduler().termination_.count_sent(); }
 
   static UcxTransport& transport(Runtime& runtime) { return *runtime.scheduler().transport_; }
+  // Makes a fault found with a peer (ChannelHost::fail_with_peer: a same-node ring's words
+  // or sizes) a kodo::Error thrown where it is found, instead of the end of the job.
+  static void throw_peer_failures(Runtime& runtime, bool on) {
+    runtime.scheduler().throw_peer_failures_ = on;
+  }
+  // Polls this rank's same-node links (as the loop does), then runs what that queued.
+  static std::size_t poll_node_links(Runtime& runtime) {
+    Scheduler& s = runtime.scheduler();
+    std::size_t moved = 0;
+    dispatch_delivered(runtime, [&](UcxTransport&) {
+      moved = kodo::detail::poll_node_links(*s.channels_, *s.node_);
+    });
+    return moved;
+  }
   // The channel registry (what peers announced of links).
   static ChannelRegistry& channels(Runtime& runtime) { return *runtime.scheduler().channels_; }
   // The pool the views of this rank's calls from other ranks come from.

@@ -25,6 +25,7 @@ constexpr const char* kUsage =
     "  reductions    reduction partials and results\n"
     "  faults        a peer's fault report (what this rank prints for it)\n"
     "  channel_tags  3 ranks: tagged transfers aimed at another rank's link\n"
+    "  ring_words    the words of a same-node ring its sender writes (host backend)\n"
     "  all           every 2-rank surface, the time shared\n"
     "  --seed     seed of the generators (default 1)\n"
     "  --seconds  time per surface (default 20)\n"
@@ -38,9 +39,10 @@ struct Surface {
 };
 
 const Surface kSurfaces[] = {
-    {"calls", 2, fuzz::fuzz_calls},   {"rendezvous", 2, fuzz::fuzz_rendezvous},
-    {"links", 2, fuzz::fuzz_links},   {"reductions", 2, fuzz::fuzz_reductions},
-    {"faults", 2, fuzz::fuzz_faults}, {"channel_tags", 3, fuzz::fuzz_channel_tags},
+    {"calls", 2, fuzz::fuzz_calls},           {"rendezvous", 2, fuzz::fuzz_rendezvous},
+    {"links", 2, fuzz::fuzz_links},           {"reductions", 2, fuzz::fuzz_reductions},
+    {"faults", 2, fuzz::fuzz_faults},         {"channel_tags", 3, fuzz::fuzz_channel_tags},
+    {"ring_words", 2, fuzz::fuzz_ring_words},
 };
 
 // A strictly parsed number, or exit 2 naming the option.

@@ -179,6 +179,7 @@ struct ChannelEnd : std::enable_shared_from_this<ChannelEnd> {
     std::byte* words;                   // in this rank's segment, as this host reads it
     std::byte* device_words;            // the same, as this rank's streams read it
     std::uint64_t released = 0;         // transfers whose buffers were given back
+    std::uint64_t arrived_seen = 0;     // the sender's count of transfers, as last read
     Stream* consumed_stream = nullptr;  // the stream of the last release that publishes
     std::vector<std::byte*> slots;      // by buffer: where its data lands (host), or null
     std::deque<Receive> awaiting;       // posted, in transfer order
@@ -245,6 +246,7 @@ struct ChannelEnd : std::enable_shared_from_this<ChannelEnd> {
   void choose_ucx_receives(const std::string& why);
   void node_send(Send t);
   void publish(Send t);
+  std::string landing_problem(const Receive& r) const;
   void land(Receive r);
   void consumed(Stream* stream, std::uint64_t transfers);
   void wait_on_stream(Stream& stream, std::uint64_t transfer);

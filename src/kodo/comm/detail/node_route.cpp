@@ -218,14 +218,22 @@ void ChannelEnd::publish(Send t) {
   });
 }
 
-// A transfer that arrived in this end's ring: checked, copied out of its slot (host
+// Why transfer `r` that arrived in this end's ring cannot land: its size (a word the
+// sender wrote) does not fit the receive. "" when it fits.
+std::string ChannelEnd::landing_problem(const Receive& r) const {
+  const NodeIn& in = *node_in;
+  const std::uint64_t bytes = load_word(in.words + kSizeWords + 8 * (r.transfer % in.slots.size()));
+  if (bytes > r.segment.bytes || bytes % r.element != 0)
+    return misfit(r, static_cast<std::size_t>(bytes));
+  return "";
+}
+
+// A transfer that arrived in this end's ring (checked): copied out of its slot (host
 // backend), handed to the unit from the loop.
 void ChannelEnd::land(Receive r) {
   NodeIn& in = *node_in;
   const std::size_t b = r.transfer % in.slots.size();
   const std::uint64_t bytes = load_word(in.words + kSizeWords + 8 * b);
-  if (bytes > r.segment.bytes || bytes % r.element != 0)
-    host->fail_with_peer(link.peer_rank, misfit(r, static_cast<std::size_t>(bytes)));
   if (in.slots[b] && bytes != 0)
     copy_bytes(link.stream->space(), r.segment, Segment{in.slots[b], bytes, MemoryKind::host},
                bytes);
@@ -283,7 +291,14 @@ void ChannelEnd::wait_on_stream(Stream& stream, std::uint64_t transfer) {
 std::size_t ChannelEnd::poll_node() {
   std::size_t moved = 0;
   if (node_in && !node_in->awaiting.empty()) {
+    // The count of transfers published is the sender's word: it only grows, and by no
+    // more than the buffers this end released. Each is checked before it is taken.
     const std::uint64_t arrived = load_word(node_in->words + kArrivedWord);
+    if (arrived < node_in->arrived_seen)
+      host->fail_with_peer(link.peer_rank, cat(describe(false), ": rank ", link.peer_rank,
+                                               "'s count of transfers published went back from ",
+                                               node_in->arrived_seen, " to ", arrived,
+                                               " (a broken same-node protocol)"));
     if (arrived > node_in->released + node_in->slots.size())
       host->fail_with_peer(link.peer_rank,
                            cat(describe(false), ": rank ", link.peer_rank, " published transfer ",
@@ -291,7 +306,10 @@ std::size_t ChannelEnd::poll_node() {
                                " buffers that had released transfers up to ",
                                static_cast<std::int64_t>(node_in->released) - 1,
                                " only (a broken same-node protocol)"));
+    node_in->arrived_seen = arrived;
     while (!node_in->awaiting.empty() && node_in->awaiting.front().transfer < arrived) {
+      if (const std::string problem = landing_problem(node_in->awaiting.front()); !problem.empty())
+        host->fail_with_peer(link.peer_rank, problem);
       Receive r = std::move(node_in->awaiting.front());
       node_in->awaiting.pop_front();
       land(std::move(r));

@@ -151,6 +151,7 @@ class Scheduler final : public ChannelHost {
   DeviceLoads device_loads_;  // units' device time, where their loads are measured
   TransportStaging transport_staging_;  // a migration's views (transport_staging.hpp)
   bool stage_host_views_ = false;       // tests: eager data for host views takes the device path
+  bool throw_peer_failures_ = false;    // tests: fail_with_peer throws kodo::Error instead
   std::unique_ptr<UcxTransport> transport_;
   std::unique_ptr<NodeChannels> node_;  // same-node channels (KODO_CHANNELS)
 };
