@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 The kodo developers
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # Finds kodo's dependencies. Shared by the build and by kodoConfig.cmake, so a
 # consumer of an installed kodo resolves them the same way.
 

@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 The kodo developers
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # Installs kodo as a CMake package: find_package(kodo) gives kodo::kodo.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
@@ -18,3 +20,6 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/kodoConfig.cmake
               ${CMAKE_CURRENT_BINARY_DIR}/kodoConfigVersion.cmake
               ${CMAKE_CURRENT_LIST_DIR}/kodoDependencies.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kodo)
+# The licence travels with every install (a package must carry it).
+install(FILES ${PROJECT_SOURCE_DIR}/LICENSE ${PROJECT_SOURCE_DIR}/CITATION.cff
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/kodo)

@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 The kodo developers
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # How kodo's tests launch programs, shared by test/ and examples/.
 
 # One OpenMP thread per rank: the tests run up to 4 ranks on small CI machines.

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Tutorial 1: a work unit and a collection.
 //
 // A kodo program is one main program that every MPI rank runs, and many work units that

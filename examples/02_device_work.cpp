@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Tutorial 2: device work on a unit's stream, awaited without blocking the rank.
 //
 // Each unit fills a view and sums it with Kokkos kernels on one of the rank's compute

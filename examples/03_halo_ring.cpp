@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Tutorial 3: channels and receive rings, for data that goes to the same neighbour
 // every step.
 //

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // A device view in an entry-method call: each unit fills a view on its stream and, once
 // that work is done, calls its neighbour's entry method with it. The neighbour sums what
 // it received on its own stream and reports whether the values are the sender's. A view

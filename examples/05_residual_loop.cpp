@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // A loop that stops on a reduced residual, written in the main program: each pass of
 // the loop asks every unit for one sweep, runs the job until it is quiet, and reads the
 // sweep's largest change (a Max reduction) to decide whether to go on. The units are a

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Checkpoint and restart: units declare their state once (state()), the main program
 // writes a checkpoint of a collection between run() calls, and a restart restores it into
 // a collection created again. Here both happen in one program: it runs 10 steps with a

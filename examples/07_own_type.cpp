@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // A type of one's own in messages: a Tally (a name and counts, so neither trivially
 // copyable nor a view) travels in entry-method calls through a kodo::Serializer written
 // for it. Its unpack() checks what arrived, as kodo checks its own fields: bytes from

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The loop of example 05 written as an MPI rank would write it: each unit runs the whole
 // solve as a coroutine (an entry method returning kodo::Task). Where the MPI program
 // calls MPI_Sendrecv and MPI_Allreduce, the unit sends on its channels and co_awaits the

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Tutorial 9: a Kokkos + MPI Laplace solver ported as it is written.
 //
 // The solver it ports gives each MPI rank a block of rows in a periodic ring of ranks:

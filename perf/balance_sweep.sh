@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: 2026 The kodo developers
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # Load balancing of Jacobi3D blocks of unequal work (--imbalance), one CSV row per run:
 # no balancing, each balancer, the greedy placement from the end of the warm-up on
 # (static), and every block doing the same work (even: the balanced ideal's time is

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: 2026 The kodo developers
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # Two builds of kodo side by side in one job, interleaved run by run, so that a change
 # to the runtime is measured against the code before it on the same machine:
 # pingpong_bench (device channel, host-staged channel, calls carrying views) and

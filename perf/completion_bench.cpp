@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // How fast and how cheaply the rank learns that device work is done.
 //
 //   latency: a kernel spins until the host releases it, then stores a flag into host

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Scheduler cost per message on the host: a unit invoking an entry method of a unit on
 // the same rank, dispatched by Runtime::run(). Two patterns: a chain (each message sends
 // the next, so nothing overlaps) and a burst (all queued, then run). And the cost of a

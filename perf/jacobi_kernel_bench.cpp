@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Jacobi 7-point update throughput (GLUP/s: 10^9 lattice updates per second) on one
 // device, for the update kernel of apps/jacobi3d and the alternatives it was chosen
 // over. All variants must produce the same bits; the program fails if they do not.

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: 2026 The kodo developers
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # Runs jacobi3d over ODFs, completion modes and stream-pool sizes on one rank and writes
 # one CSV row per run (time per iteration from the program's own report).
 #

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: 2026 The kodo developers
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # Load balancing of MiniMD's units on a slab (--slab F: the atoms of the lower fraction F
 # of the box in x, vacuum elsewhere), one CSV row per run: no balancing, each balancer
 # (every --balance-every steps; the first balance point moves the units, the later ones

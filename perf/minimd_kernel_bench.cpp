@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // MiniMD's per-step kernels on one device: the Lennard-Jones force over full neighbour
 // lists and the list build, as apps/minimd runs them and in the alternatives tried
 // against them. The system is the app's (an FCC lattice at density 0.8442, atoms

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: 2026 The kodo developers
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # MiniMD scaling sweep: one minimd run per (GPU count, ODF, mode), one CSV row each.
 #
 #   perf/minimd_sweep.sh MINIMD OUT.csv strong|weak S "GPUS" "ODFS" "MODES" [STEPS]

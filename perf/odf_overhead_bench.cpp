@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // What overdecomposition costs per unit and step when the work itself costs next to
 // nothing: units of a 3D grid that, every step, check the faces their neighbours sent
 // and send theirs (one small kernel per unit and step), run two ways:

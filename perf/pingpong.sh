@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: 2026 The kodo developers
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # Channel ping-pong (pingpong_bench on 2 ranks) and raw UCX (ucx_perftest tag_lat and
 # tag_bw from the same UCX) in one job, so the ratio is measured side by side.
 #

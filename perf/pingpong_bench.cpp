@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Ping-pong latency and streaming bandwidth between two units on two ranks over a
 // kodo::Channel, GPU-aware (device) and host-staged (host), into a receive ring of two
 // buffers (ring: the same-node route between ranks of one node, KODO_CHANNELS=auto; UCX

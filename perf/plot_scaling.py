@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-FileCopyrightText: 2026 The kodo developers
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 """Plots of scaling sweeps, one PNG per sweep kind and size:
 
 - Jacobi3D (perf/scaling_sweep.sh CSVs): time per iteration against the number of GPUs,

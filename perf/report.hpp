@@ -1,6 +1,10 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Result files of the benchmarks: CSV with the command, machine and commit that made
 // them in leading comment lines.
+
+#include <kodo/version.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -32,8 +36,8 @@ inline double percentile(std::vector<double> v, double p) {
 }
 
 // Writes rows to `path` (and echoes them to stdout). The command line is the program's;
-// KODO_MACHINE and KODO_COMMIT name the machine and the commit (the device machine has
-// no git history).
+// KODO_MACHINE names the machine; the commit is the one kodo was built from
+// (kodo::commit()), unless KODO_COMMIT names another.
 class Csv {
  public:
   Csv(const std::string& path, int argc, char** argv, const std::string& columns) {
@@ -43,7 +47,8 @@ class Csv {
     const char* machine = std::getenv("KODO_MACHINE");
     const char* commit = std::getenv("KODO_COMMIT");
     h << "\n# machine: " << (machine ? machine : "unspecified")
-      << "\n# commit: " << (commit ? commit : "unspecified") << '\n'
+      << "\n# commit: " << (commit ? commit : kodo::commit()) << "\n# kodo: " << kodo::version()
+      << '\n'
       << columns << '\n';
     header_ = h.str();
     if (!path.empty()) {

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: 2026 The kodo developers
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # Jacobi3D scaling sweep: one jacobi3d run per (GPU count, ODF, mode), one CSV row each.
 #
 #   perf/scaling_sweep.sh JACOBI3D OUT.csv strong|weak N "GPUS" "ODFS" "MODES" [ITERATIONS]

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // A receive ring whose transfers tasks await by number (awaitable_ring.hpp): a sender many
 // steps ahead, transfers awaited out of order, and each transfer's data where its number
 // says. Runs on any number of ranks (1, 2 and 4 under ctest: the pair on one rank or two).

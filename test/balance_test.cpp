@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Balancers (balance.hpp) as pure functions, and rebalance() on units that state graded
 // loads: balanced in one call, left alone by the next.
 #include "expect_error.hpp"

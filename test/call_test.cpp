@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Calls carrying views between ranks: views of several ranks, layouts and sizes arrive
 // whole, sent eagerly (with the message) below KODO_EAGER_BYTES and by rendezvous
 // above it; the receiving rank takes their memory from its pool, reusing an allocation

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Channels between units on the same and on different ranks (1, 2 and 4 ranks under
 // ctest), in device and host-staged mode, and remote calls carrying several views.
 

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: 2026 The kodo developers
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # The folders of src/kodo form a stack: core < backends < comm < tasking. A file may
 # include headers of its own folder and of folders below it, never above (includes are
 # rooted: <kodo/FOLDER/...>). Prints each violation and exits 1 if there is any.

@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 The kodo developers
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # Runs COMMAND ('|'-separated) and passes when it exits 0, in time, with output that
 # holds each of ONCE ('|'-separated texts) exactly once and none of NEVER.
 string(REPLACE "|" ";" command "${COMMAND}")

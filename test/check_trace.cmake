@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 The kodo developers
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # Runs COMMAND ('|'-separated) with KODO_TRACE=PREFIX and checks that every rank wrote a
 # Chrome trace that parses, with spans of the scheduler (named SCHEDULER_SPAN: an entry
 # method, or the step program's launches) and of device work.

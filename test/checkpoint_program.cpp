@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Checkpoints of a collection whose units hold every kind of state field, written on one
 // rank count and restored on another (test/checkpoint_test.sh runs it):
 //   checkpoint_program write DIR STEPS   writes checkpoints at steps 1..STEPS

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: 2026 The kodo developers
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # Checkpoints and restarts across rank counts, bad checkpoints, and a rank killed while
 # writing one.
 #   test/checkpoint_test.sh CASE CHECKPOINT_PROGRAM JACOBI3D MINIMD MINIMD_REFERENCE WORKDIR

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The completion engine and streams. Sources completed by hand stand in for device
 // streams so that out-of-order completion can be forced on the host backend.
 

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Units and reducers the component tests share (reduction_tree_test, registry_test,
 // scheduler_test): Tallied takes an integer total and a double; Unrelated is another unit

@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 The kodo developers
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # Runs COMMAND ('|'-separated) and passes when it exits non-zero, in time, with output
 # containing EXPECT (or, when EXPECT_REGEX is given instead, matching that regex), and
 # EXPECT_ALSO when given.

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Faults that must end the whole job with an error naming the cause, never a hang:
 //   fault_program truncate           a channel message larger than the receiving view
 //   fault_program short              a channel message that does not fill a receive

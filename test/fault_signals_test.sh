@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: 2026 The kodo developers
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # Signals to one rank of a running Jacobi3D job:
 #   test/fault_signals_test.sh CASE JACOBI3D NUMPROC_FLAG LAUNCHER...
 # kill: rank 1 gets SIGKILL mid-run; the job must end within 5 s, naming the lost rank.

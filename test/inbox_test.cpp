@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // An inbox (inbox.hpp): calls' values awaited by key in a unit's task, whether they came
 // before the await or after, in any order; a key given twice; and a task awaiting a key
 // nobody gives, reported with the key and then given it. Runs on any number of ranks (1, 2

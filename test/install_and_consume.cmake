@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 The kodo developers
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # Installs the kodo build into a scratch prefix, then configures, builds and runs a
 # separate project against it with find_package(kodo).
 set(prefix ${WORK}/prefix)
@@ -20,6 +22,9 @@ foreach(internal kodo/tasking/detail/scheduler.hpp kodo/comm/detail/ucx_transpor
 endforeach()
 if(NOT EXISTS ${prefix}/include/kodo/kodo.hpp)
   message(FATAL_ERROR "an installed kodo lacks kodo/kodo.hpp")
+endif()
+if(NOT EXISTS ${prefix}/share/doc/kodo/LICENSE)
+  message(FATAL_ERROR "an installed kodo lacks its licence (share/doc/kodo/LICENSE)")
 endif()
 message("consumer: internal headers are not installed")
 run(${CMAKE_COMMAND} -S ${SOURCE} -B ${WORK}/build -G ${GENERATOR} -DCMAKE_BUILD_TYPE=Release

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: 2026 The kodo developers
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # The launch templates hand the program and its arguments to srun / jsrun with one
 # rank and one GPU per task: checked with stand-in launchers that print what they get.
 set -euo pipefail

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // LB data (lb_data.hpp): each rank's file in DARMA vt's format, a task per unit it held in
 // each phase, with loads as floats.
 #include "test_runtime.hpp"

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Test driver: one kodo::Runtime for the whole process, so the same binary runs on one
 // rank or under mpiexec. A failure on any rank aborts the job at once: the other ranks
 // would otherwise wait in a collective step that the failed rank has left.

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Moving units between ranks (migration.hpp): results equal to a collection that never
 // moves, whatever the maps; the same records as a checkpoint; clear errors; no growth
 // of links or rings over many migrations.

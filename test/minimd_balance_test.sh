@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: 2026 The kodo developers
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # MiniMD with units that move (--balance-every): every atom's position and velocity equal
 # to the last bit to the run whose units never move (the units' checkpoint files compared
 # byte for byte), and the thermo equal to miniMD's log; with every unit moving at every

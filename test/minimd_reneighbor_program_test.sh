@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: 2026 The kodo developers
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # MiniMD's reneighboring program (apps/minimd/atom_unit.hpp) against reneighboring unit by
 # unit: every atom's position and velocity equal to the last bit (the units' checkpoint
 # files compared byte for byte) for unit grids with and without dimensions of one unit,

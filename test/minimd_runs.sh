@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 The kodo developers
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # Shared by MiniMD's tests that compare runs (sourced, not run):
 #   source minimd_runs.sh TEST_NAME MINIMD REFERENCE WORKDIR NUMPROC_FLAG LAUNCHER...
 # sets minimd, reference, work (emptied), np, launch, out and err (the last run's output

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // MiniMD's interior-first order: the atoms it puts first have no ghost in their neighbour
 // lists, so the app may run their force before the ghosts are updated, and the force in
 // two parts equals the force in one. And the kernels given counts the device reads (the

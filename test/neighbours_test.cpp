@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Neighbours on a collection's grid (neighbours.hpp): indices wrap only across periodic
 // dimensions, and channels opened by direction link each unit with its neighbour's
 // channel in the opposite direction, whatever the grid: neighbours that coincide (a

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Shared memory among the ranks of one node (comm/detail/node_segment.hpp), on 1, 2 and 4
 // ranks under ctest: every rank reads and writes every segment of its node, and a
 // segment whose size or header is not what its owner announced is refused by name.

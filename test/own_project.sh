@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: 2026 The kodo developers
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # A project of one's own, outside the repository, through scripts/project: a copy of
 # test/consumer (find_package(kodo), a reduction over 24 units) configured, built and
 # run on 2 ranks; the variables that reach its programs; and the errors for a missing

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Reductions a program uses directly: results for the main program of every rank
 // (on_reduced, reduced), std::array and std::vector values, device views contributed on
 // a stream, named reductions watched apart, and asking for a result of the wrong type. Every test

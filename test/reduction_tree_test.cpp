@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The reduction tree (tasking/detail/reductions.hpp) against what other ranks send: partials
 // only from children, results only from the parent, once per round, in round order.
 

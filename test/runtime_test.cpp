@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Behaviour of collections, entry methods, reductions and termination. Every test runs
 // on any number of ranks (1, 2 and 4 under ctest) and checks the units this rank holds.
 

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The same-node route of receive rings (channel.hpp, node_channels.hpp): on the host
 // backend the same word protocol as on GPUs, with the data in shared-memory slots. Run
 // on 1, 2 and 4 ranks of one node (on one rank every link is local and the route is not

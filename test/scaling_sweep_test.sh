@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: 2026 The kodo developers
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # The scaling sweep on a small strong-scaling grid: one row per (ranks, ODF, mode), and
 # every row the same checksum (one grid, whatever the decomposition and mode).
 #   test/scaling_sweep_test.sh JACOBI3D MPIEXEC

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Several kodo::Runtime objects one after another in one process: nothing of one
 // (collections, channels, handlers, counters) leaks into the next. The program owns
 // MPI and Kokkos, which cannot be started twice.

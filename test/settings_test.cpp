@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // kodo's settings (core/settings.hpp): each kind parsed strictly within its range, the
 // listing, misspellings, and the start-up agreement: a setting invalid on one rank, or
 // different on two, is the same error on every rank (1, 2 and 4 ranks under ctest).

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Stall checks (tasking/detail/stall_watch.hpp): work that stops moving is checked for device
 // faults.
 

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Step programs on the backend of the build, without GoogleTest, so that a device build
 // runs them too: the stencil and relay programs of step_program_test.cpp against the
 // host (1 to 3 phases, work_without_receives, a whole period per graph, self and paired

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Units for the tests of step programs (step_program_test.cpp, step_program_device.cpp),
 // and what their steps must give, computed on the host.

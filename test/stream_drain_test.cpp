@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Stream draining (tasking/detail/stream_drain.hpp): clean only while nothing but its own marks
 // complete.
 

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Coroutine units (task.hpp): a loop written as an MPI rank's (halos from both neighbours
 // awaited together, a reduced residual deciding the next pass), device work awaited,
 // tasks awaiting tasks and their exceptions, reduction targets told the round, and a job

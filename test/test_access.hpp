@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // What kodo's own tests reach inside the runtime: the receive path of a running rank,
 // exactly as UCX enters it for an eager active message, with errors thrown instead of

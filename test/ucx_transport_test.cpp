@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The UCX transport (comm/detail/ucx_transport.hpp): who sent a message is what its
 // connection says. A message whose header names another rank than the one whose
 // connection it came over, or that names no connection, is refused before anything

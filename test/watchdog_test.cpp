@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The watchdog (tasking/detail/watchdog.hpp): a loop that stops turning inside run() is
 // reported once, naming what it is inside; a loop that turns, or is not inside run(), is
 // not. (Ending the job under KODO_STALL_EXIT: the blocked_entry_method ctests.)

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Jacobi3D the bulk-synchronous MPI way, for side-by-side comparison with kodo: one
 // block per rank, and each iteration pack faces, fence, copy them to the host, exchange

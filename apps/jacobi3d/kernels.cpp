@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The plain kernel set of a Jacobi3D block (kernels.hpp): what a user of kodo would write,
 // with the update's march from march.hpp.
 #include "kernels.hpp"

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // The plain kernels of a Jacobi3D block, as free functions (nvcc does not allow device
 // lambdas inside private member functions): initialise, pack and unpack a face, update,

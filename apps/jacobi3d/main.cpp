@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // jacobi3d: the 7-point Jacobi iteration on an overdecomposed 3D grid (see jacobi.hpp
 // for the problem). Every rank runs this main program; the work happens in the blocks.
 

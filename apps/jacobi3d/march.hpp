@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // How jacobi3d's kernels run on a device: the launchers (a kernel runs now on a stream, or
 // becomes a node of a graph), the update's march along x, and the face copies. Shared by

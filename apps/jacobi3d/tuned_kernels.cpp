@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The tuned variants of a Jacobi3D block's kernels (tuned_kernels.hpp).
 #include "tuned_kernels.hpp"
 

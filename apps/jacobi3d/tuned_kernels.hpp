@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // The tuned variants of a Jacobi3D block's kernels, apart from the plain set in
 // kernels.hpp: face kernels fused (--fusion), an iteration as one graph (--graphs), the

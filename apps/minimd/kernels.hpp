@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // minimd's device kernels: plain Kokkos, one function per step of the algorithm. Each
 // runs asynchronously on the execution-space instance it is given.

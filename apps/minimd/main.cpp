@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // minimd: Lennard-Jones molecular dynamics (Mantevo miniMD's problem) on overdecomposed
 // work units. Every rank runs this main program; the atoms live in the units
 // (atom_unit.hpp), and the main program reads the thermo reductions they produce.

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Thermo lines ("step T U P time", miniMD's format), read from a log or printed by this
 // run, and compared to the last printed digit.

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Probe (not part of the build): where the one-way time of a device-only hop between two
 // GPUs of one node goes, without kodo. Two ranks, one GPU each, ping-pong, every hop
 // enqueued up front, rank 0 times with events; the data that comes back is checked.

@@ -1,3 +1,5 @@
+# SPDX-FileCopyrightText: 2026 The kodo developers
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # shellcheck shell=bash
 # Environment library for kodo's scripts. Source it; do not execute it.
 #

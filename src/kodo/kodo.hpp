@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // kodo: overdecomposed work units over Kokkos, MPI and UCX. Include this header.
 //
@@ -10,6 +12,7 @@
 //   Placement and describe();
 // - split_grid, CutCosts, block_range and Range; Index3 and Extent3 (operator<<);
 // - Error, fatal and print_error;
+// - version() and commit(), with KODO_VERSION and KODO_VERSION_AT_LEAST (version.hpp);
 // - settings(), settings_listing(), SettingInfo and SettingKind: the KODO_* variables;
 // - Serializer, ByteWriter, ByteReader, pack, unpack and Bytes, for types of one's own
 //   in messages;
@@ -41,3 +44,4 @@
 #include <kodo/tasking/step_program.hpp>
 #include <kodo/tasking/task.hpp>
 #include <kodo/tasking/work_unit.hpp>
+#include <kodo/version.hpp>

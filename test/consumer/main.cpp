@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Sums the unit indices of a collection through a kodo reduction; exits non-zero on a
 // wrong answer.
 #include <kodo/kodo.hpp>

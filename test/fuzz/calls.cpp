@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Entry-method calls from the peer, by eager active message and by rendezvous.
 
 #include "../test_access.hpp"
@@ -16,6 +18,24 @@ void must_dispatch(int dispatched) {
   if (dispatched != 1) throw std::logic_error(cat("accepted, but ", dispatched, " calls ran"));
 }
 
+// Forgets what the unit a valid call names got last (so that an earlier call with the
+// same arguments cannot pass for this one).
+void forget_effect(const Incoming& in) {
+  if (const auto unit = Fuzzed::held().find(in.target); unit != Fuzzed::held().end())
+    unit->second->last.clear();
+}
+
+// A valid call must have reached its unit with exactly its arguments.
+void must_take_effect(const Incoming& in) {
+  if (in.effect.empty()) return;  // a mutated input: what it carries is not known
+  const auto unit = Fuzzed::held().find(in.target);
+  if (unit == Fuzzed::held().end())
+    throw std::logic_error(cat("no unit ", in.target, " on this rank"));
+  if (unit->second->last != in.effect)
+    throw std::logic_error(cat("unit ", in.target, " got '", unit->second->last, "' where '",
+                               in.effect, "' was sent"));
+}
+
 }  // namespace
 
 Tally fuzz_calls(Context& c) {
@@ -27,12 +47,15 @@ Tally fuzz_calls(Context& c) {
       expect = spoil_header(c, in);
     else if (what == 1) {
       mutate(c, in);
+      in.effect.clear();
       expect = {};
     }
+    forget_effect(in);
     t.check(expect, [&] {
       must_dispatch(in.unnamed ? TestAccess::receive_with(c.runtime, in.header, in.data,
                                                           ucp_am_recv_param_t{})
                                : TestAccess::receive(c.runtime, in.header, in.data, in.connection));
+      must_take_effect(in);
     });
   }
   return t;
@@ -55,6 +78,7 @@ Tally fuzz_rendezvous(Context& c) {
       case 0: expect = spoil_header(c, in); break;
       case 1:
         mutate(c, in);
+        in.effect.clear();
         length = in.data.size();
         expect = {};
         break;
@@ -83,9 +107,11 @@ Tally fuzz_rendezvous(Context& c) {
     // Data lands from the input's bytes when they are the length announced; else the
     // input must be refused before anything lands (or lands on nothing).
     if (length != in.data.size()) in.data.clear();
+    forget_effect(in);
     t.check(expect, [&] {
       must_dispatch(TestAccess::receive_rendezvous(c.runtime, in.header, in.data, length,
                                                    in.connection, in.unnamed));
+      must_take_effect(in);
     });
   }
   return t;

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Tagged transfers aimed at a link by a rank that is not its sender (3 ranks, channels
 // over UCX: KODO_CHANNELS=ucx). Unit 0 (rank 0) and unit 2 (rank 2) each send to unit 1
 // (rank 1) over their own link; before each of its rounds, rank 2 sends rank 1 junk with

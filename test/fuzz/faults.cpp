@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // A peer's fault report: the rank it names in its 4-byte header, the connection it came
 // by, its protocol and its text. What this rank prints for it (then it ends the job) is
 // known exactly for every input: the text made printable, or why it was not believed.
@@ -24,7 +26,8 @@ Tally fuzz_faults(Context& c) {
       case 1: header.resize(static_cast<std::size_t>(c.pick(0, 12))); break;
       default: break;
     }
-    std::memcpy(header.data(), &source, std::min(header.size(), sizeof source));
+    if (!header.empty())
+      std::memcpy(header.data(), &source, std::min(header.size(), sizeof source));
     const bool sized = header.size() == sizeof source;
     const int named = sized ? source : -1;
     valid = valid && sized;

@@ -1,10 +1,12 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // The fuzz test's frame (fuzz_receive): a surface of the receive code makes inputs from
 // a seeded generator and hands each to kodo as a peer's bytes would come; the Tally
 // decides whether what kodo did was right. Every input carries what must become of it:
 // - accepted: a valid input, which must be taken (and its effect happen);
 // - refused: an input with one field made wrong on purpose, which must be refused with
-//   exactly the error for that field;
+//   exactly the error for that field (its whole text);
 // - either: randomly mutated bytes, which may be taken or refused, but only with one of
 //   the errors the surface lists (its refusals: a new message fails the run until a
 //   reviewer adds it).
@@ -27,15 +29,15 @@ namespace fuzz {
 struct Expect {
   enum Kind { accepted, refused, either };
   Kind kind = either;
-  std::string refusal;  // refused: how the error begins
+  std::string refusal;  // refused: the error's whole text
   static Expect accept() { return {accepted, {}}; }
   static Expect refuse(std::string why) { return {refused, std::move(why)}; }
 };
 
 class Tally {
  public:
-  // `refusals`: every error an `either` input may get (ECMAScript, matched from the
-  // start of the error's text).
+  // `refusals`: every error an `either` input may get (ECMAScript, each matched against
+  // the whole text of the error).
   // `needs_refusals`: a run passes only if some input was refused exactly as required
   // (surfaces whose inputs are never refused say false).
   Tally(std::string surface, int rank, const std::vector<std::string>& refusals,

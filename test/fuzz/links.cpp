@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Channel link announcements and same-node ring messages from the peer.
 
 #include "../test_access.hpp"

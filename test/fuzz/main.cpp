@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Fuzz test of the receive code (fuzz_receive): one surface at a time, or all, each
 // rank feeding its own receive path inputs made as a peer's bytes would come, checked
 // against exact pass conditions (fuzz.hpp). Run under mpiexec: 2 ranks, 3 for
@@ -26,7 +28,6 @@ constexpr const char* kUsage =
     "  faults        a peer's fault report (what this rank prints for it)\n"
     "  channel_tags  3 ranks: tagged transfers aimed at another rank's link\n"
     "  ring_words    the words of a same-node ring its sender writes (host backend)\n"
-    "  all           every 2-rank surface, the time shared\n"
     "  --seed     seed of the generators (default 1)\n"
     "  --seconds  time per surface (default 20)\n"
     "  --inputs   most inputs per surface and rank (default 10000000)\n"
@@ -93,7 +94,7 @@ int main(int argc, char** argv) {
   }
   std::vector<const Surface*> chosen;
   for (const Surface& s : kSurfaces)
-    if (surface == s.name || (surface == "all" && s.ranks == 2)) chosen.push_back(&s);
+    if (surface == s.name) chosen.push_back(&s);
   if (chosen.empty()) {
     if (runtime.rank() == 0)
       std::fprintf(stderr, "fuzz_receive: --surface '%s' is not a surface\n%s", surface.c_str(),

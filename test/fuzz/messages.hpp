@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // What the message surfaces share: the units and reductions the fuzzed messages name,
 // valid messages built by kodo's own serializer, and the mutations made of them.
@@ -10,20 +12,43 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
 namespace fuzz {
 
+// What an entry method got, in words: a valid call's effect is checked against it.
+std::string describe_call(int a, double b, bool c);
+std::string describe_call(const std::string& s, const std::vector<int>& v);
+std::string describe_call(const std::vector<std::vector<double>>& v);
+std::string describe_call(const Kokkos::View<double*>& v, const Kokkos::View<int**>& w);
+
 class Fuzzed : public kodo::WorkUnit<Fuzzed> {
  public:
-  explicit Fuzzed(const kodo::UnitInit<Fuzzed>& init) : WorkUnit(init) {}
-  void values(int a, double b, bool c) { calls += a != 0 || b != 0 || c; }
-  void text(std::string s, std::vector<int> v) { calls += s.size() + v.size() > 0; }
-  void nested(std::vector<std::vector<double>> v) { calls += v.size(); }
-  void views(Kokkos::View<double*> v, Kokkos::View<int**> w) { calls += v.size() + w.size() > 0; }
+  explicit Fuzzed(const kodo::UnitInit<Fuzzed>& init) : WorkUnit(init) {
+    held()[init.index.x] = this;
+  }
+  ~Fuzzed() { held().erase(index().x); }
+  void values(int a, double b, bool c) { took(describe_call(a, b, c)); }
+  void text(std::string s, std::vector<int> v) { took(describe_call(s, v)); }
+  void nested(std::vector<std::vector<double>> v) { took(describe_call(v)); }
+  void views(Kokkos::View<double*> v, Kokkos::View<int**> w) { took(describe_call(v, w)); }
   void sum(std::int64_t) { ++calls; }
+
+  // The units of this rank, by index.
+  static std::map<std::int64_t, Fuzzed*>& held() {
+    static std::map<std::int64_t, Fuzzed*> units;
+    return units;
+  }
   std::size_t calls = 0;
+  std::string last;  // what the last call got
+
+ private:
+  void took(std::string what) {
+    ++calls;
+    last = std::move(what);
+  }
 };
 
 class Other : public kodo::WorkUnit<Other> {
@@ -41,8 +66,10 @@ inline constexpr std::int64_t kFuzzedUnits = 4;
 // A message as UCX hands it over: the active message's header and its data.
 struct Incoming {
   std::vector<std::byte> header, data;
-  int connection = -1;   // the rank whose connection it came by (-1: the one it names)
-  bool unnamed = false;  // it came without UCX's reply endpoint
+  std::int64_t target = -1;  // a valid call: the unit it calls, and
+  std::string effect;        // what that unit's entry method must get
+  int connection = -1;       // the rank whose connection it came by (-1: the one it names)
+  bool unnamed = false;      // it came without UCX's reply endpoint
 };
 
 template <class T>

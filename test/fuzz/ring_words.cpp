@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The words of a same-node ring that its sender writes into the receiver's shared
 // memory: the count of transfers published and each buffer's size. Each rank writes its
 // own receiving end's words as the peer would (the peer's end sends nothing here) and
@@ -83,7 +85,7 @@ Tally fuzz_ring_words(Context& c) {
       std::vector<double> d(static_cast<std::size_t>(c.pick(0, kCapacity)));
       for (double& x : d) x = static_cast<double>(c.word() >> 11);
       const std::size_t b = k % kBuffers;
-      std::memcpy(in.slots[b], d.data(), d.size() * sizeof(double));
+      if (!d.empty()) std::memcpy(in.slots[b], d.data(), d.size() * sizeof(double));
       kodo::detail::store_word(in.words + kodo::detail::kSizeWords + 8 * b,
                                d.size() * sizeof(double));
       data.push_back(std::move(d));

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "fuzz.hpp"
 
 #include <cstdio>
@@ -24,13 +26,13 @@ void Tally::refused(const Expect& expect, const std::string& what) {
   switch (expect.kind) {
     case Expect::accepted: return fail(cat("refused a valid input: ", what));
     case Expect::refused:
-      if (!what.starts_with(expect.refusal))
+      if (what != expect.refusal)
         return fail(cat("refused with '", what, "' where '", expect.refusal, "' was required"));
       ++refused_exactly_;
       return;
     case Expect::either:
       for (const auto& r : refusals_)
-        if (std::regex_search(what, r, std::regex_constants::match_continuous)) {
+        if (std::regex_match(what, r)) {
           ++refused_listed_;
           return;
         }

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Must not compile: an entry method that is a coroutine takes its parameters by value
 // (a reference would outlive the call's arguments, kept only while the call starts).
 #include <kodo/kodo.hpp>

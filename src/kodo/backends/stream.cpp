@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include <kodo/backends/stream.hpp>
 
 #include <kodo/backends/detail/native.hpp>
@@ -36,7 +38,7 @@ Stream::Stream(bool communication, std::uint64_t* host_counter, std::uint64_t* d
 
 Stream::~Stream() {
   try {
-    space_.fence();
+    space_.fence("kodo::Stream: its work, before it is destroyed");
   } catch (...) {
     // A failed device cannot be waited for; release what can be released.
   }

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Streams as Kokkos execution-space instances, each with a completion counter that the
 // stream writes itself, in order, into host memory: the host learns what finished by

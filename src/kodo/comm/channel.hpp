@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Channels: persistent links between two work units for repeated transfers of views
 // (halos), with receives posted in advance into the views the data must land in.

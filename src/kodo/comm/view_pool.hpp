@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Reused memory for the views of calls from other ranks, and for the pinned host memory
 // their data passes through on its way to the device when it arrives with the message.

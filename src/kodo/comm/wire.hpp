@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // What travels between ranks: a fixed header, the serialized arguments, and the memory
 // of the views they carry; and the checks a received header passes before anything is

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // kodo's settings: the KODO_* environment variables, in one table that drives how each is
 // parsed (strictly, within its range), the --kodo-help listing, the configuration dump

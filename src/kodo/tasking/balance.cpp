@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Balancers (pure functions of a BalanceInput), the test of whether a new map is worth
 // moving units for, and the gathering of loads (balance.hpp).
 #include <kodo/tasking/balance.hpp>

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Load balancing: units' measured loads, balancers that choose new owners from them, and
 // rebalance(), which moves the units (migration.hpp) when the gain is worth it.

@@ -1,9 +1,12 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Checkpoints written (CheckpointWrite: the unit files, then the manifest, then the
 // directory made the latest) and opened (Checkpoint::open). The files themselves:
 // checkpoint_files.cpp; the manifest's text: checkpoint_manifest.cpp; a unit read back:
 // checkpoint_read.cpp.
 #include <kodo/tasking/checkpoint.hpp>
 
+#include <kodo/backends/detail/tool_region.hpp>
 #include <kodo/core/agree.hpp>
 #include <kodo/tasking/detail/checkpoint_files.hpp>
 #include <kodo/tasking/detail/checkpoint_manifest.hpp>
@@ -71,6 +74,8 @@ void CheckpointWrite::add_collection(std::uint32_t id, const Extent3& shape,
 
 void CheckpointWrite::write_unit(std::uint32_t collection, std::int64_t linear,
                                  const std::function<void(StateWriter&)>& visit) {
+  static const std::string region = "kodo::checkpoint write";
+  const detail::ToolRegion here(region);
   OutputFile file(unit_file(partial_, collection, linear));
   file.write(kUnitMagic, sizeof kUnitMagic);
   file.put(static_cast<std::uint32_t>(kFormat));

@@ -1,5 +1,8 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Restoring one unit from its file: the fields streamed and checked as its state()
 // reads them (FileSource), the file's checksum compared at the end.
+#include <kodo/backends/detail/tool_region.hpp>
 #include <kodo/tasking/detail/checkpoint_files.hpp>
 
 #include <sys/stat.h>
@@ -75,6 +78,8 @@ class FileSource final : public RecordSource {
 
 void read_unit(Runtime& runtime, const std::string& path, const SavedCollectionRecord& collection,
                std::int64_t linear, const std::function<void(StateReader&)>& visit) {
+  static const std::string region = "kodo::checkpoint restore";
+  const ToolRegion here(region);
   const SavedUnit& unit = collection.units.at(static_cast<std::size_t>(linear));
   const std::string name = unit_file(path, collection.id, linear);
   FileSource source(name, unit.bytes, runtime);

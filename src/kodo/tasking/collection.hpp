@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Collections of work units and asynchronous entry-method invocation. What a unit can ask
 // of the runtime (streams, device completions, channels, reductions): work_unit.hpp; a

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Handlers: how an entry method is called with arguments kept as objects or rebuilt
 // from bytes, and how a reduction's values are combined and delivered. Each is

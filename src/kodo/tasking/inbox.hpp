@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // An inbox: values put by entry methods, awaited by a unit's task by key. It is how a task
 // awaits a call's arrival: the call carries its data and a key (its step, say), its entry

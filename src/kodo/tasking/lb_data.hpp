@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // LB data: the loads and placements of every balance point, written in DARMA vt's LB
 // data format (JSON, the schema vt's scripts/LBDatafile_schema.py checks), so that

@@ -1,8 +1,11 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Moving units (migration.hpp): the owners checked on every rank, the leaving units'
 // state sent as records (state_records.hpp) over MPI, the collection's links closed and
 // the new map installed; Collection's template rebuilds the units.
 #include <kodo/tasking/migration.hpp>
 
+#include <kodo/backends/detail/tool_region.hpp>
 #include <kodo/comm/detail/channel_end.hpp>
 #include <kodo/comm/detail/transport_staging.hpp>
 #include <kodo/comm/detail/ucx_transport.hpp>
@@ -250,6 +253,8 @@ bool Migration::moves_nothing() const { return impl_->moved == 0; }
 
 void Migration::exchange(const std::function<void(std::int64_t, StateWriter&)>& visit,
                          const std::function<std::uint64_t(std::int64_t)>& rounds) {
+  static const std::string region = "kodo::migrate";
+  const detail::ToolRegion here(region);
   Impl& m = *impl_;
   Runtime& rt = m.runtime;
   const int rank = rt.rank();

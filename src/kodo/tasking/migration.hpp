@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Moving units between ranks: migrate(collection, owners) gives every unit the rank
 // `owners` names (balance.hpp chooses owners from measured loads).

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Neighbours on a collection's grid: the unit one step away in a direction, wrapping
 // around the dimensions that are periodic. A unit opens a channel with one by direction

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Reduction operations for WorkUnit::contribute: Sum, Min and Max; and named reductions,
 // which the main program tells apart from a collection's other reductions.

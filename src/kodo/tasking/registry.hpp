@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // The program's table of handlers (entry methods and reducers), each under a stable id,
 // with the kind of message and the unit type it serves, so that an id read from the

@@ -1,11 +1,15 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include <kodo/tasking/runtime.hpp>
 
 #include <kodo/core/agree.hpp>
 #include <kodo/core/settings.hpp>
 #include <kodo/tasking/detail/scheduler.hpp>
 #include <kodo/tasking/registry.hpp>
+#include <kodo/version.hpp>
 
 #include <Kokkos_Core.hpp>
+#include <ucp/api/ucp.h>
 
 #include <algorithm>
 #include <array>
@@ -141,6 +145,7 @@ void Runtime::start(int& argc, char**& argv) {
     if (a == "--kokkos-help" && !Kokkos::is_initialized())
       print_kokkos_help_and_exit(argv[0], rank_ == 0);
     help_requested_ = help_requested_ || a == "--help" || a == "-h";
+    version_requested_ = version_requested_ || a == "--version";
   }
   // A program that started Kokkos itself has chosen the GPU already.
   placement_ = detail::place_rank(comm_, Kokkos::is_initialized() ? Kokkos::device_id() : -1);
@@ -161,6 +166,7 @@ void Runtime::start(int& argc, char**& argv) {
     problem = e.what();
   }
   detail::agree_on_failure(comm_, problem, "could not create its streams");
+  if (rank_ == 0 && !help_requested_ && !version_requested_) print_error(version_line());
   scheduler_ =
       std::make_unique<detail::Scheduler>(comm_, wave_comm_, *streams_, !placement_.shares_device);
 }
@@ -186,7 +192,30 @@ MPI_Comm Runtime::comm() const {
   return comm_;
 }
 
+std::string Runtime::version_line() const {
+  unsigned ucx_major = 0, ucx_minor = 0, ucx_release = 0;
+  ucp_get_version(&ucx_major, &ucx_minor, &ucx_release);
+  int mpi_major = 0, mpi_minor = 0, library_length = 0;
+  MPI_Get_version(&mpi_major, &mpi_minor);
+  std::array<char, MPI_MAX_LIBRARY_VERSION_STRING> library{};
+  MPI_Get_library_version(library.data(), &library_length);
+  std::string mpi_library(library.data());
+  mpi_library = mpi_library.substr(0, mpi_library.find_first_of(",\n"));  // its name, version
+  return detail::cat("kodo ", kodo::version(), " (commit ", kodo::commit(), "): backend ",
+                     KODO_BACKEND_NAME, ", Kokkos ", KOKKOS_VERSION / 10000, '.',
+                     KOKKOS_VERSION / 100 % 100, '.', KOKKOS_VERSION % 100, ", UCX ", ucx_major,
+                     '.', ucx_minor, '.', ucx_release, ", MPI ", mpi_major, '.', mpi_minor, " (",
+                     mpi_library, "), ", size_, size_ == 1 ? " rank" : " ranks");
+}
+
 bool Runtime::print_usage_if_requested(std::string_view usage) const {
+  if (version_requested_ && !help_requested_) {
+    if (rank_ == 0) {
+      std::printf("%s\n", version_line().c_str());
+      std::fflush(stdout);
+    }
+    return true;
+  }
   if (!help_requested_) return false;
   if (rank_ == 0) {
     std::fwrite(usage.data(), 1, usage.size(), stdout);

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // The per-rank runtime: starts and stops MPI, Kokkos, the rank's GPU, streams and
 // transport, and runs the scheduler. What units need of it reaches them through
@@ -55,12 +57,20 @@ class Runtime {
   // the constructor print Kokkos' options on rank 0 and end the process, with status 0,
   // on every rank (Kokkos 4.7 and later end the process after printing them anyway).
   bool help_requested() const { return help_requested_; }
-  // The way for a program to answer --help. Call it right after constructing the
-  // runtime and return 0 from main when it returns true (it does on every rank):
+  // Whether the command line asks for kodo's version: --version.
+  bool version_requested() const { return version_requested_; }
+  // The way for a program to answer --help and --version. Call it right after
+  // constructing the runtime and return 0 from main when it returns true (it does on
+  // every rank):
   //   if (runtime.print_usage_if_requested("usage: my_program [-n N]\n")) return 0;
-  // Rank 0 prints `usage` and a line saying how to see Kokkos' options. Returns false,
-  // printing nothing, when --help was not asked for.
+  // For --help rank 0 prints `usage` and lines saying how to see Kokkos' options and
+  // kodo's settings; for --version, version_line(). Returns false, printing nothing,
+  // when neither was asked for.
   bool print_usage_if_requested(std::string_view usage) const;
+  // What the program runs with, in one line: "kodo 0.1.0 (commit 0123456789ab):
+  // backend cuda, Kokkos 4.6.99, UCX 1.18.1, MPI 3.1 (Open MPI v5.0.7), 2 ranks". Rank 0
+  // prints it to standard error at start-up (unless --help or --version was asked for).
+  std::string version_line() const;
 
   int rank() const { return rank_; }
   int size() const { return size_; }
@@ -127,7 +137,7 @@ class Runtime {
   MPI_Comm comm_ = MPI_COMM_NULL;       // bootstrap, collection creation, the program's
   MPI_Comm wave_comm_ = MPI_COMM_NULL;  // termination waves only
   bool own_mpi_ = false, own_kokkos_ = false;
-  bool help_requested_ = false;
+  bool help_requested_ = false, version_requested_ = false;
   Placement placement_;
   std::unique_ptr<StreamPool> streams_;
   std::unique_ptr<detail::Scheduler> scheduler_;

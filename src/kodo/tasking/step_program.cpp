@@ -1,6 +1,9 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include <kodo/tasking/step_program.hpp>
 
 #include <kodo/backends/detail/native.hpp>
+#include <kodo/backends/detail/tool_region.hpp>
 #include <kodo/comm/detail/device_route.hpp>
 #include <kodo/core/agree.hpp>
 #include <kodo/tasking/detail/scheduler.hpp>
@@ -858,6 +861,8 @@ void RankProgram::advance(std::int64_t steps) {
 // (two graphs of whole periods, where longer), each once the transfers it reads from other
 // ranks are in and the views it sends to them are free again.
 void RankProgram::pump() {
+  static const std::string region = "kodo::step program launch";
+  const ToolRegion here(region);
   Impl& m = *impl_;
   const int P = m.options.phases;
   if (!primed_ && target_ > 0) prime();

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Step programs: the steps of every unit of a collection, run by the runtime as one
 // device program per rank rather than as many host-driven pieces.

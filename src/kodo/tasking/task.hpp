@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Coroutine units: an entry method may be a C++20 coroutine returning kodo::Task, written
 // as the loop of the MPI program it ports, the waits where the MPI calls were:

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // UnitRef: a reference to one unit of a collection, local or remote, through which its
 // entry methods are invoked (collection.hpp says how an invocation travels).

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // A work unit's state, declared once and walked both ways: written to a checkpoint and
 // restored from one (checkpoint.hpp), and sent with a unit that moves to another rank

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // WorkUnit: the base class of work units, and UnitInit, what the runtime hands a unit's
 // constructor. A unit asks its runtime for streams, device completions (when_done),
@@ -15,6 +17,8 @@
 #include <kodo/tasking/runtime.hpp>
 #include <kodo/tasking/task.hpp>
 #include <kodo/tasking/unit_ref.hpp>
+
+#include <Kokkos_Profiling_ScopedRegion.hpp>
 
 #include <cmath>
 #include <cstdint>
@@ -238,6 +242,8 @@ class WorkUnit {
     const std::size_t count = view.size(), bytes = count * sizeof(E);
     auto staging = runtime().pinned_staging(bytes);
     using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
+    static const std::string region = "kodo::reduction contribution copy";
+    Kokkos::Profiling::ScopedRegion here(region);  // unmanaged views: no label of their own
     Kokkos::deep_copy(stream.space(),
                       Kokkos::View<E*, Kokkos::LayoutRight, Kokkos::SharedHostPinnedSpace,
                                    Unmanaged>(reinterpret_cast<E*>(staging.data()), count),

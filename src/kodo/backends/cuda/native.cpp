@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // CUDA backend. The completion counter is written by a stream memory operation
 // (cuStreamWriteValue64): no kernel launch, and the host learns of completion by
 // reading its own memory instead of calling cudaEventQuery (1.36 us a call on H200).

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Kernels of same-node channels (native.hpp: enqueue_wait, enqueue_copy_and_publish), of
 // device graphs' copy nodes (add_copies) and transfer nodes (add_transfer_*, with the

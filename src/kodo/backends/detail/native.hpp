@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // The small interface every backend implements (host/, cuda/, hip/): device choice,
 // prioritised streams, events for dependencies between streams, and completion

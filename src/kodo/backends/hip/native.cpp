@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // HIP backend: the same mechanisms as cuda/, through their HIP equivalents.
 
 #include <kodo/backends/detail/native.hpp>

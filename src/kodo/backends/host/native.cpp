@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Host backend: work on a host execution space runs to completion in the call that
 // enqueues it, so a "stream" is only a name and its counter is written at once.
 

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // A channel end's transfers: numbered sends and posted receives through UCX, matched
 // directly between units of one rank, and closing (channel_end.hpp).
 #include <kodo/comm/detail/channel_end.hpp>

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Internal to comm/: one end of a channel link (ChannelEnd), the rank's table of them
 // (ChannelRegistry), and the link words and helpers the files of a channel share. The
@@ -11,6 +13,7 @@
 //   device_route.cpp     a link's same-node route handed to device work (step programs)
 
 #include <kodo/backends/detail/native.hpp>
+#include <kodo/backends/detail/tool_region.hpp>
 #include <kodo/comm/channel.hpp>
 #include <kodo/comm/detail/node_channels.hpp>
 #include <kodo/comm/detail/ucx_transport.hpp>
@@ -45,6 +48,8 @@ inline void copy_bytes(const ExecutionSpace& space, const Segment& to, const Seg
   auto device = [](const Segment& s, std::size_t n) {
     return Kokkos::View<std::byte*, Device, Unmanaged>(static_cast<std::byte*>(s.data), n);
   };
+  static const std::string region = "kodo::channel copy";
+  const ToolRegion here(region);  // its views are unmanaged: Kokkos gives them no label
   const bool to_host = to.kind == MemoryKind::host, from_host = from.kind == MemoryKind::host;
   if (to_host && from_host)
     Kokkos::deep_copy(space, host(to, bytes), host(from, bytes));
@@ -246,8 +251,8 @@ struct ChannelEnd : std::enable_shared_from_this<ChannelEnd> {
   void choose_ucx_receives(const std::string& why);
   void node_send(Send t);
   void publish(Send t);
-  std::string landing_problem(const Receive& r) const;
-  void land(Receive r);
+  std::uint64_t landing_bytes(const Receive& r) const;
+  void land(Receive r, std::uint64_t bytes);
   void consumed(Stream* stream, std::uint64_t transfers);
   void wait_on_stream(Stream& stream, std::uint64_t transfer);
   void abandon_node_route();

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The stall report's lines on channel transfers that wait (channel_end.hpp).
 #include <kodo/comm/detail/channel_end.hpp>
 

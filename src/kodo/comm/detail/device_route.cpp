@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The same-node route of a link handed to device work (device_route.hpp).
 #include <kodo/comm/detail/device_route.hpp>
 

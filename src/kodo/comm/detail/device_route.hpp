@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // The same-node route of a link handed to device work: a step program whose graphs make
 // their transfers with other ranks themselves (tasking/step_program.cpp) takes the words

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // What the ends of a link tell each other, as messages between ranks: link
 // announcements (numbering) and ring offers, refusals and acceptances, each field
 // checked on arrival (channel_end.hpp).

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // What same-node channels share across a rank (issue 15): the node's shared-memory
 // segments (node_segment.hpp), each registered so that this rank's streams can write

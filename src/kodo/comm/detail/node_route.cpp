@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The same-node route of a channel end: rings in the receiver's node segment, offered,
 // accepted or refused, filled by the sender's copies and polled by both ranks
 // (channel_end.hpp).
@@ -218,22 +220,18 @@ void ChannelEnd::publish(Send t) {
   });
 }
 
-// Why transfer `r` that arrived in this end's ring cannot land: its size (a word the
-// sender wrote) does not fit the receive. "" when it fits.
-std::string ChannelEnd::landing_problem(const Receive& r) const {
+// The size of transfer `r` that arrived in this end's ring: a word the sender wrote,
+// read once (the value checked must be the value used).
+std::uint64_t ChannelEnd::landing_bytes(const Receive& r) const {
   const NodeIn& in = *node_in;
-  const std::uint64_t bytes = load_word(in.words + kSizeWords + 8 * (r.transfer % in.slots.size()));
-  if (bytes > r.segment.bytes || bytes % r.element != 0)
-    return misfit(r, static_cast<std::size_t>(bytes));
-  return "";
+  return load_word(in.words + kSizeWords + 8 * (r.transfer % in.slots.size()));
 }
 
-// A transfer that arrived in this end's ring (checked): copied out of its slot (host
-// backend), handed to the unit from the loop.
-void ChannelEnd::land(Receive r) {
+// A transfer of `bytes` (checked) that arrived in this end's ring: copied out of its
+// slot (host backend), handed to the unit from the loop.
+void ChannelEnd::land(Receive r, std::uint64_t bytes) {
   NodeIn& in = *node_in;
   const std::size_t b = r.transfer % in.slots.size();
-  const std::uint64_t bytes = load_word(in.words + kSizeWords + 8 * b);
   if (in.slots[b] && bytes != 0)
     copy_bytes(link.stream->space(), r.segment, Segment{in.slots[b], bytes, MemoryKind::host},
                bytes);
@@ -308,11 +306,13 @@ std::size_t ChannelEnd::poll_node() {
                                " only (a broken same-node protocol)"));
     node_in->arrived_seen = arrived;
     while (!node_in->awaiting.empty() && node_in->awaiting.front().transfer < arrived) {
-      if (const std::string problem = landing_problem(node_in->awaiting.front()); !problem.empty())
-        host->fail_with_peer(link.peer_rank, problem);
+      const Receive& next = node_in->awaiting.front();
+      const std::uint64_t bytes = landing_bytes(next);
+      if (bytes > next.segment.bytes || bytes % next.element != 0)
+        host->fail_with_peer(link.peer_rank, misfit(next, static_cast<std::size_t>(bytes)));
       Receive r = std::move(node_in->awaiting.front());
       node_in->awaiting.pop_front();
-      land(std::move(r));
+      land(std::move(r), bytes);
       ++moved;
     }
   }

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Memory shared by the ranks of one node: each rank creates one memory file (memfd) and
 // maps the segment of every other rank on its node. It is the ground of same-node

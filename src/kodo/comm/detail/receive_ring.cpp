@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Receive rings (kodo::ReceiveRing, channel.hpp): a ring of posted receives over one
 // channel end, handed over in transfer order and released in order (channel_end.hpp).
 #include <kodo/comm/detail/receive_ring.hpp>

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Internal to comm/: the state of a receive ring (kodo::ReceiveRing, channel.hpp): a ring
 // of posted receives over one channel end, handed over in transfer order and released in

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Memory the runtime hands to the transport for transfers of its own (a migration's
 // views), kept until the transport has shut down.

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // A checkpoint's files: unit files written in full or not at all (OutputFile) with their
 // checksum (Checksum), read back checked (open_checked, read_small_file), the directory made

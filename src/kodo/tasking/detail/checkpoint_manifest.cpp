@@ -1,7 +1,10 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include <kodo/tasking/detail/checkpoint_manifest.hpp>
 
 #include <kodo/core/numeric.hpp>
 #include <kodo/tasking/detail/checkpoint_files.hpp>
+#include <kodo/version.hpp>
 
 #include <algorithm>
 #include <climits>
@@ -15,8 +18,8 @@ std::string manifest_text(const CheckpointInfo& info, int ranks,
                           const std::vector<SavedCollectionRecord>& collections,
                           const std::vector<ManifestUnit>& written) {
   std::ostringstream m;
-  m << "kodo-checkpoint " << kFormat << "\nkodo-version " << KODO_VERSION << "\napplication "
-    << info.application << "\nranks " << ranks << '\n';
+  m << "kodo-checkpoint " << kFormat << "\nkodo-version " << kodo::version() << ' '
+    << kodo::commit() << "\napplication " << info.application << "\nranks " << ranks << '\n';
   for (const auto& [key, value] : info.keys) m << "key " << key << ' ' << value << '\n';
   for (const auto& c : collections) {
     const std::int64_t units = c.shape.size();
@@ -78,8 +81,8 @@ Manifest parse_manifest(const std::string& text_in, const std::string& checkpoin
       if (word != "kodo-checkpoint") throw bad(number, "not a kodo checkpoint manifest");
       const std::string format = rest();
       if (format != std::to_string(kFormat))
-        throw bad(number, cat("the checkpoint is in format ", format, "; this kodo (", KODO_VERSION,
-                              ") reads format ", kFormat));
+        throw bad(number, cat("the checkpoint is in format ", format, "; this kodo (",
+                              kodo::version(), ") reads format ", kFormat));
     } else if (word == "kodo-version") {
       once(have_version);
       result.kodo_version = rest();

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // A checkpoint's manifest (D/checkpoint-N/manifest) and the file naming the latest
 // checkpoint (D/latest): the text that CheckpointWrite::finish writes and that

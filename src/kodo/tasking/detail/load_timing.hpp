@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // A unit's measured load (balance.hpp): the time its entry methods and task resumes take,
 // on the host, or on the device where the unit named a stream (measure_device_load in

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // The reduction tree: owns every reduction round this rank takes part in, from its
 // units' contributions to the result handed to them and to the main program.

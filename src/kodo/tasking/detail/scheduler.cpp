@@ -1,6 +1,9 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include <kodo/tasking/detail/scheduler.hpp>
 
 #include <kodo/backends/detail/native.hpp>
+#include <kodo/backends/detail/tool_region.hpp>
 #include <kodo/comm/detail/node_channels.hpp>
 #include <kodo/comm/detail/ucx_transport.hpp>
 #include <kodo/core/agree.hpp>
@@ -228,6 +231,8 @@ void Scheduler::run() {
       if (std::uncaught_exceptions() > unwinding) scheduler.drop_parked();
     }
   } reset{*this};
+  static const std::string run_region = "kodo::run";
+  const ToolRegion region(run_region);
   termination_.reset();
   drain_.mark_dirty();  // the program may have launched work before run()
   auto idle_since = std::chrono::steady_clock::now();
@@ -325,10 +330,13 @@ bool Scheduler::turn() {
   }
   if (queue_.empty()) return events != 0;
   drain_.mark_dirty();
+  static const std::string turn_region = "kodo::turn";
+  const ToolRegion turn_region_here(turn_region);
   for (int n = 0; n < kDispatchBatch && !queue_.empty(); ++n) {
     Message m = std::move(queue_.front());
     queue_.pop_front();
     {
+      const ToolRegion message_region(work_name(m));
       std::optional<WatchdogScope> inside;  // invoke() names the entry method and unit
       if (watchdog_.active())
         inside.emplace(watchdog_, Watchdog::Place{m.header.kind == MessageKind::reduction_result
@@ -339,7 +347,7 @@ bool Scheduler::turn() {
       if (trace_.enabled()) {
         const auto begin = Trace::Clock::now();
         dispatch(m);
-        trace_.span(trace_name(m), 0, begin, Trace::Clock::now());
+        trace_.span(work_name(m), 0, begin, Trace::Clock::now());
       } else {
         dispatch(m);
       }
@@ -432,9 +440,12 @@ void Scheduler::report_stall(const TerminationDetector::Wave& wave) {
             " s (KODO_STALL_EXIT=1; the stall report above says what each rank waits for)"));
 }
 
-const std::string& Scheduler::trace_name(const Message& m) {
-  static const std::string channel = "channel completion", reduction = "reduction",
-                           link = "channel link announcement", ring = "channel ring";
+// What a dispatched message is called in traces (KODO_TRACE) and profilers (Kokkos Tools
+// regions): an entry method by its name (unit type and method), kodo's own work as
+// kodo::...
+const std::string& Scheduler::work_name(const Message& m) {
+  static const std::string channel = "kodo::channel completion", reduction = "kodo::reduction",
+                           link = "kodo::channel link announcement", ring = "kodo::channel ring";
   switch (m.header.kind) {
     case MessageKind::invoke: return short_handler_name(m.header.handler);
     case MessageKind::callback: return channel;
@@ -513,6 +524,8 @@ void copy_to_device(const ExecutionSpace& space, void* to, const std::byte* from
   Kokkos::View<std::byte*, ExecutionSpace::memory_space, Unmanaged> device(
       static_cast<std::byte*>(to), bytes);
   Kokkos::View<const std::byte*, Kokkos::SharedHostPinnedSpace, Unmanaged> pinned(from, bytes);
+  static const std::string region = "kodo::call data copy";
+  const ToolRegion here(region);
   Kokkos::deep_copy(space, device, pinned);
 }
 }  // namespace

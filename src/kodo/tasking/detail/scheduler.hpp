@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // The scheduler: owns a rank's message queue and its collections, and runs the loop
 // that moves messages, channel completions and device completions to work units.
@@ -124,7 +126,8 @@ class Scheduler final : public ChannelHost {
   std::vector<Segment> prepare(Message& message, std::uint64_t view_data);
   void land_eager(Message&& message, const std::vector<Segment>& into, const std::byte* data);
   void admit(const MessageHeader& h, std::uint64_t bytes);
-  const std::string& trace_name(const Message& message);
+  // What a dispatched message is called in traces and profilers' regions.
+  static const std::string& work_name(const Message& message);
 
   MPI_Comm comm_;
   int rank_ = 0, size_ = 1;

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Fault checks: owns the question "is device work that has not moved for a while still
 // able to complete?". A failed device never reaches its marks, so waiting on it would

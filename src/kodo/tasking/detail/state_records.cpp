@@ -1,5 +1,8 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include <kodo/tasking/detail/state_records.hpp>
 
+#include <kodo/backends/detail/tool_region.hpp>
 #include <kodo/comm/detail/channel_end.hpp>
 #include <kodo/core/error.hpp>
 #include <kodo/core/numeric.hpp>
@@ -45,6 +48,8 @@ void RecordSink::field(std::string_view name, const FieldShape& shape, const voi
     return;
   }
   // Chunk k + 1 is copied on the stream while chunk k is written.
+  static const std::string region = "kodo::state copy out";
+  const ToolRegion here(region);
   if (!staging_) staging_.emplace(runtime_);
   auto& buffer = staging_->buffer;
   using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
@@ -142,6 +147,8 @@ void RecordSource::read(void* data, std::uint64_t n, bool on_device) {
     return;
   }
   // Chunk k is read into one pinned buffer while chunk k - 1 is copied from the other.
+  static const std::string region = "kodo::state copy in";
+  const ToolRegion here(region);
   if (!staging_) staging_.emplace(runtime_);
   auto& buffer = staging_->buffer;
   using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // A unit's state() as a sequence of field records: written (RecordSink) and read back
 // checked (RecordSource). A checkpoint's unit file holds them after its header, and a

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Stream draining: owns the knowledge of whether this rank may still have device work
 // that nobody awaits, and waits for it before the job may end.

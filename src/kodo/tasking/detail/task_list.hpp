@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // The rank's coroutine tasks (task.hpp) that have started and not ended: how many there
 // are (a job is not done while one waits), what each waits for (stall reports, and the

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // The termination detector: owns the job-wide count of messages sent and processed and
 // decides, without a barrier, when the whole job is quiet.

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // An optional per-rank trace of the scheduler's work and the device work it waited
 // for, in Chrome trace JSON (open it in Perfetto or chrome://tracing): one track for

@@ -1,3 +1,5 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // The watchdog: a thread that notices when this rank's scheduler loop stops turning
 // inside run() (an entry method that blocks: an MPI collective, a wait for another rank,

@@ -1,0 +1,42 @@
+# SPDX-FileCopyrightText: 2026 The kodo developers
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+# Runs COMMAND ('|'-separated) with the Kokkos Tools library TOOL loaded
+# (KOKKOS_TOOLS_LIBS) and passes when every rank's record (RECORD.<pid>, written by
+# test/tools/region_recorder.cpp) holds each region of REGIONS ('|'-separated) and no
+# copy or fence a profiler could not name.
+string(REPLACE "|" ";" command "${COMMAND}")
+list(FILTER command EXCLUDE REGEX "^$")
+file(GLOB old "${RECORD}.*")
+if(old)
+  file(REMOVE ${old})
+endif()
+set(ENV{KOKKOS_TOOLS_LIBS} "${TOOL}")
+set(ENV{KODO_TOOL_RECORD} "${RECORD}")
+execute_process(COMMAND ${command} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
+                TIMEOUT 120)
+message("exit: ${rc}\n${out}${err}")
+if(NOT rc STREQUAL "0")
+  message(FATAL_ERROR "expected exit status 0, got: ${rc}")
+endif()
+file(GLOB records "${RECORD}.*")
+list(LENGTH records count)
+if(NOT count EQUAL RANKS)
+  message(FATAL_ERROR "${count} record(s) of the tool for ${RANKS} ranks")
+endif()
+string(REPLACE "|" ";" regions "${REGIONS}")
+foreach(record IN LISTS records)
+  file(READ ${record} text)
+  message("${record}:\n${text}")
+  foreach(region IN LISTS regions)
+    string(FIND "${text}" "region ${region} " at)
+    if(at EQUAL -1)
+      message(FATAL_ERROR "${record}: no region '${region}'")
+    endif()
+  endforeach()
+  foreach(unnamed "copy unnamed" "fence unnamed")
+    string(FIND "${text}" "${unnamed} " at)
+    if(NOT at EQUAL -1)
+      message(FATAL_ERROR "${record}: a ${unnamed} (neither labelled nor inside a kodo:: region)")
+    endif()
+  endforeach()
+endforeach()
