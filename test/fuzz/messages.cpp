@@ -86,7 +86,8 @@ std::string describe_call(const Kokkos::View<double*>& v, const Kokkos::View<int
   std::string out = cat("views ", hv.extent(0), ':');
   for (std::size_t i = 0; i < hv.extent(0); ++i) out += cat(' ', hv(i));
   out += cat(" | ", hw.extent(0), 'x', hw.extent(1), ':');
-  for (std::size_t i = 0; i < hw.extent(0); ++i)
+  // (An empty view may have any extent beside its zero one: only elements are walked.)
+  for (std::size_t i = 0; hw.size() != 0 && i < hw.extent(0); ++i)
     for (std::size_t j = 0; j < hw.extent(1); ++j) out += cat(' ', hw(i, j));
   return out;
 }
