@@ -92,43 +92,40 @@ int main(int argc, char** argv) {
     else
       max_inputs = number<long>(flag, value);
   }
-  std::vector<const Surface*> chosen;
+  const Surface* chosen = nullptr;
   for (const Surface& s : kSurfaces)
-    if (surface == s.name) chosen.push_back(&s);
-  if (chosen.empty()) {
+    if (surface == s.name) chosen = &s;
+  if (!chosen) {
     if (runtime.rank() == 0)
       std::fprintf(stderr, "fuzz_receive: --surface '%s' is not a surface\n%s", surface.c_str(),
                    kUsage);
     return 2;
   }
-  if (runtime.size() != chosen.front()->ranks) {
+  if (runtime.size() != chosen->ranks) {
     if (runtime.rank() == 0)
-      std::fprintf(stderr, "fuzz_receive: surface %s runs on %d ranks\n", chosen.front()->name,
-                   chosen.front()->ranks);
+      std::fprintf(stderr, "fuzz_receive: surface %s runs on %d ranks\n", chosen->name,
+                   chosen->ranks);
     return 2;
   }
   // The units and reductions the message surfaces name (the same on every rank).
   auto fuzzed = kodo::Collection<fuzz::Fuzzed>::create(runtime, {fuzz::kFuzzedUnits, 1, 1});
   auto other = kodo::Collection<fuzz::Other>::create(runtime, {2, 1, 1});
 
-  int bad = 0;
-  for (const Surface* s : chosen) {
-    fuzz::Context context{
-        runtime, std::mt19937_64(seed * 4 + static_cast<std::uint64_t>(runtime.rank())),
-        std::chrono::steady_clock::now() +
-            std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                std::chrono::duration<double>(seconds / static_cast<double>(chosen.size()))),
-        max_inputs};
-    const fuzz::Tally tally = s->run(context);
-    std::printf("%s\n", tally.summary().c_str());
-    if (list && runtime.rank() == 0)
-      for (const auto& [kind, count] : tally.kinds())
-        std::printf("  %8ld  %s\n", count, kind.c_str());
-    std::fflush(stdout);
-    long accepted = tally.accepted();
-    MPI_Allreduce(MPI_IN_PLACE, &accepted, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-    bad = bad || !tally.passed() || (tally.needs_refusals() && accepted == 0);
-  }
+  fuzz::Context context{runtime,
+                        std::mt19937_64(seed * 4 + static_cast<std::uint64_t>(runtime.rank())),
+                        std::chrono::steady_clock::now() +
+                            std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                std::chrono::duration<double>(seconds)),
+                        max_inputs};
+  const fuzz::Tally tally = chosen->run(context);
+  std::printf("%s\n", tally.summary().c_str());
+  if (list && runtime.rank() == 0)
+    for (const auto& [kind, count] : tally.kinds())
+      std::printf("  %8ld  %s\n", count, kind.c_str());
+  std::fflush(stdout);
+  long accepted = tally.accepted();
+  MPI_Allreduce(MPI_IN_PLACE, &accepted, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+  int bad = !tally.passed() || (tally.needs_refusals() && accepted == 0);
   MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   (void)fuzzed;
   (void)other;
