@@ -76,7 +76,7 @@ kodo_build_dir() {
 
 # Changing any of this (and only this) re-runs the apt step of provisioning.
 KODO_PACKAGES=(g++ cmake ninja-build make binutils pkg-config git clang-format
-  libopenmpi-dev openmpi-bin libucx-dev libhwloc-dev libgtest-dev hipcc
+  libopenmpi-dev openmpi-bin libucx-dev libhwloc-dev libgtest-dev hipcc libxxhash-dev doxygen
   libkokkos-dev/unstable)
 KODO_PIN='Package: *
 Pin: release a=unstable
