@@ -124,16 +124,6 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
                 jacobi::fusion_name(opt.fusion), opt.graphs ? ", graphs" : "",
                 opt.overlap ? ", overlap" : "");
   }
-  // Where each rank runs, gathered to rank 0.
-  const std::string where = kodo::describe(runtime.placement(), runtime.rank());
-  std::vector<char> line(256, '\0');
-  where.copy(line.data(), line.size() - 1);
-  std::vector<char> all(root ? line.size() * runtime.size() : 0);
-  MPI_Gather(line.data(), static_cast<int>(line.size()), MPI_CHAR, all.data(),
-             static_cast<int>(line.size()), MPI_CHAR, 0, runtime.comm());
-  if (root)
-    for (int r = 0; r < runtime.size(); ++r) std::printf("  %s\n", all.data() + r * line.size());
-
   jacobi::RankReport report;
   double init_seconds = 0, total_seconds = 0;
   std::int64_t timed_iterations = opt.iterations;

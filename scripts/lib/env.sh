@@ -418,6 +418,14 @@ kodo_build_target() {
   (cd "$(kodo_repo_root)" && kodo_exec cmake --build "$(kodo_build_dir)" -j "$(nproc)" --target "$1")
 }
 
+# kodo_has_target NAME: configure once; true when the build has a target NAME (the help
+# target lists them: "NAME: phony" with Ninja, "... NAME" with Make).
+kodo_has_target() {
+  kodo_configure
+  (cd "$(kodo_repo_root)" && kodo_exec cmake --build "$(kodo_build_dir)" --target help) |
+    awk -v name="$1" '$1 == name ":" || ($1 == "..." && $2 == name) { found = 1 } END { exit !found }'
+}
+
 # The kodo install that projects of one's own build against (scripts/project).
 kodo_install_dir() {
   printf '%s/install\n' "$(kodo_build_dir)"

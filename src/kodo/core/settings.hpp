@@ -40,7 +40,7 @@ struct SettingInfo {
 };
 
 // Every setting kodo reads.
-inline constexpr std::array<SettingInfo, 13> kSettings{{
+inline constexpr std::array<SettingInfo, 14> kSettings{{
     {"KODO_STREAMS",
      SettingKind::count,
      1,
@@ -130,6 +130,14 @@ inline constexpr std::array<SettingInfo, 13> kSettings{{
      "0",
      false,
      "1 makes rank 0 print every setting's value at start-up"},
+    {"KODO_PRINT_PLACEMENT",
+     SettingKind::flag,
+     0,
+     0,
+     {},
+     "0",
+     true,
+     "1 makes rank 0 print where each rank runs at start-up (node-local rank, GPU, cpus, NUMA)"},
 }};
 
 // The table above, and its listing as --kodo-help prints it (one setting a line: name,

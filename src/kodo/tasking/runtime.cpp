@@ -166,7 +166,12 @@ void Runtime::start(int& argc, char**& argv) {
     problem = e.what();
   }
   detail::agree_on_failure(comm_, problem, "could not create its streams");
-  if (rank_ == 0 && !help_requested_ && !version_requested_) print_error(version_line());
+  if (!help_requested_ && !version_requested_) {
+    if (rank_ == 0) print_error(version_line());
+    // One line per rank only when asked: 4,608 of them on 768 nodes by default would bury
+    // the run's own output.
+    if (detail::flag_setting("KODO_PRINT_PLACEMENT")) print_placement();
+  }
   scheduler_ =
       std::make_unique<detail::Scheduler>(comm_, wave_comm_, *streams_, !placement_.shares_device);
 }
@@ -206,6 +211,21 @@ std::string Runtime::version_line() const {
                      KOKKOS_VERSION / 100 % 100, '.', KOKKOS_VERSION % 100, ", UCX ", ucx_major,
                      '.', ucx_minor, '.', ucx_release, ", MPI ", mpi_major, '.', mpi_minor, " (",
                      mpi_library, "), ", size_, size_ == 1 ? " rank" : " ranks");
+}
+
+// Collective: every rank's placement line, gathered to rank 0 and printed there in rank
+// order (a fixed width: a line is short, and longer ones are cut rather than lost).
+void Runtime::print_placement() const {
+  constexpr std::size_t width = 256;
+  std::array<char, width> line{};
+  const std::string where = describe(placement_, rank_);
+  where.copy(line.data(), width - 1);
+  std::vector<char> all(rank_ == 0 ? width * static_cast<std::size_t>(size_) : 0);
+  detail::check_mpi(MPI_Gather(line.data(), static_cast<int>(width), MPI_CHAR, all.data(),
+                               static_cast<int>(width), MPI_CHAR, 0, comm_),
+                    "MPI_Gather");
+  for (int r = 0; rank_ == 0 && r < size_; ++r)
+    print_error(detail::cat("placement: ", all.data() + static_cast<std::size_t>(r) * width));
 }
 
 bool Runtime::print_usage_if_requested(std::string_view usage) const {

@@ -132,6 +132,7 @@ class Runtime {
 
   void start(int& argc, char**& argv);
   void stop();
+  void print_placement() const;  // KODO_PRINT_PLACEMENT=1
 
   int rank_ = 0, size_ = 1;
   MPI_Comm comm_ = MPI_COMM_NULL;       // bootstrap, collection creation, the program's
