@@ -109,7 +109,8 @@ void ChannelEnd::accept_ring(const RingMessage& ring) {
               {},
               decltype(NodeOut::gate)(Kokkos::view_alloc(Kokkos::WithoutInitializing,
                                                          "kodo::same-node copy gate"),
-                                      1)};
+                                      1),
+              {}};
   std::string why;
   for (const RingBufferOffer& b : ring.buffers) {
     out.capacity.push_back(b.capacity);
