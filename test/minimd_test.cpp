@@ -8,6 +8,7 @@
 #include "test_runtime.hpp"
 
 #include <kernels.hpp>
+#include <options.hpp>
 
 #include <gtest/gtest.h>
 
@@ -522,3 +523,20 @@ TEST(MinimdSelect, ManyTilesKeepIndexOrder) {
   for (std::size_t k = 0; k < stay.size(); ++k) ASSERT_EQ(hs(k, 0), stay[k]) << "stayer " << k;
 }
 }  // namespace
+
+// Lists as the device suits them unless asked: full on GPU backends, half (miniMD's) on
+// host backends; --half_neigh chooses either on both.
+TEST(MinimdOptions, ListKindFollowsTheBackendUnlessGiven) {
+  EXPECT_FALSE(minimd::parse_options({}, true).half_neighbor);
+  EXPECT_TRUE(minimd::parse_options({}, false).half_neighbor);
+  EXPECT_FALSE(minimd::parse_options({}, true).half_neighbor_given);
+  for (const bool gpu : {false, true}) {
+    const auto half = minimd::parse_options({"--half_neigh", "1"}, gpu);
+    EXPECT_TRUE(half.half_neighbor);
+    EXPECT_TRUE(half.half_neighbor_given);
+    EXPECT_FALSE(minimd::parse_options({"--half_neigh", "0"}, gpu).half_neighbor);
+  }
+  // The step program (full lists) is allowed by the GPU default, refused with half lists.
+  EXPECT_NO_THROW(minimd::parse_options({"--step-program", "1"}, true));
+  EXPECT_THROW(minimd::parse_options({"--step-program", "1"}, false), std::invalid_argument);
+}

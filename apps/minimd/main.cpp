@@ -121,7 +121,11 @@ int run(kodo::Runtime& runtime, const Options& opt, const kodo::Extent3& units,
     std::printf("\t# Density: %lf\n", p.density);
     std::printf("\t# Force cutoff: %lf\n", p.force_cutoff);
     std::printf("\t# Neigh cutoff: %lf\n", p.neighbor_cutoff());
-    std::printf("\t# Half neighborlists: %d\n", opt.half_neighbor ? 1 : 0);
+    std::printf("\t# Half neighborlists: %d%s\n", opt.half_neighbor ? 1 : 0,
+                opt.half_neighbor_given ? ""
+                : opt.half_neighbor
+                    ? " (the default on host backends, miniMD's)"
+                    : " (the default on GPU backends: --half_neigh 1 for miniMD's)");
     std::printf("\t# Neighbor bin size: %.3lf %.3lf %.3lf\n", setup.bin_size[0], setup.bin_size[1],
                 setup.bin_size[2]);
     std::printf("\t# Neighbor frequency: %" PRId64 "\n", p.reneighbor_every);
@@ -505,7 +509,7 @@ int main(int argc, char** argv) {
   minimd::Setup setup;
   minimd::ThermoLog reference;
   try {
-    opt = minimd::parse_options(std::vector<std::string>(argv + 1, argv + argc));
+    opt = minimd::parse_options(std::vector<std::string>(argv + 1, argv + argc), !kodo::host_build);
     const minimd::Problem& p = opt.problem;
     setup.problem = p;
     const double lattice = std::pow(4.0 / p.density, 1.0 / 3.0);
