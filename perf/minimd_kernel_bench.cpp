@@ -16,6 +16,7 @@
 //
 // A size is S: S^3 unit cells, 4 S^3 atoms.
 
+#include "minimd_cluster_pairs.hpp"
 #include "report.hpp"
 
 #include <kernels.hpp>
@@ -189,9 +190,10 @@ KOKKOS_INLINE_FUNCTION Atom at(const GatheredRows& x, int j) {
   return Atom{x(j, 0), x(j, 1), x(j, 2), 0.0};
 }
 
-// The app's list build, reading padded positions, rows or columns; without the longest
-// list, or (`longest`) with one atomic max per atom into it, as the app did before it
-// took a separate reduction for the longest list.
+// The app's list build as it was before it read a stencil row's bins as one range (bin
+// by bin), reading padded positions, rows or columns; without the longest list, or
+// (`longest`) with one atomic max per atom into it, as the app did before it took a
+// separate reduction for the longest list.
 template <class Positions>
 void build_with(const Device& space, Positions x, int nlocal, const minimd::BinGrid& grid,
                 minimd::Stencil stencil, Indices bin_of, Indices bin_start, Indices bin_atoms,
@@ -199,7 +201,7 @@ void build_with(const Device& space, Positions x, int nlocal, const minimd::BinG
                 minimd::Counters longest = {}) {
   const double cutoff_sq = cutoff * cutoff;
   const int most = static_cast<int>(neighbors.extent(1));
-  const int offsets = static_cast<int>(stencil.extent(0));
+  const int rows = static_cast<int>(stencil.extent(0));
   Kokkos::parallel_for(
       "bench::build_with", Kokkos::RangePolicy<Device>(space, 0, nlocal), KOKKOS_LAMBDA(int i) {
         const Atom a = at(x, i);
@@ -208,23 +210,25 @@ void build_with(const Device& space, Positions x, int nlocal, const minimd::BinG
         const int by = (bin / grid.count[0]) % grid.count[1];
         const int bz = bin / (grid.count[0] * grid.count[1]);
         int n = 0;
-        for (int s = 0; s < offsets; ++s) {
-          const int cx = bx + stencil(s, 0), cy = by + stencil(s, 1), cz = bz + stencil(s, 2);
-          if (cx < 0 || cy < 0 || cz < 0 || cx >= grid.count[0] || cy >= grid.count[1] ||
-              cz >= grid.count[2])
-            continue;
-          const int other = (cz * grid.count[1] + cy) * grid.count[0] + cx;
-          for (int q = bin_start(other); q < bin_start(other + 1); ++q) {
-            const int j = bin_atoms(q);
-            if (j == i) continue;
-            const Atom b = at(x, j);
-            const double dx = a.x - b.x, dy = a.y - b.y, dz = a.z - b.z;
-            if (dx * dx + dy * dy + dz * dz <= cutoff_sq) {
-              if (n < most) neighbors(i, n) = j;
-              ++n;
+        // Bin by bin, each with its own bounds (the app reads a row's bins as one range).
+        for (int r = 0; r < rows; ++r)
+          for (int s = stencil(r, 2); s <= stencil(r, 3); ++s) {
+            const int cx = bx + s, cy = by + stencil(r, 0), cz = bz + stencil(r, 1);
+            if (cx < 0 || cy < 0 || cz < 0 || cx >= grid.count[0] || cy >= grid.count[1] ||
+                cz >= grid.count[2])
+              continue;
+            const int other = (cz * grid.count[1] + cy) * grid.count[0] + cx;
+            for (int q = bin_start(other); q < bin_start(other + 1); ++q) {
+              const int j = bin_atoms(q);
+              if (j == i) continue;
+              const Atom b = at(x, j);
+              const double dx = a.x - b.x, dy = a.y - b.y, dz = a.z - b.z;
+              if (dx * dx + dy * dy + dz * dz <= cutoff_sq) {
+                if (n < most) neighbors(i, n) = j;
+                ++n;
+              }
             }
           }
-        }
         count(i) = n;
         if (longest.extent(0) > 0)
           Kokkos::atomic_max(&longest(minimd::most_neighbors), static_cast<std::int64_t>(n));
@@ -503,6 +507,22 @@ int main(int argc, char** argv) {
       const double dl = difference(f_app, f, nlocal);
       failures += dl > 1e-12;
       row("lanes" + std::to_string(lanes), tl, dl);
+    }
+    // Cluster pairs (minimd_cluster_pairs.hpp): the force on cluster slots, then the
+    // scatter of the slots' forces to the atoms (a row of its own).
+    for (const int size : {2, 4, 8}) {
+      const auto clusters = cluster_pairs::make_clusters(sys.x, nlocal, nall, cut, size);
+      Vectors f_slots("bench::f_slots", static_cast<std::size_t>(clusters.own) * size);
+      const double tc =
+          time_median(space, reps, [&] { cluster_pairs::force(space, clusters, f_slots, p); });
+      Kokkos::deep_copy(f, 0.0);
+      const double ts =
+          time_median(space, reps, [&] { cluster_pairs::scatter(space, clusters, f_slots, f); });
+      const double dc = difference(f_app, f, nlocal);
+      failures += dc > 1e-12;
+      const std::string name = "clusters" + std::to_string(size);
+      row(name + "_visits" + std::to_string(std::lround(clusters.slots_per_atom)), tc, dc);
+      row(name + "_scatter", ts, dc);
     }
   }
   if (failures) std::fprintf(stderr, "minimd_kernel_bench: %d variant(s) differ\n", failures);

@@ -571,10 +571,12 @@ Stencil make_stencil(const BinGrid& grid, double cutoff) {
     size[d] = 1.0 / grid.inverse_size[d];
     reach[d] = static_cast<int>(std::ceil(cutoff * grid.inverse_size[d]));
   }
-  // A bin dx away along d is at least (|dx| - 1) bin sizes from any point of bin 0.
-  std::vector<int> offsets;
+  // A bin dx away along d is at least (|dx| - 1) bin sizes from any point of bin 0; the
+  // bins of a row within reach are those with |dx| up to a bound.
+  std::vector<int> rows;
   for (int dz = -reach[2]; dz <= reach[2]; ++dz)
-    for (int dy = -reach[1]; dy <= reach[1]; ++dy)
+    for (int dy = -reach[1]; dy <= reach[1]; ++dy) {
+      int first = reach[0] + 1, last = -reach[0] - 1;
       for (int dx = -reach[0]; dx <= reach[0]; ++dx) {
         const int o[3] = {dx, dy, dz};
         double gap = 0;
@@ -582,13 +584,18 @@ Stencil make_stencil(const BinGrid& grid, double cutoff) {
           const double g = std::max(0, std::abs(o[d]) - 1) * size[d];
           gap += g * g;
         }
-        if (gap <= cutoff * cutoff) offsets.insert(offsets.end(), o, o + 3);
+        if (gap <= cutoff * cutoff) {
+          first = std::min(first, dx);
+          last = std::max(last, dx);
+        }
       }
-  const auto n = offsets.size() / 3;
+      if (first <= last) rows.insert(rows.end(), {dy, dz, first, last});
+    }
+  const auto n = rows.size() / 4;
   Stencil stencil("minimd::stencil", n);
   auto host = Kokkos::create_mirror_view(stencil);
   for (std::size_t k = 0; k < n; ++k)
-    for (int d = 0; d < 3; ++d) host(k, d) = offsets[3 * k + d];
+    for (int c = 0; c < 4; ++c) host(k, c) = rows[4 * k + c];
   Kokkos::deep_copy(stencil, host);
   return stencil;
 }
@@ -701,7 +708,7 @@ void build_neighbors(const Device& space, Vectors positions, Count nlocal, const
   const Gathered x = positions;
   const double cutoff_sq = cutoff * cutoff;
   const int most = static_cast<int>(neighbors.extent(1));
-  const int offsets = static_cast<int>(stencil.extent(0));
+  const int rows = static_cast<int>(stencil.extent(0));
   if (nlocal.bound == 0) {
     Kokkos::deep_copy(space, Kokkos::subview(counters, static_cast<int>(most_neighbors)), 0);
     return;
@@ -716,13 +723,14 @@ void build_neighbors(const Device& space, Vectors positions, Count nlocal, const
         const int by = (bin / grid.count[0]) % grid.count[1];
         const int bz = bin / (grid.count[0] * grid.count[1]);
         int n = 0;
-        for (int s = 0; s < offsets; ++s) {
-          const int cx = bx + stencil(s, 0), cy = by + stencil(s, 1), cz = bz + stencil(s, 2);
-          if (cx < 0 || cy < 0 || cz < 0 || cx >= grid.count[0] || cy >= grid.count[1] ||
-              cz >= grid.count[2])
-            continue;
-          const int other = (cz * grid.count[1] + cy) * grid.count[0] + cx;
-          for (int p = bin_start(other); p < bin_start(other + 1); ++p) {
+        for (int r = 0; r < rows; ++r) {
+          const int cy = by + stencil(r, 0), cz = bz + stencil(r, 1);
+          if (cy < 0 || cz < 0 || cy >= grid.count[1] || cz >= grid.count[2]) continue;
+          const int first = Kokkos::max(0, bx + stencil(r, 2));
+          const int last = Kokkos::min(grid.count[0] - 1, bx + stencil(r, 3));
+          if (first > last) continue;
+          const int row = (cz * grid.count[1] + cy) * grid.count[0];
+          for (int p = bin_start(row + first); p < bin_start(row + last + 1); ++p) {
             const int j = bin_atoms(p);
             if (j == i) continue;
             const double dx = xi - x(j, 0), dy = yi - x(j, 1), dz = zi - x(j, 2);

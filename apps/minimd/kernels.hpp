@@ -149,8 +149,12 @@ struct BinGrid {
   int count[3];
   KOKKOS_INLINE_FUNCTION int total() const { return count[0] * count[1] * count[2]; }
 };
-// Bin offsets (dx, dy, dz) whose bins can hold atoms within `cutoff` of an atom in bin 0.
-using Stencil = Kokkos::View<int* [3], Kokkos::LayoutRight, Memory>;
+// The bins that can hold atoms within `cutoff` of an atom in bin 0, as rows along x: row
+// r holds the offsets (dx, stencil(r, 0), stencil(r, 1)) for dx from stencil(r, 2) to
+// stencil(r, 3). A row's bins are consecutive in bin order, so their atoms are one range
+// of bin_atoms: the list build reads two bounds a row rather than two a bin (about 25
+// rows for 90 bins at the default bin size).
+using Stencil = Kokkos::View<int* [4], Kokkos::LayoutRight, Memory>;
 Stencil make_stencil(const BinGrid& grid, double cutoff);
 
 // Sorts atoms [0, n) into bins: bin_of(i), bin_start (total + 1), and bin_atoms (the atoms
