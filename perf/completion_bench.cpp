@@ -17,6 +17,7 @@
 // It measures internals on purpose: the backend's own event calls (backends/detail/native.hpp)
 // and the completion engine itself (tasking/detail/completion_engine.hpp), side by side.
 
+#include "options.hpp"
 #include "report.hpp"
 
 #include <kodo/backends/detail/native.hpp>
@@ -49,26 +50,24 @@ void launch_gate(const Space& space, Flags f, std::uint64_t ticket) {
       });
 }
 
-constexpr const char* kUsage =
-    "usage: completion_bench [--trials 2000] [--csv FILE]\n"
-    "How fast and how cheaply a rank learns that device work is done: the completion\n"
-    "engine against event queries and stream fences. Device backends only.\n"
-    "  --trials  latency trials per method (default 2000)\n"
-    "  --csv     also write the rows to FILE\n";
-
 }  // namespace
 
 int main(int argc, char** argv) {
   kodo::Runtime runtime(argc, argv);
-  if (runtime.print_usage_if_requested(kUsage)) return 0;
+  perf::Options options("completion_bench",
+                        "How fast and how cheaply a rank learns that device work is done: the "
+                        "completion engine against event queries and stream fences. Device "
+                        "backends only.");
+  const auto& trials = options.integer("--trials", 2000, 1, 1 << 24, "latency trials per method");
+  const auto& csv_file = options.file("--csv", "also write the rows to FILE");
+  if (const auto exit = options.parse(runtime, argc, argv)) return *exit;
   if (kodo::host_build) {
     std::fprintf(
         stderr,
         "completion_bench: needs a device backend (host work completes in the launching call)\n");
     return 2;
   }
-  perf::Csv csv(perf::csv_path(argc, argv), argc, argv,
-                "measure,method,pending,median_us,p90_us,samples");
+  perf::Csv csv(csv_file, argc, argv, "measure,method,pending,median_us,p90_us,samples");
   Kokkos::View<std::uint64_t*, Pinned> storage("flags", 3);
   Kokkos::deep_copy(storage, 0);
   Flags f{storage.data(), storage.data() + 1, storage.data() + 2};
@@ -95,7 +94,7 @@ int main(int argc, char** argv) {
       last = k;
     }
   });
-  const int n = std::stoi(perf::option(argc, argv, "--trials", "2000"));
+  const int n = static_cast<int>(trials);
   for (const char* method : {"completion_engine", "event_query", "fence"}) {
     std::vector<double> latency;
     double last_observed = observed.load();

@@ -11,6 +11,7 @@
 //
 //   dispatch_bench [--messages 1000000] [--csv FILE]
 
+#include "options.hpp"
 #include "report.hpp"
 
 #include <kodo/kodo.hpp>
@@ -53,26 +54,24 @@ class Pinger : public kodo::WorkUnit<Pinger> {
   kodo::Inbox<std::int64_t, std::int64_t> inbox_;
 };
 
-constexpr const char* kUsage =
-    "usage: dispatch_bench [--messages 1000000] [--csv FILE]\n"
-    "Scheduler cost per message: a unit calling an entry method of a unit on its own rank,\n"
-    "as a chain (each message sends the next) and as a burst (all queued, then run); and\n"
-    "device work awaited in a row by when_done continuations and by a coroutine task; and\n"
-    "a chain whose messages a task awaits (chain_task: each resumes it).\n"
-    "  --messages  messages per pattern and repetition (default 1000000)\n"
-    "  --csv       also write the rows to FILE\n";
-
 }  // namespace
 
 int main(int argc, char** argv) {
   kodo::Runtime runtime(argc, argv);
-  if (runtime.print_usage_if_requested(kUsage)) return 0;
+  perf::Options options(
+      "dispatch_bench",
+      "Scheduler cost per message: a unit calling an entry method of a unit on its own rank, "
+      "as a chain (each message sends the next) and as a burst (all queued, then run); and "
+      "device work awaited in a row by when_done continuations and by a coroutine task; and a "
+      "chain whose messages a task awaits (chain_task: each resumes it).");
+  const auto& n = options.integer("--messages", 1000000, 1, std::int64_t{1} << 40,
+                                  "messages per pattern and repetition");
+  const auto& csv_file = options.file("--csv", "also write the rows to FILE");
+  if (const auto exit = options.parse(runtime, argc, argv)) return *exit;
   const bool root = runtime.rank() == 0;
   std::unique_ptr<perf::Csv> csv;
   if (root)
-    csv = std::make_unique<perf::Csv>(perf::csv_path(argc, argv), argc, argv,
-                                      "pattern,messages,ns_per_message");
-  const std::int64_t n = std::stoll(perf::option(argc, argv, "--messages", "1000000"));
+    csv = std::make_unique<perf::Csv>(csv_file, argc, argv, "pattern,messages,ns_per_message");
   auto units = kodo::Collection<Pinger>::create(runtime, {runtime.size(), 1, 1});
   for (const std::string pattern :
        {"chain", "chain_task", "burst", "when_done_continuations", "when_done_task"}) {

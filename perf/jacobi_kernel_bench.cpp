@@ -8,6 +8,7 @@
 //
 // A size is N (an N^3 block) or XxYxZ.
 
+#include "options.hpp"
 #include "report.hpp"
 
 #include <kodo/kodo.hpp>
@@ -62,28 +63,6 @@ void copy_pairs(const Space& space, const Field& a, const Field& b, const BlockS
       KOKKOS_LAMBDA(std::int64_t i) { to[i] = from[i]; });
 }
 
-std::vector<std::array<std::int64_t, 3>> parse_sizes(int argc, char** argv) {
-  const bool host = kodo::host_build;
-  std::vector<std::array<std::int64_t, 3>> sizes;
-  for (const auto& item :
-       perf::items(perf::option(argc, argv, "--sizes", host ? "64,128" : "256,512,768,1024"))) {
-    std::array<std::int64_t, 3> n{};
-    std::size_t at = 0;
-    for (int d = 0; d < 3; ++d) {
-      std::size_t used = 0;
-      n[d] = std::stoll(item.substr(at), &used);
-      at += used;
-      if (at >= item.size() || item[at] != 'x') {
-        for (int e = d + 1; e < 3; ++e) n[e] = n[d];  // N alone means N^3
-        break;
-      }
-      ++at;
-    }
-    sizes.push_back(n);
-  }
-  return sizes;
-}
-
 // The ghost layer of each face into a buffer, in face order.
 void copy_ghost_layers(const Field& a, const BlockShape& s, const Field (&buffers)[6]) {
   for (int f = 0; f < 6; ++f) {
@@ -96,26 +75,27 @@ void copy_ghost_layers(const Field& a, const BlockShape& s, const Field (&buffer
   Kokkos::fence("bench::ghosts");
 }
 
-constexpr const char* kUsage =
-    "usage: jacobi_kernel_bench [--sizes 256,512,768,1024] [--reps 20] [--csv FILE]\n"
-    "Jacobi 7-point update throughput (GLUP/s) on one device for jacobi3d's update kernel\n"
-    "and its alternatives; fails if they do not all produce the same bits.\n"
-    "  --sizes  blocks, comma-separated: N (an N^3 block) or XxYxZ (default 256,512,768,1024;\n"
-    "           64,128 on the host backend)\n"
-    "  --reps   timed updates per variant and size (default 20)\n"
-    "  --csv    also write the rows to FILE\n";
-
 }  // namespace
 
 int main(int argc, char** argv) {
   kodo::Runtime runtime(argc, argv);
-  if (runtime.print_usage_if_requested(kUsage)) return 0;
-  perf::Csv csv(perf::csv_path(argc, argv), argc, argv,
-                "n,variant,seconds_per_update,glups,effective_gbs");
-  const int r = std::stoi(perf::option(argc, argv, "--reps", "20"));
+  perf::Options options(
+      "jacobi_kernel_bench",
+      "Jacobi 7-point update throughput (GLUP/s) on one device for jacobi3d's update kernel "
+      "and its alternatives; fails if they do not all produce the same bits.");
+  const auto& sizes = options.extents(
+      "--sizes", kodo::host_build ? "64,128" : "256,512,768,1024", 1, 4096,
+      "blocks, comma-separated: N (an N^3 block) or XxYxZ (a device build's default: "
+      "256,512,768,1024)");
+  const auto& reps =
+      options.integer("--reps", 20, 1, 1 << 20, "timed updates per variant and size");
+  const auto& csv_file = options.file("--csv", "also write the rows to FILE");
+  if (const auto exit = options.parse(runtime, argc, argv)) return *exit;
+  perf::Csv csv(csv_file, argc, argv, "n,variant,seconds_per_update,glups,effective_gbs");
+  const int r = static_cast<int>(reps);
   const Space space = runtime.streams().compute(0).space();
   int failures = 0;
-  for (const auto& n : parse_sizes(argc, argv)) {
+  for (const auto& n : sizes) {
     const BlockShape s{{n[0], n[1], n[2]}};
     const jacobi::Grid g{n[0], n[1], n[2]};
     const std::string size = n[0] == n[1] && n[1] == n[2]

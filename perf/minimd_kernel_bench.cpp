@@ -17,6 +17,7 @@
 // A size is S: S^3 unit cells, 4 S^3 atoms.
 
 #include "minimd_cluster_pairs.hpp"
+#include "options.hpp"
 #include "report.hpp"
 
 #include <kernels.hpp>
@@ -339,31 +340,30 @@ bool same_lists(NeighborList a, Indices ca, NeighborList b, Indices cb, int n) {
   return true;
 }
 
-constexpr const char* kUsage =
-    "usage: minimd_kernel_bench [--sizes 32,64,100] [--reps 20] [--csv FILE]\n"
-    "MiniMD's force (full lists) and neighbour-list build on one device, as apps/minimd\n"
-    "runs them and in alternatives; fails if a variant's forces or lists differ.\n"
-    "  --sizes  S values, comma-separated: S^3 FCC cells, 4 S^3 atoms (default 32,64,100;\n"
-    "           8,16 on the host backend)\n"
-    "  --reps   timed runs per variant and size (default 20)\n"
-    "  --csv    also write the rows to FILE\n";
-
 }  // namespace
 
 int main(int argc, char** argv) {
   kodo::Runtime runtime(argc, argv);
-  if (runtime.print_usage_if_requested(kUsage)) return 0;
-  const bool host = kodo::host_build;
-  perf::Csv csv(perf::csv_path(argc, argv), argc, argv,
-                "cells,atoms,kernel,variant,seconds,atoms_per_second,check");
-  const int reps = std::stoi(perf::option(argc, argv, "--reps", "20"));
+  perf::Options options(
+      "minimd_kernel_bench",
+      "MiniMD's force (full lists) and neighbour-list build on one device, as apps/minimd runs "
+      "them and in alternatives; fails if a variant's forces or lists differ.");
+  const auto& sizes = options.integers(
+      "--sizes", kodo::host_build ? "8,16" : "32,64,100", 4, 400,
+      "S values, comma-separated: S^3 FCC cells, 4 S^3 atoms (a device build's default: "
+      "32,64,100)");
+  const auto& reps_option =
+      options.integer("--reps", 20, 1, 1 << 20, "timed runs per variant and size");
+  const auto& csv_file = options.file("--csv", "also write the rows to FILE");
+  if (const auto exit = options.parse(runtime, argc, argv)) return *exit;
+  perf::Csv csv(csv_file, argc, argv, "cells,atoms,kernel,variant,seconds,atoms_per_second,check");
+  const int reps = static_cast<int>(reps_option);
   const Device space = runtime.streams().compute(0).space();
   const double force_cut = 2.5, cut = 2.8;
   const minimd::Potential p{force_cut * force_cut, 1.0, 1.0};
   int failures = 0;
-  for (const auto& item :
-       perf::items(perf::option(argc, argv, "--sizes", host ? "8,16" : "32,64,100"))) {
-    const int cells = std::stoi(item);
+  for (const std::int64_t size : sizes) {
+    const int cells = static_cast<int>(size);
     // Lists at the app's bin size (half the neighbour cutoff) and at a whole cutoff.
     // The force variants use the system, bins and lists of the app's bin size.
     NeighborList reference_list;

@@ -12,6 +12,7 @@
 //   odf_overhead_bench [--odfs 1,2,4,8,16] [--steps 2000] [--face 64] [--paths rank,unit]
 //                      [--csv FILE]
 
+#include "options.hpp"
 #include "report.hpp"
 
 #include <kodo/kodo.hpp>
@@ -150,36 +151,35 @@ class Tick : public kodo::WorkUnit<Tick> {
   int received_[2] = {0, 0};
 };
 
-constexpr const char* kUsage =
-    "usage: odf_overhead_bench [--odfs 1,2,4,8,16] [--steps 2000] [--face 64]\n"
-    "                          [--paths rank,unit] [--csv FILE]\n"
-    "Time per step and per unit-step of units that do next to nothing: one small kernel\n"
-    "per unit and step that checks the faces from its neighbours and writes its own.\n"
-    "  --odfs   units per rank (the units form a 3D grid over all ranks)\n"
-    "  --steps  timed steps per run (after a tenth as many to warm up)\n"
-    "  --face   doubles per face\n"
-    "  --paths  rank (kodo::StepProgram: a rank's units as one device program) and unit\n"
-    "           (each unit on its own: entry methods, rings, channels, completion engine)\n"
-    "  --csv    also write the rows to FILE\n";
-
 }  // namespace
 
 int main(int argc, char** argv) {
   kodo::Runtime runtime(argc, argv);
-  if (runtime.print_usage_if_requested(kUsage)) return 0;
+  perf::Options options(
+      "odf_overhead_bench",
+      "Time per step and per unit-step of units that do next to nothing: one small kernel per "
+      "unit and step that checks the faces from its neighbours and writes its own.");
+  const auto& odfs = options.integers("--odfs", "1,2,4,8,16", 1, 4096,
+                                      "units per rank (the units form a 3D grid over all ranks)");
+  const auto& steps = options.integer("--steps", 2000, 2, 1 << 30,
+                                      "timed steps per run (after a tenth as many "
+                                      "to warm up; an odd count loses its last)");
+  const auto& face = options.integer("--face", 64, 1, 1 << 24, "doubles per face");
+  const auto& paths = options.words(
+      "--paths", {"rank", "unit"}, "rank,unit",
+      "rank (kodo::StepProgram: a rank's units as one device program) and unit (each unit on "
+      "its own: entry methods, rings, channels, completion engine)");
+  const auto& csv_file = options.file("--csv", "also write the rows to FILE");
+  if (const auto exit = options.parse(runtime, argc, argv)) return *exit;
   const bool root = runtime.rank() == 0;
-  const std::int64_t steps = std::stoll(perf::option(argc, argv, "--steps", "2000"));
-  const std::int64_t face = std::stoll(perf::option(argc, argv, "--face", "64"));
   std::unique_ptr<perf::Csv> csv;
   if (root)
     csv = std::make_unique<perf::Csv>(
-        perf::csv_path(argc, argv), argc, argv,
+        csv_file, argc, argv,
         "path,ranks,odf,units,face,steps,us_per_step,us_per_unit_step,graphs,build_ms,errors");
   int failed = 0;
-  for (const std::string& path : perf::items(perf::option(argc, argv, "--paths", "rank,unit"))) {
-    for (const std::string& odf_text :
-         perf::items(perf::option(argc, argv, "--odfs", "1,2,4,8,16"))) {
-      const std::int64_t odf = std::stoll(odf_text);
+  for (const std::string& path : paths) {
+    for (const std::int64_t odf : odfs) {
       const Setup setup{path == "rank", face};
       const kodo::Extent3 shape = kodo::split_grid({1024, 1024, 1024}, odf * runtime.size());
       auto units = kodo::Collection<Tick>::create(runtime, shape, setup);

@@ -19,6 +19,7 @@
 // scheduler path over UCX. The receiver checks the data of each trial's last message.
 // perf/pingpong.sh runs ucx_perftest beside it.
 
+#include "options.hpp"
 #include "report.hpp"
 
 #include <kodo/kodo.hpp>
@@ -200,44 +201,45 @@ class Endpoint : public kodo::WorkUnit<Endpoint> {
   double began_ = 0;
 };
 
-constexpr const char* kUsage =
-    "usage: mpiexec -n 2 pingpong_bench [--sizes 8,...] [--modes device,host,ring,stream,call]\n"
-    "                                   [--window 32] [--iterations 5000]\n"
-    "                                   [--csv FILE]\n"
-    "Ping-pong latency and streaming bandwidth between two units on two ranks: over a\n"
-    "channel, GPU-aware (device) and host-staged (host), into a receive ring (ring), and as\n"
-    "calls carrying a view (call); stream: the ring's latency with every hop queued up front\n"
-    "behind waits on the device (ReceiveRing::wait; the same-node route only).\n"
-    "  --sizes   message sizes in bytes, comma-separated (default 8 B to 64 MiB by powers of 2)\n"
-    "  --modes   which of device, host, ring, stream and call to measure (default all five)\n"
-    "  --window  messages in flight in the bandwidth test (default 32)\n"
-    "  --iterations  the most round trips of a latency test (default 5000; a tenth of it,\n"
-    "            at least 20, for a bandwidth test); fewer for large messages\n"
-    "  --csv     also write the rows to FILE\n";
-
 }  // namespace
 
 int main(int argc, char** argv) {
   kodo::Runtime runtime(argc, argv);
-  if (runtime.print_usage_if_requested(kUsage)) return 0;
+  perf::Options options(
+      "pingpong_bench",
+      "Ping-pong latency and streaming bandwidth between two units on two ranks (run it on "
+      "exactly 2): over a channel, GPU-aware (device) and host-staged (host), into a receive "
+      "ring (ring), and as calls carrying a view (call); stream: the ring's latency with every "
+      "hop queued up front behind waits on the device (ReceiveRing::wait; the same-node route "
+      "only).");
+  std::ostringstream default_sizes;  // 8 B to 64 MiB
+  for (std::int64_t s = 8; s <= (64 << 20); s *= 2) default_sizes << (s == 8 ? "" : ",") << s;
+  const auto& sizes = options.integers("--sizes", default_sizes.str(), 1, std::int64_t{1} << 30,
+                                       "message sizes in bytes, comma-separated",
+                                       "8 B to 64 MiB by powers of 2");
+  const auto& modes = options.words("--modes", {"device", "host", "ring", "stream", "call"},
+                                    "device,host,ring,stream,call",
+                                    "which to measure, comma-separated");
+  const auto& window_option =
+      options.integer("--window", 32, 2, 1 << 16, "messages in flight in the bandwidth test");
+  const auto& most_option = options.integer(
+      "--iterations", 5000, 20, 1 << 24,
+      "the most round trips of a latency test (a tenth of it, at least 20, for a bandwidth "
+      "test); fewer for large messages");
+  const auto& csv_file = options.file("--csv", "also write the rows to FILE");
+  if (const auto exit = options.parse(runtime, argc, argv)) return *exit;
   if (runtime.size() != 2) {
     if (runtime.rank() == 0) std::fprintf(stderr, "pingpong_bench: run it on exactly 2 ranks\n");
     return 2;
   }
-  std::ostringstream default_sizes;  // 8 B to 64 MiB
-  for (std::int64_t s = 8; s <= (64 << 20); s *= 2) default_sizes << (s == 8 ? "" : ",") << s;
-  std::vector<std::int64_t> sizes;
-  for (const auto& item : perf::items(perf::option(argc, argv, "--sizes", default_sizes.str())))
-    sizes.push_back(std::stoll(item));
-  const std::string modes = perf::option(argc, argv, "--modes", "device,host,ring,stream,call");
-  const int window = std::stoi(perf::option(argc, argv, "--window", "32"));
-  const double most = std::max(20, std::stoi(perf::option(argc, argv, "--iterations", "5000")));
+  const int window = static_cast<int>(window_option);
+  const double most = static_cast<double>(most_option);
   std::int64_t max_bytes = 8;
   for (auto s : sizes) max_bytes = std::max(max_bytes, s);
 
   std::optional<perf::Csv> csv;  // rank 0 reports
   if (runtime.rank() == 0)
-    csv.emplace(perf::csv_path(argc, argv), argc, argv,
+    csv.emplace(csv_file, argc, argv,
                 "mode,test,bytes,iterations,window,latency_us,bandwidth_GBps");
   auto units = kodo::Collection<Endpoint>::create(runtime, {2, 1, 1}, max_bytes);
   for (int mode : {0, 1, kRingMode, kStreamMode, kCallMode}) {
@@ -246,7 +248,7 @@ int main(int argc, char** argv) {
                        : mode == kRingMode   ? "ring"
                        : mode == kStreamMode ? "stream"
                                              : "call";
-    if (modes.find(name) == std::string::npos) continue;
+    if (std::find(modes.begin(), modes.end(), name) == modes.end()) continue;
     if (mode == kStreamMode) {
       // The ring must have carried a transfer by the route (the ring mode, or a warm-up).
       units.broadcast_local<&Endpoint::start>(Trial{8, 2, 1, kRingMode});

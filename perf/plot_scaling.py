@@ -1,14 +1,20 @@
 #!/usr/bin/env python3
 # SPDX-FileCopyrightText: 2026 The kodo developers
 # SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-"""Plots of scaling sweeps, one PNG per sweep kind and size:
+"""Plots of scaling sweeps, one PNG per sweep kind and size, each with two panels: the
+measure against the number of GPUs, with the ideal scaling of the best run on the fewest
+GPUs, and the parallel efficiency of each line relative to its own fewest GPUs.
 
-- Jacobi3D (perf/scaling_sweep.sh CSVs): time per iteration against the number of GPUs,
-  one line per mode and ODF; writes OUT_DIR/<kind>_<n>.png (e.g. strong_768.png).
-- MiniMD (perf/minimd_sweep.sh CSVs): atom-steps/s against the number of GPUs, and the
-  parallel efficiency (atom-steps/s per GPU relative to the line's smallest GPU count),
-  one line per mode and ODF; repeated points (several files) are drawn at their median;
-  writes OUT_DIR/minimd_<kind>_<s>.png (e.g. minimd_strong_64.png).
+- Jacobi3D (perf/scaling_sweep.sh CSVs): time per iteration, one line per mode and ODF;
+  writes OUT_DIR/<kind>_<n>.png (e.g. strong_768.png). Strong scaling's ideal time falls
+  as 1/GPUs; weak scaling's stays flat.
+- MiniMD (perf/minimd_sweep.sh CSVs): atom-steps/s, one line per mode and ODF; writes
+  OUT_DIR/minimd_<kind>_<s>.png (e.g. minimd_strong_64.png). The ideal rate grows with
+  the GPUs.
+
+A configuration measured more than once (several rows, in one file or several) is drawn
+at the median of its runs with a bar from the fastest to the slowest. The legend sits
+outside the panels; the footer names the commit, file and machine of the data.
 
     perf/plot_scaling.py OUT_DIR SWEEP.csv [SWEEP.csv ...]
 
@@ -17,28 +23,27 @@ Each file is recognised by its columns; files of both kinds may be mixed. Prints
 import csv
 import statistics
 import sys
+import textwrap
 from collections import defaultdict
 from pathlib import Path
-
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 
 JACOBI, MINIMD = "jacobi3d", "minimd"
 
 
 def read_rows(paths):
-    """All rows of all files, each with the machine its file's header names and the
-    sweep it comes from (JACOBI or MINIMD, from the file's columns)."""
+    """All rows of all files, each with the sweep it comes from (JACOBI or MINIMD, from
+    the file's columns) and the file's name, machine and commit (from its header)."""
     rows = []
     for path in paths:
-        machine = ""
+        machine = commit = ""
         with open(path) as f:
             lines = []
             for line in f:
                 if line.startswith("# machine:"):
                     machine = line.split(":", 1)[1].strip()
+                elif line.startswith("# commit:"):
+                    words = line.split(":", 1)[1].split()
+                    commit = words[0] if words else ""
                 elif not line.startswith("#"):
                     lines.append(line)
         reader = csv.DictReader(lines)
@@ -51,10 +56,34 @@ def read_rows(paths):
             raise ValueError(f"{path}: neither a scaling_sweep.sh nor a minimd_sweep.sh CSV "
                              f"(columns: {', '.join(columns) or 'none'})")
         for row in reader:
-            row["machine"] = machine
-            row["sweep"] = sweep
+            row.update(machine=machine, commit=commit, file=Path(path).name, sweep=sweep)
             rows.append(row)
     return rows
+
+
+def repeats(runs):
+    """{gpus: [value of each run]} -> [(gpus, median, lowest, highest)], by GPUs."""
+    return [(g, statistics.median(v), min(v), max(v)) for g, v in sorted(runs.items()) if v]
+
+
+def efficiency(value, gpus, reference, kind, measure):
+    """Parallel efficiency (%) of `value` on `gpus` GPUs against `reference`, a
+    (gpus, value) pair. measure "time" (per iteration: the work of a strong sweep is
+    fixed, a weak sweep's grows with the GPUs) or "rate" (work per second: each GPU's
+    share should stay the same)."""
+    g0, v0 = reference
+    if measure == "rate":
+        return 100.0 * (value / gpus) / (v0 / g0)
+    return 100.0 * v0 / value * (g0 / gpus if kind == "strong" else 1.0)
+
+
+def ideal(gpus, reference, kind, measure):
+    """What `reference`, a (gpus, value) pair, would become on `gpus` GPUs with perfect
+    scaling (efficiency 100%)."""
+    g0, v0 = reference
+    if measure == "rate":
+        return v0 * gpus / g0
+    return v0 * g0 / gpus if kind == "strong" else v0
 
 
 # Line style by the mode's base, marker by its variant (fusion, graphs, overlap).
@@ -63,94 +92,108 @@ MARKERS = {"": "o", "A": "<", "B": "v", "C": "P", "graphs": "^", "A+graphs": ">"
            "B+graphs": "x", "C+graphs": "D", "overlap": "*"}
 
 
-def odf_colours(lines):
-    """Colour by ODF (lines are keyed by (mode, odf)), so many lines stay apart."""
-    odfs = sorted({odf for _, odf in lines})
-    return {odf: plt.cm.viridis(i / max(1, len(odfs) - 1)) for i, odf in enumerate(odfs)}
+def provenance(sources):
+    """The footer: each commit with its files and their machines."""
+    by_commit = defaultdict(list)
+    for file, commit, machine in sorted(sources):
+        by_commit[commit or "unknown"].append(f"{file} ({machine or 'machine unknown'})")
+    text = "; ".join(f"commit {c}: {', '.join(files)}" for c, files in sorted(by_commit.items()))
+    return "\n".join(textwrap.wrap(text, 150))
 
 
-def gpu_axis(ax, lines):
-    gpus = sorted({p[0] for pts in lines.values() for p in pts})
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(gpus, [str(g) for g in gpus])
-    ax.set_xlabel("GPUs")
-    ax.grid(True, which="both", alpha=0.3)
-
-
-def machines_note(machines):
-    named = sorted(m for m in machines if m)
+def machines_note(sources):
+    named = sorted({m for _, _, m in sources if m})
     return f" ({', '.join(named)})" if named else ""
 
 
-def save(fig, path):
-    fig.tight_layout()
+def plot_sweep(plt, lines, kind, measure, ylabel, title, sources, path):
+    """One figure: `lines` maps (mode, odf) to {gpus: [value of each run]}."""
+    points = {line: repeats(runs) for line, runs in lines.items()}
+    gpus = sorted({p[0] for pts in points.values() for p in pts})
+    odfs = sorted({odf for _, odf in points})
+    colours = {odf: plt.cm.viridis(i / max(1, len(odfs) - 1)) for i, odf in enumerate(odfs)}
+    fig, (value_ax, eff_ax) = plt.subplots(1, 2, figsize=(12, 4.6), layout="constrained")
+    repeated = False
+    highest = []  # the top of each efficiency bar
+    for (mode, odf), pts in sorted(points.items()):
+        base, _, variant = mode.partition("+")
+        baseline = base == "baseline"
+        style = dict(marker="s" if baseline else MARKERS.get(variant, "o"),
+                     linestyle=STYLES.get(base, "-"),
+                     color="black" if baseline else colours[odf], label=f"{mode}, ODF {odf}")
+        xs = [p[0] for p in pts]
+        bars = any(p[2] < p[3] for p in pts)
+        repeated = repeated or bars
+        value_ax.errorbar(xs, [p[1] for p in pts], capsize=3 if bars else 0,
+                          yerr=[[p[1] - p[2] for p in pts], [p[3] - p[1] for p in pts]]
+                          if bars else None, **style)
+        if len(pts) > 1:  # a line on one GPU count has no efficiency to show
+            reference = (pts[0][0], pts[0][1])
+            eff = [[efficiency(v, g, reference, kind, measure) for v in (med, lo, hi)]
+                   for g, med, lo, hi in pts]
+            highest += [max(e) for e in eff]
+            eff_ax.errorbar(xs, [e[0] for e in eff], capsize=3 if bars else 0,
+                            yerr=[[e[0] - min(e) for e in eff], [max(e) - e[0] for e in eff]]
+                            if bars else None, **style)
+    # The ideal: the best run on the fewest GPUs, scaled perfectly.
+    first = [p for pts in points.values() for p in pts if p[0] == gpus[0]]
+    best = (min if measure == "time" else max)(first, key=lambda p: p[1])
+    value_ax.plot(gpus, [ideal(g, (best[0], best[1]), kind, measure) for g in gpus],
+                  color="grey", linestyle=(0, (4, 3)), linewidth=1.2, zorder=3,
+                  label=f"ideal scaling of the best on {gpus[0]} GPU{'s' if gpus[0] > 1 else ''}")
+    eff_ax.axhline(100, color="grey", linestyle=(0, (4, 3)), linewidth=1.2, zorder=3)
+    values = [v for pts in points.values() for p in pts for v in p[1:]]
+    values += [ideal(g, (best[0], best[1]), kind, measure) for g in gpus]
+    # Log scales where the ideal is a straight line (strong scaling, rates) or values spread.
+    if measure == "rate" or kind == "strong" or max(values) > 10 * min(values):
+        value_ax.set_yscale("log")
+    for ax in (value_ax, eff_ax):
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(gpus, [str(g) for g in gpus])
+        ax.set_xlabel("GPUs")
+        ax.grid(True, which="both", alpha=0.3)
+    value_ax.set_ylabel(ylabel)
+    eff_ax.set_ylabel("parallel efficiency (%), relative to\nthe line's fewest GPUs")
+    eff_ax.set_ylim(0, max([110.0] + [1.08 * e for e in highest]))
+    handles, labels = value_ax.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside right upper", fontsize="small",
+               title="mode, ODF", title_fontsize="small")
+    fig.suptitle(title + machines_note(sources))
+    note = "points: median of the runs, bars from the lowest to the highest\n" if repeated else ""
+    fig.supxlabel(note + provenance(sources), fontsize=7, color="dimgrey")
     fig.savefig(path, dpi=120)
     plt.close(fig)
     print(path)
 
 
-def plot_jacobi(rows, out_dir):
-    sweeps = defaultdict(lambda: defaultdict(list))  # (kind, n) -> (mode, odf) -> points
-    machines = defaultdict(set)  # (kind, n) -> machines
-    for r in rows:
-        machines[(r["kind"], int(r["n"]))].add(r["machine"])
-        sweeps[(r["kind"], int(r["n"]))][(r["mode"], int(r["odf"]))].append(
-            (int(r["gpus"]), float(r["avg_iteration_us"])))
-    for (kind, n), lines in sorted(sweeps.items()):
-        fig, ax = plt.subplots(figsize=(7, 4.5))
-        colours = odf_colours(lines)
-        for (mode, odf), points in sorted(lines.items()):
-            points.sort()
-            base, _, variant = mode.partition("+")
-            baseline = base == "baseline"
-            ax.plot([p[0] for p in points], [p[1] for p in points],
-                    marker="s" if baseline else MARKERS.get(variant, "o"),
-                    linestyle=STYLES.get(base, "-"), color="black" if baseline else colours[odf],
-                    label=f"{mode}, ODF {odf}")
-        times = [p[1] for pts in lines.values() for p in pts]
-        if max(times) > 10 * min(times):
-            ax.set_yscale("log")
-        gpu_axis(ax, lines)
-        ax.set_ylabel("time per iteration (us)")
-        per = " per GPU" if kind == "weak" else " in total"
-        ax.set_title(f"Jacobi3D {kind} scaling, {n}^3{per}" + machines_note(machines[(kind, n)]))
-        ax.legend(fontsize="small", ncol=2)
-        save(fig, out_dir / f"{kind}_{n}.png")
-
-
-def plot_minimd(rows, out_dir):
-    # (kind, s) -> (mode, odf) -> gpus -> atom-steps/s of every run
+def plot_jacobi(plt, rows, out_dir):
     sweeps = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
-    machines = defaultdict(set)
+    sources = defaultdict(set)  # (kind, n) -> (file, commit, machine)
+    for r in rows:
+        key = (r["kind"], int(r["n"]))
+        sources[key].add((r["file"], r["commit"], r["machine"]))
+        sweeps[key][(r["mode"], int(r["odf"]))][int(r["gpus"])].append(
+            float(r["avg_iteration_us"]))
+    for (kind, n), lines in sorted(sweeps.items()):
+        per = " per GPU" if kind == "weak" else " in total"
+        plot_sweep(plt, lines, kind, "time", "time per iteration (us)",
+                   f"Jacobi3D {kind} scaling, {n}^3{per}", sources[(kind, n)],
+                   out_dir / f"{kind}_{n}.png")
+
+
+def plot_minimd(plt, rows, out_dir):
+    sweeps = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    sources = defaultdict(set)
     for r in rows:
         key = (r["kind"], int(r["s"]))
-        machines[key].add(r["machine"])
-        sweeps[key][(r["mode"], int(r["odf"]))][int(r["gpus"])].append(float(r["atom_steps_per_s"]))
-    for (kind, s), runs in sorted(sweeps.items()):
-        lines = {line: sorted((g, statistics.median(v)) for g, v in by_gpus.items())
-                 for line, by_gpus in runs.items()}
-        fig, (rate_ax, eff_ax) = plt.subplots(1, 2, figsize=(12, 4.5))
-        colours = odf_colours(lines)
-        for (mode, odf), points in sorted(lines.items()):
-            style = dict(marker="o", linestyle=STYLES.get(mode, "-"), color=colours[odf],
-                         label=f"{mode}, ODF {odf}")
-            gpus = [p[0] for p in points]
-            rate_ax.plot(gpus, [p[1] for p in points], **style)
-            g0, rate0 = points[0]
-            eff_ax.plot(gpus, [100 * (r / g) / (rate0 / g0) for g, r in points], **style)
-        for ax in (rate_ax, eff_ax):
-            gpu_axis(ax, lines)
-        rate_ax.set_yscale("log")
-        rate_ax.set_ylabel("atom-steps/s")
-        eff_ax.set_ylabel("efficiency (%): atom-steps/s per GPU\nrelative to the fewest GPUs")
-        eff_ax.axhline(100, color="grey", linewidth=0.8)
-        eff_ax.set_ylim(bottom=0)
-        atoms = 4 * s**3
+        sources[key].add((r["file"], r["commit"], r["machine"]))
+        sweeps[key][(r["mode"], int(r["odf"]))][int(r["gpus"])].append(
+            float(r["atom_steps_per_s"]))
+    for (kind, s), lines in sorted(sweeps.items()):
         per = " per GPU" if kind == "weak" else " in total"
-        rate_ax.legend(fontsize="small", ncol=2)
-        fig.suptitle(f"MiniMD {kind} scaling, {s}^3 cells ({atoms:,} atoms){per}"
-                     + machines_note(machines[(kind, s)]))
-        save(fig, out_dir / f"minimd_{kind}_{s}.png")
+        plot_sweep(plt, lines, kind, "rate", "atom-steps/s",
+                   f"MiniMD {kind} scaling, {s}^3 cells ({4 * s**3:,} atoms){per}",
+                   sources[(kind, s)], out_dir / f"minimd_{kind}_{s}.png")
 
 
 def main(argv):
@@ -163,9 +206,18 @@ def main(argv):
     except (OSError, ValueError, KeyError) as e:
         sys.stderr.write(f"plot_scaling: {e}\n")
         return 2
+    import matplotlib  # here, so that the functions above import without it (tests)
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     out_dir.mkdir(parents=True, exist_ok=True)
-    plot_jacobi([r for r in rows if r["sweep"] == JACOBI], out_dir)
-    plot_minimd([r for r in rows if r["sweep"] == MINIMD], out_dir)
+    try:
+        plot_jacobi(plt, [r for r in rows if r["sweep"] == JACOBI], out_dir)
+        plot_minimd(plt, [r for r in rows if r["sweep"] == MINIMD], out_dir)
+    except (ValueError, KeyError, TypeError) as e:  # a row with a field missing or malformed
+        sys.stderr.write(f"plot_scaling: {e}\n")
+        return 2
     return 0
 
 

@@ -69,23 +69,4 @@ class Csv {
   std::ofstream file_;
 };
 
-// The value after `flag` on the command line, or `fallback`.
-inline std::string option(int argc, char** argv, const std::string& flag,
-                          const std::string& fallback) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (flag == argv[i]) return argv[i + 1];
-  return fallback;
-}
-
-// The comma-separated items of `text`.
-inline std::vector<std::string> items(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream ss(text);
-  for (std::string item; std::getline(ss, item, ',');) out.push_back(item);
-  return out;
-}
-
-// "--csv PATH" from the command line, or "".
-inline std::string csv_path(int argc, char** argv) { return option(argc, argv, "--csv", ""); }
-
 }  // namespace perf

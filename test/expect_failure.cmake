@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # Runs COMMAND ('|'-separated) and passes when it exits non-zero, in time, with output
 # containing EXPECT (or, when EXPECT_REGEX is given instead, matching that regex), and
-# EXPECT_ALSO when given.
+# EXPECT_ALSO when given; with EXPECT_RC, exactly that exit status.
 string(REPLACE "|" ";" command "${COMMAND}")
 execute_process(COMMAND ${command} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
                 TIMEOUT 60)
@@ -15,6 +15,9 @@ if(rc MATCHES "timeout|Process terminated")
 endif()
 if(NOT rc MATCHES "^[0-9]+$")
   message(FATAL_ERROR "the command could not run: ${rc}")
+endif()
+if(DEFINED EXPECT_RC AND NOT rc STREQUAL "${EXPECT_RC}")
+  message(FATAL_ERROR "expected exit status ${EXPECT_RC}, not ${rc}")
 endif()
 if(DEFINED EXPECT_REGEX)
   if(NOT "${out}${err}" MATCHES "${EXPECT_REGEX}")
