@@ -35,9 +35,28 @@ if(NOT TARGET kodo_deps::ucx)
   endif()
 endif()
 
-# hwloc is optional (CPU and NUMA placement); found here, used where present.
-if(PkgConfig_FOUND AND NOT TARGET PkgConfig::KODO_HWLOC)
-  pkg_check_modules(KODO_HWLOC QUIET IMPORTED_TARGET GLOBAL hwloc)
+# hwloc is optional (CPU and NUMA placement): KODO_ENABLE_HWLOC AUTO (the default) uses
+# it where pkg-config finds it, ON requires it, OFF leaves it out. (kodoConfig.cmake sets
+# it to what the installed kodo was built with.)
+if(NOT DEFINED KODO_ENABLE_HWLOC)
+  set(KODO_ENABLE_HWLOC AUTO)
+endif()
+string(TOUPPER "${KODO_ENABLE_HWLOC}" kodo_hwloc_mode)
+if(kodo_hwloc_mode STREQUAL "AUTO")
+  if(PkgConfig_FOUND AND NOT TARGET PkgConfig::KODO_HWLOC)
+    pkg_check_modules(KODO_HWLOC QUIET IMPORTED_TARGET GLOBAL hwloc)
+  endif()
+elseif(kodo_hwloc_mode MATCHES "^(ON|1|YES|TRUE|Y)$")
+  if(PkgConfig_FOUND AND NOT TARGET PkgConfig::KODO_HWLOC)
+    pkg_check_modules(KODO_HWLOC QUIET IMPORTED_TARGET GLOBAL hwloc)
+  endif()
+  if(NOT TARGET PkgConfig::KODO_HWLOC)
+    message(FATAL_ERROR "kodo: KODO_ENABLE_HWLOC=${KODO_ENABLE_HWLOC} requires hwloc, but "
+                        "pkg-config did not find hwloc.pc: set PKG_CONFIG_PATH to your hwloc "
+                        "install, or configure with -DKODO_ENABLE_HWLOC=AUTO or OFF.")
+  endif()
+elseif(NOT kodo_hwloc_mode MATCHES "^(OFF|0|NO|FALSE|N)$")
+  message(FATAL_ERROR "kodo: KODO_ENABLE_HWLOC must be AUTO, ON or OFF, not '${KODO_ENABLE_HWLOC}'")
 endif()
 
 # The backend follows the Kokkos install's device backend; its native runtime comes

@@ -1,6 +1,8 @@
 # SPDX-FileCopyrightText: 2026 The kodo developers
 # SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-# Installs kodo as a CMake package: find_package(kodo) gives kodo::kodo.
+# Installs kodo as a CMake package: find_package(kodo) gives kodo::kodo. (With
+# KODO_ENABLE_APPS, apps/*/ and perf/ install their programs: jacobi3d and minimd in bin/,
+# the benchmarks in libexec/kodo/.)
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -11,6 +13,12 @@ include(CMakePackageConfigHelpers)
 install(TARGETS kodo EXPORT kodoTargets
         FILE_SET HEADERS DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT kodoTargets NAMESPACE kodo:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kodo)
+# Whether kodo links hwloc: an installed kodo's users resolve it the same way.
+if(TARGET PkgConfig::KODO_HWLOC)
+  set(KODO_CONFIG_HWLOC ON)
+else()
+  set(KODO_CONFIG_HWLOC OFF)
+endif()
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/kodoConfig.cmake.in
   ${CMAKE_CURRENT_BINARY_DIR}/kodoConfig.cmake
   INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kodo)

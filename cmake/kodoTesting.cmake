@@ -4,7 +4,22 @@
 
 # One OpenMP thread per rank: the tests run up to 4 ranks on small CI machines.
 set(KODO_TEST_ENV "OMP_NUM_THREADS=1;OMP_PROC_BIND=false;KOKKOS_DISABLE_WARNINGS=1")
-set(KODO_MPIEXEC ${MPIEXEC_EXECUTABLE} ${MPIEXEC_PREFLAGS} --oversubscribe)
+# The launcher's flags follow its MPI (cmake/kodoMpiexecFlags.cmake: --oversubscribe for
+# Open MPI, none for MPICH and others); KODO_MPIEXEC_FLAGS (a cache list) sets them
+# instead, and so does the environment variable of the same name (space-separated, as
+# scripts/lib/env.sh reads it) at the first configuration.
+include(kodoMpiexecFlags)
+if(NOT DEFINED CACHE{KODO_MPIEXEC_FLAGS})
+  if(DEFINED ENV{KODO_MPIEXEC_FLAGS})
+    separate_arguments(kodo_flags UNIX_COMMAND "$ENV{KODO_MPIEXEC_FLAGS}")
+  else()
+    kodo_mpiexec_default_flags("${MPIEXEC_EXECUTABLE}" kodo_flags)
+  endif()
+  set(KODO_MPIEXEC_FLAGS "${kodo_flags}" CACHE STRING
+      "Flags of the tests' MPI launches (a list; default: by the MPI, --oversubscribe for Open MPI)")
+  message(STATUS "kodo: test launches: ${MPIEXEC_EXECUTABLE} ${MPIEXEC_PREFLAGS} ${KODO_MPIEXEC_FLAGS}")
+endif()
+set(KODO_MPIEXEC ${MPIEXEC_EXECUTABLE} ${MPIEXEC_PREFLAGS} ${KODO_MPIEXEC_FLAGS})
 # The launcher as one '|'-separated argument, for the CMake scripts that run commands.
 list(JOIN KODO_MPIEXEC "|" KODO_LAUNCHER)
 

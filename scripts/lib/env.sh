@@ -17,7 +17,8 @@
 #   KODO_BUILD_TYPE     CMAKE_BUILD_TYPE (default Release)
 #   KODO_CMAKE_ARGS     extra cmake configure arguments (word-split)
 #   KODO_MPIEXEC        MPI launcher (default mpiexec)
-#   KODO_MPIEXEC_FLAGS  extra launcher flags (default --oversubscribe; Open MPI only)
+#   KODO_MPIEXEC_FLAGS  extra launcher flags (default by the launcher's MPI:
+#                       --oversubscribe for Open MPI, none for MPICH and others)
 #   KODO_PASS_ENV       names of more variables for kodo_exec to pass (space-separated)
 #
 # What reaches commands (kodo_exec) in the trixie environment: every variable named
@@ -436,12 +437,35 @@ kodo_check_ranks() {
   [[ $1 =~ ^[1-9][0-9]*$ ]] || kodo_die "-n: '$1' is not a positive integer"
 }
 
+# kodo_mpiexec_flags_for VERSION_TEXT: the launcher flags for an MPI whose
+# `mpiexec --version` says VERSION_TEXT: --oversubscribe for Open MPI ("Open MPI" in
+# 5, "OpenRTE" in 4), which refuses more ranks than cores without it; none for others
+# (MPICH's Hydra refuses the flag). The tests' CMake follows the same rule
+# (cmake/kodoMpiexecFlags.cmake).
+kodo_mpiexec_flags_for() {
+  case $1 in
+    *"Open MPI"* | *OpenRTE*) printf '%s\n' --oversubscribe ;;
+    *) printf '\n' ;;
+  esac
+}
+
+# kodo_mpiexec_flags: KODO_MPIEXEC_FLAGS if set (even empty), else the flags for the
+# MPI of KODO_MPIEXEC (its --version, asked in the environment).
+kodo_mpiexec_flags() {
+  if [[ -n ${KODO_MPIEXEC_FLAGS+set} ]]; then
+    printf '%s\n' "$KODO_MPIEXEC_FLAGS"
+  else
+    kodo_mpiexec_flags_for "$(kodo_exec "${KODO_MPIEXEC:-mpiexec}" --version 2>&1 || true)"
+  fi
+}
+
 # kodo_mpiexec RANKS PROGRAM [ARGS...]: launch PROGRAM on RANKS ranks in the
-# environment, with KODO_MPIEXEC and KODO_MPIEXEC_FLAGS. Returns its exit status.
+# environment, with KODO_MPIEXEC and its flags (kodo_mpiexec_flags). Returns its exit
+# status.
 kodo_mpiexec() {
   local ranks=$1
   local -a flags
   shift
-  read -r -a flags <<<"${KODO_MPIEXEC_FLAGS---oversubscribe}"
+  read -r -a flags <<<"$(kodo_mpiexec_flags)"
   kodo_exec "${KODO_MPIEXEC:-mpiexec}" -n "$ranks" "${flags[@]}" "$@"
 }
