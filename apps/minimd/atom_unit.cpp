@@ -555,9 +555,11 @@ kodo::Task AtomUnit::run(std::int64_t steps) {
       awaiting_device_ = true;
       co_await device_caught_up_.take(0);
     }
+    next_step_follows_ = k + 1 < steps;
     begin_step();
     co_await step_body();
   }
+  next_step_follows_ = false;
 }
 
 // The step's start: integration, and with full lists on a plain step the force of the
@@ -566,7 +568,10 @@ void AtomUnit::begin_step() {
   ++step_;
   reneighbor_ = step_ % setup_.problem.reneighbor_every == 0;
   energy_ = setup_.thermo_step(step_);
-  initial_integrate(compute_->space(), x_, v_, f_, nlocal_, setup_.problem.dt);
+  if (integrated_ahead_)  // by the last step's integrate_across
+    integrated_ahead_ = false;
+  else
+    initial_integrate(compute_->space(), x_, v_, f_, nlocal_, setup_.problem.dt);
   if (comm_ != compute_) comm_->wait_for(*compute_);
   if (overlaps_ghosts()) {
     // Atoms without ghosts in their lists need only the positions just computed: their
@@ -652,7 +657,12 @@ void AtomUnit::compute_force() {
 
 void AtomUnit::finish_step() {
   if (comm_ != compute_) compute_->wait_for(*comm_);
-  if (!setup_pass_) final_integrate(compute_->space(), v_, f_, nlocal_, setup_.problem.dt);
+  if (!setup_pass_ && next_step_follows_ && !energy_) {
+    integrate_across(compute_->space(), x_, v_, f_, nlocal_, setup_.problem.dt);
+    integrated_ahead_ = true;
+  } else if (!setup_pass_) {
+    final_integrate(compute_->space(), v_, f_, nlocal_, setup_.problem.dt);
+  }
   setup_pass_ = false;
   if (energy_) {
     kinetic(compute_->space(), v_, nlocal_, thermo_);

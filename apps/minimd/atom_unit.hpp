@@ -312,7 +312,11 @@ class AtomUnit : public kodo::WorkUnit<AtomUnit> {
   std::int64_t completed_ = 0;  // steps whose device work is known done
   bool started_ = false;
   bool setup_pass_ = false;  // start or resume: no integration
-  bool in_step_ = false;     // a step's parts under way
+  // Within one run(): the step after this one runs next, here, so the step's last
+  // half-kick and the next one's start may be one pass (integrate_across), which
+  // begin_step then skips (integrated_ahead_). Not where the thermo reads v in between.
+  bool next_step_follows_ = false, integrated_ahead_ = false;
+  bool in_step_ = false;  // a step's parts under way
   bool reneighbor_ = false, energy_ = false;
   // run() awaits the device when it is two steps ahead: a step's completion puts key 0.
   bool awaiting_device_ = false;

@@ -45,6 +45,21 @@ void final_integrate(const Device& space, Vectors v, Vectors f, Count n, double 
       });
 }
 
+void integrate_across(const Device& space, Vectors x, Vectors v, Vectors f, Count n, double dt) {
+  const double half = 0.5 * dt;
+  Kokkos::parallel_for(
+      "minimd::integrate_across", over(space, n), KOKKOS_LAMBDA(int i) {
+        if (i >= n.get()) return;
+        for (int d = 0; d < 3; ++d) {
+          const double force = f(i, d);
+          double velocity = v(i, d) + half * force;  // the step's end
+          velocity += half * force;                  // the next step's start
+          v(i, d) = velocity;
+          x(i, d) += dt * velocity;
+        }
+      });
+}
+
 void scale(const Device& space, Vectors v, int n, double factor) {
   Kokkos::parallel_for(
       "minimd::scale", over(space, n), KOKKOS_LAMBDA(int i) {
