@@ -1,8 +1,9 @@
 // SPDX-FileCopyrightText: 2026 The kodo developers
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
-// Where a buffer lives, as the transport needs to know it: UCX takes it as a memory-type
-// hint and so skips its own lookup of every pointer it is given.
+/// @file
+/// Where a buffer lives, as the transport needs to know it: UCX takes it as a memory-type
+/// hint and so skips its own lookup of every pointer it is given.
 
 #include <Kokkos_Core.hpp>
 

@@ -1,15 +1,16 @@
 // SPDX-FileCopyrightText: 2026 The kodo developers
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
-// Where a rank runs: its node-local rank, its GPU, its CPUs and NUMA nodes.
-//
-// Policy: one rank per GPU. The ranks of a node that see the same GPUs share them out
-// in rank order: with no binding by the launcher, rank r of a node takes GPU r; when
-// the launcher gives each rank its own GPU (srun --gpus-per-task=1, jsrun -g 1), each
-// takes the one it sees. More ranks than the GPUs they see is an error, because ranks
-// sharing a GPU silently distort every measurement; KODO_SHARE_GPUS=1 allows it (the
-// GPUs are then dealt out round-robin). KODO_DEVICE=gpu (or host) makes a build without
-// (or with) a device backend an error instead of a surprise.
+/// @file
+/// Where a rank runs: its node-local rank, its GPU, its CPUs and NUMA nodes.
+///
+/// Policy: one rank per GPU. The ranks of a node that see the same GPUs share them out
+/// in rank order: with no binding by the launcher, rank r of a node takes GPU r; when
+/// the launcher gives each rank its own GPU (srun --gpus-per-task=1, jsrun -g 1), each
+/// takes the one it sees. More ranks than the GPUs they see is an error, because ranks
+/// sharing a GPU silently distort every measurement; KODO_SHARE_GPUS=1 allows it (the
+/// GPUs are then dealt out round-robin). KODO_DEVICE=gpu (or host) makes a build without
+/// (or with) a device backend an error instead of a surprise.
 
 #include <mpi.h>
 
@@ -19,15 +20,22 @@
 
 namespace kodo {
 
+/// Where a rank runs (Runtime::placement()).
 struct Placement {
+  /// This rank's position among the ranks of its node, and their number.
+  ///@{
   int local_rank = 0, local_ranks = 1;
-  int device = -1;             // -1: the host backend, no GPU
-  bool shares_device = false;  // another rank of the node has the same GPU (KODO_SHARE_GPUS)
-  std::string device_name = "host";
-  std::string cpus = "unknown", numa = "unknown";  // from hwloc where present
+  ///@}
+  int device = -1;             ///< -1: the host backend, no GPU
+  bool shares_device = false;  ///< another rank of the node has the same GPU (KODO_SHARE_GPUS)
+  std::string device_name = "host";  ///< the GPU's name, or "host"
+  /// The CPUs and NUMA nodes the rank is bound to, from hwloc where present.
+  ///@{
+  std::string cpus = "unknown", numa = "unknown";
+  ///@}
 };
 
-// One line: "rank R (local L of N): GPU D (name), cpus C, NUMA M".
+/// One line: "rank R (local L of N): GPU D (name), cpus C, NUMA M".
 std::string describe(const Placement& p, int rank);
 
 namespace detail {

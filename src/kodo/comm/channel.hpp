@@ -1,74 +1,77 @@
 // SPDX-FileCopyrightText: 2026 The kodo developers
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
-// Channels: persistent links between two work units for repeated transfers of views
-// (halos), with receives posted in advance into the views the data must land in.
-//
-//   kodo::Channel c = open_channel(comm_stream, neighbour_index);   // in both units
-//   c.recv(ghost_buffer, [this] { on_face(); });     // posted now, matched later
-//   pack(comm_stream, ...); c.send(face_buffer);     // sent once the pack is done
-//
-// The k-th send on one end lands in the buffer of the k-th receive posted on the other
-// end, whatever order the messages travel in; several transfers may be in flight in
-// each direction, and their completions may run in any order. Completion reaches the
-// unit from the scheduler loop, never from inside UCX, and no call blocks the rank.
-//
-// The receiver always knows how much arrived: a completion taking no argument accepts
-// only a transfer that fills its view exactly; one taking a std::size_t is told the
-// number of elements that arrived (up to the view's size). Anything else (more than
-// the view holds, a partial element, a short transfer to a completion that takes no
-// count) ends the job with an error naming the link and both sizes.
-//
-// Transport:
-// - units on different ranks: UCX tagged messages. A receive is posted into the
-//   destination view itself (device memory stays on the device), so no metadata round
-//   trip precedes the data. The memory type of the view's Kokkos memory space is given
-//   to UCX as a hint.
-// - a receive ring whose peer rank shares the node (same-node route, KODO_CHANNELS,
-//   node_channels.hpp): no UCX and no host on the data path. The receiver offers its
-//   ring once: each device buffer exported for the sender to map (CUDA/HIP IPC), or, on
-//   the host backend, a slot in its shared-memory segment. The sender's stream copies
-//   transfer k into buffer k % n and then publishes its size and the count k + 1 in the
-//   receiver's segment (one kernel; stores a host reads); the receiver's scheduler loop
-//   reads one count per ring, and its releases publish how far the sender may go
-//   (back-pressure, read by the sender's loop). A rank whose process exits while a ring
-//   waits on it ends the job with an error naming it. Every field of an offer is
-//   checked before use, and the published words are checked on arrival. A ring takes
-//   the route when it is opened before the scheduler's next message after its channel
-//   opened (in the same constructor or entry method); the peer's sends wait that long to
-//   learn the route, and a channel without a ring then goes by UCX.
-// - units on the same rank: a device copy on the sending end's stream, no UCX.
-// - CommMode::host_staged (for comparison, or networks without GPU support): the
-//   sender copies the view to pinned host memory on its stream, sends from there, and
-//   the receiver copies from pinned host memory into the view on its stream.
-//
-// Rules:
-// - Receives are matched to sends in the order they are posted; completions may run in
-//   any order. To be handed transfers in order, with buffers reposted for you, use a
-//   receive ring (open_ring) instead of recv().
-// - A receive's view must be idle on the device when the receive is posted: data from
-//   another rank, or a same-rank copy on the sender's stream, is not ordered after work
-//   on the receiver's stream.
-// - A link is opened once at a time: to open it again, first close the old Channel
-//   (assign Channel{}). Sends made before the peer has opened its end wait for it.
-// - Closing a channel with transfers still to come leaves them unprocessed, and run()
-//   waiting for them (KODO_STALL_SECONDS reports them).
-// - Copies between two host views (host-staged or same-rank) are made on the calling
-//   thread after the stream's work, not asynchronously.
-//
-// Links and tags. A link (collection, receiving unit, sending unit, port) is numbered
-// by the rank that receives on it: the first link a rank receives on is 0, the next 1,
-// and a link keeps its number for the runtime's life. When an end opens, it tells the
-// peer's rank its number (one small message); the peer's sends wait for it, once. A
-// transfer travels as a UCX tagged message with the 64-bit tag
-//   bits 63..32  the receiving rank's number of the link (< 2^32 links per rank)
-//   bits 31..0   the transfer number on the link, modulo 2^32
-// so tags are unique at the receiving rank whatever the size of the collection (up to
-// 2^62 units) or the job, and up to 2^32 transfers may be in flight per link. Entry-
-// method messages travel as UCX active messages and never meet these tags.
-//
-// A transfer that does not fit its receive ends the job with the same message on the
-// receiving rank and on the sending rank.
+/// @file
+/// Channels: persistent links between two work units for repeated transfers of views
+/// (halos), with receives posted in advance into the views the data must land in.
+///
+/// ```
+///   kodo::Channel c = open_channel(comm_stream, neighbour_index);   // in both units
+///   c.recv(ghost_buffer, [this] { on_face(); });     // posted now, matched later
+///   pack(comm_stream, ...); c.send(face_buffer);     // sent once the pack is done
+/// ```
+///
+/// The k-th send on one end lands in the buffer of the k-th receive posted on the other
+/// end, whatever order the messages travel in; several transfers may be in flight in
+/// each direction, and their completions may run in any order. Completion reaches the
+/// unit from the scheduler loop, never from inside UCX, and no call blocks the rank.
+///
+/// The receiver always knows how much arrived: a completion taking no argument accepts
+/// only a transfer that fills its view exactly; one taking a std::size_t is told the
+/// number of elements that arrived (up to the view's size). Anything else (more than
+/// the view holds, a partial element, a short transfer to a completion that takes no
+/// count) ends the job with an error naming the link and both sizes.
+///
+/// Transport:
+/// - units on different ranks: UCX tagged messages. A receive is posted into the
+///   destination view itself (device memory stays on the device), so no metadata round
+///   trip precedes the data. The memory type of the view's Kokkos memory space is given
+///   to UCX as a hint.
+/// - a receive ring whose peer rank shares the node (same-node route, KODO_CHANNELS,
+///   node_channels.hpp): no UCX and no host on the data path. The receiver offers its
+///   ring once: each device buffer exported for the sender to map (CUDA/HIP IPC), or, on
+///   the host backend, a slot in its shared-memory segment. The sender's stream copies
+///   transfer k into buffer k % n and then publishes its size and the count k + 1 in the
+///   receiver's segment (one kernel; stores a host reads); the receiver's scheduler loop
+///   reads one count per ring, and its releases publish how far the sender may go
+///   (back-pressure, read by the sender's loop). A rank whose process exits while a ring
+///   waits on it ends the job with an error naming it. Every field of an offer is
+///   checked before use, and the published words are checked on arrival. A ring takes
+///   the route when it is opened before the scheduler's next message after its channel
+///   opened (in the same constructor or entry method); the peer's sends wait that long to
+///   learn the route, and a channel without a ring then goes by UCX.
+/// - units on the same rank: a device copy on the sending end's stream, no UCX.
+/// - CommMode::host_staged (for comparison, or networks without GPU support): the
+///   sender copies the view to pinned host memory on its stream, sends from there, and
+///   the receiver copies from pinned host memory into the view on its stream.
+///
+/// Rules:
+/// - Receives are matched to sends in the order they are posted; completions may run in
+///   any order. To be handed transfers in order, with buffers reposted for you, use a
+///   receive ring (open_ring) instead of recv().
+/// - A receive's view must be idle on the device when the receive is posted: data from
+///   another rank, or a same-rank copy on the sender's stream, is not ordered after work
+///   on the receiver's stream.
+/// - A link is opened once at a time: to open it again, first close the old Channel
+///   (assign Channel{}). Sends made before the peer has opened its end wait for it.
+/// - Closing a channel with transfers still to come leaves them unprocessed, and run()
+///   waiting for them (KODO_STALL_SECONDS reports them).
+/// - Copies between two host views (host-staged or same-rank) are made on the calling
+///   thread after the stream's work, not asynchronously.
+///
+/// Links and tags. A link (collection, receiving unit, sending unit, port) is numbered
+/// by the rank that receives on it: the first link a rank receives on is 0, the next 1,
+/// and a link keeps its number for the runtime's life. When an end opens, it tells the
+/// peer's rank its number (one small message); the peer's sends wait for it, once. A
+/// transfer travels as a UCX tagged message with the 64-bit tag
+///   bits 63..32  the receiving rank's number of the link (< 2^32 links per rank)
+///   bits 31..0   the transfer number on the link, modulo 2^32
+/// so tags are unique at the receiving rank whatever the size of the collection (up to
+/// 2^62 units) or the job, and up to 2^32 transfers may be in flight per link. Entry-
+/// method messages travel as UCX active messages and never meet these tags.
+///
+/// A transfer that does not fit its receive ends the job with the same message on the
+/// receiving rank and on the sending rank.
 
 #include <kodo/backends/memory.hpp>
 #include <kodo/backends/stream.hpp>
@@ -87,14 +90,18 @@
 
 namespace kodo {
 
+/// How a channel moves data between ranks: straight from the view's memory (GPU-aware
+/// UCX, or the same-node route), or staged through pinned host memory.
 enum class CommMode { device, host_staged };
 
-// "device" or "host"; throws kodo::Error for anything else.
+/// "device" or "host"; throws kodo::Error for anything else.
 CommMode parse_comm_mode(std::string_view text);
+/// "device" or "host".
 const char* to_string(CommMode mode);
 
-// Tag for Channel::send: the data is complete now (no device work on it is pending).
+/// Tag for Channel::send: the data is complete now (no device work on it is pending).
 struct DataReady {};
+/// The DataReady tag to pass.
 inline constexpr DataReady data_ready{};
 
 template <class D>
@@ -269,36 +276,39 @@ void wait_on_ring(RingCore* core, Stream& stream, std::uint64_t transfer);
 
 }  // namespace detail
 
-// What a receive ring hands its unit: one transfer, in transfer order.
+/// What a receive ring hands its unit: one transfer, in transfer order.
 template <class V>
 struct Arrival {
-  std::uint64_t transfer;  // 0, 1, 2, ... on this channel
-  std::size_t count;       // elements that arrived, at most view.size()
-  V view;                  // the ring's buffer they arrived in
+  std::uint64_t transfer;  ///< 0, 1, 2, ... on this channel
+  std::size_t count;       ///< elements that arrived, at most view.size()
+  V view;                  ///< the ring's buffer they arrived in
 };
 
-// A ring of receive buffers on one channel (Channel::open_ring). It keeps each free
-// buffer posted, hands transfers to the unit in transfer order however they travel
-// (transfer t lands in buffer t % buffers()), and reposts a buffer once the unit
-// releases the transfer in it. Transfers are released in order, each after it was
-// handed over or waited for on a stream; anything else is an error. Destroying the
-// ring stops its hand-overs; close the channel with it (its posted receives belong to
-// the channel).
-//
-// Waits on streams (same-node route): the unit may queue the work that reads transfer t
-// before t arrives, behind wait(stream, t), and release t on that stream at once; no
-// host then stands between t's arrival and that work, nor between the work's end and
-// the sender's next transfer into the buffer (on GPUs the release's count is stored by
-// the stream, and the sender's stream waits for it on the device). on_arrival still
-// runs for every transfer, later. Waits are bounded (KODO_DEVICE_WAIT_SECONDS, default
-// 60 s; running out ends the job naming the link), and end early when either end
-// closes. A stream waiting on the device holds the work queued behind it: queue the
-// sends the peer needs before the waits for its answers.
+/// A ring of receive buffers on one channel (Channel::open_ring). It keeps each free
+/// buffer posted, hands transfers to the unit in transfer order however they travel
+/// (transfer t lands in buffer t % buffers()), and reposts a buffer once the unit
+/// releases the transfer in it. Transfers are released in order, each after it was
+/// handed over or waited for on a stream; anything else is an error. Destroying the
+/// ring stops its hand-overs; close the channel with it (its posted receives belong to
+/// the channel).
+///
+/// Waits on streams (same-node route): the unit may queue the work that reads transfer t
+/// before t arrives, behind wait(stream, t), and release t on that stream at once; no
+/// host then stands between t's arrival and that work, nor between the work's end and
+/// the sender's next transfer into the buffer (on GPUs the release's count is stored by
+/// the stream, and the sender's stream waits for it on the device). on_arrival still
+/// runs for every transfer, later. Waits are bounded (KODO_DEVICE_WAIT_SECONDS, default
+/// 60 s; running out ends the job naming the link), and end early when either end
+/// closes. A stream waiting on the device holds the work queued behind it: queue the
+/// sends the peer needs before the waits for its answers.
 template <class V>
 class ReceiveRing {
  public:
+  /// A ring that is not open.
   ReceiveRing() = default;
+  /// Moves the ring; `other` is then not open.
   ReceiveRing(ReceiveRing&&) noexcept = default;
+  /// Stops this ring's hand-overs and takes over `other`'s.
   ReceiveRing& operator=(ReceiveRing&& other) noexcept {
     if (this != &other) {
       stop();
@@ -308,23 +318,24 @@ class ReceiveRing {
   }
   ~ReceiveRing() { stop(); }
 
-  // The buffer of `transfer` may be written again now: the unit is done with it.
+  /// The buffer of `transfer` may be written again now: the unit is done with it.
   void release(std::uint64_t transfer) { detail::release_ring(core_.get(), nullptr, transfer); }
-  // ... once the work enqueued on `stream` so far (device work reading it) is done.
+  /// ... once the work enqueued on `stream` so far (device work reading it) is done.
   void release(Stream& stream, std::uint64_t transfer) {
     detail::release_ring(core_.get(), &stream, transfer);
   }
+  /// Whether the ring was opened (and not moved from).
   bool is_open() const { return core_ != nullptr; }
 
-  // Whether wait() may be called: the ring takes the same-node route and a transfer has
-  // come that way (so the sender mapped it); false until then, on other routes, and
-  // where ranks share a GPU (KODO_SHARE_GPUS: the GPU time-slices them, and a kernel
-  // waiting for the other rank would hold it for a whole slice, ~2 ms on an H100).
+  /// Whether wait() may be called: the ring takes the same-node route and a transfer has
+  /// come that way (so the sender mapped it); false until then, on other routes, and
+  /// where ranks share a GPU (KODO_SHARE_GPUS: the GPU time-slices them, and a kernel
+  /// waiting for the other rank would hold it for a whole slice, ~2 ms on an H100).
   bool waits_on_streams() const { return detail::ring_waits_on_streams(core_.get()); }
-  // Work enqueued on `stream` from now on runs once `transfer` is in its buffer
-  // (transfer % buffers()). `transfer` is not released yet, and its buffer is free: it
-  // is below the oldest transfer not released + buffers(). On the host backend, whose
-  // streams run work in the call, this returns once the transfer is in.
+  /// Work enqueued on `stream` from now on runs once `transfer` is in its buffer
+  /// (transfer % buffers()). `transfer` is not released yet, and its buffer is free: it
+  /// is below the oldest transfer not released + buffers(). On the host backend, whose
+  /// streams run work in the call, this returns once the transfer is in.
   void wait(Stream& stream, std::uint64_t transfer) {
     detail::wait_on_ring(core_.get(), stream, transfer);
   }
@@ -338,30 +349,36 @@ class ReceiveRing {
   std::shared_ptr<detail::RingCore> core_;
 };
 
+/// One end of a link between two work units (WorkUnit::open_channel), for repeated
+/// transfers of views; see this file's description for how transfers travel and the
+/// rules they follow.
 class Channel {
  public:
+  /// A closed channel; assigning it to an open one closes that.
   Channel() = default;
+  /// Moves the end; `other` is then closed.
   Channel(Channel&&) noexcept;
+  /// Closes this end and takes over `other`'s.
   Channel& operator=(Channel&&) noexcept;
-  ~Channel();  // receives still posted are cancelled
+  ~Channel();  ///< receives still posted are cancelled
 
-  // Sends the contents of `data` to the peer once the work enqueued on this end's
-  // stream so far is done. `sent` (optional) runs when `data` may be written again.
+  /// Sends the contents of `data` to the peer once the work enqueued on this end's
+  /// stream so far is done. `sent` (optional) runs when `data` may be written again.
   template <class V>
   void send(const V& data, std::function<void()> sent = {}) {
     send_segment(segment(data), std::make_shared<V>(data), std::move(sent), false);
   }
-  // The same for data that is complete already (written by the host, or by device
-  // work the caller has fenced): a GPU-aware send to another rank starts at once,
-  // without a trip through the completion engine.
+  /// The same for data that is complete already (written by the host, or by device
+  /// work the caller has fenced): a GPU-aware send to another rank starts at once,
+  /// without a trip through the completion engine.
   template <class V>
   void send(const V& data, DataReady, std::function<void()> sent = {}) {
     send_segment(segment(data), std::make_shared<V>(data), std::move(sent), true);
   }
-  // Posts the receive of the peer's next send into `into`; `received` runs once the
-  // data is in `into` (for a device view: device work then sees it when ordered after
-  // this end's stream, or launched from `received`). `received` takes no argument (the
-  // transfer must fill `into`) or a std::size_t (the elements that arrived).
+  /// Posts the receive of the peer's next send into `into`; `received` runs once the
+  /// data is in `into` (for a device view: device work then sees it when ordered after
+  /// this end's stream, or launched from `received`). `received` takes no argument (the
+  /// transfer must fill `into`) or a std::size_t (the elements that arrived).
   template <class V, class F>
   void recv(const V& into, F&& received) {
     using Value = typename V::value_type;
@@ -378,10 +395,10 @@ class Channel {
     }
   }
 
-  // Makes this channel's receives a ring over `buffers` (at least one; each receive
-  // takes up to a buffer's size): `on_arrival(const Arrival<V>&)` runs for each
-  // transfer, in transfer order. The ring takes over the channel's receives: open it
-  // before any recv(), and use no recv() after.
+  /// Makes this channel's receives a ring over `buffers` (at least one; each receive
+  /// takes up to a buffer's size): `on_arrival(const Arrival<V>&)` runs for each
+  /// transfer, in transfer order. The ring takes over the channel's receives: open it
+  /// before any recv(), and use no recv() after.
   template <class V, class F>
   ReceiveRing<V> open_ring(std::vector<V> buffers, F&& on_arrival) {
     static_assert(std::is_invocable_v<F&, const Arrival<V>&>,
@@ -397,8 +414,9 @@ class Channel {
     return ReceiveRing<V>(start_ring(std::move(segments), views, sizeof(Value), std::move(hand)));
   }
 
+  /// Whether this end is open (opened, and not closed or moved from).
   bool is_open() const { return end_ != nullptr; }
-  bool is_local() const;  // the peer is on this rank
+  bool is_local() const;  ///< the peer is on this rank
 
  private:
   template <class D>

@@ -1,25 +1,26 @@
 // SPDX-FileCopyrightText: 2026 The kodo developers
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
-// Byte serialization of the arguments of entry-method calls between ranks.
-//
-// Values are copied into the byte stream. A Kokkos::View is not: the stream holds its
-// extents and the view's memory travels beside the bytes as it is (device memory
-// straight from the device); the receiver takes a view of the same type from its
-// runtime's pool (view_pool.hpp) and the transport lands the data in it. Calls on the
-// same rank are not serialized at all.
-//
-// Bytes from another rank are input: every count and extent read here is checked
-// against the bytes that remain, the data that arrived, and the bounds below, before
-// anything is allocated or taken from the pool; a violation throws kodo::Error naming
-// it. (The receiving runtime reads a call's arguments twice: once to check them all,
-// making no views, then to make them.) Other types
-// travel by specialising Serializer<T> (pack/unpack through ByteWriter/ByteReader).
-// Trivially copyable types are copied as their bytes: bool is checked to be 0 or 1 and
-// a scoped enum arrives as any value of its underlying type, to be checked by the
-// receiver like any integer. kodo cannot look inside other trivially copyable types:
-// send only types that every byte pattern is a valid value of (no bool, enum or
-// std::optional members), or give them a Serializer that checks.
+/// @file
+/// Byte serialization of the arguments of entry-method calls between ranks.
+///
+/// Values are copied into the byte stream. A Kokkos::View is not: the stream holds its
+/// extents and the view's memory travels beside the bytes as it is (device memory
+/// straight from the device); the receiver takes a view of the same type from its
+/// runtime's pool (view_pool.hpp) and the transport lands the data in it. Calls on the
+/// same rank are not serialized at all.
+///
+/// Bytes from another rank are input: every count and extent read here is checked
+/// against the bytes that remain, the data that arrived, and the bounds below, before
+/// anything is allocated or taken from the pool; a violation throws kodo::Error naming
+/// it. (The receiving runtime reads a call's arguments twice: once to check them all,
+/// making no views, then to make them.) Other types
+/// travel by specialising Serializer<T> (pack/unpack through ByteWriter/ByteReader).
+/// Trivially copyable types are copied as their bytes: bool is checked to be 0 or 1 and
+/// a scoped enum arrives as any value of its underlying type, to be checked by the
+/// receiver like any integer. kodo cannot look inside other trivially copyable types:
+/// send only types that every byte pattern is a valid value of (no bool, enum or
+/// std::optional members), or give them a Serializer that checks.
 
 #include <kodo/backends/memory.hpp>
 #include <kodo/comm/view_pool.hpp>
@@ -40,6 +41,7 @@
 
 namespace kodo {
 
+/// A serialized byte stream.
 using Bytes = std::vector<std::byte>;
 
 namespace detail {
@@ -66,16 +68,23 @@ template <class T>
 constexpr bool not_every_pattern_v = std::is_same_v<T, bool> || IsUnscopedEnum<T>::value;
 }  // namespace detail
 
+/// How a T travels in messages: a specialisation has `static void pack(ByteWriter&, const
+/// T&)` and `static T unpack(ByteReader&)`. kodo specialises it for trivially copyable
+/// types, bool, scoped enums, std::vector, std::string and Kokkos views; other types
+/// travel by specialising it.
 template <class T, class Enable = void>
 struct Serializer;
 
+/// The byte stream a Serializer packs into.
 class ByteWriter {
  public:
+  /// Appends `n` bytes from `data`.
   void write(const void* data, std::size_t n) {
     if (n == 0) return;
     const auto* p = static_cast<const std::byte*>(data);
     bytes_.insert(bytes_.end(), p, p + n);
   }
+  /// The bytes written so far.
   std::size_t size() const { return bytes_.size(); }
 
  private:
@@ -88,12 +97,16 @@ class ByteWriter {
   std::vector<detail::Attachment> attachments_;
 };
 
+/// The byte stream a Serializer unpacks from: bytes that came from another rank, read
+/// with every length checked.
 class ByteReader {
  public:
+  /// Reads the `n` bytes at `data` (which must outlive the reader).
   ByteReader(const std::byte* data, std::size_t n) : data_(data), size_(n) {}
+  /// Reads `b` (which must outlive the reader).
   explicit ByteReader(const Bytes& b) : ByteReader(b.data(), b.size()) {}
 
-  // Copies the next `n` bytes to `out`; throws kodo::Error if fewer remain.
+  /// Copies the next `n` bytes to `out`; throws kodo::Error if fewer remain.
   void read(void* out, std::size_t n) {
     if (n > size_ - pos_)
       throw Error(detail::cat("a message's arguments end after ", size_, " bytes; reading ", n,
@@ -102,6 +115,7 @@ class ByteReader {
     std::memcpy(out, data_ + pos_, n);
     pos_ += n;
   }
+  /// The bytes not read yet.
   std::size_t remaining() const { return size_ - pos_; }
 
  private:
@@ -138,47 +152,62 @@ class ByteReader {
   std::uint64_t view_data_left_ = 0;
 };
 
+/// Writes `value` to `w` (through Serializer<T>).
 template <class T>
 void pack(ByteWriter& w, const T& value) {
   Serializer<T>::pack(w, value);
 }
+/// Reads a T from `r` (through Serializer<T>); throws kodo::Error on malformed bytes.
 template <class T>
 T unpack(ByteReader& r) {
   return Serializer<T>::unpack(r);
 }
 
+/// Trivially copyable types travel as their bytes (see this file's description for which
+/// types that is safe for).
 template <class T>
 struct Serializer<T,
                   std::enable_if_t<std::is_trivially_copyable_v<T> && !Kokkos::is_view<T>::value &&
                                    !std::is_same_v<T, bool> && !std::is_enum_v<T>>> {
+  /// Writes `v`'s bytes; reads them back.
+  ///@{
   static void pack(ByteWriter& w, const T& v) { w.write(&v, sizeof(T)); }
   static T unpack(ByteReader& r) {
     T v;
     r.read(&v, sizeof(T));
     return v;
   }
+  ///@}
 };
 
+/// bool travels as one byte, checked to be 0 or 1 on arrival.
 template <>
 struct Serializer<bool> {
+  /// Writes 0 or 1; reads it back (anything else is a kodo::Error).
+  ///@{
   static void pack(ByteWriter& w, bool v) { kodo::pack<std::uint8_t>(w, v ? 1 : 0); }
   static bool unpack(ByteReader& r) {
     const auto b = kodo::unpack<std::uint8_t>(r);
     if (b > 1) throw Error(detail::cat("a bool argument holds ", unsigned{b}, ", not 0 or 1"));
     return b == 1;
   }
+  ///@}
 };
 
+/// A scoped enum travels as its underlying type (any value of it may arrive: check it).
 template <class E>
 struct Serializer<E, std::enable_if_t<std::is_enum_v<E>>> {
-  using U = std::underlying_type_t<E>;
+  using U = std::underlying_type_t<E>;  ///< the type it travels as
   // A scoped enum takes every value of its underlying type; an unscoped one without a
   // fixed type does not (a value beyond its enumerators' range is undefined).
   static_assert(
       !detail::IsUnscopedEnum<E>::value,
       "kodo: enums in messages must be scoped (enum class), or have a Serializer of their own");
+  /// Writes `v` as a U; reads it back.
+  ///@{
   static void pack(ByteWriter& w, E v) { kodo::pack<U>(w, static_cast<U>(v)); }
   static E unpack(ByteReader& r) { return static_cast<E>(kodo::unpack<U>(r)); }
+  ///@}
 };
 
 namespace detail {
@@ -193,8 +222,12 @@ inline std::uint64_t read_count(ByteReader& r, std::size_t min_bytes, const char
 }
 }  // namespace detail
 
+/// A vector travels as its size and its elements (its count checked against the bytes
+/// that remain).
 template <class T, class A>
 struct Serializer<std::vector<T, A>> {
+  /// Writes `v`; reads a vector back.
+  ///@{
   static void pack(ByteWriter& w, const std::vector<T, A>& v) {
     kodo::pack<std::uint64_t>(w, v.size());
     if constexpr (std::is_trivially_copyable_v<T> && !std::is_same_v<T, bool> &&
@@ -220,10 +253,14 @@ struct Serializer<std::vector<T, A>> {
       return v;
     }
   }
+  ///@}
 };
 
+/// A string travels as its size and its characters.
 template <>
 struct Serializer<std::string> {
+  /// Writes `s`; reads a string back.
+  ///@{
   static void pack(ByteWriter& w, const std::string& s) {
     kodo::pack<std::uint64_t>(w, s.size());
     w.write(s.data(), s.size());
@@ -234,18 +271,20 @@ struct Serializer<std::string> {
     r.read(s.data(), n);
     return s;
   }
+  ///@}
 };
 
-// Views travel as their extents in the byte stream and their contents beside it (the
-// view itself, not a copy: see collection.hpp for when the sender may write it again).
-// The receiver gets a view of the same type that no other view shares (from its pool),
-// or, for a view with no elements, one that holds no memory.
+/// Views travel as their extents in the byte stream and their contents beside it (the
+/// view itself, not a copy: see collection.hpp for when the sender may write it again).
+/// The receiver gets a view of the same type that no other view shares (from its pool),
+/// or, for a view with no elements, one that holds no memory.
 template <class V>
 struct Serializer<V, std::enable_if_t<Kokkos::is_view<V>::value>> {
-  using value_type = typename V::non_const_value_type;
+  using value_type = typename V::non_const_value_type;  ///< the element type
+  /// The view type the receiver gets: V's data type, layout and memory space, managed.
   using owning_type = Kokkos::View<typename V::non_const_data_type, typename V::array_layout,
                                    typename V::memory_space>;
-  static constexpr std::size_t rank = V::rank();
+  static constexpr std::size_t rank = V::rank();  ///< the view's number of dimensions
 
   static_assert(rank >= 1, "kodo: views in messages must have at least one dimension");
   static_assert(V::rank_dynamic() == V::rank(),
@@ -261,6 +300,7 @@ struct Serializer<V, std::enable_if_t<Kokkos::is_view<V>::value>> {
       !V::memory_traits::is_unmanaged,
       "kodo: views in messages must own their memory (the receiver gets a view of its own)");
 
+  /// Writes `v`'s extents and attaches its memory to the message.
   static void pack(ByteWriter& w, const V& v) {
     for (std::size_t d = 0; d < rank; ++d) kodo::pack<std::uint64_t>(w, v.extent(d));
     if (v.size() == 0) return;
@@ -268,6 +308,8 @@ struct Serializer<V, std::enable_if_t<Kokkos::is_view<V>::value>> {
     w.attach(detail::Attachment{segment_of(v), std::make_shared<V>(v)});
   }
 
+  /// Reads the extents and makes the view the data lands in (checked against kodo's bound
+  /// and the view data the message carries).
   static V unpack(ByteReader& r) {
     std::array<std::size_t, rank> ext{};
     std::uint64_t bytes = sizeof(value_type);

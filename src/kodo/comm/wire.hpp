@@ -1,10 +1,11 @@
 // SPDX-FileCopyrightText: 2026 The kodo developers
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
-// What travels between ranks: a fixed header, the serialized arguments, and the memory
-// of the views they carry; and the checks a received header passes before anything is
-// allocated or called for it (the layers above check what only they can know: the
-// collection, the unit, the handler).
+/// @file
+/// What travels between ranks: a fixed header, the serialized arguments, and the memory
+/// of the views they carry; and the checks a received header passes before anything is
+/// allocated or called for it (the layers above check what only they can know: the
+/// collection, the unit, the handler).
 
 #include <kodo/comm/serialize.hpp>
 

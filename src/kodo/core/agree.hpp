@@ -1,8 +1,9 @@
 // SPDX-FileCopyrightText: 2026 The kodo developers
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
-// MPI in the core: checked MPI calls, and start-up failures that some ranks may hit
-// where all must stop together.
+/// @file
+/// MPI in the core: checked MPI calls, and start-up failures that some ranks may hit
+/// where all must stop together.
 
 #include <mpi.h>
 

@@ -1,14 +1,15 @@
 // SPDX-FileCopyrightText: 2026 The kodo developers
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
-// kodo's one error type, and how a failure that only one rank sees ends the whole job.
-//
-// A kodo::Error is thrown where every rank reaches the same verdict (bad arguments,
-// collective checks) so that the program can unwind and exit non-zero. An error only
-// one rank can see (a malformed message, a lost peer, an exception escaping an entry
-// method) is fatal: it is reported and every rank of the job is aborted, because the
-// others would otherwise wait forever. (No MPI here: the backends include this header
-// with their own toolchains.)
+/// @file
+/// kodo's one error type, and how a failure that only one rank sees ends the whole job.
+///
+/// A kodo::Error is thrown where every rank reaches the same verdict (bad arguments,
+/// collective checks) so that the program can unwind and exit non-zero. An error only
+/// one rank can see (a malformed message, a lost peer, an exception escaping an entry
+/// method) is fatal: it is reported and every rank of the job is aborted, because the
+/// others would otherwise wait forever. (No MPI here: the backends include this header
+/// with their own toolchains.)
 
 #include <sstream>
 #include <stdexcept>
@@ -17,19 +18,21 @@
 
 namespace kodo {
 
+/// kodo's one error type: bad arguments, misuse and failed collective checks, thrown
+/// where every rank reaches the same verdict.
 class Error : public std::runtime_error {
  public:
-  // `what` is prefixed with "kodo: " unless it starts with it.
+  /// `what` is prefixed with "kodo: " unless it starts with it.
   explicit Error(const std::string& what);
 };
 
-// Prints "kodo: fatal error on rank R: what" and aborts every rank of the job.
+/// Prints "kodo: fatal error on rank R: what" and aborts every rank of the job.
 [[noreturn]] void fatal(const std::string& what);
 
-// Prints `text` to standard error in one write, with a newline added if it has none.
-// Under mpiexec a message printed in pieces (printf writes in 128-byte pieces) can be
-// torn: the launcher holds back a piece that ends mid-line and may pass it on with the
-// rank's standard output.
+/// Prints `text` to standard error in one write, with a newline added if it has none.
+/// Under mpiexec a message printed in pieces (printf writes in 128-byte pieces) can be
+/// torn: the launcher holds back a piece that ends mid-line and may pass it on with the
+/// rank's standard output.
 void print_error(std::string_view text);
 
 namespace detail {

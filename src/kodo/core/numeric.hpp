@@ -1,8 +1,9 @@
 // SPDX-FileCopyrightText: 2026 The kodo developers
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
-// Overflow-checked arithmetic for sizes that come from outside (the wire, the command
-// line), and the stable 64-bit hash kodo names things with.
+/// @file
+/// Overflow-checked arithmetic for sizes that come from outside (the wire, the command
+/// line), and the stable 64-bit hash kodo names things with.
 
 #include <cstdint>
 #include <limits>

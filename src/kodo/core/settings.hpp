@@ -1,12 +1,13 @@
 // SPDX-FileCopyrightText: 2026 The kodo developers
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
-// kodo's settings: the KODO_* environment variables, in one table that drives how each is
-// parsed (strictly, within its range), the --kodo-help listing, the configuration dump
-// (KODO_PRINT_CONFIGURATION=1) and the start-up check that every rank of a job has the
-// same valid settings. A setting that is invalid on one rank, or differs between ranks,
-// is the same kodo::Error on every rank, naming it: a rank must never run with settings
-// its peers do not share (one rank with KODO_STREAMS=0 used to hang the job).
+/// @file
+/// kodo's settings: the KODO_* environment variables, in one table that drives how each is
+/// parsed (strictly, within its range), the --kodo-help listing, the configuration dump
+/// (KODO_PRINT_CONFIGURATION=1) and the start-up check that every rank of a job has the
+/// same valid settings. A setting that is invalid on one rank, or differs between ranks,
+/// is the same kodo::Error on every rank, naming it: a rank must never run with settings
+/// its peers do not share (one rank with KODO_STREAMS=0 used to hang the job).
 
 #include <mpi.h>
 
@@ -20,26 +21,32 @@
 
 namespace kodo {
 
+/// How a setting's text is read.
 enum class SettingKind {
-  count,    // decimal digits, from `least` to `most`
-  bytes,    // decimal digits, optionally followed by K, M or G; from `least` to `most`
-  seconds,  // a positive decimal number up to `most`
-  flag,     // 0 or 1
-  choice,   // one of `choices` (separated by '|')
-  text,     // any text
+  count,    ///< decimal digits, from `least` to `most`
+  bytes,    ///< decimal digits, optionally followed by K, M or G; from `least` to `most`
+  seconds,  ///< a positive decimal number up to `most`
+  flag,     ///< 0 or 1
+  choice,   ///< one of `choices` (separated by '|')
+  text,     ///< any text
 };
 
+/// One KODO_* environment variable: its name, how it is parsed, its range and default,
+/// and what it does.
 struct SettingInfo {
-  std::string_view name;
-  SettingKind kind;
-  std::uint64_t least = 0, most = 0;  // count, bytes; seconds: `most` only
-  std::string_view choices;           // choice
-  std::string_view fallback;          // what holds when it is unset, in words
-  bool same_on_every_rank = true;     // false: a rank may differ (it changes nothing shared)
-  std::string_view doc;
+  std::string_view name;  ///< the variable, e.g. "KODO_STREAMS"
+  SettingKind kind;       ///< how its text is parsed
+  /// count, bytes; seconds: `most` only
+  ///@{
+  std::uint64_t least = 0, most = 0;
+  ///@}
+  std::string_view choices;        ///< choice
+  std::string_view fallback;       ///< what holds when it is unset, in words
+  bool same_on_every_rank = true;  ///< false: a rank may differ (it changes nothing shared)
+  std::string_view doc;            ///< what it does, in words
 };
 
-// Every setting kodo reads.
+/// Every setting kodo reads.
 inline constexpr std::array<SettingInfo, 14> kSettings{{
     {"KODO_STREAMS",
      SettingKind::count,
@@ -140,10 +147,12 @@ inline constexpr std::array<SettingInfo, 14> kSettings{{
      "1 makes rank 0 print where each rank runs at start-up (node-local rank, GPU, cpus, NUMA)"},
 }};
 
-// The table above, and its listing as --kodo-help prints it (one setting a line: name,
-// kind and range, default, what it does).
+/// The table above, and its listing as --kodo-help prints it (one setting a line: name,
+/// kind and range, default, what it does).
+///@{
 std::span<const SettingInfo> settings();
 std::string settings_listing();
+///@}
 
 namespace detail {
 

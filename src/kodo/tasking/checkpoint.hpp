@@ -1,36 +1,41 @@
 // SPDX-FileCopyrightText: 2026 The kodo developers
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
-// Checkpoints of collections, and restarts from them on any number of ranks.
-//
-//   // Between run() calls, on every rank (collective):
-//   auto report = kodo::write_checkpoint(runtime, "ckpt", {"jacobi3d", {{"step", "20"}}}, blocks);
-//   // In a later job, on any number of ranks, after creating the collection again:
-//   auto saved = kodo::Checkpoint::open(runtime, "ckpt", "jacobi3d");
-//   const std::int64_t step = saved.integer("step");
-//   saved.restore(blocks);  // the same unit grid: each unit restores its own state
-//
-// Units declare their state with a state() member function (unit_state.hpp). A restart
-// may use another rank count: units keep their indices and are spread over the new
-// ranks as any collection is. A collection cut into other units is restored by the
-// application, which says how old units map onto new ones (restore with a function;
-// SavedCollection::read reads any old unit's state into an object of the app's choice).
-//
-// On disk, the directory D (one path that every rank can reach) holds:
-//   D/checkpoint-N/manifest       what was saved: format version, kodo version,
-//                                 application, rank count, the application's keys, each
-//                                 collection's shape, unit type and ODF, and each unit
-//                                 file's size and checksum
-//   D/checkpoint-N/c<C>-u<L>.state  the state of unit L (linear index) of collection C
-//   D/latest                      the name of the newest complete checkpoint and its
-//                                 manifest's checksum
-// A checkpoint is written under checkpoint-N.partial, made durable (fsync), renamed,
-// and only then named in latest (written as latest.partial and renamed); the older
-// checkpoint is removed after that. A job killed while writing leaves the previous
-// checkpoint named in latest, intact. Files are in the writing machine's byte order.
-//
-// Every failure (a missing, truncated, corrupted or incompatible checkpoint, a full disk)
-// throws kodo::Error on every rank, naming the file and the problem.
+/// @file
+/// Checkpoints of collections, and restarts from them on any number of ranks.
+///
+/// ```
+///   // Between run() calls, on every rank (collective):
+///   auto report = kodo::write_checkpoint(runtime, "ckpt", {"jacobi3d", {{"step", "20"}}}, blocks);
+///   // In a later job, on any number of ranks, after creating the collection again:
+///   auto saved = kodo::Checkpoint::open(runtime, "ckpt", "jacobi3d");
+///   const std::int64_t step = saved.integer("step");
+///   saved.restore(blocks);  // the same unit grid: each unit restores its own state
+/// ```
+///
+/// Units declare their state with a state() member function (unit_state.hpp). A restart
+/// may use another rank count: units keep their indices and are spread over the new
+/// ranks as any collection is. A collection cut into other units is restored by the
+/// application, which says how old units map onto new ones (restore with a function;
+/// SavedCollection::read reads any old unit's state into an object of the app's choice).
+///
+/// On disk, the directory D (one path that every rank can reach) holds:
+/// ```
+///   D/checkpoint-N/manifest       what was saved: format version, kodo version,
+///                                 application, rank count, the application's keys, each
+///                                 collection's shape, unit type and ODF, and each unit
+///                                 file's size and checksum
+///   D/checkpoint-N/c<C>-u<L>.state  the state of unit L (linear index) of collection C
+///   D/latest                      the name of the newest complete checkpoint and its
+///                                 manifest's checksum
+/// ```
+/// A checkpoint is written under checkpoint-N.partial, made durable (fsync), renamed,
+/// and only then named in latest (written as latest.partial and renamed); the older
+/// checkpoint is removed after that. A job killed while writing leaves the previous
+/// checkpoint named in latest, intact. Files are in the writing machine's byte order.
+///
+/// Every failure (a missing, truncated, corrupted or incompatible checkpoint, a full disk)
+/// throws kodo::Error on every rank, naming the file and the problem.
 
 #include <kodo/core/agree.hpp>
 #include <kodo/core/error.hpp>
@@ -50,18 +55,18 @@
 
 namespace kodo {
 
-// What the application records beside its units: its name (checked on restart) and
-// keys of its own (no spaces in a key, no line break in a value).
+/// What the application records beside its units: its name (checked on restart) and
+/// keys of its own (no spaces in a key, no line break in a value).
 struct CheckpointInfo {
-  std::string application;
-  std::vector<std::pair<std::string, std::string>> keys;
+  std::string application;                                ///< checked on restart
+  std::vector<std::pair<std::string, std::string>> keys;  ///< (key, value)
 };
 
-// What writing a checkpoint took, the same on every rank.
+/// What writing a checkpoint took, the same on every rank.
 struct CheckpointReport {
-  std::string path;         // D/checkpoint-N
-  std::uint64_t bytes = 0;  // of unit state, over all ranks
-  double seconds = 0;       // from the call until latest names it, on the slowest rank
+  std::string path;         ///< D/checkpoint-N
+  std::uint64_t bytes = 0;  ///< of unit state, over all ranks
+  double seconds = 0;       ///< from the call until latest names it, on the slowest rank
 };
 
 class Checkpoint;
@@ -116,9 +121,9 @@ void read_unit(Runtime& runtime, const std::string& path, const SavedCollectionR
 
 }  // namespace detail
 
-// Collective: writes the state of every unit of `collections` to a new checkpoint in
-// `dir` (created if missing), between run() calls. Returns once the checkpoint is
-// complete and named in D/latest.
+/// Collective: writes the state of every unit of `collections` to a new checkpoint in
+/// `dir` (created if missing), between run() calls. Returns once the checkpoint is
+/// complete and named in D/latest.
 template <class... U>
 CheckpointReport write_checkpoint(Runtime& runtime, const std::string& dir,
                                   const CheckpointInfo& info, const Collection<U>&... collections) {
@@ -140,13 +145,14 @@ CheckpointReport write_checkpoint(Runtime& runtime, const std::string& dir,
   return write.finish(problem);
 }
 
-// One collection as a checkpoint holds it; valid while its Checkpoint is.
+/// One collection as a checkpoint holds it; valid while its Checkpoint is.
 class SavedCollection {
  public:
+  /// The shape the collection had when it was saved.
   const Extent3& shape() const { return record_->shape; }
-  // Restores `into`'s state() (any type with one, not only the unit type) from the
-  // saved state of unit `index`. Throws kodo::Error naming the file when it is missing,
-  // truncated, corrupted or holds other fields.
+  /// Restores `into`'s state() (any type with one, not only the unit type) from the
+  /// saved state of unit `index`. Throws kodo::Error naming the file when it is missing,
+  /// truncated, corrupted or holds other fields.
   template <class T>
   void read(const Index3& index, T& into) const {
     if (!record_->shape.contains(index))
@@ -165,32 +171,34 @@ class SavedCollection {
   const detail::SavedCollectionRecord* record_;
 };
 
-// A complete checkpoint, opened for a restart.
+/// A complete checkpoint, opened for a restart.
 class Checkpoint {
  public:
-  // Collective: opens the latest complete checkpoint in `dir` and checks its manifest,
-  // which must be of this kodo's format and written by `application`.
+  /// Collective: opens the latest complete checkpoint in `dir` and checks its manifest,
+  /// which must be of this kodo's format and written by `application`.
   static Checkpoint open(Runtime& runtime, const std::string& dir, std::string_view application);
 
-  const std::string& path() const { return path_; }  // D/checkpoint-N
-  int ranks() const { return ranks_; }               // of the job that wrote it
-  // The kodo that wrote it: its version and commit ("0.1.0 0123456789ab"; the version
-  // alone for checkpoints written before kodo recorded its commit).
+  const std::string& path() const { return path_; }  ///< D/checkpoint-N
+  int ranks() const { return ranks_; }               ///< of the job that wrote it
+  /// The kodo that wrote it: its version and commit ("0.1.0 0123456789ab"; the version
+  /// alone for checkpoints written before kodo recorded its commit).
   const std::string& kodo_version() const { return kodo_version_; }
-  // The application's key; throws kodo::Error when it is absent (or, for integer(), not
-  // an integer).
+  /// The application's key; throws kodo::Error when it is absent (or, for integer(), not
+  /// an integer).
+  ///@{
   const std::string& value(std::string_view key) const;
   std::int64_t integer(std::string_view key) const;
+  ///@}
 
-  // The saved collection with the id of `c` (the n-th created by the program); throws
-  // kodo::Error when the checkpoint has none or it holds another unit type.
+  /// The saved collection with the id of `c` (the n-th created by the program); throws
+  /// kodo::Error when the checkpoint has none or it holds another unit type.
   template <class U>
   SavedCollection collection(const Collection<U>& c) const {
     return SavedCollection(runtime_, path_, &find(c.id(), typeid(U).name()));
   }
 
-  // Collective: restores every local unit of `c` from its saved state; the unit grid
-  // must be the one saved.
+  /// Collective: restores every local unit of `c` from its saved state; the unit grid
+  /// must be the one saved.
   template <class U>
   void restore(const Collection<U>& c) const {
     require_main_program("Checkpoint::restore");
@@ -201,8 +209,8 @@ class Checkpoint {
                               ": restore it with a function that maps old units onto new ones"));
     restore(c, [&](U& unit, const SavedCollection& s) { s.read(unit.index(), unit); });
   }
-  // Collective: calls f(U&, const SavedCollection&) for every local unit of `c`, to
-  // restore it from any saved units (a unit grid of another shape).
+  /// Collective: calls f(U&, const SavedCollection&) for every local unit of `c`, to
+  /// restore it from any saved units (a unit grid of another shape).
   template <class U, class F>
   void restore(const Collection<U>& c, F&& f) const {
     require_main_program("Checkpoint::restore");

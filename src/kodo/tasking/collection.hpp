@@ -1,44 +1,47 @@
 // SPDX-FileCopyrightText: 2026 The kodo developers
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
-// Collections of work units and asynchronous entry-method invocation. What a unit can ask
-// of the runtime (streams, device completions, channels, reductions): work_unit.hpp; a
-// reference to one unit: unit_ref.hpp; reduction operations: reduction_ops.hpp.
-//
-//   struct Block : kodo::WorkUnit<Block> {
-//     Block(const kodo::UnitInit<Block>& init, double scale) : WorkUnit(init) { ... }
-//     void receive(int step, Kokkos::View<double*> face);   // an entry method
-//   };
-//   auto blocks = kodo::Collection<Block>::create(runtime, {4, 2, 2}, 0.5);
-//   blocks[{1, 0, 1}].send<&Block::receive>(3, face);       // local or remote alike
-//   runtime.run();                                          // until the job is quiet
-//
-// Entry methods are ordinary member functions. An invocation runs later, on the rank
-// that holds the unit. Its arguments are copied when the call is made, except views,
-// which are handed over: a unit on the same rank receives the very same view (no copy,
-// device memory stays on the device). For a unit on another rank, the receiving
-// runtime takes a view of the same type from its pool of reused allocations
-// (comm/view_pool.hpp) and the data lands in it; the entry method runs once it has.
-// Host views of a call travel with it when they take at most KODO_EAGER_BYTES in all
-// (default 8 KiB); device views, and larger ones, by rendezvous, straight from the
-// sender's view into the pooled one (device to device where the memory is on a GPU).
-//
-// Views and their owners:
-// - The sender may drop its copy of a view at once (kodo keeps the view until it has
-//   been sent), but must not write the view until its protocol knows the receiver has
-//   the data (on the same rank the receiver holds the very view, so: until the receiver
-//   is done with it). Device work that fills a view must be complete before the view is
-//   sent (when_done).
-// - A view an entry method receives is its own until every copy of it is dropped: it
-//   may keep one (as a member, say) as long as it likes, and no other call's data lands
-//   in that memory meanwhile. Once the last copy is gone the memory returns to the pool,
-//   and a later call may land in it.
-// - Device work launched on a received view does not hold it (a kernel keeps no
-//   reference once launched): keep a copy until that work is done, e.g. by capturing
-//   the view in the when_done continuation that follows the work.
-//
-// For repeated transfers between the same units into memory the receiver chose in
-// advance, use a Channel (open_channel).
+/// @file
+/// Collections of work units and asynchronous entry-method invocation. What a unit can ask
+/// of the runtime (streams, device completions, channels, reductions): work_unit.hpp; a
+/// reference to one unit: unit_ref.hpp; reduction operations: reduction_ops.hpp.
+///
+/// ```
+///   struct Block : kodo::WorkUnit<Block> {
+///     Block(const kodo::UnitInit<Block>& init, double scale) : WorkUnit(init) { ... }
+///     void receive(int step, Kokkos::View<double*> face);   // an entry method
+///   };
+///   auto blocks = kodo::Collection<Block>::create(runtime, {4, 2, 2}, 0.5);
+///   blocks[{1, 0, 1}].send<&Block::receive>(3, face);       // local or remote alike
+///   runtime.run();                                          // until the job is quiet
+/// ```
+///
+/// Entry methods are ordinary member functions. An invocation runs later, on the rank
+/// that holds the unit. Its arguments are copied when the call is made, except views,
+/// which are handed over: a unit on the same rank receives the very same view (no copy,
+/// device memory stays on the device). For a unit on another rank, the receiving
+/// runtime takes a view of the same type from its pool of reused allocations
+/// (comm/view_pool.hpp) and the data lands in it; the entry method runs once it has.
+/// Host views of a call travel with it when they take at most KODO_EAGER_BYTES in all
+/// (default 8 KiB); device views, and larger ones, by rendezvous, straight from the
+/// sender's view into the pooled one (device to device where the memory is on a GPU).
+///
+/// Views and their owners:
+/// - The sender may drop its copy of a view at once (kodo keeps the view until it has
+///   been sent), but must not write the view until its protocol knows the receiver has
+///   the data (on the same rank the receiver holds the very view, so: until the receiver
+///   is done with it). Device work that fills a view must be complete before the view is
+///   sent (when_done).
+/// - A view an entry method receives is its own until every copy of it is dropped: it
+///   may keep one (as a member, say) as long as it likes, and no other call's data lands
+///   in that memory meanwhile. Once the last copy is gone the memory returns to the pool,
+///   and a later call may land in it.
+/// - Device work launched on a received view does not hold it (a kernel keeps no
+///   reference once launched): keep a copy until that work is done, e.g. by capturing
+///   the view in the when_done continuation that follows the work.
+///
+/// For repeated transfers between the same units into memory the receiver chose in
+/// advance, use a Channel (open_channel).
 
 #include <kodo/core/error.hpp>
 #include <kodo/core/index.hpp>
@@ -82,19 +85,19 @@ class CollectionStore final : public CollectionBase {
 struct MigrationAccess;  // migration.hpp
 }  // namespace detail
 
-// A handle to a collection of units of type U, cheap to copy; units keep one to reach
-// their neighbours.
+/// A handle to a collection of units of type U, cheap to copy; units keep one to reach
+/// their neighbours.
 template <class U>
 class Collection {
  public:
   Collection() = default;
 
-  // Collective: every rank calls it, in the same order relative to other collections.
-  // Builds this rank's units as U(UnitInit<U>, args...); `args` are passed by
-  // reference to each local constructor (they are not sent anywhere). The collection
-  // keeps a copy of each argument, where U has a state() and all can be copied, to build
-  // a unit that moves to another rank (migration.hpp) the same way: pass what units must
-  // share by reference as a pointer or std::ref.
+  /// Collective: every rank calls it, in the same order relative to other collections.
+  /// Builds this rank's units as U(UnitInit<U>, args...); `args` are passed by
+  /// reference to each local constructor (they are not sent anywhere). The collection
+  /// keeps a copy of each argument, where U has a state() and all can be copied, to build
+  /// a unit that moves to another rank (migration.hpp) the same way: pass what units must
+  /// share by reference as a pointer or std::ref.
   template <class... Args>
   static Collection create(Runtime& runtime, Extent3 shape, Args&&... args) {
     const auto xy = detail::checked_mul(static_cast<std::uint64_t>(shape.x),
@@ -126,18 +129,19 @@ class Collection {
     return Collection(&runtime, id, shape);
   }
 
+  /// A reference to the unit at `index`, wherever it is (unit_ref.hpp).
   UnitRef<U> operator[](const Index3& index) const { return {runtime_, id_, shape_, index}; }
 
-  // Invokes entry method M on every unit of the collection. Called by one rank (or
-  // one unit); every unit then runs M once.
+  /// Invokes entry method M on every unit of the collection. Called by one rank (or
+  /// one unit); every unit then runs M once.
   template <auto M, class... A>
   void broadcast(const A&... args) const {
     for (std::int64_t l = 0; l < shape_.size(); ++l)
       (*this)[shape_.delinear(l)].template send<M>(args...);
   }
 
-  // Invokes entry method M on the units this rank holds. Called by every rank (the
-  // SPMD main program), it reaches every unit once without any message between ranks.
+  /// Invokes entry method M on the units this rank holds. Called by every rank (the
+  /// SPMD main program), it reaches every unit once without any message between ranks.
   template <auto M, class... A>
   void broadcast_local(const A&... args) const {
     const auto& s = store();
@@ -145,30 +149,34 @@ class Collection {
       (*this)[shape_.delinear(s.linear_of(slot))].template send<M>(args...);
   }
 
+  /// The shape of the unit grid, and its number of units.
+  ///@{
   const Extent3& shape() const { return shape_; }
   std::int64_t size() const { return shape_.size(); }
-  // The collection's number: the n-th created by the program has id n on every rank.
+  ///@}
+  /// The collection's number: the n-th created by the program has id n on every rank.
   std::uint32_t id() const { return id_; }
+  /// The runtime the collection belongs to.
   Runtime& runtime() const { return *runtime_; }
-  // The rank that holds the unit at `index`.
+  /// The rank that holds the unit at `index`.
   int owner(const Index3& index) const { return store().map().owner(shape_.linear(index)); }
 
-  // Calls f(U&) for each unit held by this rank, in index order.
+  /// Calls f(U&) for each unit held by this rank, in index order.
   template <class F>
   void for_each_local(F&& f) const {
     for (auto& u : store().units()) f(*u);
   }
 
-  // Reduction results for the main program. R is the result type: the T contributed,
-  // std::vector<E> for a std::vector<E> or rank-1 view of E, E for a rank-0 view of E.
-  // Every rank's main program calls on_reduced before run(): `callback(round, result)`,
-  // a void(std::uint64_t, const R&), then runs on this rank once per completed round of
-  // this collection without a name (rounds count from 0, named ones too), from the
-  // scheduler loop, in round order, after the units' target; a round whose results are
-  // not of type R ends the job naming both types.
-  // R may instead name a reduction (a kodo::Reduction type, reduction_ops.hpp): the
-  // callback, taking its result type, then runs for that reduction's rounds only, so the
-  // main program can watch several reductions of one collection.
+  /// Reduction results for the main program. R is the result type: the T contributed,
+  /// std::vector<E> for a std::vector<E> or rank-1 view of E, E for a rank-0 view of E.
+  /// Every rank's main program calls on_reduced before run(): `callback(round, result)`,
+  /// a void(std::uint64_t, const R&), then runs on this rank once per completed round of
+  /// this collection without a name (rounds count from 0, named ones too), from the
+  /// scheduler loop, in round order, after the units' target; a round whose results are
+  /// not of type R ends the job naming both types.
+  /// R may instead name a reduction (a kodo::Reduction type, reduction_ops.hpp): the
+  /// callback, taking its result type, then runs for that reduction's rounds only, so the
+  /// main program can watch several reductions of one collection.
   template <class R, class F>
   void on_reduced(F callback) const {
     using Result = result_of<R>;
@@ -182,9 +190,9 @@ class Collection {
         },
         name_of<R>());
   }
-  // The result of the latest round without a name of this collection completed on this
-  // rank (run() leaves it behind), or of named reduction R's latest round. Throws
-  // kodo::Error when no such round has completed, or when its results are not of type R.
+  /// The result of the latest round without a name of this collection completed on this
+  /// rank (run() leaves it behind), or of named reduction R's latest round. Throws
+  /// kodo::Error when no such round has completed, or when its results are not of type R.
   template <class R>
   auto reduced() const {
     using Result = result_of<R>;

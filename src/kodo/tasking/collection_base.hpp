@@ -1,9 +1,10 @@
 // SPDX-FileCopyrightText: 2026 The kodo developers
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
-// The type-independent part of a collection: its id, shape, unit type, mapping onto
-// ranks and the load its local units measured. The scheduler keeps these;
-// Collection<U> adds the units themselves.
+/// @file
+/// The type-independent part of a collection: its id, shape, unit type, mapping onto
+/// ranks and the load its local units measured. The scheduler keeps these;
+/// `Collection<U>` adds the units themselves.
 
 #include <kodo/core/index.hpp>
 

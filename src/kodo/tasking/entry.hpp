@@ -1,9 +1,10 @@
 // SPDX-FileCopyrightText: 2026 The kodo developers
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
-// Handlers: how an entry method is called with arguments kept as objects or rebuilt
-// from bytes, and how a reduction's values are combined and delivered. Each is
-// registered once per program under a stable id, with its unit type (registry.hpp).
+/// @file
+/// Handlers: how an entry method is called with arguments kept as objects or rebuilt
+/// from bytes, and how a reduction's values are combined and delivered. Each is
+/// registered once per program under a stable id, with its unit type (registry.hpp).
 
 #include <kodo/comm/serialize.hpp>
 #include <kodo/comm/wire.hpp>

@@ -1,24 +1,27 @@
 // SPDX-FileCopyrightText: 2026 The kodo developers
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
-// An inbox: values put by entry methods, awaited by a unit's task by key. It is how a task
-// awaits a call's arrival: the call carries its data and a key (its step, say), its entry
-// method puts them here, and the task takes the key when it needs it.
-//
-//   kodo::Inbox<std::int64_t, Payload> borders_;                  // a member of the unit
-//   void border(std::int64_t step, Payload p) {                    // an entry method
-//     borders_.put(step, std::move(p));
-//   }
-//   const Payload p = co_await borders_.take(step);                // in the unit's task
-//
-// A value put before its key is awaited waits here, so a caller one step ahead is
-// harmless; a task awaiting a key goes on from the scheduler loop once it is put (never
-// inside put). A key holds one value at a time: putting a key that holds a value, or
-// awaiting a key another task awaits, throws kodo::Error; once taken, the key may be put
-// again (keys by parity, say). A task that awaits a key nobody puts is reported as any
-// waiting task is (the key is shown where it is an integer). An inbox is not copied; one
-// moved from throws kodo::Error when used. A task awaiting a key of an inbox that is then
-// replaced (assigned another) waits for a put that cannot come, and is reported so.
+/// @file
+/// An inbox: values put by entry methods, awaited by a unit's task by key. It is how a task
+/// awaits a call's arrival: the call carries its data and a key (its step, say), its entry
+/// method puts them here, and the task takes the key when it needs it.
+///
+/// ```
+///   kodo::Inbox<std::int64_t, Payload> borders_;                  // a member of the unit
+///   void border(std::int64_t step, Payload p) {                    // an entry method
+///     borders_.put(step, std::move(p));
+///   }
+///   const Payload p = co_await borders_.take(step);                // in the unit's task
+/// ```
+///
+/// A value put before its key is awaited waits here, so a caller one step ahead is
+/// harmless; a task awaiting a key goes on from the scheduler loop once it is put (never
+/// inside put). A key holds one value at a time: putting a key that holds a value, or
+/// awaiting a key another task awaits, throws kodo::Error; once taken, the key may be put
+/// again (keys by parity, say). A task that awaits a key nobody puts is reported as any
+/// waiting task is (the key is shown where it is an integer). An inbox is not copied; one
+/// moved from throws kodo::Error when used. A task awaiting a key of an inbox that is then
+/// replaced (assigned another) waits for a put that cannot come, and is reported so.
 
 #include <kodo/core/error.hpp>
 #include <kodo/tasking/task.hpp>
@@ -35,16 +38,21 @@
 
 namespace kodo {
 
+/// Values of type T under keys, for tasks to await (see this file's description).
 template <class Key, class T>
 class Inbox {
  public:
+  /// An empty inbox.
   Inbox() : state_(std::make_shared<State>()) {}
   Inbox(const Inbox&) = delete;
   Inbox& operator=(const Inbox&) = delete;
+  /// Moves the inbox; `other` may then not be used.
+  ///@{
   Inbox(Inbox&&) noexcept = default;
   Inbox& operator=(Inbox&&) noexcept = default;
+  ///@}
 
-  // Puts `value` under `key`: to the task awaiting it, or kept until one does.
+  /// Puts `value` under `key`: to the task awaiting it, or kept until one does.
   void put(const Key& key, T value) {
     State& s = state();
     if (auto w = s.deliver(key, value)) {
@@ -57,15 +65,17 @@ class Inbox {
                               " twice before a task took it"));
   }
 
-  // Awaited in a task: the value put under `key` (now, or once it is put).
+  /// Awaited in a task: the value put under `key` (now, or once it is put).
   auto take(const Key& key, std::source_location where = std::source_location::current()) {
     state();  // not moved from
     return detail::Awaitable<Take>(Take{state_, key, where});
   }
 
-  // Whether a value is held under `key` (put, not taken yet); how many are.
+  /// Whether a value is held under `key` (put, not taken yet); how many are.
+  ///@{
   bool holds(const Key& key) const { return state().holds(key); }
   std::size_t size() const { return state().held(); }
+  ///@}
 
  private:
   using State = detail::KeyedArrivals<Key, T>;
@@ -86,7 +96,7 @@ class Inbox {
       return "(not an integer)";
   }
   struct Take {
-    std::shared_ptr<State> state;  // the inbox may be moved while a task awaits
+    std::shared_ptr<State> state;  ///< the inbox may be moved while a task awaits
     Key key;
     std::source_location where;
     std::optional<T> value{};

@@ -1,42 +1,45 @@
 // SPDX-FileCopyrightText: 2026 The kodo developers
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
-// Moving units between ranks: migrate(collection, owners) gives every unit the rank
-// `owners` names (balance.hpp chooses owners from measured loads).
-//
-//   // Between run() calls, on every rank (collective), with the same owners everywhere:
-//   std::vector<int> owners = ...;           // by linear index: the unit's new rank
-//   kodo::MigrationReport r = kodo::migrate(blocks, owners);
-//
-// A unit moves with its state(), the fields a checkpoint holds (unit_state.hpp): the
-// same records, written by the same walk (a unit's migration message and its checkpoint
-// file after the header carry the same bytes). On its new rank the unit is built as
-// Collection::create built it, by its constructor with the collection's copies of
-// create()'s arguments (kept for unit types with a state()), and then restored from
-// those records (after a fence: the constructor's own device work is done first); its reduction
-// rounds continue where they were, and its load (UnitLoad) goes with it.
-//
-// Every unit of the collection is rebuilt, those that stay too (restored from the unit
-// they replace, device to device): constructors open channels, rings and receives
-// afresh, so every link of the collection is re-established with its peer's new rank,
-// and no handle of the old placement survives. Units and entry methods see nothing else;
-// references to units (U&) taken before are invalid after (UnitRef and indices stay
-// valid). Step programs of the collection are built again (an old one refuses to
-// advance: StepProgram's epoch).
-//
-// When: the job is quiet (migrate runs run() first): no message in flight, no task
-// waiting, no device work pending on the rank's streams; or at a balance point the
-// units' tasks reached inside run() (WorkUnit::balance_point, balance.hpp). Between ranks
-// a unit's records travel over MPI (at most kMigrationsInFlight units' sends per rank at
-// a time), the data of its views beside them as UCX tagged messages in pieces of 8 MiB,
-// copied through a few slots of memory the runtime keeps for the transport's life (device
-// to device on GPUs; in pinned host memory where UCX does not move device memory;
-// comm/detail/transport_staging.hpp says why), into one buffer on the new rank.
-// A map that moves no unit changes nothing. Errors: owners of the wrong length or naming
-// a rank outside the job, owners that differ between ranks, a unit type whose create()
-// arguments cannot be copied, a unit that fails to build or restore: a kodo::Error on
-// every rank; an error before any unit changed (the first three) leaves the collection
-// as it was.
+/// @file
+/// Moving units between ranks: migrate(collection, owners) gives every unit the rank
+/// `owners` names (balance.hpp chooses owners from measured loads).
+///
+/// ```
+///   // Between run() calls, on every rank (collective), with the same owners everywhere:
+///   std::vector<int> owners = ...;           // by linear index: the unit's new rank
+///   kodo::MigrationReport r = kodo::migrate(blocks, owners);
+/// ```
+///
+/// A unit moves with its state(), the fields a checkpoint holds (unit_state.hpp): the
+/// same records, written by the same walk (a unit's migration message and its checkpoint
+/// file after the header carry the same bytes). On its new rank the unit is built as
+/// Collection::create built it, by its constructor with the collection's copies of
+/// create()'s arguments (kept for unit types with a state()), and then restored from
+/// those records (after a fence: the constructor's own device work is done first); its reduction
+/// rounds continue where they were, and its load (UnitLoad) goes with it.
+///
+/// Every unit of the collection is rebuilt, those that stay too (restored from the unit
+/// they replace, device to device): constructors open channels, rings and receives
+/// afresh, so every link of the collection is re-established with its peer's new rank,
+/// and no handle of the old placement survives. Units and entry methods see nothing else;
+/// references to units (U&) taken before are invalid after (UnitRef and indices stay
+/// valid). Step programs of the collection are built again (an old one refuses to
+/// advance: StepProgram's epoch).
+///
+/// When: the job is quiet (migrate runs run() first): no message in flight, no task
+/// waiting, no device work pending on the rank's streams; or at a balance point the
+/// units' tasks reached inside run() (WorkUnit::balance_point, balance.hpp). Between ranks
+/// a unit's records travel over MPI (at most kMigrationsInFlight units' sends per rank at
+/// a time), the data of its views beside them as UCX tagged messages in pieces of 8 MiB,
+/// copied through a few slots of memory the runtime keeps for the transport's life (device
+/// to device on GPUs; in pinned host memory where UCX does not move device memory;
+/// comm/detail/transport_staging.hpp says why), into one buffer on the new rank.
+/// A map that moves no unit changes nothing. Errors: owners of the wrong length or naming
+/// a rank outside the job, owners that differ between ranks, a unit type whose create()
+/// arguments cannot be copied, a unit that fails to build or restore: a kodo::Error on
+/// every rank; an error before any unit changed (the first three) leaves the collection
+/// as it was.
 
 #include <kodo/core/error.hpp>
 #include <kodo/tasking/collection.hpp>
@@ -53,12 +56,12 @@
 
 namespace kodo {
 
-// What a migration did, the same on every rank.
+/// What a migration did, the same on every rank.
 struct MigrationReport {
-  std::int64_t moved = 0;   // units that changed rank
-  std::uint64_t bytes = 0;  // of their state, over all ranks
-  double seconds = 0;       // from the call until every unit was rebuilt, slowest rank
-  std::uint64_t epoch = 0;  // of the map now installed (UnitMap::epoch)
+  std::int64_t moved = 0;   ///< units that changed rank
+  std::uint64_t bytes = 0;  ///< of their state, over all ranks
+  double seconds = 0;       ///< from the call until every unit was rebuilt, slowest rank
+  std::uint64_t epoch = 0;  ///< of the map now installed (UnitMap::epoch)
 };
 
 namespace detail {
@@ -118,8 +121,8 @@ struct MigrationAccess {
 
 }  // namespace detail
 
-// Collective, between run() calls: moves every unit of `units` to the rank owners[l]
-// names (l: its linear index; every rank passes the same owners). See above.
+/// Collective, between run() calls: moves every unit of `units` to the rank owners[l]
+/// names (l: its linear index; every rank passes the same owners). See above.
 template <class U>
 MigrationReport migrate(const Collection<U>& units, std::vector<int> owners) {
   using Access = detail::MigrationAccess;

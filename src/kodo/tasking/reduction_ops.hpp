@@ -1,8 +1,9 @@
 // SPDX-FileCopyrightText: 2026 The kodo developers
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
-// Reduction operations for WorkUnit::contribute: Sum, Min and Max; and named reductions,
-// which the main program tells apart from a collection's other reductions.
+/// @file
+/// Reduction operations for WorkUnit::contribute: Sum, Min and Max; and named reductions,
+/// which the main program tells apart from a collection's other reductions.
 
 #include <array>
 #include <cstddef>
@@ -20,7 +21,10 @@ std::array<T, N> elementwise(const std::array<T, N>& a, const std::array<T, N>& 
   return r;
 }
 }  // namespace detail
+/// Adds.
 struct Sum {
+  /// a + b; on arrays, element by element.
+  ///@{
   template <class T>
   T operator()(const T& a, const T& b) const {
     return a + b;
@@ -29,8 +33,12 @@ struct Sum {
   std::array<T, N> operator()(const std::array<T, N>& a, const std::array<T, N>& b) const {
     return detail::elementwise<Sum>(a, b);
   }
+  ///@}
 };
+/// The least.
 struct Min {
+  /// The lesser of a and b; on arrays, element by element.
+  ///@{
   template <class T>
   T operator()(const T& a, const T& b) const {
     return b < a ? b : a;
@@ -39,8 +47,12 @@ struct Min {
   std::array<T, N> operator()(const std::array<T, N>& a, const std::array<T, N>& b) const {
     return detail::elementwise<Min>(a, b);
   }
+  ///@}
 };
+/// The greatest.
 struct Max {
+  /// The greater of a and b; on arrays, element by element.
+  ///@{
   template <class T>
   T operator()(const T& a, const T& b) const {
     return a < b ? b : a;
@@ -49,21 +61,24 @@ struct Max {
   std::array<T, N> operator()(const std::array<T, N>& a, const std::array<T, N>& b) const {
     return detail::elementwise<Max>(a, b);
   }
+  ///@}
 };
 
-// A reduction with a name, a type the program declares:
-//   struct Residual : kodo::Reduction<double, kodo::Max> {};
-// Units contribute to its rounds with all_reduce<Residual>(value) or
-// contribute<Residual>(value) (contribute<Target, Residual>(value) with a target); the
-// main program watches its rounds alone with collection.on_reduced<Residual>(callback) and
-// reads its latest with collection.reduced<Residual>(), while other reductions of the
-// collection run beside it. Its rounds take round numbers as any round does; the main
-// program's watchers by result type (on_reduced<T>, reduced<T>) see the rounds without a
-// name only.
+/// A reduction with a name, a type the program declares:
+/// ```
+///   struct Residual : kodo::Reduction<double, kodo::Max> {};
+/// ```
+/// Units contribute to its rounds with all_reduce<Residual>(value) or
+/// contribute<Residual>(value) (contribute<Target, Residual>(value) with a target); the
+/// main program watches its rounds alone with collection.on_reduced<Residual>(callback) and
+/// reads its latest with collection.reduced<Residual>(), while other reductions of the
+/// collection run beside it. Its rounds take round numbers as any round does; the main
+/// program's watchers by result type (on_reduced<T>, reduced<T>) see the rounds without a
+/// name only.
 template <class T, class Op = Sum>
 struct Reduction {
-  using value_type = T;
-  using operation = Op;
+  using value_type = T;  ///< the type reduced
+  using operation = Op;  ///< how two values combine
 };
 
 namespace detail {

@@ -1,16 +1,17 @@
 // SPDX-FileCopyrightText: 2026 The kodo developers
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
-// The program's table of handlers (entry methods and reducers), each under a stable id,
-// with the kind of message and the unit type it serves, so that an id read from the
-// wire is only ever used for what it was registered for.
-//
-// A handler is named by the compiler's spelling of the template instantiation that
-// defines it, and its id is a 64-bit hash of that name. Ranks run the same program, so
-// ids agree across processes without any exchange and regardless of the order of
-// static initialisers; function addresses would not (ASLR). Registration happens
-// during static initialisation, before main; the table is read-only afterwards.
-// fingerprint() lets ranks check at start-up that they run the same handlers.
+/// @file
+/// The program's table of handlers (entry methods and reducers), each under a stable id,
+/// with the kind of message and the unit type it serves, so that an id read from the
+/// wire is only ever used for what it was registered for.
+///
+/// A handler is named by the compiler's spelling of the template instantiation that
+/// defines it, and its id is a 64-bit hash of that name. Ranks run the same program, so
+/// ids agree across processes without any exchange and regardless of the order of
+/// static initialisers; function addresses would not (ASLR). Registration happens
+/// during static initialisation, before main; the table is read-only afterwards.
+/// fingerprint() lets ranks check at start-up that they run the same handlers.
 
 #include <cstdint>
 #include <string>

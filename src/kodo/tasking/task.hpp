@@ -1,60 +1,63 @@
 // SPDX-FileCopyrightText: 2026 The kodo developers
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
-// Coroutine units: an entry method may be a C++20 coroutine returning kodo::Task, written
-// as the loop of the MPI program it ports, the waits where the MPI calls were:
-//
-//   kodo::Task Cell::solve(double tolerance) {         // parameters by value
-//     for (double residual = 1; residual >= tolerance;) {
-//       left_.send(edge_, kodo::data_ready);  right_.send(edge_, kodo::data_ready);
-//       co_await kodo::when_all(kodo::receive(left_, from_left_),
-//                               kodo::receive(right_, from_right_));
-//       update();
-//       const kodo::Reduced<double> r = co_await all_reduce(change_, kodo::Max{});
-//       residual = r.value;  // (nvcc 13 reads "(co_await x).value" as x's member)
-//     }
-//   }
-//   cells.broadcast_local<&Cell::solve>(1e-9);  runtime.run();
-//
-// Called like any entry method (UnitRef::send, broadcast_local), a task runs until it
-// awaits something not done yet; the scheduler loop resumes it once it is. No thread per
-// unit and no blocking of the rank: the tasks of a rank's units overlap as callback units
-// do, and callback units keep working beside them. A task may await
-// - kodo::receive(channel, view): the peer's next send on a channel, into `view` (the
-//   receive is posted when awaited; sends and receives still match in order, so a peer
-//   one step ahead is harmless); gives the elements that arrived;
-// - when_done(stream) (WorkUnit): the device work enqueued on a stream so far;
-// - all_reduce(value, Op) (WorkUnit): every unit's value of this round combined, with the
-//   round's number (kodo::Reduced);
-// - transfer(k) of a kodo::AwaitableRing (awaitable_ring.hpp): a receive ring's transfer
-//   by its number, "the rows of step k";
-// - take(key) of a kodo::Inbox (inbox.hpp): a call's arrival, the value its entry method
-//   put under a key;
-// - kodo::when_all(a, b, ...): several of these at once, giving their results as a tuple
-//   (std::monostate for those with none);
-// - another kodo::Task (a coroutine of its own, e.g. a halo exchange): it runs until it
-//   ends, and an exception that left it is rethrown in the awaiting task;
-// - balance_point<M>(args...) (WorkUnit): a balance point of the unit's collection, where
-//   the task ends; the collection is balanced once every unit has reached it and the job
-//   is quiet, and entry method M goes on from there, on the unit's rank then (balance.hpp).
-// The awaitables above belong to tasks: co_await them only in a kodo::Task, which awaits
-// nothing else (another library's awaitable does not compile there).
-//
-// The job: run() returns once every task of every rank has ended and the job is quiet. A
-// job that goes quiet while tasks still wait (a receive no unit sends, a round some unit
-// skips) ends run() with a kodo::Error on every rank, each naming its own waiting tasks'
-// units, what they await and the source lines; stall reports (KODO_STALL_SECONDS) list
-// them too. An
-// exception that leaves a task ends the job naming the unit. A task's unit must outlive
-// it, which units do (a collection's units live as long as the collection); its
-// parameters are copied into the coroutine, so an entry method that is a task takes them
-// by value (a reference would outlive the call's arguments).
-//
-// A unit whose task loops moves at a balance point its task awaits (balance_point): the
-// task's frame is destroyed there, the unit moves with its state() as for checkpoints,
-// and an entry method named at the point starts anew (docs/architecture.md, "Moving a
-// unit whose task waits"); what the loop needs to go on belongs in members that state()
-// names, or in the arguments of that entry method, not in the coroutine's locals.
+/// @file
+/// Coroutine units: an entry method may be a C++20 coroutine returning kodo::Task, written
+/// as the loop of the MPI program it ports, the waits where the MPI calls were:
+///
+/// ```
+///   kodo::Task Cell::solve(double tolerance) {         // parameters by value
+///     for (double residual = 1; residual >= tolerance;) {
+///       left_.send(edge_, kodo::data_ready);  right_.send(edge_, kodo::data_ready);
+///       co_await kodo::when_all(kodo::receive(left_, from_left_),
+///                               kodo::receive(right_, from_right_));
+///       update();
+///       const kodo::Reduced<double> r = co_await all_reduce(change_, kodo::Max{});
+///       residual = r.value;  // (nvcc 13 reads "(co_await x).value" as x's member)
+///     }
+///   }
+///   cells.broadcast_local<&Cell::solve>(1e-9);  runtime.run();
+/// ```
+///
+/// Called like any entry method (UnitRef::send, broadcast_local), a task runs until it
+/// awaits something not done yet; the scheduler loop resumes it once it is. No thread per
+/// unit and no blocking of the rank: the tasks of a rank's units overlap as callback units
+/// do, and callback units keep working beside them. A task may await
+/// - kodo::receive(channel, view): the peer's next send on a channel, into `view` (the
+///   receive is posted when awaited; sends and receives still match in order, so a peer
+///   one step ahead is harmless); gives the elements that arrived;
+/// - when_done(stream) (WorkUnit): the device work enqueued on a stream so far;
+/// - all_reduce(value, Op) (WorkUnit): every unit's value of this round combined, with the
+///   round's number (kodo::Reduced);
+/// - transfer(k) of a kodo::AwaitableRing (awaitable_ring.hpp): a receive ring's transfer
+///   by its number, "the rows of step k";
+/// - take(key) of a kodo::Inbox (inbox.hpp): a call's arrival, the value its entry method
+///   put under a key;
+/// - kodo::when_all(a, b, ...): several of these at once, giving their results as a tuple
+///   (std::monostate for those with none);
+/// - another kodo::Task (a coroutine of its own, e.g. a halo exchange): it runs until it
+///   ends, and an exception that left it is rethrown in the awaiting task;
+/// - balance_point<M>(args...) (WorkUnit): a balance point of the unit's collection, where
+///   the task ends; the collection is balanced once every unit has reached it and the job
+///   is quiet, and entry method M goes on from there, on the unit's rank then (balance.hpp).
+/// The awaitables above belong to tasks: co_await them only in a kodo::Task, which awaits
+/// nothing else (another library's awaitable does not compile there).
+///
+/// The job: run() returns once every task of every rank has ended and the job is quiet. A
+/// job that goes quiet while tasks still wait (a receive no unit sends, a round some unit
+/// skips) ends run() with a kodo::Error on every rank, each naming its own waiting tasks'
+/// units, what they await and the source lines; stall reports (KODO_STALL_SECONDS) list
+/// them too. An
+/// exception that leaves a task ends the job naming the unit. A task's unit must outlive
+/// it, which units do (a collection's units live as long as the collection); its
+/// parameters are copied into the coroutine, so an entry method that is a task takes them
+/// by value (a reference would outlive the call's arguments).
+///
+/// A unit whose task loops moves at a balance point its task awaits (balance_point): the
+/// task's frame is destroyed there, the unit moves with its state() as for checkpoints,
+/// and an entry method named at the point starts anew (docs/architecture.md, "Moving a
+/// unit whose task waits"); what the loop needs to go on belongs in members that state()
+/// names, or in the arguments of that entry method, not in the coroutine's locals.
 
 #include <kodo/backends/stream.hpp>
 #include <kodo/comm/channel.hpp>
@@ -82,12 +85,12 @@ namespace kodo {
 
 class Task;
 
-// What all_reduce gives: the combined value, and the number of the round it closed (a
-// unit's rounds are numbered 0, 1, 2, ... in the order it contributes, whichever way).
+/// What all_reduce gives: the combined value, and the number of the round it closed (a
+/// unit's rounds are numbered 0, 1, 2, ... in the order it contributes, whichever way).
 template <class T>
 struct Reduced {
-  T value;
-  std::uint64_t round;
+  T value;              ///< the combined value
+  std::uint64_t round;  ///< the round it closed
 };
 
 namespace detail {
@@ -134,17 +137,19 @@ void leave_task_list(TaskRecord& task);
 
 }  // namespace detail
 
-// A coroutine's type for a unit's entry method (above) and for the coroutines a task
-// awaits. Lazy: a Task runs when started as an entry method or when awaited.
+/// A coroutine's type for a unit's entry method (above) and for the coroutines a task
+/// awaits. Lazy: a Task runs when started as an entry method or when awaited.
 class [[nodiscard]] Task {
  public:
+  /// @cond
+  // C++'s coroutine machinery (the promise type and its handle), which programs never use.
   struct promise_type;
   using Handle = std::coroutine_handle<promise_type>;
 
   struct promise_type {
-    detail::TaskRecord* task = nullptr;    // the top-level task's record
-    detail::TaskRecord record;             // kept here when this coroutine is the top level
-    std::coroutine_handle<> continuation;  // the coroutine awaiting this one, if any
+    detail::TaskRecord* task = nullptr;    ///< the top-level task's record
+    detail::TaskRecord record;             ///< kept here when this coroutine is the top level
+    std::coroutine_handle<> continuation;  ///< the coroutine awaiting this one, if any
     std::exception_ptr error;
 
     Task get_return_object() noexcept { return Task(Handle::from_promise(*this)); }
@@ -157,8 +162,8 @@ class [[nodiscard]] Task {
     Final final_suspend() noexcept { return {}; }
     void return_void() noexcept {}
     void unhandled_exception() noexcept { error = std::current_exception(); }
-    // Only kodo's awaitables: anything else would leave the task to a resumer the
-    // scheduler does not know (or to none), and reports unable to say what it awaits.
+    /// Only kodo's awaitables: anything else would leave the task to a resumer the
+    /// scheduler does not know (or to none), and reports unable to say what it awaits.
     template <class Op>
     detail::Awaitable<Op>& await_transform(detail::Awaitable<Op>& operation) noexcept {
       return operation;
@@ -178,7 +183,10 @@ class [[nodiscard]] Task {
       return std::forward<A>(other);
     }
   };
+  /// @endcond
 
+  /// Moves the task; `other` then holds none.
+  ///@{
   Task(Task&& other) noexcept : coroutine_(std::exchange(other.coroutine_, {})) {}
   Task& operator=(Task&& other) noexcept {
     if (this != &other) {
@@ -187,12 +195,14 @@ class [[nodiscard]] Task {
     }
     return *this;
   }
+  ///@}
   ~Task() {
     if (coroutine_) coroutine_.destroy();
   }
 
-  // Awaited by a task: runs now; the awaiting task goes on once it has ended (awaited
-  // again, it has ended already).
+  /// Awaited by a task: runs now; the awaiting task goes on once it has ended (awaited
+  /// again, it has ended already).
+  ///@{
   bool await_ready() const noexcept { return !coroutine_ || coroutine_.done(); }
   std::coroutine_handle<> await_suspend(Handle awaiting) noexcept {
     coroutine_.promise().task = awaiting.promise().task;
@@ -203,6 +213,7 @@ class [[nodiscard]] Task {
     if (coroutine_ && coroutine_.promise().error)
       std::rethrow_exception(coroutine_.promise().error);
   }
+  ///@}
 
  private:
   friend void detail::start_task(Task, std::string, detail::TaskList&, detail::ChannelHost&,
@@ -409,21 +420,23 @@ struct AllOf {
 
 }  // namespace detail
 
+/// @cond
 inline std::coroutine_handle<> Task::promise_type::Final::await_suspend(Handle ended) noexcept {
   if (auto next = ended.promise().continuation) return next;
   return detail::end_task(ended);
 }
+/// @endcond
 
-// Awaited in a task: the peer's next send on `channel`, into `into` (which must be idle
-// on the device, as for Channel::recv); gives the elements that arrived.
+/// Awaited in a task: the peer's next send on `channel`, into `into` (which must be idle
+/// on the device, as for Channel::recv); gives the elements that arrived.
 template <class V>
 auto receive(Channel& channel, const V& into,
              std::source_location where = std::source_location::current()) {
   return detail::Awaitable<detail::ChannelReceive<V>>({&channel, into, where});
 }
 
-// Awaited in a task: every operation given, at once; their results as a tuple, in order
-// (std::monostate for one that gives none).
+/// Awaited in a task: every operation given, at once; their results as a tuple, in order
+/// (std::monostate for one that gives none).
 template <class... Ops>
   requires(sizeof...(Ops) > 0)
 auto when_all(detail::Awaitable<Ops>&&... operations) {

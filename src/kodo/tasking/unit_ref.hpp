@@ -1,8 +1,9 @@
 // SPDX-FileCopyrightText: 2026 The kodo developers
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
-// UnitRef: a reference to one unit of a collection, local or remote, through which its
-// entry methods are invoked (collection.hpp says how an invocation travels).
+/// @file
+/// UnitRef: a reference to one unit of a collection, local or remote, through which its
+/// entry methods are invoked (collection.hpp says how an invocation travels).
 
 #include <kodo/core/error.hpp>
 #include <kodo/core/index.hpp>
@@ -16,17 +17,19 @@
 
 namespace kodo {
 
-// A reference to one unit, local or remote, for invoking its entry methods.
+/// A reference to one unit, local or remote, for invoking its entry methods.
 template <class U>
 class UnitRef {
  public:
+  /// The unit at `index` of collection number `collection`, of shape `shape`; throws
+  /// kodo::Error when `index` is outside it. (Collection::operator[] makes them.)
   UnitRef(Runtime* runtime, std::uint32_t collection, Extent3 shape, Index3 index)
       : runtime_(runtime), collection_(collection), shape_(shape), index_(index) {
     if (!shape_.contains(index_))
       throw Error(detail::cat("unit ", index_, " is outside its collection of shape ", shape_));
   }
 
-  // Invokes entry method M on the unit with `args` (copied now, run later).
+  /// Invokes entry method M on the unit with `args` (copied now, run later).
   template <auto M, class... A>
   void send(A&&... args) const {
     using E = detail::Entry<U, M>;
@@ -43,6 +46,7 @@ class UnitRef {
     runtime_->post(owner, std::move(m));
   }
 
+  /// The unit's index in its collection.
   Index3 index() const { return index_; }
 
  private:

@@ -1,0 +1,29 @@
+# SPDX-FileCopyrightText: 2026 The kodo developers
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+# The API reference: doxygen over the public headers (kodo's HEADERS file set, the
+# installed ones, with the generated <kodo/version.hpp>), kodo::detail and the detail/
+# folders left out (docs/Doxyfile.in). Target `docs` writes it to docs/api/html in the
+# build directory; CTest api_reference_complete (test/check_api_reference.cmake) runs the
+# same and fails on any public name without a /// comment. Without doxygen neither exists.
+find_program(KODO_DOXYGEN doxygen)
+if(NOT KODO_DOXYGEN)
+  message(STATUS "kodo: doxygen not found: no `docs` target, and CTest api_reference_complete is not registered")
+  return()
+endif()
+
+# kodo.hpp beside kodo/ only forwards (deprecated) and declares nothing.
+get_target_property(kodo_header_set kodo HEADER_SET)
+set(KODO_DOCS_INPUT)
+set(KODO_DOCS_HEADERS)
+foreach(header IN LISTS kodo_header_set)
+  cmake_path(ABSOLUTE_PATH header BASE_DIRECTORY ${PROJECT_SOURCE_DIR}/src)
+  if(NOT header STREQUAL "${PROJECT_SOURCE_DIR}/src/kodo.hpp")
+    string(APPEND KODO_DOCS_INPUT " \"${header}\"")
+    list(APPEND KODO_DOCS_HEADERS ${header})
+  endif()
+endforeach()
+set(KODO_DOCS_DIR ${PROJECT_BINARY_DIR}/docs/api)
+configure_file(${PROJECT_SOURCE_DIR}/docs/Doxyfile.in ${PROJECT_BINARY_DIR}/docs/Doxyfile @ONLY)
+add_custom_target(docs COMMAND ${KODO_DOXYGEN} ${PROJECT_BINARY_DIR}/docs/Doxyfile
+                  COMMENT "kodo: API reference in ${KODO_DOCS_DIR}/html/index.html" VERBATIM)
+message(STATUS "kodo: doxygen found: `cmake --build ${PROJECT_BINARY_DIR} --target docs` writes the API reference")
