@@ -56,10 +56,11 @@ TEST(LbData, EachRankWritesItsUnitsOfEveryPhase) {
   EXPECT_EQ(count(text, "\"node\":" + std::to_string(rank) + ","),
             static_cast<std::size_t>(held_first + held_second));
   // Unit (0,0,0), created on rank 0, states 3: a float, as vt's schema takes.
-  if (rank == 0)
+  if (rank == 0) {
     EXPECT_NE(text.find("\"seq_id\":0,\"home\":0,\"migratable\":true,\"collection_id\":"),
               std::string::npos);
-  if (rank == 0) EXPECT_NE(text.find("\"time\":3.0}"), std::string::npos) << text;
+    EXPECT_NE(text.find("\"time\":3.0}"), std::string::npos) << text;
+  }
   EXPECT_NE(text.find("{\"id\":1,\"tasks\":["), std::string::npos);
   EXPECT_EQ(text.back(), '\n');
   MPI_Barrier(runtime.comm());

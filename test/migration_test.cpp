@@ -260,7 +260,9 @@ TEST(Migration, ManyMigrationsLeaveNoLinksOrUnitsBehind) {
   const std::size_t open = registry.open.size(), senders = registry.senders.size(),
                     numbers = registry.receive_numbers.size(),
                     node_ends = registry.node_ends.size();
-  if (node && runtime.size() > 1) EXPECT_GT(node_ends, 0u);  // the rings take the route
+  if (node && runtime.size() > 1) {
+    EXPECT_GT(node_ends, 0u);  // the rings take the route
+  }
   const std::uint64_t segment = node ? node->bytes_in_use() : 0;
   const std::size_t imports = node ? node->imports() : 0;
   const int alive = Ring::alive;
