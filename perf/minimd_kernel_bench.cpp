@@ -23,11 +23,13 @@
 #include <kernels.hpp>
 #include <kodo/kodo.hpp>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cmath>
 #include <functional>
 #include <random>
 #include <type_traits>
+#include <vector>
 
 namespace {
 
@@ -236,6 +238,68 @@ void build_with(const Device& space, Positions x, int nlocal, const minimd::BinG
       });
 }
 
+// The app's build (a stencil row's bins as one range) in two probes of where its time
+// goes: `Write` false counts the neighbours without writing the list (the cost of the
+// scattered list stores is the difference), and positions of float (half the bytes per
+// gather; distances tested against the cutoff plus a margin that covers float rounding,
+// so the lists hold every pair the app's do, and a few beyond).
+template <bool Write, class Real>
+void build_rows(const Device& space,
+                Kokkos::View<const Real* [3], Kokkos::LayoutLeft, Memory,
+                             Kokkos::MemoryTraits<Kokkos::RandomAccess>>
+                    x,
+                int nlocal, const minimd::BinGrid& grid, minimd::Stencil stencil, Indices bin_of,
+                Indices bin_start, Indices bin_atoms, double cutoff, NeighborList neighbors,
+                Indices count) {
+  const Real cutoff_sq =
+      static_cast<Real>(cutoff * cutoff * (std::is_same_v<Real, float> ? 1.0001 : 1.0));
+  const int most = static_cast<int>(neighbors.extent(1));
+  const int rows = static_cast<int>(stencil.extent(0));
+  Kokkos::parallel_for(
+      "bench::build_rows", Kokkos::RangePolicy<Device>(space, 0, nlocal), KOKKOS_LAMBDA(int i) {
+        const Real xi = x(i, 0), yi = x(i, 1), zi = x(i, 2);
+        const int bin = bin_of(i);
+        const int bx = bin % grid.count[0];
+        const int by = (bin / grid.count[0]) % grid.count[1];
+        const int bz = bin / (grid.count[0] * grid.count[1]);
+        int n = 0;
+        for (int r = 0; r < rows; ++r) {
+          const int cy = by + stencil(r, 0), cz = bz + stencil(r, 1);
+          if (cy < 0 || cz < 0 || cy >= grid.count[1] || cz >= grid.count[2]) continue;
+          const int first = Kokkos::max(0, bx + stencil(r, 2));
+          const int last = Kokkos::min(grid.count[0] - 1, bx + stencil(r, 3));
+          if (first > last) continue;
+          const int row = (cz * grid.count[1] + cy) * grid.count[0];
+          for (int p = bin_start(row + first); p < bin_start(row + last + 1); ++p) {
+            const int j = bin_atoms(p);
+            if (j == i) continue;
+            const Real dx = xi - x(j, 0), dy = yi - x(j, 1), dz = zi - x(j, 2);
+            if (dx * dx + dy * dy + dz * dz <= cutoff_sq) {
+              if (Write && n < most) neighbors(i, n) = j;
+              ++n;
+            }
+          }
+        }
+        count(i) = n;
+      });
+}
+
+// Whether list b holds every neighbour list a holds (b may hold more).
+bool holds_lists(NeighborList a, Indices ca, NeighborList b, Indices cb, int n) {
+  auto ha = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), a);
+  auto hb = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), b);
+  auto hca = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), ca);
+  auto hcb = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), cb);
+  for (int i = 0; i < n; ++i) {
+    std::vector<int> mine;
+    for (int k = 0; k < hcb(i); ++k) mine.push_back(hb(i, k));
+    std::sort(mine.begin(), mine.end());
+    for (int k = 0; k < hca(i); ++k)
+      if (!std::binary_search(mine.begin(), mine.end(), ha(i, k))) return false;
+  }
+  return true;
+}
+
 // The test system: own atoms [0, nlocal) sorted into bins, periodic images within the
 // neighbour cutoff after them.
 struct System {
@@ -428,6 +492,29 @@ int main(int argc, char** argv) {
         failures += !same;
         row("build", (per_atom ? "columns_atomic_per_atom_" : "columns_no_longest_") + bins, tc,
             same ? "same" : "DIFFERENT");
+      }
+      {
+        using Reals = Kokkos::View<const double* [3], Kokkos::LayoutLeft, Memory,
+                                   Kokkos::MemoryTraits<Kokkos::RandomAccess>>;
+        using Floats = Kokkos::View<float* [3], Kokkos::LayoutLeft, Memory>;
+        const double tn = time_median(space, reps, [&] {
+          build_rows<false, double>(space, Reals(sys.x), nlocal, sys.grid, stencil, bin_of, start,
+                                    atoms, cut, list2, count2);
+        });
+        row("build", "rows_counts_only_" + bins, tn, "-");
+        Floats xf("bench::x_float", nall);
+        const Vectors xd = sys.x;
+        Kokkos::parallel_for(
+            "bench::to_float", Kokkos::RangePolicy<Device>(space, 0, nall), KOKKOS_LAMBDA(int i) {
+              for (int d = 0; d < 3; ++d) xf(i, d) = static_cast<float>(xd(i, d));
+            });
+        const double tf = time_median(space, reps, [&] {
+          build_rows<true, float>(space, xf, nlocal, sys.grid, stencil, bin_of, start, atoms, cut,
+                                  list2, count2);
+        });
+        same = holds_lists(list, count, list2, count2, nlocal);
+        failures += !same;
+        row("build", "rows_float_positions_" + bins, tf, same ? "holds_all" : "MISSING");
       }
       if (bin_size < cut) {
         reference_list = list;
