@@ -300,6 +300,112 @@ bool holds_lists(NeighborList a, Indices ca, NeighborList b, Indices cb, int n) 
   return true;
 }
 
+// Lists in quads: four neighbours of one atom in 16 bytes, the quads of 32 atoms side by
+// side (quad g of atom i at ((i / 32) * groups + g) * 32 + i % 32). The build stores a
+// quad once four neighbours are found (one 16-byte store for four of the app's 4-byte
+// ones, whose scattered stores take 58% of its time), and the force loads one quad per
+// four neighbours, which it takes four at a time; a warp's loads of a quad index are
+// 512 contiguous bytes, as the app's column of 32 ints is 128.
+struct alignas(16) Quad {
+  int j[4];
+};
+using QuadList = Kokkos::View<Quad*, Memory>;
+KOKKOS_INLINE_FUNCTION std::size_t quad_at(int i, int group, int groups) {
+  return (static_cast<std::size_t>(i / 32) * groups + group) * 32 + i % 32;
+}
+
+void build_quads(const Device& space, Vectors positions, int nlocal, const minimd::BinGrid& grid,
+                 minimd::Stencil stencil, Indices bin_of, Indices bin_start, Indices bin_atoms,
+                 double cutoff, QuadList quads, int groups, Indices count) {
+  using Gathered = Kokkos::View<const double* [3], Kokkos::LayoutLeft, Memory,
+                                Kokkos::MemoryTraits<Kokkos::RandomAccess>>;
+  const Gathered x = positions;
+  const double cutoff_sq = cutoff * cutoff;
+  const int rows = static_cast<int>(stencil.extent(0));
+  Kokkos::parallel_for(
+      "bench::build_quads", Kokkos::RangePolicy<Device>(space, 0, nlocal), KOKKOS_LAMBDA(int i) {
+        const double xi = x(i, 0), yi = x(i, 1), zi = x(i, 2);
+        const int bin = bin_of(i);
+        const int bx = bin % grid.count[0];
+        const int by = (bin / grid.count[0]) % grid.count[1];
+        const int bz = bin / (grid.count[0] * grid.count[1]);
+        int n = 0;
+        Quad q{{i, i, i, i}};
+        for (int r = 0; r < rows; ++r) {
+          const int cy = by + stencil(r, 0), cz = bz + stencil(r, 1);
+          if (cy < 0 || cz < 0 || cy >= grid.count[1] || cz >= grid.count[2]) continue;
+          const int first = Kokkos::max(0, bx + stencil(r, 2));
+          const int last = Kokkos::min(grid.count[0] - 1, bx + stencil(r, 3));
+          if (first > last) continue;
+          const int row = (cz * grid.count[1] + cy) * grid.count[0];
+          for (int p = bin_start(row + first); p < bin_start(row + last + 1); ++p) {
+            const int j = bin_atoms(p);
+            if (j == i) continue;
+            const double dx = xi - x(j, 0), dy = yi - x(j, 1), dz = zi - x(j, 2);
+            if (dx * dx + dy * dy + dz * dz <= cutoff_sq) {
+              q.j[n % 4] = j;
+              ++n;
+              if (n % 4 == 0 && n / 4 <= groups) {
+                quads(quad_at(i, n / 4 - 1, groups)) = q;
+                q = Quad{{i, i, i, i}};
+              }
+            }
+          }
+        }
+        if (n % 4 != 0 && n / 4 < groups) quads(quad_at(i, n / 4, groups)) = q;
+        count(i) = n;
+      });
+}
+
+// The app's force loop (four neighbours ahead, the same order of summation) over quads.
+void force_quads(const Device& space, Vectors positions, Vectors f, int nlocal, QuadList quads,
+                 int groups, Indices count, minimd::Potential p) {
+  using Gathered = Kokkos::View<const double* [3], Kokkos::LayoutLeft, Memory,
+                                Kokkos::MemoryTraits<Kokkos::RandomAccess>>;
+  const Gathered x = positions;
+  Kokkos::parallel_for(
+      "bench::force_quads", Kokkos::RangePolicy<Device>(space, 0, nlocal), KOKKOS_LAMBDA(int i) {
+        const double xi = x(i, 0), yi = x(i, 1), zi = x(i, 2);
+        double fx = 0, fy = 0, fz = 0;
+        const int n = count(i);
+        for (int k0 = 0; k0 < n; k0 += 4) {
+          const Quad q = quads(quad_at(i, k0 / 4, groups));
+          double dx[4], dy[4], dz[4];
+          for (int u = 0; u < 4; ++u) {
+            dx[u] = xi - x(q.j[u], 0);
+            dy[u] = yi - x(q.j[u], 1);
+            dz[u] = zi - x(q.j[u], 2);
+          }
+          for (int u = 0; u < 4; ++u) {
+            const double rsq = dx[u] * dx[u] + dy[u] * dy[u] + dz[u] * dz[u];
+            if (k0 + u < n && rsq < p.cutoff_sq) {
+              const double force = lj_force(p, rsq);
+              fx += dx[u] * force;
+              fy += dy[u] * force;
+              fz += dz[u] * force;
+            }
+          }
+        }
+        f(i, 0) = fx;
+        f(i, 1) = fy;
+        f(i, 2) = fz;
+      });
+}
+
+// Whether the quads hold the app's lists, entry for entry.
+bool same_quads(NeighborList a, Indices ca, QuadList q, int groups, Indices cq, int n) {
+  auto ha = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), a);
+  auto hq = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), q);
+  auto hca = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), ca);
+  auto hcq = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), cq);
+  for (int i = 0; i < n; ++i) {
+    if (hca(i) != hcq(i)) return false;
+    for (int k = 0; k < hca(i); ++k)
+      if (ha(i, k) != hq(quad_at(i, k / 4, groups)).j[k % 4]) return false;
+  }
+  return true;
+}
+
 // The test system: own atoms [0, nlocal) sorted into bins, periodic images within the
 // neighbour cutoff after them.
 struct System {
@@ -515,6 +621,15 @@ int main(int argc, char** argv) {
         same = holds_lists(list, count, list2, count2, nlocal);
         failures += !same;
         row("build", "rows_float_positions_" + bins, tf, same ? "holds_all" : "MISSING");
+        const int groups = static_cast<int>(list.extent(1)) / 4;
+        QuadList quads("bench::quads", quad_at(nlocal + 31, 0, groups));
+        const double tq = time_median(space, reps, [&] {
+          build_quads(space, sys.x, nlocal, sys.grid, stencil, bin_of, start, atoms, cut, quads,
+                      groups, count2);
+        });
+        same = same_quads(list, count, quads, groups, count2, nlocal);
+        failures += !same;
+        row("build", "quads_" + bins, tq, same ? "same" : "DIFFERENT");
       }
       if (bin_size < cut) {
         reference_list = list;
@@ -546,6 +661,28 @@ int main(int argc, char** argv) {
     const double d = difference(f_app, f, nlocal);
     failures += d != 0.0;
     row("padded", t, d);
+    {
+      // The force over the same lists in quads (built from the app's lists here).
+      const int groups = static_cast<int>(reference_list.extent(1)) / 4;
+      QuadList quads("bench::quads", quad_at(nlocal + 31, 0, groups));
+      const NeighborList l = reference_list;
+      const Indices c = reference_count;
+      Kokkos::parallel_for(
+          "bench::to_quads", Kokkos::RangePolicy<Device>(space, 0, nlocal), KOKKOS_LAMBDA(int i) {
+            for (int g = 0; g < groups; ++g) {
+              Quad q{{i, i, i, i}};
+              for (int u = 0; u < 4; ++u)
+                if (4 * g + u < c(i)) q.j[u] = l(i, 4 * g + u);
+              quads(quad_at(i, g, groups)) = q;
+            }
+          });
+      const double tq = time_median(space, reps, [&] {
+        force_quads(space, sys.x, f, nlocal, quads, groups, reference_count, p);
+      });
+      const double dq = difference(f_app, f, nlocal);
+      failures += dq != 0.0;
+      row("quads", tq, dq);
+    }
     Rows rows("bench::rows", nall);
     Kokkos::deep_copy(rows, sys.x);
     const auto& l = reference_list;
