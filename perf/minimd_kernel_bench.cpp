@@ -6,9 +6,11 @@
 // displaced at random by up to 0.1, periodic images as ghosts, own atoms in bin order).
 // The app keeps positions in columns (x, y, z each contiguous) and loads four neighbours
 // ahead in its force loop; the alternatives are rows of three, rows padded to 32 bytes,
-// other look-aheads, several threads per atom, and half lists; for the list build, padded
-// rows, rows, and columns with one atomic per atom for the longest list (the app's
-// build before it took a separate reduction) or with none. Every force variant must
+// other look-aheads, several threads per atom, half lists, cluster pairs
+// (minimd_cluster_pairs.hpp) and lists in quads; for the list build, bin by bin (the app's
+// before it read a stencil row as one range) over padded rows, rows, and columns with one
+// atomic per atom for the longest list or with none, and two probes (no stores, float
+// positions) and quads. Every force variant must
 // match the app's forces (bitwise where the summation order is the same); every list
 // variant must list the same neighbours. The program fails if not.
 //
