@@ -35,6 +35,30 @@ if(NOT TARGET kodo_deps::ucx)
   endif()
 endif()
 
+# xxHash (libxxhash, Spack's xxhash): the XXH3 checksums of checkpoint files, as the
+# target kodo_deps::xxhash. -DKODO_XXHASH_LIBRARY=<path> (e.g. the static libxxhash.a, for
+# binaries run where xxHash is not installed) chooses the library; otherwise pkg-config's
+# libxxhash where present, else the header and the library found by name.
+if(NOT TARGET kodo_deps::xxhash)
+  if(PkgConfig_FOUND AND NOT KODO_XXHASH_LIBRARY)
+    pkg_check_modules(KODO_XXHASH QUIET IMPORTED_TARGET GLOBAL libxxhash)
+  endif()
+  add_library(kodo_deps::xxhash INTERFACE IMPORTED GLOBAL)
+  if(TARGET PkgConfig::KODO_XXHASH)
+    target_link_libraries(kodo_deps::xxhash INTERFACE PkgConfig::KODO_XXHASH)
+  else()
+    find_path(KODO_XXHASH_INCLUDE_DIR xxhash.h)
+    find_library(KODO_XXHASH_LIBRARY NAMES xxhash)
+    if(NOT KODO_XXHASH_INCLUDE_DIR OR NOT KODO_XXHASH_LIBRARY)
+      message(FATAL_ERROR "kodo needs xxHash (checkpoint checksums): neither pkg-config's libxxhash nor "
+                          "xxhash.h and libxxhash were found. Install libxxhash-dev (Debian) or "
+                          "xxhash (Spack), or set CMAKE_PREFIX_PATH to its install.")
+    endif()
+    target_include_directories(kodo_deps::xxhash INTERFACE ${KODO_XXHASH_INCLUDE_DIR})
+    target_link_libraries(kodo_deps::xxhash INTERFACE ${KODO_XXHASH_LIBRARY})
+  endif()
+endif()
+
 # hwloc is optional (CPU and NUMA placement): KODO_ENABLE_HWLOC AUTO (the default) uses
 # it where pkg-config finds it, ON requires it, OFF leaves it out. (kodoConfig.cmake sets
 # it to what the installed kodo was built with.)

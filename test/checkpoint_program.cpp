@@ -16,19 +16,28 @@
 //                                        to move them (kodo::migrate): the job must end
 //   checkpoint_program forge DIR LINE TEXT
 //                                        replaces line LINE of the latest manifest by
-//                                        TEXT and updates its checksum in DIR/latest
+//                                        TEXT (TEXT "<cut>": drops it and every line
+//                                        after it) and updates its checksum in DIR/latest
 //                                        (one process, no runtime)
 //   checkpoint_program forge-unit DIR UNIT OFFSET HEX
-//                                        writes the bytes HEX (or, with OFFSET "end",
-//                                        appends them) into unit UNIT's file of the latest
-//                                        checkpoint, and updates its size and checksum in
-//                                        the manifest and the manifest's in DIR/latest
+//                                        writes the bytes HEX at OFFSET of unit UNIT's
+//                                        state in its rank file of the latest checkpoint
+//                                        (or, with OFFSET "end", appends them to the
+//                                        unit), and updates the unit's size and checksum,
+//                                        the offsets of the units after it, its file's
+//                                        size and checksum in the manifest, and the
+//                                        manifest's in DIR/latest
+//   checkpoint_program verify-xxh3 DIR   checks every checksum of the latest checkpoint
+//                                        (XXH3SUMS, the manifest's files and units,
+//                                        latest) with xxHash's one-shot XXH3_64bits: what
+//                                        `xxhsum -H3` computes
 // A restore prints "restored U units at step S" on rank 0; a failure prints the error on
 // rank 0 and exits 1 on every rank.
 
 #include <kodo/kodo.hpp>
 
 #include <Kokkos_Core.hpp>
+#include <xxhash.h>
 
 #include <array>
 #include <csignal>
@@ -189,8 +198,30 @@ std::string latest_name(const std::string& dir) {
   return name;
 }
 
-// Rewrites the latest manifest, line by line through `change`, and its checksum in
-// DIR/latest, so that the reader's own checks (not the checksum) meet the change.
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw kodo::Error("cannot read " + path);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+// xxhsum's form of an XXH3-64 checksum, from xxHash itself.
+std::string xxh3(const std::string& bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "XXH3_%016llx",
+                static_cast<unsigned long long>(XXH3_64bits(bytes.data(), bytes.size())));
+  return text;
+}
+
+std::vector<std::string> words(const std::string& line) {
+  std::istringstream in(line);
+  std::vector<std::string> w;
+  for (std::string x; in >> x;) w.push_back(x);
+  return w;
+}
+
+// Rewrites the latest manifest, line by line through `change` (an empty result drops the
+// line; "<cut>" drops it and the rest), and its checksum in DIR/latest, so that the
+// reader's own checks (not the checksum) meet the change.
 template <class F>
 void rewrite_manifest(const std::string& dir, F change) {
   const std::string name = latest_name(dir);
@@ -198,12 +229,14 @@ void rewrite_manifest(const std::string& dir, F change) {
   std::ifstream in(path);
   std::ostringstream out;
   std::string l;
-  for (int n = 1; std::getline(in, l); ++n) out << change(n, l) << '\n';
+  for (int n = 1; std::getline(in, l); ++n) {
+    const std::string changed = change(n, l);
+    if (changed == "<cut>") break;
+    if (!changed.empty()) out << changed << '\n';
+  }
   const std::string manifest = out.str();
   std::ofstream(path, std::ios::trunc) << manifest;
-  std::ofstream(dir + "/latest", std::ios::trunc)
-      << name << ' ' << std::hex
-      << kodo::detail::checkpoint_checksum(manifest.data(), manifest.size()) << '\n';
+  std::ofstream(dir + "/latest", std::ios::trunc) << name << ' ' << xxh3(manifest) << '\n';
 }
 
 int forge(const std::string& dir, int line, const std::string& text) {
@@ -211,32 +244,84 @@ int forge(const std::string& dir, int line, const std::string& text) {
   return 0;
 }
 
-// A unit file changed, and the checkpoint's checksums made to agree with it.
+// A unit's state changed inside its rank file, and the checkpoint's records made to agree
+// with it.
 int forge_unit(const std::string& dir, int unit, const std::string& offset,
                const std::string& hex) {
-  const std::string file = dir + "/" + latest_name(dir) + "/c0-u" + std::to_string(unit) + ".state";
-  std::string data;
+  const std::string checkpoint = dir + "/" + latest_name(dir);
+  // The unit's line: "unit 0 L RANK OFFSET BYTES XXH3_...".
+  std::string rank;
+  std::uint64_t at = 0, size = 0;
   {
-    std::ifstream in(file, std::ios::binary);
-    data.assign(std::istreambuf_iterator<char>(in), {});
+    std::ifstream in(checkpoint + "/manifest");
+    for (std::string l; std::getline(in, l);) {
+      const auto w = words(l);
+      if (w.size() == 7 && w[0] == "unit" && w[1] == "0" && w[2] == std::to_string(unit))
+        rank = w[3], at = std::stoull(w[4]), size = std::stoull(w[5]);
+    }
   }
-  std::string bytes;
+  if (rank.empty()) throw kodo::Error("no unit " + std::to_string(unit) + " in the manifest");
+  const std::string file = checkpoint + "/rank-" + rank + ".state";
+  std::string data = read_bytes(file), bytes;
   for (std::size_t i = 0; i + 1 < hex.size(); i += 2)
     bytes.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
-  if (offset == "end")
-    data += bytes;
-  else
-    data.replace(std::stoul(offset), bytes.size(), bytes);
+  std::uint64_t grown = 0;
+  if (offset == "end") {
+    data.insert(at + size, bytes);
+    grown = bytes.size();
+  } else {
+    data.replace(at + std::stoull(offset), bytes.size(), bytes);
+  }
   std::ofstream(file, std::ios::binary | std::ios::trunc) << data;
-  // The unit's manifest line: "unit 0 L BYTES CHECKSUM".
-  const std::string prefix = "unit 0 " + std::to_string(unit) + " ";
   rewrite_manifest(dir, [&](int, const std::string& l) {
-    if (l.rfind(prefix, 0) != 0) return l;
-    std::ostringstream line;
-    line << prefix << data.size() << ' ' << std::hex
-         << kodo::detail::checkpoint_checksum(data.data(), data.size());
-    return line.str();
+    auto w = words(l);
+    if (w.size() == 4 && w[0] == "file" && w[1] == rank)
+      return "file " + rank + " " + std::to_string(data.size()) + " " + xxh3(data);
+    if (w.size() != 7 || w[0] != "unit" || w[3] != rank) return l;
+    const std::uint64_t o = std::stoull(w[4]);
+    if (o == at && w[2] == std::to_string(unit))
+      return "unit 0 " + w[2] + " " + rank + " " + w[4] + " " + std::to_string(size + grown) + " " +
+             xxh3(data.substr(at, size + grown));
+    if (o > at)
+      return "unit " + w[1] + " " + w[2] + " " + rank + " " + std::to_string(o + grown) + " " +
+             w[5] + " " + w[6];
+    return l;
   });
+  return 0;
+}
+
+// Every checksum of the latest checkpoint against xxHash's own one-shot XXH3_64bits.
+int verify_xxh3(const std::string& dir) {
+  // The library is XXH3-64 as published (its reference value for no input).
+  if (XXH3_64bits(nullptr, 0) != 0x2D06800538D394C2ULL)
+    throw kodo::Error("XXH3_64bits of no bytes is not 2d06800538d394c2");
+  const std::string name = latest_name(dir), checkpoint = dir + "/" + name;
+  const std::string manifest = read_bytes(checkpoint + "/manifest");
+  if (words(read_bytes(dir + "/latest")) != std::vector<std::string>{name, xxh3(manifest)})
+    throw kodo::Error("latest does not name the manifest's XXH3");
+  int files = 0, units = 0;
+  std::istringstream sums(read_bytes(checkpoint + "/XXH3SUMS"));
+  for (std::string l; std::getline(sums, l); ++files) {
+    // xxhsum's line: the checksum, two spaces, the file's name.
+    const auto space = l.find("  ");
+    if (space == std::string::npos ||
+        xxh3(read_bytes(checkpoint + "/" + l.substr(space + 2))) != l.substr(0, space))
+      throw kodo::Error("XXH3SUMS: '" + l + "' does not match its file");
+  }
+  std::istringstream lines(manifest);
+  for (std::string l; std::getline(lines, l);) {
+    const auto w = words(l);
+    if (w.size() == 4 && w[0] == "file" &&
+        xxh3(read_bytes(checkpoint + "/rank-" + w[1] + ".state")) != w[3])
+      throw kodo::Error("manifest: '" + l + "' does not match its file");
+    if (w.size() == 7 && w[0] == "unit") {
+      const std::string data = read_bytes(checkpoint + "/rank-" + w[3] + ".state");
+      if (xxh3(data.substr(std::stoull(w[4]), std::stoull(w[5]))) != w[6])
+        throw kodo::Error("manifest: '" + l + "' does not match its bytes");
+      ++units;
+    }
+  }
+  std::printf("xxh3: %d files and %d units match XXH3_64bits\n", files, units);
   return 0;
 }
 
@@ -248,6 +333,14 @@ int main(int argc, char** argv) {
     return forge(args[1], std::stoi(args[2]), args[3]);
   if (args.size() == 4 + 1 && args[0] == "forge-unit")
     return forge_unit(args[1], std::stoi(args[2]), args[3], args[4]);
+  if (args.size() == 1 + 1 && args[0] == "verify-xxh3") {
+    try {
+      return verify_xxh3(args[1]);
+    } catch (const kodo::Error& e) {
+      kodo::print_error(std::string("checkpoint_program: ") + e.what());
+      return 1;
+    }
+  }
   kodo::Runtime runtime(argc, argv);
   if (args.size() < 2) {
     std::fprintf(

@@ -8,8 +8,8 @@
 # CASE: program (every kind of state field, restored on 1 to 4 ranks), jacobi (restarts on
 # another rank count and ODF give the uninterrupted run's checksum), minimd (restarts give
 # miniMD's thermo), bad (missing, truncated, corrupted, forged and incompatible
-# checkpoints), links (planted links and oversized files), kill, or kill-moving (a rank
-# killed while units move).
+# checkpoints, malformed indexes of the rank files), links (planted links and oversized
+# files), kill, or kill-moving (a rank killed while units move).
 set -uo pipefail
 case=$1 program=$2 jacobi=$3 minimd=$4 reference=$5 work=$6 np=$7
 shift 7
@@ -50,6 +50,19 @@ fails() {
 }
 expect() { has "$1" || fail "no '$1' in the output"; }
 checksum() { grep '^checksum:' "$out" || fail "no checksum"; }
+# line_of MANIFEST AWK_CONDITION: the number of the first line of MANIFEST that matches.
+line_of() { awk "$2 { print NR; exit }" "$1"; }
+# forge_line DIR CONDITION AWK_PRINT: line CONDITION of DIR's latest manifest replaced by
+# what AWK_PRINT prints of it (the checksum in DIR/latest updated).
+forge_line() {
+  local manifest
+  manifest="$1/$(cut -d' ' -f1 "$1/latest")/manifest"
+  local n text
+  n=$(line_of "$manifest" "$2")
+  [[ -n $n ]] || fail "no line ($2) in $manifest"
+  text=$(awk "NR == $n { $3 }" "$manifest")
+  "$program" forge "$1" "$n" "$text" || fail "forge"
+}
 
 grid=(-x 24 -y 20 -z 18)
 case $case in
@@ -64,6 +77,21 @@ case $case in
       run "$ranks" "$program" read "$work/p"
       expect "restored 7 units at step 3"
     done
+    # A file per rank (not per unit), its units found by the manifest on any rank count.
+    run 4 "$program" write "$work/p4" 2
+    files=$(cd "$work/p4/checkpoint-1" && LC_ALL=C ls | tr '\n' ' ')
+    [[ $files == "XXH3SUMS kodo-checkpoint manifest rank-0.state rank-1.state rank-2.state rank-3.state " ]] ||
+      fail "the checkpoint holds: $files"
+    for ranks in 1 2 3 4; do
+      run "$ranks" "$program" read "$work/p4"
+      expect "restored 7 units at step 2"
+    done
+    # Every checksum is xxHash's XXH3-64 (what xxhsum -H3 prints), XXH3SUMS in its format.
+    "$program" verify-xxh3 "$work/p4" >"$out" 2>"$err" || fail "verify-xxh3"
+    expect "xxh3: 5 files and 7 units match XXH3_64bits"
+    if command -v xxhsum >/dev/null; then
+      (cd "$work/p4/checkpoint-1" && xxhsum -c XXH3SUMS) >"$out" 2>"$err" || fail "xxhsum -c"
+    fi
     ;;
   jacobi)
     for warmup in 0 5; do
@@ -153,20 +181,21 @@ case $case in
     mkdir -p "$work/empty"
     fails "holds no complete checkpoint" 2 "$program" read "$work/empty"
     run 2 "$program" write "$work/b" 1
-    unit="$work/b/checkpoint-0/c0-u5.state"
+    unit="$work/b/checkpoint-0/rank-1.state"
     cp "$unit" "$work/saved"
     truncate -s -3 "$unit"
     fails "checkpoint file $unit holds" 3 "$program" read "$work/b"
     expect "(truncated)"
     cp "$work/saved" "$unit"
     printf '\x7f' | dd of="$unit" bs=1 seek=60 conv=notrunc status=none
-    fails "checkpoint file $unit does not match its checksum in the manifest" 2 "$program" read "$work/b"
+    fails "does not match its checksum in the manifest (XXH3_" 2 "$program" read "$work/b"
+    expect "checkpoint file $unit, unit "
     cp "$work/saved" "$unit"
     fails "field 1 is 'step'" 2 "$program" read-renamed "$work/b"
     expect "the unit's state() reads 'steps'"
     fails "was written by checkpoint_program, not jacobi3d" 2 "$program" read "$work/b" jacobi3d
-    rm "$work/b/checkpoint-0/c0-u2.state"
-    fails "checkpoint file $work/b/checkpoint-0/c0-u2.state is missing" 4 "$program" read "$work/b"
+    rm "$work/b/checkpoint-0/rank-0.state"
+    fails "checkpoint file $work/b/checkpoint-0/rank-0.state is missing" 4 "$program" read "$work/b"
     run 2 "$program" write "$work/b" 1
     sed -i 's/^ranks 2$/ranks 3/' "$work/b/checkpoint-1/manifest"
     fails "manifest does not match its checksum in $work/b/latest" 2 "$program" read "$work/b"
@@ -174,11 +203,46 @@ case $case in
     echo "checkpoint-1 xyz" >"$work/b/latest"
     fails "$work/b/latest is not a checkpoint's name" 2 "$program" read "$work/b"
     cp "$work/latest" "$work/b/latest"
-    "$program" forge "$work/b" 1 "kodo-checkpoint 2" || fail "forge"
-    fails "is in format 2; this kodo" 2 "$program" read "$work/b"
+    # Another format: a later one, and format 1 (a file per unit, its latest naming the
+    # manifest's checksum without "XXH3_"), refused on every rank, naming both.
+    "$program" forge "$work/b" 1 "kodo-checkpoint 3" || fail "forge"
+    fails "is in format 3; this kodo (" 2 "$program" read "$work/b"
+    expect "reads format 2 only: restart from it with the kodo that wrote it"
     "$program" forge "$work/b" 1 "kodo-checkpoint 1" || fail "forge"
-    "$program" forge "$work/b" 6 "collection 0 7 1 1 odf 4 type" || fail "forge"
+    sed -i 's/ XXH3_/ /' "$work/b/latest"
+    fails "checkpoint $work/b/checkpoint-1 is in format 1 (written by kodo " 3 "$program" read "$work/b"
+    expect "reads format 2 only"
+    "$program" forge "$work/b" 1 "kodo-checkpoint 2" || fail "forge"
+    forge_line "$work/b" '$1 == "collection"' 'print "collection 0 7 1 1 odf 4 type"'
     fails "a malformed collection line" 2 "$program" read "$work/b"
+    # The index (the manifest's file and unit lines, checksummed in latest) checked against
+    # each file before it is used: offsets past the end, huge sizes, overlapping ranges,
+    # gaps, bad checksums, a file not listed, a truncated index.
+    for forged in \
+      '$1 == "unit":$5 = "99999"; print:extends past the end of rank-' \
+      '$1 == "unit":$6 = "4611686018427387904"; print:extends past the end of rank-' \
+      '$1 == "unit" && $5 > 0:$5 -= 1; $6 += 1; print:overlaps unit' \
+      '$1 == "unit" && $5 > 0:$5 += 1; $6 -= 1; print:do not cover its' \
+      '$1 == "unit":$7 = "XXH3_zz"; print:is not an XXH3 checksum' \
+      '$1 == "file":$4 = "1234abcd"; print:is not an XXH3 checksum' \
+      '$1 == "file" && $2 == 1:print "":lies in rank-1.state, which is not listed before it' \
+      '$1 == "unit" && $3 == 3:print "<cut>":is truncated (no '"'"'end'"'"')' \
+      '$1 == "end":print "unit 0 7 0 0 0 XXH3_0000000000000000":not a number from 0 to 6'; do
+      IFS=: read -r where change says <<<"$forged"
+      rm -rf "$work/f" && run 2 "$program" write "$work/f" 1
+      forge_line "$work/f" "$where" "$change"
+      fails "$says" 2 "$program" read "$work/f"
+    done
+    # A huge file that its units cover (the index consistent): refused by its real size
+    # before anything is read or allocated.
+    rm -rf "$work/f" && run 2 "$program" write "$work/f" 1
+    manifest="$work/f/checkpoint-0/manifest"
+    last=$(awk '$1 == "unit" && $4 == 1 { if ($5 >= at) { at = $5; n = NR } } END { print n }' "$manifest")
+    at=$(awk "NR == $last { print \$5 }" "$manifest")
+    forge_line "$work/f" "NR == $last" "\$6 = \"$((4611686018427387904 - at))\"; print"
+    forge_line "$work/f" '$1 == "file" && $2 == 1' '$3 = "4611686018427387904"; print'
+    fails "rank-1.state holds $(stat -c %s "$work/f/checkpoint-0/rank-1.state") bytes where its manifest says 4611686018427387904" \
+      2 "$program" read "$work/f"
     # Unit files whose checksums agree with a change: the field checks meet it. Unit 3's
     # file: a 24-byte header, then "step" (a value: name length at 24, kind 32, element
     # size 33, rank 37, bytes 41, data 49), "point" (from 57), "list" (rank at 120, its
@@ -191,7 +255,7 @@ case $case in
       "$program" forge-unit "$work/f" 3 "${forged%% *}" "$(echo "${forged#* }" | cut -d: -f1)" ||
         fail "forge-unit"
       fails "${forged#*:}" 2 "$program" read "$work/f"
-      expect "c0-u3.state"
+      expect "unit 3 of collection 0 (bytes "
     done
     # Jacobi3D: another grid, a checkpoint past the run's end.
     run 2 "$jacobi" "${grid[@]}" -i 10 -w 0 --checkpoint-every 10 --checkpoint-dir "$work/j"
@@ -219,7 +283,7 @@ case $case in
     mv "$work/l/$name" "$work/moved" && ln -s "$work/moved" "$work/l/$name"
     fails "checkpoint $work/l/$name is a symbolic link" 2 "$program" read "$work/l"
     rm "$work/l/$name" && mv "$work/moved" "$work/l/$name"
-    for file in manifest c0-u3.state; do
+    for file in manifest rank-1.state; do
       mv "$work/l/$name/$file" "$work/moved" && ln -s "$work/moved" "$work/l/$name/$file"
       fails "$work/l/$name/$file is a symbolic link" 2 "$program" read "$work/l"
       rm "$work/l/$name/$file" && mv "$work/moved" "$work/l/$name/$file"

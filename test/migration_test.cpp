@@ -17,6 +17,7 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -205,7 +206,8 @@ TEST(Migration, AUnitMovesWithTheRecordsItsCheckpointHolds) {
   advance(ring, 2);
   const std::string dir = "migration_test_checkpoint";
   kodo::write_checkpoint(runtime, dir, {"migration_test", {}}, ring);
-  // The unit file's body (after its 24-byte header) is what migration sends for the unit.
+  // A unit's state in its checkpoint, after its 24-byte header, is what migration sends
+  // for the unit.
   struct Bytes final : kodo::detail::RecordOutput {
     std::vector<char> held;
     void write(const void* data, std::uint64_t n) override {
@@ -222,10 +224,21 @@ TEST(Migration, AUnitMovesWithTheRecordsItsCheckpointHolds) {
     kodo::detail::StateWriter counter(sizes);
     r.state(counter);
     EXPECT_EQ(sizes.bytes, records.held.size());
-    std::ifstream file(saved.path() + "/c" + std::to_string(ring.id()) + "-u" +
-                           std::to_string(ring.shape().linear(r.index())) + ".state",
-                       std::ios::binary);
-    const std::vector<char> bytes{std::istreambuf_iterator<char>(file), {}};
+    // Where the unit lies: its manifest line, "unit C L RANK OFFSET BYTES XXH3_...".
+    const std::string unit_line = "unit " + std::to_string(ring.id()) + " " +
+                                  std::to_string(ring.shape().linear(r.index())) + " ";
+    std::ifstream manifest(saved.path() + "/manifest");
+    std::string line, rank;
+    std::uint64_t offset = 0, size = 0;
+    while (std::getline(manifest, line))
+      if (line.starts_with(unit_line))
+        std::istringstream(line.substr(unit_line.size())) >> rank >> offset >> size;
+    ASSERT_FALSE(rank.empty()) << "no line '" << unit_line << "...' in the manifest";
+    std::ifstream file(saved.path() + "/rank-" + rank + ".state", std::ios::binary);
+    const std::vector<char> all{std::istreambuf_iterator<char>(file), {}};
+    ASSERT_LE(offset + size, all.size());
+    const std::vector<char> bytes(all.begin() + static_cast<std::ptrdiff_t>(offset),
+                                  all.begin() + static_cast<std::ptrdiff_t>(offset + size));
     ASSERT_EQ(bytes.size(), records.held.size() + 24);
     EXPECT_TRUE(std::equal(records.held.begin(), records.held.end(), bytes.begin() + 24));
   });

@@ -20,11 +20,24 @@ fail() {
   cat "$err"
   exit 1
 }
+# unit_bytes CHECKPOINT C L: the saved state of unit L of collection C, found through the
+# manifest's index ("unit C L RANK OFFSET BYTES XXH3_..."): where it lies in its rank file.
+unit_bytes() {
+  local where
+  where=$(awk -v c="$2" -v l="$3" '$1 == "unit" && $2 == c && $3 == l { print $4, $5, $6 }' \
+    "$1/manifest")
+  [[ -n $where ]] || fail "no unit $3 of collection $2 in $1/manifest"
+  read -r rank offset bytes <<<"$where"
+  tail -c +$((offset + 1)) "$1/rank-$rank.state" | head -c "$bytes"
+}
 same() {
-  local files=0
-  for f in "$1"/checkpoint-*/*.state; do
-    cmp -s "$f" "$2/${f#"$1"/}" || fail "$f differs from ${f/#"$1"/"$2"}"
-    files=$((files + 1))
-  done
-  [ "$files" -gt 0 ] || fail "no unit files in $1"
+  local units=0 a b c l
+  a=$(echo "$1"/checkpoint-*) b=$(echo "$2"/checkpoint-*)
+  [[ -f $a/manifest && -f $b/manifest ]] || fail "no single checkpoint in $1 and $2"
+  while read -r c l; do
+    cmp -s <(unit_bytes "$a" "$c" "$l") <(unit_bytes "$b" "$c" "$l") ||
+      fail "unit $l of collection $c differs between $a and $b"
+    units=$((units + 1))
+  done < <(awk '$1 == "unit" { print $2, $3 }' "$a/manifest")
+  [ "$units" -gt 0 ] || fail "no units in $a"
 }

@@ -81,6 +81,7 @@ kodo::CheckpointReport checkpoint(kodo::Runtime& runtime, const jacobi::Options&
 std::int64_t restart(kodo::Runtime& runtime, const jacobi::Options& opt, const std::string& grid,
                      const kodo::Collection<jacobi::JacobiBlock>& blocks) {
   try {
+    const double started = now();
     const auto saved = kodo::Checkpoint::open(runtime, opt.restart_dir, "jacobi3d");
     if (saved.value("grid") != grid)
       throw kodo::Error("checkpoint " + saved.path() + " is of grid " + saved.value("grid") +
@@ -93,9 +94,11 @@ std::int64_t restart(kodo::Runtime& runtime, const jacobi::Options& opt, const s
     saved.restore(blocks, [&](jacobi::JacobiBlock& block, const kodo::SavedCollection& old) {
       block.restore(old, step);
     });
+    // From the call until every rank restored its blocks (restore is collective).
+    const double seconds = now() - started;
     if (runtime.rank() == 0)
-      std::printf("restarted from %s at update %" PRId64 " (written by %d rank(s))\n",
-                  saved.path().c_str(), step, saved.ranks());
+      std::printf("restarted from %s at update %" PRId64 " (written by %d rank(s)) in %.4f s\n",
+                  saved.path().c_str(), step, saved.ranks(), seconds);
     return step;
   } catch (const kodo::Error& e) {
     throw CheckpointFailure(e.what());

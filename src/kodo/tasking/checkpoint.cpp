@@ -1,7 +1,7 @@
 // SPDX-FileCopyrightText: 2026 The kodo developers
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-// Checkpoints written (CheckpointWrite: the unit files, then the manifest, then the
-// directory made the latest) and opened (Checkpoint::open). The files themselves:
+// Checkpoints written (CheckpointWrite: each rank's file of its units, then the manifest,
+// then the directory made the latest) and opened (Checkpoint::open). The files themselves:
 // checkpoint_files.cpp; the manifest's text: checkpoint_manifest.cpp; a unit read back:
 // checkpoint_read.cpp.
 #include <kodo/tasking/checkpoint.hpp>
@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <system_error>
 
 namespace kodo {
@@ -76,23 +77,46 @@ void CheckpointWrite::write_unit(std::uint32_t collection, std::int64_t linear,
                                  const std::function<void(StateWriter&)>& visit) {
   static const std::string region = "kodo::checkpoint write";
   const detail::ToolRegion here(region);
-  OutputFile file(unit_file(partial_, collection, linear));
-  file.write(kUnitMagic, sizeof kUnitMagic);
-  file.put(static_cast<std::uint32_t>(kFormat));
-  file.put(collection);
-  file.put(linear);
-  RecordSink sink(file, runtime_);
+  if (!file_) {
+    file_ = std::make_unique<OutputFile>(rank_file(partial_, runtime_.rank()));
+    unit_checksum_ = std::make_unique<Xxh3>();
+  }
+  const std::uint64_t offset = file_->bytes();
+  UnitOutput unit(*file_, *unit_checksum_);
+  unit.write(kUnitMagic, sizeof kUnitMagic);
+  unit.put(static_cast<std::uint32_t>(kFormat));
+  unit.put(collection);
+  unit.put(linear);
+  RecordSink sink(unit, runtime_);
   StateWriter writer(sink);
   visit(writer);
-  file.close();
-  written_.push_back({collection, linear, file.bytes(), file.checksum()});
+  written_.push_back({collection, static_cast<std::uint32_t>(runtime_.rank()), linear, offset,
+                      unit.bytes(), unit_checksum_->value()});
 }
 
-CheckpointReport CheckpointWrite::finish(const std::string& problem) {
+CheckpointReport CheckpointWrite::finish(const std::string& problem_in) {
   MPI_Comm comm = runtime_.comm();
+  // This rank's file made durable (one fsync per rank, not per unit); rank 0 makes the
+  // directory entries durable after every rank's file is.
+  std::string problem = problem_in;
+  struct {
+    std::uint64_t bytes = 0, checksum = 0, written = 0;
+  } mine;
+  if (problem.empty() && file_) {
+    try {
+      file_->close();
+      mine = {file_->bytes(), file_->checksum(), 1};
+    } catch (...) {
+      problem = what_of_current();
+    }
+  }
   detail::agree_and_report(comm, problem);
-  // Every unit's file size and checksum, to rank 0.
+  // Every rank's file and every unit's place, size and checksum, to rank 0.
   const int ranks = runtime_.size(), rank = runtime_.rank();
+  std::vector<decltype(mine)> files(rank == 0 ? static_cast<std::size_t>(ranks) : 0);
+  detail::check_mpi(MPI_Gather(&mine, sizeof mine, MPI_BYTE, files.data(), sizeof mine, MPI_BYTE, 0,
+                               comm),
+                    "MPI_Gather");
   int count = static_cast<int>(written_.size() * sizeof(ManifestUnit));
   std::vector<int> counts(ranks), offsets(ranks);
   detail::check_mpi(MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, comm),
@@ -109,10 +133,21 @@ CheckpointReport CheckpointWrite::finish(const std::string& problem) {
   std::string failed;
   if (rank == 0) {
     try {
-      const std::string manifest = manifest_text(info_, ranks, collections_, all);
+      std::map<std::uint32_t, SavedFile> listed;
+      for (int r = 0; r < ranks; ++r)
+        if (files[r].written)
+          listed[static_cast<std::uint32_t>(r)] = {files[r].bytes, files[r].checksum};
+      const std::string manifest = manifest_text(info_, ranks, listed, collections_, all);
       OutputFile file(partial_ + "/manifest");
       file.write(manifest.data(), manifest.size());
       file.close();
+      // The same checksums for a stock tool: cd D/checkpoint-N && xxhsum -c XXH3SUMS.
+      std::string sums = cat(xxh3_text(file.checksum()), "  manifest\n");
+      for (const auto& [r, f] : listed)
+        sums += cat(xxh3_text(f.checksum), "  ", rank_file_name(r), '\n');
+      OutputFile sums_file(partial_ + "/XXH3SUMS");
+      sums_file.write(sums.data(), sums.size());
+      sums_file.close();
       sync_directory(partial_);
       rename_durably(partial_, final_, dir_);
       const std::string name = fs::path(final_).filename().string();
@@ -121,7 +156,7 @@ CheckpointReport CheckpointWrite::finish(const std::string& problem) {
         if (::unlink((dir_ + "/latest.partial").c_str()) != 0 && errno != ENOENT)
           throw Error(system_error("cannot remove", dir_ + "/latest.partial"));
         OutputFile latest(dir_ + "/latest.partial");
-        const std::string line = cat(name, ' ', std::hex, file.checksum(), '\n');
+        const std::string line = cat(name, ' ', xxh3_text(file.checksum()), '\n');
         latest.write(line.data(), line.size());
         latest.close();
       }
@@ -204,6 +239,7 @@ Checkpoint Checkpoint::open(Runtime& runtime, const std::string& dir,
   c.ranks_ = parsed.ranks;
   c.keys_ = std::move(parsed.keys);
   c.collections_ = std::move(parsed.collections);
+  c.files_ = std::make_shared<detail::CheckpointReader>(runtime, c.path_, std::move(parsed.files));
   return c;
 }
 

@@ -23,12 +23,17 @@
 /// ```
 ///   D/checkpoint-N/manifest       what was saved: format version, kodo version,
 ///                                 application, rank count, the application's keys, each
-///                                 collection's shape, unit type and ODF, and each unit
-///                                 file's size and checksum
-///   D/checkpoint-N/c<C>-u<L>.state  the state of unit L (linear index) of collection C
+///                                 rank file's size and checksum, each collection's shape,
+///                                 unit type and ODF, and where each unit lies (its rank
+///                                 file, offset, size and checksum): the index
+///   D/checkpoint-N/rank-R.state   the states of the units rank R held, one after the
+///                                 other (no file for a rank without units)
+///   D/checkpoint-N/XXH3SUMS       the files' checksums for `xxhsum -c XXH3SUMS`
 ///   D/latest                      the name of the newest complete checkpoint and its
 ///                                 manifest's checksum
 /// ```
+/// Every checksum is XXH3-64 (xxHash), written as `xxhsum -H3` prints it (`XXH3_` and 16
+/// hex digits).
 /// A checkpoint is written under checkpoint-N.partial, made durable (fsync), renamed,
 /// and only then named in latest (written as latest.partial and renamed); the older
 /// checkpoint is removed after that. A job killed while writing leaves the previous
@@ -74,7 +79,8 @@ class Checkpoint;
 namespace detail {
 
 struct SavedUnit {
-  std::uint64_t bytes = 0, checksum = 0;
+  std::uint32_t file = 0;  // the rank that wrote it: rank-<file>.state
+  std::uint64_t offset = 0, bytes = 0, checksum = 0;
 };
 struct SavedCollectionRecord {
   std::uint32_t id = 0;
@@ -83,7 +89,10 @@ struct SavedCollectionRecord {
   std::vector<SavedUnit> units;  // by linear index
 };
 
-struct ManifestUnit;  // what the manifest records of a unit file
+struct ManifestUnit;     // what the manifest records of a unit
+class OutputFile;        // this rank's file
+class Xxh3;              // a unit's checksum
+class CheckpointReader;  // the files a restore reads
 
 // One checkpoint being written: the parts that are not templates.
 class CheckpointWrite {
@@ -92,7 +101,7 @@ class CheckpointWrite {
   CheckpointWrite(Runtime& runtime, const std::string& dir, const CheckpointInfo& info);
   ~CheckpointWrite();
   void add_collection(std::uint32_t id, const Extent3& shape, const char* unit_type);
-  // Writes one unit's file; `visit` walks its state().
+  // Writes one unit's state into this rank's file; `visit` walks its state().
   void write_unit(std::uint32_t collection, std::int64_t linear,
                   const std::function<void(StateWriter&)>& visit);
   // Collective: agrees on `problem` (empty: none on this rank), gathers the files'
@@ -105,18 +114,22 @@ class CheckpointWrite {
   CheckpointInfo info_;
   std::vector<SavedCollectionRecord> collections_;
   std::vector<ManifestUnit> written_;
+  std::unique_ptr<OutputFile> file_;  // opened at the first unit
+  std::unique_ptr<Xxh3> unit_checksum_;
   double started_ = 0;
 };
 
-// The checksum the manifest keeps of each file (and D/latest of the manifest).
+// The checksum the manifest keeps of each file and unit (and D/latest of the manifest):
+// XXH3-64, as `xxhsum -H3` computes it.
 std::uint64_t checkpoint_checksum(const void* data, std::uint64_t bytes);
 
 // Throws kodo::Error naming `call` when it comes from inside run() (an entry method):
 // checkpoints are collective calls of the main program.
 void require_main_program(Runtime& runtime, const char* call);
 
-// Reads one unit file of a checkpoint, checked, and restores `visit`'s fields from it.
-void read_unit(Runtime& runtime, const std::string& path, const SavedCollectionRecord& collection,
+// Reads one unit of a checkpoint from its rank file, checked, and restores `visit`'s
+// fields from it.
+void read_unit(CheckpointReader& files, const SavedCollectionRecord& collection,
                std::int64_t linear, const std::function<void(StateReader&)>& visit);
 
 }  // namespace detail
@@ -158,16 +171,15 @@ class SavedCollection {
     if (!record_->shape.contains(index))
       throw Error(detail::cat("unit ", index, " is outside the saved collection of shape ",
                               record_->shape));
-    detail::read_unit(*runtime_, path_, *record_, record_->shape.linear(index),
+    detail::read_unit(*files_, *record_, record_->shape.linear(index),
                       [&](detail::StateReader& s) { into.state(s); });
   }
 
  private:
   friend class Checkpoint;
-  SavedCollection(Runtime* runtime, std::string path, const detail::SavedCollectionRecord* record)
-      : runtime_(runtime), path_(std::move(path)), record_(record) {}
-  Runtime* runtime_;
-  std::string path_;
+  SavedCollection(detail::CheckpointReader* files, const detail::SavedCollectionRecord* record)
+      : files_(files), record_(record) {}
+  detail::CheckpointReader* files_;
   const detail::SavedCollectionRecord* record_;
 };
 
@@ -194,7 +206,7 @@ class Checkpoint {
   /// kodo::Error when the checkpoint has none or it holds another unit type.
   template <class U>
   SavedCollection collection(const Collection<U>& c) const {
-    return SavedCollection(runtime_, path_, &find(c.id(), typeid(U).name()));
+    return SavedCollection(files_.get(), &find(c.id(), typeid(U).name()));
   }
 
   /// Collective: restores every local unit of `c` from its saved state; the unit grid
@@ -237,6 +249,7 @@ class Checkpoint {
   std::string kodo_version_;
   std::vector<std::pair<std::string, std::string>> keys_;
   std::vector<detail::SavedCollectionRecord> collections_;
+  std::shared_ptr<detail::CheckpointReader> files_;
 };
 
 }  // namespace kodo

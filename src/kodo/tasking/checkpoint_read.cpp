@@ -1,7 +1,7 @@
 // SPDX-FileCopyrightText: 2026 The kodo developers
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-// Restoring one unit from its file: the fields streamed and checked as its state()
-// reads them (FileSource), the file's checksum compared at the end.
+// Restoring one unit from its rank's file: the fields streamed and checked as its state()
+// reads them (FileSource), the unit's checksum compared at the end.
 #include <kodo/backends/detail/tool_region.hpp>
 #include <kodo/tasking/detail/checkpoint_files.hpp>
 
@@ -10,27 +10,28 @@
 namespace kodo::detail {
 namespace {
 
-// The fields of one unit file, checked as they are read (RecordSource): streamed, with
-// the file's checksum taken on the way and compared at the end (finish()), so a unit's
-// state is never held whole on the host.
+// The fields of one unit, bytes [offset, offset + size) of its rank's file (already
+// checked to hold them), checked as they are read (RecordSource): streamed, with the
+// unit's checksum taken on the way and compared at the end (finish()), so a unit's state
+// is never held whole on the host.
 class FileSource final : public RecordSource {
  public:
-  FileSource(const std::string& path, std::uint64_t size, Runtime& runtime)
-      : RecordSource("checkpoint file " + path, size, runtime),
-        path_(path),
-        size_(size),
-        fd_(open_checked(path, size)) {}
-  ~FileSource() { ::close(fd_); }
-  FileSource(const FileSource&) = delete;
-  FileSource& operator=(const FileSource&) = delete;
+  FileSource(int fd, const std::string& origin, std::uint64_t offset, std::uint64_t size,
+             Runtime& runtime)
+      : RecordSource(origin, size, runtime),
+        origin_(origin),
+        fd_(fd),
+        offset_(offset),
+        size_(size) {}
 
-  // The rest of the file through the checksum; throws when it differs from `expected`.
+  // The rest of the unit through the checksum; throws when it differs from `expected`.
   void finish(std::uint64_t expected) {
     std::byte scrap[4096];
     while (!at_end()) bytes(scrap, std::min<std::uint64_t>(sizeof scrap, left()), "its end");
     if (checksum_.value() != expected)
-      throw Error(cat("checkpoint file ", path_,
-                      " does not match its checksum in the manifest: the file is corrupted"));
+      throw Error(cat(origin_, " does not match its checksum in the manifest (",
+                      xxh3_text(expected), ", not ", xxh3_text(checksum_.value()),
+                      "): the file is corrupted"));
   }
 
  private:
@@ -54,35 +55,42 @@ class FileSource final : public RecordSource {
       p += k, n -= k;
     }
   }
-  // Up to n bytes from the file into `into` (at least one); the file has them.
+  // Up to n bytes of the unit into `into` (at least one); the file has them.
   std::uint64_t fill(std::byte* into, std::uint64_t n) {
     for (;;) {
-      const ssize_t r = ::read(fd_, into, std::min<std::uint64_t>(n, std::uint64_t{1} << 30));
+      const ssize_t r = ::pread(fd_, into, std::min<std::uint64_t>(n, std::uint64_t{1} << 30),
+                                static_cast<off_t>(offset_ + file_at_));
       if (r < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-      if (r <= 0) throw Error(system_error("cannot read checkpoint file", path_));
+      if (r < 0) throw Error(cat("cannot read ", origin_, ": ", std::strerror(errno)));
+      if (r == 0) throw Error(cat(origin_, " ended early (its file shrank)"));
       file_at_ += static_cast<std::uint64_t>(r);
       return static_cast<std::uint64_t>(r);
     }
   }
 
-  std::string path_;
-  std::uint64_t size_;
-  int fd_ = -1;
-  std::uint64_t file_at_ = 0;  // bytes read from the file
+  std::string origin_;
+  int fd_;
+  std::uint64_t offset_, size_;
+  std::uint64_t file_at_ = 0;  // bytes of the unit read from the file
   std::array<std::byte, 65536> held_{};
   std::uint64_t held_at_ = 0, held_end_ = 0;
-  Checksum checksum_;
+  Xxh3 checksum_;
 };
 
 }  // namespace
 
-void read_unit(Runtime& runtime, const std::string& path, const SavedCollectionRecord& collection,
+void read_unit(CheckpointReader& files, const SavedCollectionRecord& collection,
                std::int64_t linear, const std::function<void(StateReader&)>& visit) {
   static const std::string region = "kodo::checkpoint restore";
   const ToolRegion here(region);
   const SavedUnit& unit = collection.units.at(static_cast<std::size_t>(linear));
-  const std::string name = unit_file(path, collection.id, linear);
-  FileSource source(name, unit.bytes, runtime);
+  const std::lock_guard<std::mutex> hold(files.lock());
+  std::string file;
+  const int fd = files.open(unit.file, &file);
+  const std::string name = cat("checkpoint file ", file, ", unit ", linear, " of collection ",
+                               collection.id, " (bytes ", unit.offset, " to ",
+                               unit.offset + unit.bytes, ")");
+  FileSource source(fd, name, unit.offset, unit.bytes, files.runtime());
   try {
     char magic[sizeof kUnitMagic];
     source.bytes(magic, sizeof magic, "its header");
@@ -91,13 +99,12 @@ void read_unit(Runtime& runtime, const std::string& path, const SavedCollectionR
     const auto saved_linear = source.take<std::int64_t>("its header");
     if (std::memcmp(magic, kUnitMagic, sizeof magic) != 0 || format != kFormat ||
         saved_collection != collection.id || saved_linear != linear)
-      throw Error(cat("checkpoint file ", name, " is not the state of unit ", linear,
-                      " of collection ", collection.id, " in format ", kFormat));
+      throw Error(cat(name, " is not the state of unit ", linear, " of collection ", collection.id,
+                      " in format ", kFormat));
     StateReader reader(source);
     visit(reader);
     if (!source.at_end())
-      throw Error(cat("checkpoint file ", name,
-                      " holds more fields than the unit's state() reads"));
+      throw Error(cat(name, " holds more fields than the unit's state() reads"));
   } catch (const Error&) {
     // A corrupted file is named as such, whatever field check it tripped first.
     source.finish(unit.checksum);

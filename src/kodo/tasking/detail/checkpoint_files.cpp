@@ -4,6 +4,7 @@
 
 #include <kodo/tasking/detail/scheduler.hpp>
 
+#include <cstdio>
 #include <sys/stat.h>
 
 namespace kodo::detail {
@@ -37,15 +38,29 @@ int open_regular(const std::string& path, const std::string& what, std::uint64_t
 
 }  // namespace
 
-int open_checked(const std::string& path, std::uint64_t expected_bytes) {
+CheckpointReader::~CheckpointReader() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+int CheckpointReader::open(std::uint32_t rank, std::string* name) {
+  *name = rank_file(path_, rank);
+  if (open_rank_ == static_cast<std::int64_t>(rank)) return fd_;
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1, open_rank_ = -1;
+  // The manifest's check gave every unit a listed file; checked again, cheaply.
+  const auto listed = files_.find(rank);
+  if (listed == files_.end())
+    throw Error(cat("checkpoint ", path_, " lists no file of rank ", rank));
+  const std::uint64_t expected = listed->second.bytes;
   std::uint64_t size = 0;
-  const int fd = open_regular(path, "checkpoint file", &size);
-  if (size != expected_bytes) {
+  const int fd = open_regular(*name, "checkpoint file", &size);
+  if (size != expected) {
     ::close(fd);
-    throw Error(cat("checkpoint file ", path, " holds ", size, " bytes where its manifest says ",
-                    expected_bytes, size < expected_bytes ? " (truncated)" : ""));
+    throw Error(cat("checkpoint file ", *name, " holds ", size, " bytes where its manifest says ",
+                    expected, size < expected ? " (truncated)" : ""));
   }
-  return fd;
+  fd_ = fd, open_rank_ = rank;
+  return fd_;
 }
 
 std::vector<std::byte> read_small_file(const std::string& path, std::uint64_t limit,
@@ -116,9 +131,26 @@ std::string trimmed(const std::string& s) {
   return s.substr(first, s.find_last_not_of(" \t\r\n\v\f") - first + 1);
 }
 
-std::string unit_file(const std::string& checkpoint, std::uint32_t collection,
-                      std::int64_t linear) {
-  return cat(checkpoint, "/c", collection, "-u", linear, ".state");
+std::string rank_file_name(std::int64_t rank) { return cat("rank-", rank, ".state"); }
+
+std::string rank_file(const std::string& checkpoint, std::int64_t rank) {
+  return cat(checkpoint, "/", rank_file_name(rank));
+}
+
+std::string xxh3_text(std::uint64_t checksum) {
+  char text[5 + 16 + 1];
+  std::snprintf(text, sizeof text, "XXH3_%016llx", static_cast<unsigned long long>(checksum));
+  return text;
+}
+
+std::optional<std::uint64_t> parse_xxh3(std::string_view text) {
+  constexpr std::string_view prefix = "XXH3_";
+  if (!text.starts_with(prefix) || text.size() != prefix.size() + 16) return std::nullopt;
+  text.remove_prefix(prefix.size());
+  // Hexadecimal digits only (from_chars alone would take a sign).
+  if (text.find_first_not_of("0123456789abcdefABCDEF") != std::string_view::npos)
+    return std::nullopt;
+  return parse_whole<std::uint64_t>(text, 16);
 }
 
 void require_main_program(Runtime& runtime, const char* call) {
@@ -129,9 +161,7 @@ void require_main_program(Runtime& runtime, const char* call) {
 }
 
 std::uint64_t checkpoint_checksum(const void* data, std::uint64_t bytes) {
-  Checksum c;
-  c.update(data, bytes);
-  return c.value();
+  return XXH3_64bits(data, static_cast<std::size_t>(bytes));
 }
 
 }  // namespace kodo::detail

@@ -1,14 +1,17 @@
 // SPDX-FileCopyrightText: 2026 The kodo developers
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
-// A checkpoint's files: unit files written in full or not at all (OutputFile) with their
-// checksum (Checksum), read back checked (open_checked, read_small_file), the directory made
-// durable (sync_directory, rename_durably), the names of checkpoints and unit files, and
-// the records of a unit's state in state_records.hpp. Internal to the
+// A checkpoint's files: a rank's file of its units written in full or not at all
+// (OutputFile, UnitOutput) with their XXH3 checksums (Xxh3), read back checked
+// (CheckpointReader, read_small_file), the directory made durable (sync_directory,
+// rename_durably), the names of checkpoints and rank files, and the records of a unit's
+// state in state_records.hpp. Internal to the
 // checkpoint sources (not installed).
 
 #include <kodo/tasking/checkpoint.hpp>
 #include <kodo/tasking/detail/state_records.hpp>
+
+#include <xxhash.h>
 
 #include <algorithm>
 #include <bit>
@@ -18,6 +21,10 @@
 #include <cstdint>
 #include <cstring>
 #include <fcntl.h>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <new>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -26,7 +33,9 @@
 
 namespace kodo::detail {
 
-inline constexpr int kFormat = 1;
+// 2: a file per rank (rank-R.state) and XXH3 checksums; 1: a file per unit and kodo's
+// own checksum (refused, with what to do).
+inline constexpr int kFormat = 2;
 inline constexpr char kUnitMagic[8] = {'k', 'o', 'd', 'o', 'u', 'n', 'i', 't'};
 inline constexpr std::uint64_t kManifestLimit = std::uint64_t{1} << 30;
 // In every checkpoint directory this code makes: only those are ever removed.
@@ -35,48 +44,31 @@ inline constexpr const char* kMarker = "/kodo-checkpoint";
 // "what path: the reason errno gives".
 std::string system_error(const std::string& what, const std::string& path);
 
-// A 64-bit checksum of a byte stream, four lanes of multiply-rotate rounds over 32-byte
-// blocks (fast enough to keep up with a disk), then the tail and a final mix.
-class Checksum {
+// XXH3-64 (xxHash's XXH3_64bits, seed 0) of a byte stream: what `xxhsum -H3` prints for
+// the same bytes, so a stock tool verifies every checksum a checkpoint records.
+class Xxh3 {
  public:
+  Xxh3() : state_(XXH3_createState()) {
+    if (!state_) throw std::bad_alloc();
+    reset();
+  }
+  void reset() { XXH3_64bits_reset(state_.get()); }
   void update(const void* data, std::uint64_t n) {
-    const auto* p = static_cast<const unsigned char*>(data);
-    total_ += n;
-    if (held_ > 0) {
-      const std::uint64_t take = std::min<std::uint64_t>(n, 32 - held_);
-      std::memcpy(block_ + held_, p, take);
-      held_ += take, p += take, n -= take;
-      if (held_ < 32) return;
-      round(block_);
-      held_ = 0;
-    }
-    for (; n >= 32; p += 32, n -= 32) round(p);
-    std::memcpy(block_, p, n);
-    held_ = n;
+    XXH3_64bits_update(state_.get(), data, static_cast<std::size_t>(n));
   }
-  std::uint64_t value() const {
-    std::uint64_t h = total_ * kB;
-    for (int l = 0; l < 4; ++l) h = (h ^ std::rotl(lane_[l] * kA, 29)) * kB + l;
-    for (std::uint64_t i = 0; i < held_; ++i) h = std::rotl((h ^ block_[i]) * kA, 23);
-    h ^= h >> 33;
-    h *= kB;
-    h ^= h >> 29;
-    return h;
-  }
+  std::uint64_t value() const { return XXH3_64bits_digest(state_.get()); }
 
  private:
-  static constexpr std::uint64_t kA = 0x9E3779B185EBCA87ULL, kB = 0xC2B2AE3D27D4EB4FULL;
-  void round(const unsigned char* p) {
-    for (int l = 0; l < 4; ++l) {
-      std::uint64_t w;
-      std::memcpy(&w, p + 8 * l, 8);
-      lane_[l] = std::rotl(lane_[l] + w * kB, 31) * kA;
-    }
-  }
-  std::uint64_t lane_[4] = {kA, kB, ~kA, ~kB};
-  unsigned char block_[32] = {};
-  std::uint64_t held_ = 0, total_ = 0;
+  struct Free {
+    void operator()(XXH3_state_t* s) const { XXH3_freeState(s); }
+  };
+  std::unique_ptr<XXH3_state_t, Free> state_;
 };
+
+// A checksum as a checkpoint writes it: xxhsum's form, "XXH3_" and 16 hexadecimal digits.
+std::string xxh3_text(std::uint64_t checksum);
+// The checksum `text` names in that form, if it is one.
+std::optional<std::uint64_t> parse_xxh3(std::string_view text);
 
 class OutputFile final : public RecordOutput {
  public:
@@ -118,13 +110,29 @@ class OutputFile final : public RecordOutput {
  private:
   std::string path_;
   int fd_ = -1;
-  Checksum checksum_;
+  Xxh3 checksum_;
   std::uint64_t bytes_ = 0;
 };
 
-// A checkpoint file opened for reading (never through a link), checked to be a regular
-// file of `expected_bytes`.
-int open_checked(const std::string& path, std::uint64_t expected_bytes);
+// One unit's bytes, written into its rank's file and checksummed apart from the rest.
+class UnitOutput final : public RecordOutput {
+ public:
+  UnitOutput(OutputFile& file, Xxh3& checksum) : file_(file), checksum_(checksum) {
+    checksum_.reset();
+  }
+  void write(const void* data, std::uint64_t n) override {
+    checksum_.update(data, n);
+    file_.write(data, n);
+    bytes_ += n;
+  }
+  std::uint64_t bytes() const { return bytes_; }
+
+ private:
+  OutputFile& file_;
+  Xxh3& checksum_;
+  std::uint64_t bytes_ = 0;
+};
+
 // The whole of a regular file (never through a link) of at most `limit` bytes; its size is
 // checked before anything is allocated. `what` names the file in errors.
 std::vector<std::byte> read_small_file(const std::string& path, std::uint64_t limit,
@@ -148,7 +156,38 @@ std::optional<T> parse_whole(std::string_view text, int base = 10) {
 std::int64_t checkpoint_number(const std::string& name, bool* partial);
 // `s` without white space at either end (the manifest keeps a value's inner text only).
 std::string trimmed(const std::string& s);
-// The file of unit `linear` of `collection` in the checkpoint directory `checkpoint`.
-std::string unit_file(const std::string& checkpoint, std::uint32_t collection, std::int64_t linear);
+// The file of the units written by `rank` in the checkpoint directory `checkpoint`
+// (rank-R.state), and its name alone.
+std::string rank_file_name(std::int64_t rank);
+std::string rank_file(const std::string& checkpoint, std::int64_t rank);
+
+// The checked manifest's files, by the rank that wrote them, and the one open for reading
+// (a rank's units mostly lie in one file, or a few): what SavedCollection::read reads
+// through (checkpoint_read.cpp).
+struct SavedFile {
+  std::uint64_t bytes = 0, checksum = 0;
+};
+class CheckpointReader {
+ public:
+  CheckpointReader(Runtime& runtime, std::string path, std::map<std::uint32_t, SavedFile> files)
+      : runtime_(runtime), path_(std::move(path)), files_(std::move(files)) {}
+  ~CheckpointReader();
+  CheckpointReader(const CheckpointReader&) = delete;
+  CheckpointReader& operator=(const CheckpointReader&) = delete;
+  Runtime& runtime() { return runtime_; }
+  const std::string& path() const { return path_; }
+  // The descriptor of rank `rank`'s file, opened (never through a link) and checked to
+  // hold the bytes the manifest says before anything is read; `*name` is its path.
+  int open(std::uint32_t rank, std::string* name);
+  std::mutex& lock() { return lock_; }
+
+ private:
+  Runtime& runtime_;
+  std::string path_;
+  std::map<std::uint32_t, SavedFile> files_;
+  std::mutex lock_;
+  std::int64_t open_rank_ = -1;
+  int fd_ = -1;
+};
 
 }  // namespace kodo::detail

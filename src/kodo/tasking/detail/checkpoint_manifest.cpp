@@ -10,17 +10,38 @@
 #include <climits>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <sstream>
 
 namespace kodo::detail {
 
+namespace {
+
+// The refusal of a checkpoint in another format, the same from both places that see one
+// (the file's words cut short: they may be anything).
+Error other_format(const std::string& checkpoint, std::string format, std::string written_by) {
+  for (std::string* s : {&format, &written_by})
+    if (s->size() > 64) *s = s->substr(0, 64) + "...";
+  return Error(cat("checkpoint ", checkpoint, " is in format ", format,
+                   written_by.empty() ? "" : cat(" (written by kodo ", written_by, ")"),
+                   "; this kodo (", kodo::version(), ") reads format ", kFormat,
+                   " only: restart from it with the kodo that wrote it, or start the run "
+                   "afresh (format 2 keeps a file per rank and XXH3 checksums; format 1 kept "
+                   "a file per unit)"));
+}
+
+}  // namespace
+
 std::string manifest_text(const CheckpointInfo& info, int ranks,
+                          const std::map<std::uint32_t, SavedFile>& files,
                           const std::vector<SavedCollectionRecord>& collections,
                           const std::vector<ManifestUnit>& written) {
   std::ostringstream m;
   m << "kodo-checkpoint " << kFormat << "\nkodo-version " << kodo::version() << ' '
     << kodo::commit() << "\napplication " << info.application << "\nranks " << ranks << '\n';
   for (const auto& [key, value] : info.keys) m << "key " << key << ' ' << value << '\n';
+  for (const auto& [rank, f] : files)
+    m << "file " << rank << ' ' << f.bytes << ' ' << xxh3_text(f.checksum) << '\n';
   for (const auto& c : collections) {
     const std::int64_t units = c.shape.size();
     m << "collection " << c.id << ' ' << c.shape.x << ' ' << c.shape.y << ' ' << c.shape.z
@@ -31,8 +52,8 @@ std::string manifest_text(const CheckpointInfo& info, int ranks,
     for (std::int64_t l = 0; l < units; ++l) {
       const ManifestUnit* u = by_linear[static_cast<std::size_t>(l)];
       if (!u) throw Error(cat("unit ", l, " of collection ", c.id, " was not written"));
-      m << "unit " << c.id << ' ' << l << ' ' << u->bytes << ' ' << std::hex << u->checksum
-        << std::dec << '\n';
+      m << "unit " << c.id << ' ' << l << ' ' << u->rank << ' ' << u->offset << ' ' << u->bytes
+        << ' ' << xxh3_text(u->checksum) << '\n';
     }
   }
   m << "end\n";
@@ -47,6 +68,13 @@ Manifest parse_manifest(const std::string& text_in, const std::string& checkpoin
   auto bad = [&](std::size_t number, const std::string& what) {
     return Error(cat("checkpoint file ", manifest, ", line ", number, ": ", what));
   };
+  // Each file's units, to check that they cover it without overlap.
+  struct Span {
+    std::uint64_t offset, bytes;
+    std::uint32_t collection;
+    std::int64_t linear;
+  };
+  std::map<std::uint32_t, std::vector<Span>> spans;
   std::string text;
   std::size_t number = 0;
   bool ended = false, have_application = false, have_version = false, have_ranks = false;
@@ -80,9 +108,7 @@ Manifest parse_manifest(const std::string& text_in, const std::string& checkpoin
     if (number == 1) {
       if (word != "kodo-checkpoint") throw bad(number, "not a kodo checkpoint manifest");
       const std::string format = rest();
-      if (format != std::to_string(kFormat))
-        throw bad(number, cat("the checkpoint is in format ", format, "; this kodo (",
-                              kodo::version(), ") reads format ", kFormat));
+      if (format != std::to_string(kFormat)) throw other_format(checkpoint, format, "");
     } else if (word == "kodo-version") {
       once(have_version);
       result.kodo_version = rest();
@@ -94,6 +120,19 @@ Manifest parse_manifest(const std::string& text_in, const std::string& checkpoin
     } else if (word == "ranks") {
       once(have_ranks);
       result.ranks = static_cast<int>(integer(1, INT32_MAX));
+      no_more();
+    } else if (word == "file") {
+      if (!have_ranks) throw bad(number, "a file before the 'ranks' line");
+      const auto rank = static_cast<std::uint32_t>(integer(0, result.ranks - 1));
+      if (result.files.contains(rank))
+        throw bad(number, cat("the file of rank ", rank, " appears twice"));
+      SavedFile& f = result.files[rank];
+      f.bytes = static_cast<std::uint64_t>(integer(0, std::int64_t{1} << 62));
+      std::string sum;
+      words >> sum;
+      const auto checksum = parse_xxh3(sum);
+      if (!checksum) throw bad(number, cat("'", sum, "' is not an XXH3 checksum (XXH3_<16 hex>)"));
+      f.checksum = *checksum;
       no_more();
     } else if (word == "key") {
       std::string key;
@@ -130,14 +169,27 @@ Manifest parse_manifest(const std::string& text_in, const std::string& checkpoin
       if (found == result.collections.end())
         throw bad(number, cat("a unit of collection ", id, ", which is not listed before it"));
       const std::int64_t linear = integer(0, found->shape.size() - 1);
+      if (!have_ranks) throw bad(number, "a unit before the 'ranks' line");
       SavedUnit u;
+      u.file = static_cast<std::uint32_t>(integer(0, result.ranks - 1));
+      const auto listed = result.files.find(u.file);
+      if (listed == result.files.end())
+        throw bad(number, cat("unit ", linear, " of collection ", id, " lies in ",
+                              rank_file_name(u.file), ", which is not listed before it"));
+      const SavedFile& file = listed->second;
+      u.offset = static_cast<std::uint64_t>(integer(0, INT64_MAX));
       u.bytes = static_cast<std::uint64_t>(integer(0, INT64_MAX));
+      if (u.offset > file.bytes || u.bytes > file.bytes - u.offset)
+        throw bad(number, cat("unit ", linear, " of collection ", id, " (bytes ", u.offset, " to ",
+                              u.offset + u.bytes, ") extends past the end of ",
+                              rank_file_name(u.file), " (", file.bytes, " bytes)"));
       std::string sum;
       words >> sum;
-      const auto checksum = parse_whole<std::uint64_t>(sum, 16);
-      if (!checksum) throw bad(number, cat("'", sum, "' is not a checksum"));
+      const auto checksum = parse_xxh3(sum);
+      if (!checksum) throw bad(number, cat("'", sum, "' is not an XXH3 checksum (XXH3_<16 hex>)"));
       u.checksum = *checksum;
       no_more();
+      spans[u.file].push_back({u.offset, u.bytes, id, linear});
       // Units come in order, so the list grows by one each time.
       if (static_cast<std::int64_t>(found->units.size()) != linear)
         throw bad(number, cat("unit ", linear, " of collection ", id, " out of order"));
@@ -156,6 +208,25 @@ Manifest parse_manifest(const std::string& text_in, const std::string& checkpoin
     if (static_cast<std::int64_t>(r.units.size()) != r.shape.size())
       throw Error(cat("checkpoint file ", manifest, " lists ", r.units.size(), " of the ",
                       r.shape.size(), " units of collection ", r.id));
+  // The units of each file cover it exactly: none overlaps another, none is left out.
+  for (const auto& [rank, file] : result.files) {
+    auto& in = spans[rank];
+    std::sort(in.begin(), in.end(), [](const Span& a, const Span& b) {
+      return a.offset != b.offset ? a.offset < b.offset : a.bytes < b.bytes;
+    });
+    std::uint64_t at = 0;
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      if (in[i].offset < at)
+        throw Error(cat("checkpoint file ", manifest, ": unit ", in[i].linear, " of collection ",
+                        in[i].collection, " overlaps unit ", in[i - 1].linear, " of collection ",
+                        in[i - 1].collection, " in ", rank_file_name(rank)));
+      if (in[i].offset > at) break;
+      at = in[i].offset + in[i].bytes;
+    }
+    if (at != file.bytes)
+      throw Error(cat("checkpoint file ", manifest, ": the units listed in ", rank_file_name(rank),
+                      " do not cover its ", file.bytes, " bytes (a gap from byte ", at, ")"));
+  }
   return result;
 }
 
@@ -174,12 +245,31 @@ LatestManifest read_latest(const std::string& dir) {
   std::string sum, extra;
   bool partial = false;
   const bool named = line >> m.name >> sum && !(line >> extra);
-  const auto manifest_sum = parse_whole<std::uint64_t>(sum, 16);
-  if (!named || !manifest_sum || checkpoint_number(m.name, &partial) < 0 || partial)
+  const auto manifest_sum = parse_xxh3(sum);
+  // Format 1 wrote its own checksum as bare hexadecimal digits.
+  const bool format_1 = !manifest_sum && parse_whole<std::uint64_t>(sum, 16);
+  if (!named || !(manifest_sum || format_1) || checkpoint_number(m.name, &partial) < 0 || partial)
     throw Error(cat(latest, " is not a checkpoint's name"));
   require_real_directory(cat(dir, "/", m.name), "checkpoint");
   const std::string manifest = cat(dir, "/", m.name, "/manifest");
   const auto bytes = read_small_file(manifest, kManifestLimit, "checkpoint file");
+  if (format_1) {
+    // Refused before its checksum (of another kind) is compared: named by its first line
+    // and the kodo that wrote it, where the manifest says so.
+    std::istringstream lines(std::string(reinterpret_cast<const char*>(bytes.data()),
+                                         bytes.size()));
+    std::string first, word, format = "1", written_by;
+    if (std::getline(lines, first)) {
+      std::istringstream words(first);
+      if (words >> word >> extra && word == "kodo-checkpoint") format = extra;
+    }
+    for (std::string l; std::getline(lines, l);)
+      if (l.starts_with("kodo-version ")) {
+        written_by = trimmed(l.substr(13));
+        break;
+      }
+    throw other_format(cat(dir, "/", m.name), format, written_by);
+  }
   if (checkpoint_checksum(bytes.data(), bytes.size()) != *manifest_sum)
     throw Error(cat("checkpoint file ", manifest, " does not match its checksum in ", latest,
                     ": the file is corrupted"));

@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // A unit's state() as a sequence of field records: written (RecordSink) and read back
-// checked (RecordSource). A checkpoint's unit file holds them after its header, and a
+// checked (RecordSource). A checkpoint holds a unit's records after its header, and a
 // unit moving to another rank (migration.hpp) travels as them, so both write the same
 // bytes. A record: the name's length (u32) and the name, the kind (u8), the element size
 // (u32), the rank (u32) and that many extents (i64), the data's bytes (u64), the data.
