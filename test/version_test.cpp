@@ -23,10 +23,11 @@ TEST(Version, TheLibraryIsTheHeadersVersion) {
   // A commit (hexadecimal, maybe "-dirty"), or "unknown" without git history.
   const std::string commit = kodo::commit();
   ASSERT_FALSE(commit.empty());
-  if (commit != "unknown")
+  if (commit != "unknown") {
     EXPECT_EQ(commit.substr(0, commit.find('-')).find_first_not_of("0123456789abcdef"),
               std::string::npos)
         << commit;
+  }
 }
 
 TEST(Version, AtLeastOrdersMajorMinorPatch) {

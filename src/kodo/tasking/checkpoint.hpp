@@ -192,7 +192,7 @@ class Checkpoint {
 
   const std::string& path() const { return path_; }  ///< D/checkpoint-N
   int ranks() const { return ranks_; }               ///< of the job that wrote it
-  /// The kodo that wrote it: its version and commit ("0.1.0 0123456789ab"; the version
+  /// The kodo that wrote it: its version and commit ("0.2.0 0123456789ab"; the version
   /// alone for checkpoints written before kodo recorded its commit).
   const std::string& kodo_version() const { return kodo_version_; }
   /// The application's key; throws kodo::Error when it is absent (or, for integer(), not

@@ -72,7 +72,7 @@ class Runtime {
   /// kodo's settings; for --version, version_line(). Returns false, printing nothing,
   /// when neither was asked for.
   bool print_usage_if_requested(std::string_view usage) const;
-  /// What the program runs with, in one line: "kodo 0.1.0 (commit 0123456789ab):
+  /// What the program runs with, in one line: "kodo 0.2.0 (commit 0123456789ab):
   /// backend cuda, Kokkos 4.6.99, UCX 1.18.1, MPI 3.1 (Open MPI v5.0.7), 2 ranks". Rank 0
   /// prints it to standard error at start-up (unless --help or --version was asked for).
   std::string version_line() const;

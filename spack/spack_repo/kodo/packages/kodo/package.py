@@ -28,6 +28,7 @@ class Kodo(CMakePackage, CudaPackage, ROCmPackage):
     license("Apache-2.0 WITH LLVM-exception")
 
     version("main", branch="main")
+    version("0.2.0", tag="v0.2.0")
 
     variant("hwloc", default=True, description="Report each rank's CPU and NUMA placement (hwloc)")
 
