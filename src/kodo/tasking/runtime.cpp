@@ -172,8 +172,9 @@ void Runtime::start(int& argc, char**& argv) {
     // the run's own output.
     if (detail::flag_setting("KODO_PRINT_PLACEMENT")) print_placement();
   }
-  scheduler_ =
-      std::make_unique<detail::Scheduler>(comm_, wave_comm_, *streams_, !placement_.shares_device);
+  scheduler_ = std::make_unique<detail::Scheduler>(comm_, wave_comm_, *streams_,
+                                                   !placement_.shares_device,
+                                                   help_requested_ || version_requested_);
 }
 
 // Releases what start() acquired, in reverse order; safe after a partial start.

@@ -45,7 +45,8 @@ int size_of(MPI_Comm comm) {
 
 }  // namespace
 
-Scheduler::Scheduler(MPI_Comm comm, MPI_Comm wave_comm, StreamPool& streams, bool streams_may_wait)
+Scheduler::Scheduler(MPI_Comm comm, MPI_Comm wave_comm, StreamPool& streams, bool streams_may_wait,
+                     bool quiet)
     : comm_(comm),
       rank_(rank_in(comm)),
       size_(size_of(comm)),
@@ -64,12 +65,12 @@ Scheduler::Scheduler(MPI_Comm comm, MPI_Comm wave_comm, StreamPool& streams, boo
         land_eager(std::move(m), into, data);
       },
       [this](const MessageHeader& h, std::uint64_t bytes) { admit(h, bytes); });
-  start_node_channels(streams_may_wait);
+  start_node_channels(streams_may_wait, quiet);
 }
 
 // Same-node channels (KODO_CHANNELS), for jobs of several ranks; every rank must ask for
 // the same, and says nothing different at start-up.
-void Scheduler::start_node_channels(bool streams_may_wait) {
+void Scheduler::start_node_channels(bool streams_may_wait, bool quiet) {
   if (size_ == 1) return;
   // Every rank has the same valid settings (Runtime checked them at start-up).
   const ChannelSelection selection = parse_channel_selection(choice_setting("KODO_CHANNELS"));
@@ -78,7 +79,7 @@ void Scheduler::start_node_channels(bool streams_may_wait) {
       bytes_setting("KODO_NODE_SEGMENT_BYTES", host_build ? 8 << 20 : 1 << 20);
   if (selection != ChannelSelection::ucx)
     node_ = std::make_unique<NodeChannels>(comm_, selection, bytes, streams_may_wait);
-  if (rank_ == 0)
+  if (rank_ == 0 && !quiet)
     print_error(cat("kodo: channels: ",
                     selection == ChannelSelection::ucx
                         ? "UCX between all ranks"

@@ -44,8 +44,10 @@ class Scheduler final : public ChannelHost {
  public:
   // `comm` carries the transport's bootstrap, `wave_comm` the termination waves only.
   // `streams_may_wait`: whether streams may wait for other ranks' transfers on the device
-  // (not where ranks share a GPU).
-  Scheduler(MPI_Comm comm, MPI_Comm wave_comm, StreamPool& streams, bool streams_may_wait);
+  // (not where ranks share a GPU). `quiet`: no start-up line (the program only answers
+  // --help or --version).
+  Scheduler(MPI_Comm comm, MPI_Comm wave_comm, StreamPool& streams, bool streams_may_wait,
+            bool quiet = false);
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
@@ -118,7 +120,7 @@ class Scheduler final : public ChannelHost {
   void on_link_announced(const Message& message);
   void on_ring_message(const Message& message);
   void check_link_room() const;  // throws past the bound on announced links
-  void start_node_channels(bool streams_may_wait);
+  void start_node_channels(bool streams_may_wait, bool quiet);
   // For a call from another rank: its collection and unit, checked; throws kodo::Error
   // naming the bad field.
   CollectionBase& checked_target(const MessageHeader& h, std::int64_t& slot);
