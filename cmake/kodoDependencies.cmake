@@ -41,7 +41,7 @@ endif()
 # libxxhash where present, else the header and the library found by name.
 if(NOT TARGET kodo_deps::xxhash)
   if(PkgConfig_FOUND AND NOT KODO_XXHASH_LIBRARY)
-    pkg_check_modules(KODO_XXHASH QUIET IMPORTED_TARGET GLOBAL libxxhash)
+    pkg_check_modules(KODO_XXHASH QUIET IMPORTED_TARGET GLOBAL libxxhash>=0.8.0)
   endif()
   add_library(kodo_deps::xxhash INTERFACE IMPORTED GLOBAL)
   if(TARGET PkgConfig::KODO_XXHASH)

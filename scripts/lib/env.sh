@@ -77,7 +77,7 @@ kodo_build_dir() {
 
 # Changing any of this (and only this) re-runs the apt step of provisioning.
 KODO_PACKAGES=(g++ cmake ninja-build make binutils pkg-config git clang-format
-  libopenmpi-dev openmpi-bin libucx-dev libhwloc-dev libgtest-dev hipcc libxxhash-dev doxygen
+  libopenmpi-dev openmpi-bin libucx-dev libhwloc-dev libgtest-dev hipcc libxxhash-dev xxhash doxygen
   libkokkos-dev/unstable)
 KODO_PIN='Package: *
 Pin: release a=unstable

@@ -60,7 +60,7 @@ class FileSource final : public RecordSource {
     for (;;) {
       const ssize_t r = ::pread(fd_, into, std::min<std::uint64_t>(n, std::uint64_t{1} << 30),
                                 static_cast<off_t>(offset_ + file_at_));
-      if (r < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      if (r < 0 && errno == EINTR) continue;
       if (r < 0) throw Error(cat("cannot read ", origin_, ": ", std::strerror(errno)));
       if (r == 0) throw Error(cat(origin_, " ended early (its file shrank)"));
       file_at_ += static_cast<std::uint64_t>(r);

@@ -32,6 +32,14 @@ int open_regular(const std::string& path, const std::string& what, std::uint64_t
     ::close(fd);
     throw Error(cat(what, " ", path, " is not a readable regular file"));
   }
+  // A regular file: reads block as usual from here (a file system that answered EAGAIN
+  // to a non-blocking read would otherwise keep this rank spinning while its peers wait).
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    const std::string problem = system_error(cat("cannot prepare ", what), path);
+    ::close(fd);
+    throw Error(problem);
+  }
   *size = static_cast<std::uint64_t>(st.st_size);
   return fd;
 }
@@ -72,11 +80,17 @@ std::vector<std::byte> read_small_file(const std::string& path, std::uint64_t li
     throw Error(cat(what, " ", path, " holds ", size, " bytes, more than the ", limit,
                     " it may have"));
   }
-  std::vector<std::byte> data(size);
+  std::vector<std::byte> data;
+  try {
+    data.resize(size);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
   std::uint64_t done = 0;
   while (done < size) {
     const ssize_t r = ::read(fd, data.data() + done, size - done);
-    if (r < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (r < 0 && errno == EINTR) continue;
     if (r <= 0) {
       const std::string problem = r == 0 ? cat(what, " ", path, " ended early (it shrank)")
                                          : system_error(cat("cannot read ", what), path);

@@ -12,6 +12,9 @@
 #include <kodo/tasking/detail/state_records.hpp>
 
 #include <xxhash.h>
+#if XXH_VERSION_NUMBER < 800
+#error "kodo needs xxHash 0.8.0 or later: XXH3 is stable (and what xxhsum -H3 prints) from 0.8.0 on"
+#endif
 
 #include <algorithm>
 #include <bit>

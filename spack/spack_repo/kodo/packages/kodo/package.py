@@ -38,7 +38,7 @@ class Kodo(CMakePackage, CudaPackage, ROCmPackage):
 
     depends_on("mpi")
     depends_on("ucx")
-    depends_on("xxhash")
+    depends_on("xxhash@0.8:")  # XXH3 is stable from 0.8.0 on
     depends_on("hwloc", when="+hwloc")
     depends_on("googletest", type="test")
 
