@@ -36,6 +36,7 @@
 namespace {
 
 using minimd::Device;
+using minimd::for_each_candidate;
 using minimd::Indices;
 using minimd::Memory;
 using minimd::NeighborList;
@@ -51,21 +52,8 @@ using GatheredAtoms = Kokkos::View<const Atom*, Memory, Kokkos::MemoryTraits<Kok
 // Lists with each atom's neighbours contiguous, for several lanes per atom.
 using RowList = Kokkos::View<int**, Kokkos::LayoutRight, Memory>;
 
-struct Force3 {
-  double x = 0, y = 0, z = 0;
-  KOKKOS_INLINE_FUNCTION Force3& operator+=(const Force3& o) {
-    x += o.x;
-    y += o.y;
-    z += o.z;
-    return *this;
-  }
-};
+using cluster_pairs::Force3;
 }  // namespace
-
-template <>
-struct Kokkos::reduction_identity<Force3> {
-  KOKKOS_FORCEINLINE_FUNCTION static Force3 sum() { return {}; }
-};
 
 namespace {
 
@@ -256,32 +244,17 @@ void build_rows(const Device& space,
   const Real cutoff_sq =
       static_cast<Real>(cutoff * cutoff * (std::is_same_v<Real, float> ? 1.0001 : 1.0));
   const int most = static_cast<int>(neighbors.extent(1));
-  const int rows = static_cast<int>(stencil.extent(0));
   Kokkos::parallel_for(
       "bench::build_rows", Kokkos::RangePolicy<Device>(space, 0, nlocal), KOKKOS_LAMBDA(int i) {
         const Real xi = x(i, 0), yi = x(i, 1), zi = x(i, 2);
-        const int bin = bin_of(i);
-        const int bx = bin % grid.count[0];
-        const int by = (bin / grid.count[0]) % grid.count[1];
-        const int bz = bin / (grid.count[0] * grid.count[1]);
         int n = 0;
-        for (int r = 0; r < rows; ++r) {
-          const int cy = by + stencil(r, 0), cz = bz + stencil(r, 1);
-          if (cy < 0 || cz < 0 || cy >= grid.count[1] || cz >= grid.count[2]) continue;
-          const int first = Kokkos::max(0, bx + stencil(r, 2));
-          const int last = Kokkos::min(grid.count[0] - 1, bx + stencil(r, 3));
-          if (first > last) continue;
-          const int row = (cz * grid.count[1] + cy) * grid.count[0];
-          for (int p = bin_start(row + first); p < bin_start(row + last + 1); ++p) {
-            const int j = bin_atoms(p);
-            if (j == i) continue;
-            const Real dx = xi - x(j, 0), dy = yi - x(j, 1), dz = zi - x(j, 2);
-            if (dx * dx + dy * dy + dz * dz <= cutoff_sq) {
-              if (Write && n < most) neighbors(i, n) = j;
-              ++n;
-            }
+        for_each_candidate(grid, stencil, bin_start, bin_atoms, bin_of(i), i, [&](int j) {
+          const Real dx = xi - x(j, 0), dy = yi - x(j, 1), dz = zi - x(j, 2);
+          if (dx * dx + dy * dy + dz * dz <= cutoff_sq) {
+            if (Write && n < most) neighbors(i, n) = j;
+            ++n;
           }
-        }
+        });
         count(i) = n;
       });
 }
@@ -323,37 +296,22 @@ void build_quads(const Device& space, Vectors positions, int nlocal, const minim
                                 Kokkos::MemoryTraits<Kokkos::RandomAccess>>;
   const Gathered x = positions;
   const double cutoff_sq = cutoff * cutoff;
-  const int rows = static_cast<int>(stencil.extent(0));
   Kokkos::parallel_for(
       "bench::build_quads", Kokkos::RangePolicy<Device>(space, 0, nlocal), KOKKOS_LAMBDA(int i) {
         const double xi = x(i, 0), yi = x(i, 1), zi = x(i, 2);
-        const int bin = bin_of(i);
-        const int bx = bin % grid.count[0];
-        const int by = (bin / grid.count[0]) % grid.count[1];
-        const int bz = bin / (grid.count[0] * grid.count[1]);
         int n = 0;
         Quad q{{i, i, i, i}};
-        for (int r = 0; r < rows; ++r) {
-          const int cy = by + stencil(r, 0), cz = bz + stencil(r, 1);
-          if (cy < 0 || cz < 0 || cy >= grid.count[1] || cz >= grid.count[2]) continue;
-          const int first = Kokkos::max(0, bx + stencil(r, 2));
-          const int last = Kokkos::min(grid.count[0] - 1, bx + stencil(r, 3));
-          if (first > last) continue;
-          const int row = (cz * grid.count[1] + cy) * grid.count[0];
-          for (int p = bin_start(row + first); p < bin_start(row + last + 1); ++p) {
-            const int j = bin_atoms(p);
-            if (j == i) continue;
-            const double dx = xi - x(j, 0), dy = yi - x(j, 1), dz = zi - x(j, 2);
-            if (dx * dx + dy * dy + dz * dz <= cutoff_sq) {
-              q.j[n % 4] = j;
-              ++n;
-              if (n % 4 == 0 && n / 4 <= groups) {
-                quads(quad_at(i, n / 4 - 1, groups)) = q;
-                q = Quad{{i, i, i, i}};
-              }
+        for_each_candidate(grid, stencil, bin_start, bin_atoms, bin_of(i), i, [&](int j) {
+          const double dx = xi - x(j, 0), dy = yi - x(j, 1), dz = zi - x(j, 2);
+          if (dx * dx + dy * dy + dz * dz <= cutoff_sq) {
+            q.j[n % 4] = j;
+            ++n;
+            if (n % 4 == 0 && n / 4 <= groups) {
+              quads(quad_at(i, n / 4 - 1, groups)) = q;
+              q = Quad{{i, i, i, i}};
             }
           }
-        }
+        });
         if (n % 4 != 0 && n / 4 < groups) quads(quad_at(i, n / 4, groups)) = q;
         count(i) = n;
       });

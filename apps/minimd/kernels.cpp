@@ -723,7 +723,6 @@ void build_neighbors(const Device& space, Vectors positions, Count nlocal, const
   const Gathered x = positions;
   const double cutoff_sq = cutoff * cutoff;
   const int most = static_cast<int>(neighbors.extent(1));
-  const int rows = static_cast<int>(stencil.extent(0));
   if (nlocal.bound == 0) {
     Kokkos::deep_copy(space, Kokkos::subview(counters, static_cast<int>(most_neighbors)), 0);
     return;
@@ -733,39 +732,25 @@ void build_neighbors(const Device& space, Vectors positions, Count nlocal, const
         if (i >= nlocal.get()) return;
         const int own = nlocal.get();
         const double xi = x(i, 0), yi = x(i, 1), zi = x(i, 2);
-        const int bin = bin_of(i);
-        const int bx = bin % grid.count[0];
-        const int by = (bin / grid.count[0]) % grid.count[1];
-        const int bz = bin / (grid.count[0] * grid.count[1]);
         int n = 0;
-        for (int r = 0; r < rows; ++r) {
-          const int cy = by + stencil(r, 0), cz = bz + stencil(r, 1);
-          if (cy < 0 || cz < 0 || cy >= grid.count[1] || cz >= grid.count[2]) continue;
-          const int first = Kokkos::max(0, bx + stencil(r, 2));
-          const int last = Kokkos::min(grid.count[0] - 1, bx + stencil(r, 3));
-          if (first > last) continue;
-          const int row = (cz * grid.count[1] + cy) * grid.count[0];
-          for (int p = bin_start(row + first); p < bin_start(row + last + 1); ++p) {
-            const int j = bin_atoms(p);
-            if (j == i) continue;
-            const double dx = xi - x(j, 0), dy = yi - x(j, 1), dz = zi - x(j, 2);
-            if (kind != ListKind::full) {
-              if (j < own) {
-                if (j < i) continue;
-              } else if (kind == ListKind::half_newton) {
-                // The ghost copy of a pair across units: kept by the side where the
-                // other atom is above (z, then y, then x), so exactly one side keeps it.
-                const double gz = x(j, 2), gy = x(j, 1), gx = x(j, 0);
-                if (gz < zi) continue;
-                if (gz == zi && (gy < yi || (gy == yi && gx < xi))) continue;
-              }
-            }
-            if (dx * dx + dy * dy + dz * dz <= cutoff_sq) {
-              if (n < most) neighbors(i, n) = j;
-              ++n;
+        for_each_candidate(grid, stencil, bin_start, bin_atoms, bin_of(i), i, [&](int j) {
+          const double dx = xi - x(j, 0), dy = yi - x(j, 1), dz = zi - x(j, 2);
+          if (kind != ListKind::full) {
+            if (j < own) {
+              if (j < i) return;
+            } else if (kind == ListKind::half_newton) {
+              // The ghost copy of a pair across units: kept by the side where the
+              // other atom is above (z, then y, then x), so exactly one side keeps it.
+              const double gz = x(j, 2), gy = x(j, 1), gx = x(j, 0);
+              if (gz < zi) return;
+              if (gz == zi && (gy < yi || (gy == yi && gx < xi))) return;
             }
           }
-        }
+          if (dx * dx + dy * dy + dz * dz <= cutoff_sq) {
+            if (n < most) neighbors(i, n) = j;
+            ++n;
+          }
+        });
         count(i) = n;
       });
   // The longest list, in a pass of its own: an atomic max per atom on one address made

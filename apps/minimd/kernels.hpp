@@ -159,6 +159,32 @@ struct BinGrid {
 // of bin_atoms: the list build reads two bounds a row rather than two a bin (about 25
 // rows for 90 bins at the default bin size).
 using Stencil = Kokkos::View<int* [4], Kokkos::LayoutRight, Memory>;
+
+// visit(j) for every atom j but i in the stencil's bins around bin `bin` (bin_atoms of
+// each bin b at [bin_start(b), bin_start(b + 1))), in stencil order, a row's bins as one
+// range: the candidates of i's neighbour list, for the app's build and the bench's.
+template <class Visit>
+KOKKOS_FORCEINLINE_FUNCTION void for_each_candidate(const BinGrid& grid, const Stencil& stencil,
+                                                    const Indices& bin_start,
+                                                    const Indices& bin_atoms, int bin, int i,
+                                                    Visit&& visit) {
+  const int bx = bin % grid.count[0];
+  const int by = (bin / grid.count[0]) % grid.count[1];
+  const int bz = bin / (grid.count[0] * grid.count[1]);
+  const int rows = static_cast<int>(stencil.extent(0));
+  for (int r = 0; r < rows; ++r) {
+    const int cy = by + stencil(r, 0), cz = bz + stencil(r, 1);
+    if (cy < 0 || cz < 0 || cy >= grid.count[1] || cz >= grid.count[2]) continue;
+    const int first = Kokkos::max(0, bx + stencil(r, 2));
+    const int last = Kokkos::min(grid.count[0] - 1, bx + stencil(r, 3));
+    if (first > last) continue;
+    const int row = (cz * grid.count[1] + cy) * grid.count[0];
+    for (int p = bin_start(row + first); p < bin_start(row + last + 1); ++p) {
+      const int j = bin_atoms(p);
+      if (j != i) visit(j);
+    }
+  }
+}
 Stencil make_stencil(const BinGrid& grid, double cutoff);
 
 // Sorts atoms [0, n) into bins: bin_of(i), bin_start (total + 1), and bin_atoms (the atoms
