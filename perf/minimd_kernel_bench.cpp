@@ -101,14 +101,17 @@ using Rows = Kokkos::View<double* [3], Kokkos::LayoutRight, Memory>;
 // The plain full-list loop with the next `U` neighbours' positions loaded before any of
 // them is used, over positions of either layout; the sums keep the list's order.
 
-template <int U, class Positions>
+// Threads, Blocks: the kernel's launch bounds (0: Kokkos' choice), which cap its registers
+// so that more threads, and so more gathers, are in flight on each multiprocessor.
+template <int U, class Positions, unsigned Threads = 0, unsigned Blocks = 0>
 void force_unrolled(const Device& space, Positions x_, Vectors f, int nlocal,
                     NeighborList neighbors, Indices count, minimd::Potential p) {
+  using Policy = Kokkos::RangePolicy<Device, Kokkos::LaunchBounds<Threads, Blocks>>;
   using Gathered = Kokkos::View<const double* [3], typename Positions::array_layout, Memory,
                                 Kokkos::MemoryTraits<Kokkos::RandomAccess>>;
   const Gathered x = x_;
   Kokkos::parallel_for(
-      "bench::force_unrolled", Kokkos::RangePolicy<Device>(space, 0, nlocal), KOKKOS_LAMBDA(int i) {
+      "bench::force_unrolled", Policy(space, 0, nlocal), KOKKOS_LAMBDA(int i) {
         const double xi = x(i, 0), yi = x(i, 1), zi = x(i, 2);
         double fx = 0, fy = 0, fz = 0;
         const int n = count(i);
@@ -653,7 +656,19 @@ int main(int argc, char** argv) {
         {"columns_ahead8", [&] { force_unrolled<8>(space, sys.x, f, nlocal, l, c, p); }},
         {"rows_ahead1", [&] { force_unrolled<1>(space, rows, f, nlocal, l, c, p); }},
         {"rows_ahead2", [&] { force_unrolled<2>(space, rows, f, nlocal, l, c, p); }},
-        {"rows_ahead4", [&] { force_unrolled<4>(space, rows, f, nlocal, l, c, p); }}};
+        {"rows_ahead4", [&] { force_unrolled<4>(space, rows, f, nlocal, l, c, p); }},
+        {"columns_ahead4_bounds128x8",
+         [&] { force_unrolled<4, Vectors, 128, 8>(space, sys.x, f, nlocal, l, c, p); }},
+        {"columns_ahead4_bounds256x4",
+         [&] { force_unrolled<4, Vectors, 256, 4>(space, sys.x, f, nlocal, l, c, p); }},
+        {"columns_ahead4_bounds128x12",
+         [&] { force_unrolled<4, Vectors, 128, 12>(space, sys.x, f, nlocal, l, c, p); }},
+        {"columns_ahead4_bounds128x16",
+         [&] { force_unrolled<4, Vectors, 128, 16>(space, sys.x, f, nlocal, l, c, p); }},
+        {"columns_ahead8_bounds128x8",
+         [&] { force_unrolled<8, Vectors, 128, 8>(space, sys.x, f, nlocal, l, c, p); }},
+        {"columns_ahead2_bounds128x12",
+         [&] { force_unrolled<2, Vectors, 128, 12>(space, sys.x, f, nlocal, l, c, p); }}};
     for (const auto& [name, run] : plain) {
       const double tu = time_median(space, reps, run);
       const double du = difference(f_app, f, nlocal);
