@@ -4,15 +4,17 @@
 // lists and the list build, as apps/minimd runs them and in the alternatives tried
 // against them. The system is the app's (an FCC lattice at density 0.8442, atoms
 // displaced at random by up to 0.1, periodic images as ghosts, own atoms in bin order).
-// The app keeps positions in columns (x, y, z each contiguous) and loads four neighbours
-// ahead in its force loop; the alternatives are rows of three, rows padded to 32 bytes,
-// other look-aheads, several threads per atom, half lists, cluster pairs
-// (minimd_cluster_pairs.hpp) and lists in quads; for the list build, bin by bin (the app's
-// before it read a stencil row as one range) over padded rows, rows, and columns with one
-// atomic per atom for the longest list or with none, and two probes (no stores, float
-// positions) and quads. Every force variant must
-// match the app's forces (bitwise where the summation order is the same); every list
-// variant must list the same neighbours. The program fails if not.
+// The app keeps positions in columns (x, y, z each contiguous) and lists in quads (four
+// neighbours of an atom in 16 bytes, 32 atoms side by side), and its force loads a quad's
+// four neighbours before using any; the alternatives run over lists of ints laid out
+// atom-fastest (the app's before quads): other look-aheads, rows of three, rows padded to
+// 32 bytes, several threads per atom, and half lists and cluster pairs
+// (minimd_cluster_pairs.hpp); for the list build, ints (the app's before quads), bin by
+// bin (before it read a stencil row as one range) over padded rows, rows, and columns
+// with one atomic per atom for the longest list or with none, and two probes (no stores,
+// float positions). Every force variant must match the app's forces (bitwise where the
+// summation order is the same); every list variant must list the same neighbours. The
+// program fails if not.
 //
 //   minimd_kernel_bench [--sizes 32,64,100] [--reps 20] [--csv FILE]
 //
@@ -49,6 +51,8 @@ struct alignas(32) Atom {
 };
 using Atoms = Kokkos::View<Atom*, Memory>;
 using GatheredAtoms = Kokkos::View<const Atom*, Memory, Kokkos::MemoryTraits<Kokkos::RandomAccess>>;
+// The app's lists before quads: ints laid out atom-fastest (the device's layout).
+using IntList = Kokkos::View<int**, Memory>;
 // Lists with each atom's neighbours contiguous, for several lanes per atom.
 using RowList = Kokkos::View<int**, Kokkos::LayoutRight, Memory>;
 
@@ -71,8 +75,8 @@ void pad(const Device& space, Vectors x, int n, Atoms out) {
 }
 
 // The app's full-list loop, reading padded positions.
-void force_padded(const Device& space, GatheredAtoms x, Vectors f, int nlocal,
-                  NeighborList neighbors, Indices count, minimd::Potential p) {
+void force_padded(const Device& space, GatheredAtoms x, Vectors f, int nlocal, IntList neighbors,
+                  Indices count, minimd::Potential p) {
   Kokkos::parallel_for(
       "bench::force_padded", Kokkos::RangePolicy<Device>(space, 0, nlocal), KOKKOS_LAMBDA(int i) {
         const Atom a = x(i);
@@ -101,17 +105,14 @@ using Rows = Kokkos::View<double* [3], Kokkos::LayoutRight, Memory>;
 // The plain full-list loop with the next `U` neighbours' positions loaded before any of
 // them is used, over positions of either layout; the sums keep the list's order.
 
-// Threads, Blocks: the kernel's launch bounds (0: Kokkos' choice), which cap its registers
-// so that more threads, and so more gathers, are in flight on each multiprocessor.
-template <int U, class Positions, unsigned Threads = 0, unsigned Blocks = 0>
-void force_unrolled(const Device& space, Positions x_, Vectors f, int nlocal,
-                    NeighborList neighbors, Indices count, minimd::Potential p) {
-  using Policy = Kokkos::RangePolicy<Device, Kokkos::LaunchBounds<Threads, Blocks>>;
+template <int U, class Positions>
+void force_unrolled(const Device& space, Positions x_, Vectors f, int nlocal, IntList neighbors,
+                    Indices count, minimd::Potential p) {
   using Gathered = Kokkos::View<const double* [3], typename Positions::array_layout, Memory,
                                 Kokkos::MemoryTraits<Kokkos::RandomAccess>>;
   const Gathered x = x_;
   Kokkos::parallel_for(
-      "bench::force_unrolled", Policy(space, 0, nlocal), KOKKOS_LAMBDA(int i) {
+      "bench::force_unrolled", Kokkos::RangePolicy<Device>(space, 0, nlocal), KOKKOS_LAMBDA(int i) {
         const double xi = x(i, 0), yi = x(i, 1), zi = x(i, 2);
         double fx = 0, fy = 0, fz = 0;
         const int n = count(i);
@@ -193,8 +194,7 @@ KOKKOS_INLINE_FUNCTION Atom at(const GatheredRows& x, int j) {
 template <class Positions>
 void build_with(const Device& space, Positions x, int nlocal, const minimd::BinGrid& grid,
                 minimd::Stencil stencil, Indices bin_of, Indices bin_start, Indices bin_atoms,
-                double cutoff, NeighborList neighbors, Indices count,
-                minimd::Counters longest = {}) {
+                double cutoff, IntList neighbors, Indices count, minimd::Counters longest = {}) {
   const double cutoff_sq = cutoff * cutoff;
   const int most = static_cast<int>(neighbors.extent(1));
   const int rows = static_cast<int>(stencil.extent(0));
@@ -242,7 +242,7 @@ void build_rows(const Device& space,
                              Kokkos::MemoryTraits<Kokkos::RandomAccess>>
                     x,
                 int nlocal, const minimd::BinGrid& grid, minimd::Stencil stencil, Indices bin_of,
-                Indices bin_start, Indices bin_atoms, double cutoff, NeighborList neighbors,
+                Indices bin_start, Indices bin_atoms, double cutoff, IntList neighbors,
                 Indices count) {
   const Real cutoff_sq =
       static_cast<Real>(cutoff * cutoff * (std::is_same_v<Real, float> ? 1.0001 : 1.0));
@@ -262,9 +262,9 @@ void build_rows(const Device& space,
       });
 }
 
-// Whether list b holds every neighbour list a holds (b may hold more).
-bool holds_lists(NeighborList a, Indices ca, NeighborList b, Indices cb, int n) {
-  auto ha = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), a);
+// Whether list b holds every neighbour list the app's a holds (b may hold more).
+bool holds_lists(NeighborList a, Indices ca, IntList b, Indices cb, int n) {
+  const auto ha = a.to_host();
   auto hb = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), b);
   auto hca = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), ca);
   auto hcb = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), cb);
@@ -274,97 +274,6 @@ bool holds_lists(NeighborList a, Indices ca, NeighborList b, Indices cb, int n) 
     std::sort(mine.begin(), mine.end());
     for (int k = 0; k < hca(i); ++k)
       if (!std::binary_search(mine.begin(), mine.end(), ha(i, k))) return false;
-  }
-  return true;
-}
-
-// Lists in quads: four neighbours of one atom in 16 bytes, the quads of 32 atoms side by
-// side (quad g of atom i at ((i / 32) * groups + g) * 32 + i % 32). The build stores a
-// quad once four neighbours are found (one 16-byte store for four of the app's 4-byte
-// ones, whose scattered stores take 58% of its time), and the force loads one quad per
-// four neighbours, which it takes four at a time; a warp's loads of a quad index are
-// 512 contiguous bytes, as the app's column of 32 ints is 128.
-struct alignas(16) Quad {
-  int j[4];
-};
-using QuadList = Kokkos::View<Quad*, Memory>;
-KOKKOS_INLINE_FUNCTION std::size_t quad_at(int i, int group, int groups) {
-  return (static_cast<std::size_t>(i / 32) * groups + group) * 32 + i % 32;
-}
-
-void build_quads(const Device& space, Vectors positions, int nlocal, const minimd::BinGrid& grid,
-                 minimd::Stencil stencil, Indices bin_of, Indices bin_start, Indices bin_atoms,
-                 double cutoff, QuadList quads, int groups, Indices count) {
-  using Gathered = Kokkos::View<const double* [3], Kokkos::LayoutLeft, Memory,
-                                Kokkos::MemoryTraits<Kokkos::RandomAccess>>;
-  const Gathered x = positions;
-  const double cutoff_sq = cutoff * cutoff;
-  Kokkos::parallel_for(
-      "bench::build_quads", Kokkos::RangePolicy<Device>(space, 0, nlocal), KOKKOS_LAMBDA(int i) {
-        const double xi = x(i, 0), yi = x(i, 1), zi = x(i, 2);
-        int n = 0;
-        Quad q{{i, i, i, i}};
-        for_each_candidate(grid, stencil, bin_start, bin_atoms, bin_of(i), i, [&](int j) {
-          const double dx = xi - x(j, 0), dy = yi - x(j, 1), dz = zi - x(j, 2);
-          if (dx * dx + dy * dy + dz * dz <= cutoff_sq) {
-            q.j[n % 4] = j;
-            ++n;
-            if (n % 4 == 0 && n / 4 <= groups) {
-              quads(quad_at(i, n / 4 - 1, groups)) = q;
-              q = Quad{{i, i, i, i}};
-            }
-          }
-        });
-        if (n % 4 != 0 && n / 4 < groups) quads(quad_at(i, n / 4, groups)) = q;
-        count(i) = n;
-      });
-}
-
-// The app's force loop (four neighbours ahead, the same order of summation) over quads.
-void force_quads(const Device& space, Vectors positions, Vectors f, int nlocal, QuadList quads,
-                 int groups, Indices count, minimd::Potential p) {
-  using Gathered = Kokkos::View<const double* [3], Kokkos::LayoutLeft, Memory,
-                                Kokkos::MemoryTraits<Kokkos::RandomAccess>>;
-  const Gathered x = positions;
-  Kokkos::parallel_for(
-      "bench::force_quads", Kokkos::RangePolicy<Device>(space, 0, nlocal), KOKKOS_LAMBDA(int i) {
-        const double xi = x(i, 0), yi = x(i, 1), zi = x(i, 2);
-        double fx = 0, fy = 0, fz = 0;
-        const int n = count(i);
-        for (int k0 = 0; k0 < n; k0 += 4) {
-          const Quad q = quads(quad_at(i, k0 / 4, groups));
-          double dx[4], dy[4], dz[4];
-          for (int u = 0; u < 4; ++u) {
-            dx[u] = xi - x(q.j[u], 0);
-            dy[u] = yi - x(q.j[u], 1);
-            dz[u] = zi - x(q.j[u], 2);
-          }
-          for (int u = 0; u < 4; ++u) {
-            const double rsq = dx[u] * dx[u] + dy[u] * dy[u] + dz[u] * dz[u];
-            if (k0 + u < n && rsq < p.cutoff_sq) {
-              const double force = lj_force(p, rsq);
-              fx += dx[u] * force;
-              fy += dy[u] * force;
-              fz += dz[u] * force;
-            }
-          }
-        }
-        f(i, 0) = fx;
-        f(i, 1) = fy;
-        f(i, 2) = fz;
-      });
-}
-
-// Whether the quads hold the app's lists, entry for entry.
-bool same_quads(NeighborList a, Indices ca, QuadList q, int groups, Indices cq, int n) {
-  auto ha = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), a);
-  auto hq = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), q);
-  auto hca = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), ca);
-  auto hcq = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), cq);
-  for (int i = 0; i < n; ++i) {
-    if (hca(i) != hcq(i)) return false;
-    for (int k = 0; k < hca(i); ++k)
-      if (ha(i, k) != hq(quad_at(i, k / 4, groups)).j[k % 4]) return false;
   }
   return true;
 }
@@ -459,9 +368,9 @@ double difference(Vectors a, Vectors b, int n) {
   return scale > 0 ? most / scale : most;
 }
 
-// Whether two builds list the same neighbours in the same order.
-bool same_lists(NeighborList a, Indices ca, NeighborList b, Indices cb, int n) {
-  auto ha = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), a);
+// Whether a build lists the same neighbours as the app's a, in the same order.
+bool same_lists(NeighborList a, Indices ca, IntList b, Indices cb, int n) {
+  const auto ha = a.to_host();
   auto hb = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), b);
   auto hca = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), ca);
   auto hcb = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), cb);
@@ -534,7 +443,7 @@ int main(int argc, char** argv) {
           "-");
       Atoms padded("bench::padded", nall);
       pad(space, sys.x, nall, padded);
-      NeighborList list2("bench::list2", nlocal, 128);
+      IntList list2("bench::list2", nlocal, 128);
       Indices count2("bench::count2", nlocal);
       const double t = time_median(space, reps, [&] {
         build_with(space, GatheredAtoms(padded), nlocal, sys.grid, stencil, bin_of, start, atoms,
@@ -566,6 +475,13 @@ int main(int argc, char** argv) {
         using Reals = Kokkos::View<const double* [3], Kokkos::LayoutLeft, Memory,
                                    Kokkos::MemoryTraits<Kokkos::RandomAccess>>;
         using Floats = Kokkos::View<float* [3], Kokkos::LayoutLeft, Memory>;
+        const double ti = time_median(space, reps, [&] {
+          build_rows<true, double>(space, Reals(sys.x), nlocal, sys.grid, stencil, bin_of, start,
+                                   atoms, cut, list2, count2);
+        });
+        same = same_lists(list, count, list2, count2, nlocal);
+        failures += !same;
+        row("build", "ints_" + bins, ti, same ? "same" : "DIFFERENT");
         const double tn = time_median(space, reps, [&] {
           build_rows<false, double>(space, Reals(sys.x), nlocal, sys.grid, stencil, bin_of, start,
                                     atoms, cut, list2, count2);
@@ -584,15 +500,6 @@ int main(int argc, char** argv) {
         same = holds_lists(list, count, list2, count2, nlocal);
         failures += !same;
         row("build", "rows_float_positions_" + bins, tf, same ? "holds_all" : "MISSING");
-        const int groups = static_cast<int>(list.extent(1)) / 4;
-        QuadList quads("bench::quads", quad_at(nlocal + 31, 0, groups));
-        const double tq = time_median(space, reps, [&] {
-          build_quads(space, sys.x, nlocal, sys.grid, stencil, bin_of, start, atoms, cut, quads,
-                      groups, count2);
-        });
-        same = same_quads(list, count, quads, groups, count2, nlocal);
-        failures += !same;
-        row("build", "quads_" + bins, tq, same ? "same" : "DIFFERENT");
       }
       if (bin_size < cut) {
         reference_list = list;
@@ -616,59 +523,36 @@ int main(int argc, char** argv) {
                                     reference_count, minimd::ListKind::full, p, false, ev);
                     }),
         0.0);
+    // The app's lists as ints, atom-fastest, for the variants over those.
+    IntList ints("bench::ints", nlocal, reference_list.capacity());
+    {
+      const NeighborList l = reference_list;
+      const Indices c = reference_count;
+      Kokkos::parallel_for(
+          "bench::to_ints", Kokkos::RangePolicy<Device>(space, 0, nlocal), KOKKOS_LAMBDA(int i) {
+            for (int k = 0; k < c(i); ++k) ints(i, k) = l(i, k);
+          });
+    }
     Atoms padded("bench::padded", nall);
     row("pad_copy", time_median(space, reps, [&] { pad(space, sys.x, nall, padded); }), 0.0);
     const double t = time_median(space, reps, [&] {
-      force_padded(space, padded, f, nlocal, reference_list, reference_count, p);
+      force_padded(space, padded, f, nlocal, ints, reference_count, p);
     });
     const double d = difference(f_app, f, nlocal);
     failures += d != 0.0;
     row("padded", t, d);
-    {
-      // The force over the same lists in quads (built from the app's lists here).
-      const int groups = static_cast<int>(reference_list.extent(1)) / 4;
-      QuadList quads("bench::quads", quad_at(nlocal + 31, 0, groups));
-      const NeighborList l = reference_list;
-      const Indices c = reference_count;
-      Kokkos::parallel_for(
-          "bench::to_quads", Kokkos::RangePolicy<Device>(space, 0, nlocal), KOKKOS_LAMBDA(int i) {
-            for (int g = 0; g < groups; ++g) {
-              Quad q{{i, i, i, i}};
-              for (int u = 0; u < 4; ++u)
-                if (4 * g + u < c(i)) q.j[u] = l(i, 4 * g + u);
-              quads(quad_at(i, g, groups)) = q;
-            }
-          });
-      const double tq = time_median(space, reps, [&] {
-        force_quads(space, sys.x, f, nlocal, quads, groups, reference_count, p);
-      });
-      const double dq = difference(f_app, f, nlocal);
-      failures += dq != 0.0;
-      row("quads", tq, dq);
-    }
     Rows rows("bench::rows", nall);
     Kokkos::deep_copy(rows, sys.x);
-    const auto& l = reference_list;
+    const auto& l = ints;
     const auto& c = reference_count;
     const std::vector<std::pair<std::string, std::function<void()>>> plain = {
+        {"ints_columns_ahead4", [&] { force_unrolled<4>(space, sys.x, f, nlocal, l, c, p); }},
         {"columns_ahead1", [&] { force_unrolled<1>(space, sys.x, f, nlocal, l, c, p); }},
         {"columns_ahead2", [&] { force_unrolled<2>(space, sys.x, f, nlocal, l, c, p); }},
         {"columns_ahead8", [&] { force_unrolled<8>(space, sys.x, f, nlocal, l, c, p); }},
         {"rows_ahead1", [&] { force_unrolled<1>(space, rows, f, nlocal, l, c, p); }},
         {"rows_ahead2", [&] { force_unrolled<2>(space, rows, f, nlocal, l, c, p); }},
-        {"rows_ahead4", [&] { force_unrolled<4>(space, rows, f, nlocal, l, c, p); }},
-        {"columns_ahead4_bounds128x8",
-         [&] { force_unrolled<4, Vectors, 128, 8>(space, sys.x, f, nlocal, l, c, p); }},
-        {"columns_ahead4_bounds256x4",
-         [&] { force_unrolled<4, Vectors, 256, 4>(space, sys.x, f, nlocal, l, c, p); }},
-        {"columns_ahead4_bounds128x12",
-         [&] { force_unrolled<4, Vectors, 128, 12>(space, sys.x, f, nlocal, l, c, p); }},
-        {"columns_ahead4_bounds128x16",
-         [&] { force_unrolled<4, Vectors, 128, 16>(space, sys.x, f, nlocal, l, c, p); }},
-        {"columns_ahead8_bounds128x8",
-         [&] { force_unrolled<8, Vectors, 128, 8>(space, sys.x, f, nlocal, l, c, p); }},
-        {"columns_ahead2_bounds128x12",
-         [&] { force_unrolled<2, Vectors, 128, 12>(space, sys.x, f, nlocal, l, c, p); }}};
+        {"rows_ahead4", [&] { force_unrolled<4>(space, rows, f, nlocal, l, c, p); }}};
     for (const auto& [name, run] : plain) {
       const double tu = time_median(space, reps, run);
       const double du = difference(f_app, f, nlocal);
@@ -694,7 +578,7 @@ int main(int argc, char** argv) {
       failures += dh > 1e-12;
       row("app_half_list", th, dh);
     }
-    RowList row_lists("bench::row_lists", nlocal, reference_list.extent(1));
+    RowList row_lists("bench::row_lists", nlocal, reference_list.capacity());
     Kokkos::parallel_for(
         "bench::transpose", Kokkos::RangePolicy<Device>(space, 0, nlocal), KOKKOS_LAMBDA(int i) {
           for (int k = 0; k < reference_count(i); ++k) row_lists(i, k) = reference_list(i, k);

@@ -4,7 +4,8 @@
 // lists, so the app may run their force before the ghosts are updated, and the force in
 // two parts equals the force in one. And the kernels given counts the device reads (the
 // step program's) do what they do given the same counts on the host, and no more. And
-// select's windows and the packs and unpacks of both sides at once (reneighboring).
+// select's windows and the packs and unpacks of both sides at once (reneighboring). And
+// the neighbour lists in quads.
 #include "test_runtime.hpp"
 
 #include <kernels.hpp>
@@ -12,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -65,22 +67,35 @@ Atoms lattice(int cells) {
   return a;
 }
 
-TEST(MinimdInteriorFirst, InnerAtomsFirstWithoutGhostNeighbours) {
-  const minimd::Device space;
-  const Atoms a = lattice(8);
-  const int nlocal = a.nlocal, nall = static_cast<int>(a.xyz.size() / 3);
-  Vectors x("x", nall), v("v", nall), xs("x_sorted", nall), vs("v_sorted", nall);
+// The atoms' positions (own atoms, then images) in a device view.
+Vectors positions(const Atoms& a) {
+  const int n = static_cast<int>(a.xyz.size() / 3);
+  Vectors x("x", n);
   auto hx = Kokkos::create_mirror_view(x);
-  for (int i = 0; i < nall; ++i)
+  for (int i = 0; i < n; ++i)
     for (int d = 0; d < 3; ++d) hx(i, d) = a.xyz[3 * i + d];
   Kokkos::deep_copy(x, hx);
+  return x;
+}
 
+// Bins half a list cutoff wide over the box and its ghost region (the app's default).
+minimd::BinGrid half_cutoff_bins(const Atoms& a) {
   minimd::BinGrid grid{};
   for (int d = 0; d < 3; ++d) {
     grid.origin[d] = -kCut;
     grid.inverse_size[d] = 2.0 / kCut;
     grid.count[d] = static_cast<int>(std::ceil((a.length + 2 * kCut) * grid.inverse_size[d]));
   }
+  return grid;
+}
+
+TEST(MinimdInteriorFirst, InnerAtomsFirstWithoutGhostNeighbours) {
+  const minimd::Device space;
+  const Atoms a = lattice(8);
+  const int nlocal = a.nlocal, nall = static_cast<int>(a.xyz.size() / 3);
+  const Vectors x = positions(a);
+  Vectors v("v", nall), xs("x_sorted", nall), vs("v_sorted", nall);
+  const minimd::BinGrid grid = half_cutoff_bins(a);
   const minimd::Box box{{0, 0, 0}, {a.length, a.length, a.length}};
   const double margin = 1.000001 * kCut;
   Indices bin_of("bin_of", nall), start("start", 2 * grid.total() + 1),
@@ -130,7 +145,7 @@ TEST(MinimdInteriorFirst, InnerAtomsFirstWithoutGhostNeighbours) {
   Indices count("count", nlocal);
   minimd::build_neighbors(space, xs, nlocal, grid, stencil, bin_of, start, order, kCut,
                           minimd::ListKind::full, lists, count, counters);
-  auto hl = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), lists);
+  const auto hl = lists.to_host();
   auto hn = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), count);
   int with_images = 0;
   for (int i = 0; i < nlocal; ++i) {
@@ -180,6 +195,90 @@ TEST(MinimdInteriorFirst, InnerAtomsFirstWithoutGhostNeighbours) {
       } else {
         EXPECT_EQ(h3(i, d), 7.0) << "row " << i;
       }
+    }
+}
+
+// The lists in quads against a search of every pair: each atom's neighbours within kCut,
+// full and half, the unfilled slots of its last quad holding the atom itself; a list
+// longer than its room keeps its first neighbours and counts them all (and the longest),
+// and the force then sums exactly the pairs kept.
+TEST(MinimdLists, QuadsHoldEveryNeighbourAndOnlyWhatFits) {
+  const minimd::Device space;
+  const Atoms a = lattice(5);
+  const int nlocal = a.nlocal, nall = static_cast<int>(a.xyz.size() / 3);
+  const Vectors x = positions(a);
+  const auto hx = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), x);
+  const minimd::BinGrid grid = half_cutoff_bins(a);
+  const auto stencil = minimd::make_stencil(grid, kCut);
+  Indices bin_of("bin_of", nall), start("start", grid.total() + 1), fill("fill", grid.total()),
+      order("order", nall), count("count", nlocal);
+  minimd::Counters counters("counters", minimd::counter_slots);
+  minimd::bin_atoms(space, x, nall, grid, bin_of, start, fill, order);
+  auto distance_sq = [&](int i, int j) {
+    double r = 0;
+    for (int d = 0; d < 3; ++d) r += (hx(i, d) - hx(j, d)) * (hx(i, d) - hx(j, d));
+    return r;
+  };
+
+  for (const auto kind : {minimd::ListKind::full, minimd::ListKind::half}) {
+    SCOPED_TRACE(kind == minimd::ListKind::full ? "full" : "half");
+    minimd::NeighborList lists("lists", nlocal, 128);
+    minimd::build_neighbors(space, x, nlocal, grid, stencil, bin_of, start, order, kCut, kind,
+                            lists, count, counters);
+    const auto hl = lists.to_host();
+    auto hn = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), count);
+    for (int i = 0; i < nlocal; ++i) {
+      std::vector<int> expected, listed;
+      for (int j = 0; j < nall; ++j)
+        if (j != i && distance_sq(i, j) <= kCut * kCut &&
+            (kind == minimd::ListKind::full || j >= nlocal || j > i))
+          expected.push_back(j);
+      ASSERT_EQ(hn(i), static_cast<int>(expected.size())) << "atom " << i;
+      for (int k = 0; k < hn(i); ++k) listed.push_back(hl(i, k));
+      std::sort(listed.begin(), listed.end());
+      EXPECT_EQ(listed, expected) << "atom " << i;
+      for (int k = hn(i); k % 4 != 0; ++k) EXPECT_EQ(hl(i, k), i) << "atom " << i << " slot " << k;
+    }
+  }
+
+  // Room for 10 (rounded up to 12): the first 12 of each list kept, all counted.
+  minimd::NeighborList full("full", nlocal, 128), short_lists("short", nlocal, 10);
+  EXPECT_EQ(short_lists.capacity(), 12);
+  EXPECT_EQ(short_lists.atoms(), nlocal);
+  Indices short_count("short_count", nlocal);
+  minimd::build_neighbors(space, x, nlocal, grid, stencil, bin_of, start, order, kCut,
+                          minimd::ListKind::full, full, count, counters);
+  minimd::build_neighbors(space, x, nlocal, grid, stencil, bin_of, start, order, kCut,
+                          minimd::ListKind::full, short_lists, short_count, counters);
+  const auto hf = full.to_host(), hs = short_lists.to_host();
+  auto hn = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), count);
+  auto hsn = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), short_count);
+  auto hc = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), counters);
+  int longest = 0;
+  for (int i = 0; i < nlocal; ++i) {
+    ASSERT_EQ(hsn(i), hn(i)) << "atom " << i;
+    ASSERT_GT(hn(i), 12) << "atom " << i;
+    longest = std::max(longest, hn(i));
+    for (int k = 0; k < 12; ++k) EXPECT_EQ(hs(i, k), hf(i, k)) << "atom " << i << " slot " << k;
+  }
+  EXPECT_EQ(hc(minimd::most_neighbors), longest);
+  const minimd::Potential p{2.5 * 2.5, 1.0, 1.0};
+  minimd::Payload ev("ev", 2);
+  Vectors f("f", nall);
+  minimd::force(space, x, f, nlocal, nall, short_lists, short_count, minimd::ListKind::full, p,
+                false, ev);
+  auto hforce = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), f);
+  for (int i = 0; i < nlocal; ++i)
+    for (int d = 0; d < 3; ++d) {
+      double sum = 0;
+      for (int k = 0; k < 12; ++k) {
+        const int j = hs(i, k);
+        const double rsq = distance_sq(i, j);
+        if (rsq >= p.cutoff_sq) continue;
+        const double sr2 = 1.0 / rsq, sr6 = sr2 * sr2 * sr2;
+        sum += (hx(i, d) - hx(j, d)) * 48.0 * sr6 * (sr6 - 0.5) * sr2;
+      }
+      EXPECT_NEAR(hforce(i, d), sum, 1e-12 * (1.0 + std::abs(sum))) << "atom " << i;
     }
 }
 

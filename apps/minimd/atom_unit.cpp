@@ -793,12 +793,9 @@ kodo::Task AtomUnit::build_lists() {
   grow_flat(bin_atoms_, static_cast<std::size_t>(natoms_), "minimd::bin_atoms");
   bin_atoms(compute_->space(), x_, natoms_, grid_, bin_of_, bin_start_, bin_fill_, bin_atoms_);
   for (;;) {
-    if (static_cast<int>(neighbors_.extent(0)) < nlocal_ ||
-        static_cast<int>(neighbors_.extent(1)) < most_neighbors_) {
+    if (neighbors_.atoms() < nlocal_ || neighbors_.capacity() < most_neighbors_) {
       const int rows = room_for(nlocal_, "atoms");
-      neighbors_ =
-          NeighborList(Kokkos::view_alloc(Kokkos::WithoutInitializing, "minimd::neighbors"), rows,
-                       most_neighbors_);
+      neighbors_ = NeighborList("minimd::neighbors", rows, most_neighbors_);
       neighbor_count_ =
           Indices(Kokkos::view_alloc(Kokkos::WithoutInitializing, "minimd::neighbor_count"), rows);
     }
@@ -806,7 +803,7 @@ kodo::Task AtomUnit::build_lists() {
                     bin_atoms_, cut, setup_.list, neighbors_, neighbor_count_, counters_);
     co_await read_counters(*compute_, "minimd::neighbors (sync)");
     const auto most = counters_host_(most_neighbors);
-    if (most <= static_cast<std::int64_t>(neighbors_.extent(1))) break;
+    if (most <= neighbors_.capacity()) break;
     most_neighbors_ = static_cast<int>(most + most / 5 + 8);
   }
   // Set by the sort's order (full lists; 0 otherwise) and read back with the counters.
@@ -971,7 +968,7 @@ void AtomUnit::plan_step(kodo::StepPlan& plan) {
   const Indices list_sizes = neighbor_count_;
   const Potential pair = potential();
   const double dt = setup_.problem.dt;
-  const int rows = static_cast<int>(neighbors_.extent(0));
+  const int rows = neighbors_.atoms();
   const Count own_atoms = sized(own, static_cast<int>(v_.extent(0)));
   const Count inner = sized(interior, rows), own_rows = sized(own, rows);
   std::vector<kodo::StepWork> parts;
@@ -1078,7 +1075,7 @@ void AtomUnit::plan_reneighbor(kodo::StepPlan& plan) {
   }
   const int own_rows =
       static_cast<int>(std::min({v_.extent(0), x_spare_.extent(0), v_spare_.extent(0),
-                                 x_saved_.extent(0), neighbors_.extent(0),
+                                 x_saved_.extent(0), static_cast<std::size_t>(neighbors_.atoms()),
                                  neighbor_count_.extent(0), static_cast<std::size_t>(rows)}));
   const Vectors a_x = x_, a_v = v_, b_x = x_spare_, b_v = v_spare_, f = f_;
   const Vectors x_saved = x_saved_, v_saved = v_saved_, f_saved = f_saved_;
@@ -1208,7 +1205,7 @@ void AtomUnit::plan_reneighbor(kodo::StepPlan& plan) {
                   bin_atoms_all = bin_atoms_;
     const NeighborList lists = neighbors_;
     const Indices list_sizes = neighbor_count_;
-    const int width = static_cast<int>(neighbors_.extent(1));
+    const int width = neighbors_.capacity();
     const Potential pair = potential();
     parts.push_back([=](const Device& s) {
       bin_atoms(s, a_x, all, grid, bin_of, bin_start, bin_fill, bin_atoms_all);

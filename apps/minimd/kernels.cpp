@@ -722,7 +722,7 @@ void build_neighbors(const Device& space, Vectors positions, Count nlocal, const
                      Counters counters) {
   const Gathered x = positions;
   const double cutoff_sq = cutoff * cutoff;
-  const int most = static_cast<int>(neighbors.extent(1));
+  const int groups = neighbors.capacity() / 4;
   if (nlocal.bound == 0) {
     Kokkos::deep_copy(space, Kokkos::subview(counters, static_cast<int>(most_neighbors)), 0);
     return;
@@ -733,6 +733,7 @@ void build_neighbors(const Device& space, Vectors positions, Count nlocal, const
         const int own = nlocal.get();
         const double xi = x(i, 0), yi = x(i, 1), zi = x(i, 2);
         int n = 0;
+        Quad q{{i, i, i, i}};
         for_each_candidate(grid, stencil, bin_start, bin_atoms, bin_of(i), i, [&](int j) {
           const double dx = xi - x(j, 0), dy = yi - x(j, 1), dz = zi - x(j, 2);
           if (kind != ListKind::full) {
@@ -747,10 +748,14 @@ void build_neighbors(const Device& space, Vectors positions, Count nlocal, const
             }
           }
           if (dx * dx + dy * dy + dz * dz <= cutoff_sq) {
-            if (n < most) neighbors(i, n) = j;
-            ++n;
+            q.j[n % 4] = j;
+            if (++n % 4 == 0) {
+              if (n / 4 <= groups) neighbors.store(i, n / 4 - 1, q);
+              q = Quad{{i, i, i, i}};
+            }
           }
         });
+        if (n % 4 != 0 && n / 4 < groups) neighbors.store(i, n / 4, q);
         count(i) = n;
       });
   // The longest list, in a pass of its own: an atomic max per atom on one address made
@@ -778,9 +783,10 @@ KOKKOS_INLINE_FUNCTION double pair_force(const Potential& p, double rsq, double&
 // Forces from neighbour lists of kind K. Full lists: each atom sums its own force, no
 // atomics. Half lists: both atoms of a pair, so f is zeroed first and added atomically;
 // without Newton across units (half), a ghost's force is not kept (its owner lists the
-// pair too) and the pair counts half on each side. The positions of `ahead` neighbours
-// are loaded before any is used, so more gathers are in flight per thread (1.13x on an
-// H200); the sums keep the list's order, so the forces are those of the plain loop.
+// pair too) and the pair counts half on each side. The positions of a quad's four
+// neighbours are loaded before any is used, so more gathers are in flight per thread
+// (1.13x on an H200 against one at a time); the sums keep the list's order, so the forces
+// are those of the plain loop.
 template <ListKind K>
 struct PairForces {
   Gathered x;
@@ -796,23 +802,23 @@ struct PairForces {
   KOKKOS_INLINE_FUNCTION void operator()(Energy, int i, double& e, double& w) const {
     compute<true>(i, e, w);
   }
-  static constexpr int ahead = 4;
   template <bool E>
   KOKKOS_INLINE_FUNCTION void compute(int i, double& e, double& w) const {
     const double xi = x(i, 0), yi = x(i, 1), zi = x(i, 2);
     double fx = 0, fy = 0, fz = 0;
-    const int n = count(i);
-    for (int k0 = 0; k0 < n; k0 += ahead) {
-      int js[ahead];
-      double dxs[ahead], dys[ahead], dzs[ahead];
-      for (int u = 0; u < ahead; ++u) {
-        js[u] = k0 + u < n ? neighbors(i, k0 + u) : i;  // past the end: i itself, skipped
-        dxs[u] = xi - x(js[u], 0);
-        dys[u] = yi - x(js[u], 1);
-        dzs[u] = zi - x(js[u], 2);
+    // A list longer than its room is built again before its forces count; until then
+    // (a step program's step that will run again) only what it holds is read.
+    const int n = Kokkos::min(count(i), neighbors.capacity());
+    for (int k0 = 0; k0 < n; k0 += 4) {
+      const Quad q = neighbors.quad(i, k0 / 4);  // past the count: i itself, skipped
+      double dxs[4], dys[4], dzs[4];
+      for (int u = 0; u < 4; ++u) {
+        dxs[u] = xi - x(q.j[u], 0);
+        dys[u] = yi - x(q.j[u], 1);
+        dzs[u] = zi - x(q.j[u], 2);
       }
-      for (int u = 0; u < ahead; ++u)
-        if (k0 + u < n) pair<E>(js[u], dxs[u], dys[u], dzs[u], fx, fy, fz, e, w);
+      for (int u = 0; u < 4; ++u)
+        if (k0 + u < n) pair<E>(q.j[u], dxs[u], dys[u], dzs[u], fx, fy, fz, e, w);
     }
     if constexpr (K == ListKind::full) {
       f(i, 0) = fx;
