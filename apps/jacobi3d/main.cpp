@@ -58,9 +58,10 @@ struct BalanceTotals {
     seconds += r.migration.seconds;
     if (root)
       std::printf("balance at update %" PRId64 ": %s moved %" PRId64
-                  " block(s) (%.3f MB) in %.4f s; max/avg - 1 %.3f -> %.3f\n",
+                  " block(s) (%.3f MB) in %.4f s; max/avg - 1 %.3f -> %.3f (%s)\n",
                   step, name.c_str(), r.moved, static_cast<double>(r.migration.bytes) / 1e6,
-                  r.migration.seconds, r.before, r.after);
+                  r.migration.seconds, r.before, r.after,
+                  kodo::describe_phases(r.migration).c_str());
   }
 };
 

@@ -379,9 +379,10 @@ int run(kodo::Runtime& runtime, const Options& opt, const kodo::Extent3& units,
     moving_seconds += r.migration.seconds;
     if (root)
       std::printf("# balance at step %" PRId64 ": %s moved %" PRId64
-                  " unit(s) (%.3f MB) in %.4f s; max/avg - 1 %.3f -> %.3f\n",
+                  " unit(s) (%.3f MB) in %.4f s; max/avg - 1 %.3f -> %.3f (%s)\n",
                   step, opt.balancer.c_str(), r.moved, static_cast<double>(r.migration.bytes) / 1e6,
-                  r.migration.seconds, r.before, r.after);
+                  r.migration.seconds, r.before, r.after,
+                  kodo::describe_phases(r.migration).c_str());
     round_steps.insert(round_steps.begin() + static_cast<std::ptrdiff_t>(results.size()), -1);
     atoms.broadcast_local<&minimd::AtomUnit::resume>();
     runtime.run();

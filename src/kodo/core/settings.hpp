@@ -47,7 +47,7 @@ struct SettingInfo {
 };
 
 /// Every setting kodo reads.
-inline constexpr std::array<SettingInfo, 14> kSettings{{
+inline constexpr std::array<SettingInfo, 15> kSettings{{
     {"KODO_STREAMS",
      SettingKind::count,
      1,
@@ -92,6 +92,15 @@ inline constexpr std::array<SettingInfo, 14> kSettings{{
      "1G",
      false,
      "idle memory the pool of incoming calls' views may keep"},
+    {"KODO_MIGRATION_PIECE_BYTES",
+     SettingKind::bytes,
+     std::uint64_t{64} << 10,
+     std::uint64_t{1} << 30,
+     {},
+     "8M",
+     true,
+     "moving units' views travel in pieces of this size through staging kept for the job (4 "
+     "pieces each way per rank, held once units have moved)"},
     {"KODO_UCX_ERROR_MODE", SettingKind::choice, 0, 0, "none|peer", "none", true,
      "peer: UCX reports a dead peer, and kodo names it (a little slower)"},
     {"KODO_DEVICE_WAIT_SECONDS",

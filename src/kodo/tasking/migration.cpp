@@ -10,6 +10,7 @@
 #include <kodo/comm/detail/transport_staging.hpp>
 #include <kodo/comm/detail/ucx_transport.hpp>
 #include <kodo/core/agree.hpp>
+#include <kodo/core/settings.hpp>
 #include <kodo/tasking/detail/state_records.hpp>
 
 #include <mpi.h>
@@ -17,6 +18,7 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -27,9 +29,10 @@ namespace {
 constexpr int kHeaderTag = 1, kDataTag = 2, kFailedTag = 3;
 constexpr std::uint64_t kChunkBytes = std::uint64_t{1} << 30;  // an MPI count is an int
 constexpr std::uint64_t kMostStateBytes = std::uint64_t{1} << 44;
-// The views' data goes in pieces of at most this size, at most this many pieces in
-// flight each way per rank (transport_staging.hpp holds their slots).
-constexpr std::uint64_t kPieceBytes = std::uint64_t{8} << 20;
+// The views' data goes in pieces of at most KODO_MIGRATION_PIECE_BYTES (default below),
+// at most this many pieces in flight each way per rank (transport_staging.hpp holds their
+// slots).
+constexpr std::uint64_t kDefaultPieceBytes = std::uint64_t{8} << 20;
 constexpr std::size_t kStagingSlots = 4;
 
 // What travels ahead of a unit's records.
@@ -195,7 +198,9 @@ struct Migration::Impl {
   UnitMap before, after;
   std::vector<std::int64_t> old_locals;
   double started = 0;
-  std::uint64_t bytes_sent = 0;
+  // When exchange()'s views began, their buffer was allocated, and exchange() ended.
+  double views_began = 0, buffer_allocated = 0, exchanged = 0;
+  std::uint64_t bytes_sent = 0, view_bytes_sent = 0;
   std::int64_t moved = 0;
   // Units arriving here: their old owner, header and records.
   struct Arrival {
@@ -412,6 +417,7 @@ void Migration::exchange(const std::function<void(std::int64_t, StateWriter&)>& 
             "MPI_Waitall");
   // 4. The views: one buffer for the arriving units' (on the device where they are), then
   // the pieces through the staging slots (below).
+  m.views_began = MPI_Wtime();
   std::map<std::int64_t, std::vector<std::uint64_t>> sizes;
   try {
     std::uint64_t total = 0;
@@ -440,7 +446,8 @@ void Migration::exchange(const std::function<void(std::int64_t, StateWriter&)>& 
     if (problem.empty()) problem = what_of_current();
   }
   agree_and_report(rt.comm(), problem);
-  // The views' data, in pieces of at most kPieceBytes copied through slots of this rank's
+  m.buffer_allocated = MPI_Wtime();
+  // The views' data, in pieces of at most `piece_bytes` copied through slots of this rank's
   // kept staging memory (transport_staging.hpp: a peer's UCX may keep memory it reached
   // mapped, so it must never be memory that is freed afterwards), as UCX tagged messages.
   // Every rank serves its pieces in one order, the same on all ranks (unit, view, piece),
@@ -458,12 +465,15 @@ void Migration::exchange(const std::function<void(std::int64_t, StateWriter&)>& 
   };
   std::vector<Piece> outgoing, incoming;
   std::map<int, std::uint64_t> numbers_out, numbers_in;
-  const auto split = [](std::vector<Piece>& pieces, std::map<int, std::uint64_t>& numbers,
-                        std::int64_t linear, std::uint64_t view, int peer, const Segment& whole) {
-    for (std::uint64_t at = 0; at < whole.bytes; at += kPieceBytes)
+  // The same on every rank (agreed at start-up): a sender's pieces are its receiver's.
+  const std::uint64_t piece_bytes = bytes_setting("KODO_MIGRATION_PIECE_BYTES", kDefaultPieceBytes);
+  const auto split = [piece_bytes](std::vector<Piece>& pieces,
+                                   std::map<int, std::uint64_t>& numbers, std::int64_t linear,
+                                   std::uint64_t view, int peer, const Segment& whole) {
+    for (std::uint64_t at = 0; at < whole.bytes; at += piece_bytes)
       pieces.push_back({linear, view, peer, numbers[peer]++,
                         Segment{static_cast<std::byte*>(whole.data) + at,
-                                static_cast<std::size_t>(std::min<std::uint64_t>(kPieceBytes,
+                                static_cast<std::size_t>(std::min<std::uint64_t>(piece_bytes,
                                                                                  whole.bytes - at)),
                                 whole.kind}});
   };
@@ -659,8 +669,10 @@ void Migration::exchange(const std::function<void(std::int64_t, StateWriter&)>& 
   check_mpi(MPI_Ibarrier(rt.comm(), &all), "MPI_Ibarrier");
   for (int over = 0; !over; check_mpi(MPI_Test(&all, &over, MPI_STATUS_IGNORE), "MPI_Test"))
     transport.progress();
-  for (const Leaving& l : leaving) m.bytes_sent += l.header.view_bytes;
+  for (const Leaving& l : leaving) m.view_bytes_sent += l.header.view_bytes;
+  m.bytes_sent += m.view_bytes_sent;
   agree_and_report(rt.comm(), problem);
+  m.exchanged = MPI_Wtime();
 }
 
 void Migration::install() {
@@ -747,13 +759,37 @@ MigrationReport Migration::finish(const std::string& problem) {
   MigrationReport r;
   r.moved = m.moved;
   r.epoch = m.after.epoch();
-  double seconds = MPI_Wtime() - m.started;
-  std::uint64_t bytes = m.bytes_sent;
-  check_mpi(MPI_Allreduce(&seconds, &r.seconds, 1, MPI_DOUBLE, MPI_MAX, m.runtime.comm()),
+  const double now = MPI_Wtime();
+  // A map that moves nothing has no exchange: every phase but the whole is 0.
+  const bool exchanged = m.exchanged > 0;
+  double seconds[5] = {now - m.started, exchanged ? m.views_began - m.started : 0,
+                       exchanged ? m.buffer_allocated - m.views_began : 0,
+                       exchanged ? m.exchanged - m.buffer_allocated : 0,
+                       exchanged ? now - m.exchanged : 0};
+  double slowest[5];
+  std::uint64_t bytes[2] = {m.bytes_sent, m.view_bytes_sent}, all[2];
+  check_mpi(MPI_Allreduce(seconds, slowest, 5, MPI_DOUBLE, MPI_MAX, m.runtime.comm()),
             "MPI_Allreduce");
-  check_mpi(MPI_Allreduce(&bytes, &r.bytes, 1, MPI_UINT64_T, MPI_SUM, m.runtime.comm()),
-            "MPI_Allreduce");
+  check_mpi(MPI_Allreduce(bytes, all, 2, MPI_UINT64_T, MPI_SUM, m.runtime.comm()), "MPI_Allreduce");
+  r.seconds = slowest[0];
+  r.phases = {slowest[1], slowest[2], slowest[3], slowest[4]};
+  r.bytes = all[0];
+  r.view_bytes = all[1];
   return r;
 }
 
 }  // namespace kodo::detail
+
+namespace kodo {
+
+std::string describe_phases(const MigrationReport& report) {
+  const MigrationPhases& p = report.phases;
+  char line[200];
+  std::snprintf(line, sizeof line,
+                "records %.4f s, arrival buffer %.4f s, views %.1f MB in %.4f s, rebuild %.4f s",
+                p.records, p.arrival_buffer, static_cast<double>(report.view_bytes) / 1e6, p.views,
+                p.rebuild);
+  return line;
+}
+
+}  // namespace kodo

@@ -31,7 +31,9 @@
 /// waiting, no device work pending on the rank's streams; or at a balance point the
 /// units' tasks reached inside run() (WorkUnit::balance_point, balance.hpp). Between ranks
 /// a unit's records travel over MPI (at most kMigrationsInFlight units' sends per rank at
-/// a time), the data of its views beside them as UCX tagged messages in pieces of 8 MiB,
+/// a time), the data of its views beside them as UCX tagged messages in pieces of
+/// KODO_MIGRATION_PIECE_BYTES (8 MiB unless set; larger pieces move faster, and the staging
+/// holds 8 of them for the job's life),
 /// copied through a few slots of memory the runtime keeps for the transport's life (device
 /// to device on GPUs; in pinned host memory where UCX does not move device memory;
 /// comm/detail/transport_staging.hpp says why), into one buffer on the new rank.
@@ -56,13 +58,28 @@
 
 namespace kodo {
 
+/// Where a migration's time went: each phase's seconds on the rank where it took longest
+/// (so they need not add up to MigrationReport::seconds).
+struct MigrationPhases {
+  double records = 0;         ///< the map checked, leaving units' headers and records sent
+  double arrival_buffer = 0;  ///< the device buffer the arriving views land in, allocated
+  double views = 0;           ///< the views' data moved, in pieces through the staging slots
+  double rebuild = 0;         ///< links closed, every unit built again and restored
+};
+
 /// What a migration did, the same on every rank.
 struct MigrationReport {
-  std::int64_t moved = 0;   ///< units that changed rank
-  std::uint64_t bytes = 0;  ///< of their state, over all ranks
-  double seconds = 0;       ///< from the call until every unit was rebuilt, slowest rank
-  std::uint64_t epoch = 0;  ///< of the map now installed (UnitMap::epoch)
+  std::int64_t moved = 0;        ///< units that changed rank
+  std::uint64_t bytes = 0;       ///< of their state, over all ranks
+  double seconds = 0;            ///< from the call until every unit was rebuilt, slowest rank
+  std::uint64_t epoch = 0;       ///< of the map now installed (UnitMap::epoch)
+  std::uint64_t view_bytes = 0;  ///< of the views among `bytes`, over all ranks
+  MigrationPhases phases;        ///< where `seconds` went
 };
+
+/// One line for a log: "records 0.0012 s, arrival buffer 0.0031 s, views 3660.0 MB in
+/// 0.0120 s, rebuild 0.0050 s" (the phases of `report`).
+std::string describe_phases(const MigrationReport& report);
 
 namespace detail {
 
