@@ -27,8 +27,9 @@ using Counters = Kokkos::View<int*, Memory>;
 // atoms lie side by side (quad g of atom i at ((i / 32) groups + g) 32 + i % 32): the build
 // stores four neighbours with one 16-byte store, where ints laid out atom-fastest took a
 // scattered 4-byte store each (58% of its time), and the force loads four with one, a
-// warp's 512 contiguous bytes. At 4M atoms on an H100 the build is 1.42x and the force
+// warp's 512 contiguous bytes. At 4M atoms on an H100 the build is 1.35x and the force
 // 1.11x faster (perf/minimd_kernel_bench). On host backends an atom's quads are contiguous.
+// Quads past the last one an atom fills are not initialised; readers stop at the count.
 struct alignas(16) Quad {
   int j[4];
 };

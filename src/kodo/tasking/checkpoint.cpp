@@ -12,6 +12,7 @@
 #include <kodo/tasking/detail/checkpoint_manifest.hpp>
 
 #include <algorithm>
+#include <climits>
 #include <filesystem>
 #include <map>
 #include <system_error>
@@ -117,6 +118,17 @@ CheckpointReport CheckpointWrite::finish(const std::string& problem_in) {
   detail::check_mpi(MPI_Gather(&mine, sizeof mine, MPI_BYTE, files.data(), sizeof mine, MPI_BYTE, 0,
                                comm),
                     "MPI_Gather");
+  // Rank 0 gathers every unit's entry in one MPI_Gatherv (int counts and offsets): a job
+  // with more units than that holds is refused before anything is gathered.
+  std::uint64_t units = written_.size(), all_units = 0;
+  detail::check_mpi(MPI_Allreduce(&units, &all_units, 1, MPI_UINT64_T, MPI_SUM, comm),
+                    "MPI_Allreduce");
+  constexpr std::uint64_t kMostUnits = INT_MAX / sizeof(ManifestUnit);
+  if (all_units > kMostUnits)
+    problem = cat("a checkpoint holds at most ", kMostUnits,
+                  " units (its index is gathered to rank 0 in one MPI message); this one has ",
+                  all_units);
+  detail::agree_and_report(comm, problem);
   int count = static_cast<int>(written_.size() * sizeof(ManifestUnit));
   std::vector<int> counts(ranks), offsets(ranks);
   detail::check_mpi(MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, comm),
@@ -138,6 +150,12 @@ CheckpointReport CheckpointWrite::finish(const std::string& problem_in) {
         if (files[r].written)
           listed[static_cast<std::uint32_t>(r)] = {files[r].bytes, files[r].checksum};
       const std::string manifest = manifest_text(info_, ranks, listed, collections_, all);
+      // What restore reads at most (checkpoint_files.hpp): a checkpoint no restore could
+      // read is an error now rather than then.
+      if (manifest.size() > kManifestLimit)
+        throw Error(cat("the manifest of this checkpoint would be ", manifest.size(),
+                        " bytes, more than the ", kManifestLimit,
+                        " a restore reads: it holds too many units (", all.size(), ")"));
       OutputFile file(partial_ + "/manifest");
       file.write(manifest.data(), manifest.size());
       file.close();

@@ -32,8 +32,8 @@
 /// units' tasks reached inside run() (WorkUnit::balance_point, balance.hpp). Between ranks
 /// a unit's records travel over MPI (at most kMigrationsInFlight units' sends per rank at
 /// a time), the data of its views beside them as UCX tagged messages in pieces of
-/// KODO_MIGRATION_PIECE_BYTES (8 MiB unless set; larger pieces move faster, and the staging
-/// holds 8 of them for the job's life),
+/// KODO_MIGRATION_PIECE_BYTES (8 MiB unless set; pieces up to 32 MiB moved faster on two
+/// H200s, and the staging holds 8 of them for the job's life),
 /// copied through a few slots of memory the runtime keeps for the transport's life (device
 /// to device on GPUs; in pinned host memory where UCX does not move device memory;
 /// comm/detail/transport_staging.hpp says why), into one buffer on the new rank.
@@ -63,7 +63,8 @@ namespace kodo {
 struct MigrationPhases {
   double records = 0;         ///< the map checked, leaving units' headers and records sent
   double arrival_buffer = 0;  ///< the device buffer the arriving views land in, allocated
-  double views = 0;           ///< the views' data moved, in pieces through the staging slots
+  double views = 0;           ///< the views' data moved, in pieces through the staging slots (and
+                              ///< the slots allocated, the first time a rank needs them)
   double rebuild = 0;         ///< links closed, every unit built again and restored
 };
 

@@ -15,6 +15,7 @@
 // request.
 
 #include <kodo/backends/stream.hpp>
+#include <kodo/core/settings.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -27,6 +28,13 @@ namespace kodo::detail {
 
 class TransportStaging {
  public:
+  // Built after the ranks agreed on their settings (Runtime), so every rank reads the
+  // same piece size, once.
+  TransportStaging()
+      : piece_bytes_(bytes_setting("KODO_MIGRATION_PIECE_BYTES", kDefaultPieceBytes)) {}
+  // The most a migration sends in one piece (KODO_MIGRATION_PIECE_BYTES); a sender's
+  // pieces are its receiver's.
+  std::uint64_t piece_bytes() const { return piece_bytes_; }
   // At least `bytes` bytes in ExecutionSpace's memory, or in pinned host memory (`host`:
   // where UCX does not move device memory): the same buffer for as long as it is large
   // enough.
@@ -60,6 +68,8 @@ class TransportStaging {
       return current.data();
     }
   };
+  static constexpr std::uint64_t kDefaultPieceBytes = std::uint64_t{8} << 20;
+  std::uint64_t piece_bytes_;
   Kept<ExecutionSpace::memory_space> device_;
   Kept<Kokkos::SharedHostPinnedSpace> host_;
 };
