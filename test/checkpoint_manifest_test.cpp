@@ -6,6 +6,8 @@
 // keeps every unit inside its file, or kodo::Error).
 #include <kodo/tasking/detail/checkpoint_manifest.hpp>
 
+#include <kodo/tasking/detail/checkpoint_files.hpp>
+
 #include <gtest/gtest.h>
 #include <xxhash.h>
 
@@ -14,6 +16,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace kodo::detail {
@@ -100,7 +103,7 @@ TEST(CheckpointManifest, MalformedIndexesAreRefused) {
        "file 2 30 XXH3_00000000000000bb\nfile 2 30 XXH3_00000000000000bb\n",
        "the file of rank 2 appears twice"},
       {"ranks 4\n", "", "a file before the 'ranks' line"},
-      {"kodo-checkpoint 2", "kodo-checkpoint 1", "is in format 1; this kodo ("},
+      {"kodo-checkpoint 2", "kodo-checkpoint 1", "is in format '1'; this kodo ("},
       {"end\n", "", "is truncated (no 'end')"},
   };
   for (const auto& c : cases) {
@@ -112,6 +115,32 @@ TEST(CheckpointManifest, MalformedIndexesAreRefused) {
           << c.from << " -> " << c.to << ": " << e.what();
     }
   }
+}
+
+// Text from the file that an error quotes is cut to 64 bytes (with its length) and shows
+// control characters and other bytes as \xNN: a hostile manifest cannot make a message
+// huge or write to the terminal.
+TEST(CheckpointManifest, ErrorsQuoteAShortPrintableExcerpt) {
+  const std::string text = valid_manifest();
+  const std::string long_word(100000, 'x');
+  for (const auto& [from, to, says] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"end\n", long_word + "\nend\n",
+            "unknown entry '" + std::string(64, 'x') + "'... (100000 bytes)"},
+           {"end\n", "bad\x1b[2J\x07word\nend\n", "unknown entry 'bad\\x1b[2J\\x07word'"},
+           {"XXH3_0000000000000044", "XXH3_\x7f\xff", "'XXH3_\\x7f\\xff' is not an XXH3"}}) {
+    try {
+      parse_manifest(replaced(text, from, to), "D/checkpoint-0", "app");
+      ADD_FAILURE() << "accepted: " << to.substr(0, 40);
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(says), std::string::npos) << what.substr(0, 300);
+      EXPECT_LT(what.size(), 400u);
+      EXPECT_EQ(what.find('\x1b'), std::string::npos);
+    }
+  }
+  EXPECT_EQ(kodo::detail::quoted_excerpt("tab\there"), "'tab\\x09here'");
+  EXPECT_EQ(kodo::detail::quoted_excerpt(""), "''");
 }
 
 // Random changes (a byte set, a byte dropped, a line repeated or dropped): each manifest

@@ -181,7 +181,7 @@ case $case in
     fails "is of another problem" 2 "$minimd" -s 9 -n 300 --restart "$work/m"
     fails "is at step 200: not a step of this run (-n 150)" 2 "$minimd" -s 10 -n 150 --restart "$work/m"
     run 1 "$jacobi" -x 24 -y 20 -z 18 -i 10 -w 0 --checkpoint-every 10 --checkpoint-dir "$work/j"
-    fails "was written by jacobi3d, not minimd" 2 "$minimd" -s 10 -n 300 --restart "$work/j"
+    fails "was written by 'jacobi3d', not minimd" 2 "$minimd" -s 10 -n 300 --restart "$work/j"
     ;;
   bad)
     fails "checkpoint directory $work/none does not exist" 2 "$program" read "$work/none"
@@ -200,7 +200,7 @@ case $case in
     cp "$work/saved" "$unit"
     fails "field 1 is 'step'" 2 "$program" read-renamed "$work/b"
     expect "the unit's state() reads 'steps'"
-    fails "was written by checkpoint_program, not jacobi3d" 2 "$program" read "$work/b" jacobi3d
+    fails "was written by 'checkpoint_program', not jacobi3d" 2 "$program" read "$work/b" jacobi3d
     rm "$work/b/checkpoint-0/rank-0.state"
     fails "checkpoint file $work/b/checkpoint-0/rank-0.state is missing" 4 "$program" read "$work/b"
     run 2 "$program" write "$work/b" 1
@@ -213,11 +213,11 @@ case $case in
     # Another format: a later one, and format 1 (a file per unit, its latest naming the
     # manifest's checksum without "XXH3_"), refused on every rank, naming both.
     "$program" forge "$work/b" 1 "kodo-checkpoint 3" || fail "forge"
-    fails "is in format 3; this kodo (" 2 "$program" read "$work/b"
+    fails "is in format '3'; this kodo (" 2 "$program" read "$work/b"
     expect "reads format 2 only: restart from it with the kodo that wrote it"
     "$program" forge "$work/b" 1 "kodo-checkpoint 1" || fail "forge"
     sed -i 's/ XXH3_/ /' "$work/b/latest"
-    fails "checkpoint $work/b/checkpoint-1 is in format 1 (written by kodo " 3 "$program" read "$work/b"
+    fails "checkpoint $work/b/checkpoint-1 is in format '1' (written by kodo '" 3 "$program" read "$work/b"
     expect "reads format 2 only"
     "$program" forge "$work/b" 1 "kodo-checkpoint 2" || fail "forge"
     forge_line "$work/b" '$1 == "collection"' 'print "collection 0 7 1 1 odf 4 type"'

@@ -280,7 +280,7 @@ const detail::SavedCollectionRecord& Checkpoint::find(std::uint32_t id,
     if (r.id != id) continue;
     if (r.unit_type != unit_type)
       throw Error(cat("checkpoint ", path_, " holds collection ", id, " with units of type ",
-                      r.unit_type, ", not ", unit_type));
+                      detail::quoted_excerpt(r.unit_type), ", not ", unit_type));
     return r;
   }
   throw Error(cat("checkpoint ", path_, " holds no collection ", id));

@@ -19,11 +19,11 @@ namespace {
 
 // The refusal of a checkpoint in another format, the same from both places that see one
 // (the file's words cut short: they may be anything).
-Error other_format(const std::string& checkpoint, std::string format, std::string written_by) {
-  for (std::string* s : {&format, &written_by})
-    if (s->size() > 64) *s = s->substr(0, 64) + "...";
-  return Error(cat("checkpoint ", checkpoint, " is in format ", format,
-                   written_by.empty() ? "" : cat(" (written by kodo ", written_by, ")"),
+Error other_format(const std::string& checkpoint, const std::string& format,
+                   const std::string& written_by) {
+  return Error(cat("checkpoint ", checkpoint, " is in format ", quoted_excerpt(format),
+                   written_by.empty() ? ""
+                                      : cat(" (written by kodo ", quoted_excerpt(written_by), ")"),
                    "; this kodo (", kodo::version(), ") reads format ", kFormat,
                    " only: restart from it with the kodo that wrote it, or start the run "
                    "afresh (format 2 keeps a file per rank and XXH3 checksums; format 1 kept "
@@ -94,15 +94,15 @@ Manifest parse_manifest(const std::string& text_in, const std::string& checkpoin
       words >> w;
       const auto v = parse_whole<std::int64_t>(w);
       if (!v || *v < min || *v > max)
-        throw bad(number, cat("'", w, "' is not a number from ", min, " to ", max));
+        throw bad(number, cat(quoted_excerpt(w), " is not a number from ", min, " to ", max));
       return *v;
     };
     auto no_more = [&] {
       std::string extra;
-      if (words >> extra) throw bad(number, cat("unexpected '", extra, "'"));
+      if (words >> extra) throw bad(number, cat("unexpected ", quoted_excerpt(extra)));
     };
     auto once = [&](bool& seen) {
-      if (seen) throw bad(number, cat("a second '", word, "' line"));
+      if (seen) throw bad(number, cat("a second ", quoted_excerpt(word), " line"));
       seen = true;
     };
     if (number == 1) {
@@ -116,7 +116,8 @@ Manifest parse_manifest(const std::string& text_in, const std::string& checkpoin
       once(have_application);
       const std::string app = rest();
       if (app != application)
-        throw Error(cat("checkpoint ", checkpoint, " was written by ", app, ", not ", application));
+        throw Error(cat("checkpoint ", checkpoint, " was written by ", quoted_excerpt(app),
+                        ", not ", application));
     } else if (word == "ranks") {
       once(have_ranks);
       result.ranks = static_cast<int>(integer(1, INT32_MAX));
@@ -131,7 +132,8 @@ Manifest parse_manifest(const std::string& text_in, const std::string& checkpoin
       std::string sum;
       words >> sum;
       const auto checksum = parse_xxh3(sum);
-      if (!checksum) throw bad(number, cat("'", sum, "' is not an XXH3 checksum (XXH3_<16 hex>)"));
+      if (!checksum)
+        throw bad(number, cat(quoted_excerpt(sum), " is not an XXH3 checksum (XXH3_<16 hex>)"));
       f.checksum = *checksum;
       no_more();
     } else if (word == "key") {
@@ -139,7 +141,7 @@ Manifest parse_manifest(const std::string& text_in, const std::string& checkpoin
       words >> key;
       if (key.empty()) throw bad(number, "a key without a name");
       for (const auto& [k, v] : result.keys)
-        if (k == key) throw bad(number, cat("key '", key, "' appears twice"));
+        if (k == key) throw bad(number, cat("key ", quoted_excerpt(key), " appears twice"));
       result.keys.emplace_back(key, rest());
     } else if (word == "collection") {
       SavedCollectionRecord r;
@@ -186,7 +188,8 @@ Manifest parse_manifest(const std::string& text_in, const std::string& checkpoin
       std::string sum;
       words >> sum;
       const auto checksum = parse_xxh3(sum);
-      if (!checksum) throw bad(number, cat("'", sum, "' is not an XXH3 checksum (XXH3_<16 hex>)"));
+      if (!checksum)
+        throw bad(number, cat(quoted_excerpt(sum), " is not an XXH3 checksum (XXH3_<16 hex>)"));
       u.checksum = *checksum;
       no_more();
       spans[u.file].push_back({u.offset, u.bytes, id, linear});
@@ -198,7 +201,7 @@ Manifest parse_manifest(const std::string& text_in, const std::string& checkpoin
       no_more();
       ended = true;
     } else {
-      throw bad(number, cat("unknown entry '", word, "'"));
+      throw bad(number, cat("unknown entry ", quoted_excerpt(word)));
     }
   }
   if (!ended) throw Error(cat("checkpoint file ", manifest, " is truncated (no 'end')"));
