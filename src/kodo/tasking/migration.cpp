@@ -10,7 +10,6 @@
 #include <kodo/comm/detail/transport_staging.hpp>
 #include <kodo/comm/detail/ucx_transport.hpp>
 #include <kodo/core/agree.hpp>
-#include <kodo/core/settings.hpp>
 #include <kodo/tasking/detail/state_records.hpp>
 
 #include <mpi.h>
@@ -29,10 +28,8 @@ namespace {
 constexpr int kHeaderTag = 1, kDataTag = 2, kFailedTag = 3;
 constexpr std::uint64_t kChunkBytes = std::uint64_t{1} << 30;  // an MPI count is an int
 constexpr std::uint64_t kMostStateBytes = std::uint64_t{1} << 44;
-// The views' data goes in pieces of at most KODO_MIGRATION_PIECE_BYTES (default below),
-// at most this many pieces in flight each way per rank (transport_staging.hpp holds their
-// slots).
-constexpr std::uint64_t kDefaultPieceBytes = std::uint64_t{8} << 20;
+// The views' data goes in pieces of at most KODO_MIGRATION_PIECE_BYTES, at most this many
+// pieces in flight each way per rank (transport_staging.hpp holds their slots).
 constexpr std::size_t kStagingSlots = 4;
 
 // What travels ahead of a unit's records.
@@ -199,7 +196,8 @@ struct Migration::Impl {
   std::vector<std::int64_t> old_locals;
   double started = 0;
   // When exchange()'s views began, their buffer was allocated, and exchange() ended.
-  double views_began = 0, buffer_allocated = 0, exchanged = 0;
+  double views_began = 0, buffer_allocated = 0, exchanged_at = 0;
+  bool exchanged = false;
   std::uint64_t bytes_sent = 0, view_bytes_sent = 0;
   std::int64_t moved = 0;
   // Units arriving here: their old owner, header and records.
@@ -465,8 +463,8 @@ void Migration::exchange(const std::function<void(std::int64_t, StateWriter&)>& 
   };
   std::vector<Piece> outgoing, incoming;
   std::map<int, std::uint64_t> numbers_out, numbers_in;
-  // The same on every rank (agreed at start-up): a sender's pieces are its receiver's.
-  const std::uint64_t piece_bytes = bytes_setting("KODO_MIGRATION_PIECE_BYTES", kDefaultPieceBytes);
+  const std::uint64_t piece_bytes =
+      RuntimeAccess::channel_host(rt).transport_staging().piece_bytes();
   const auto split = [piece_bytes](std::vector<Piece>& pieces,
                                    std::map<int, std::uint64_t>& numbers, std::int64_t linear,
                                    std::uint64_t view, int peer, const Segment& whole) {
@@ -672,7 +670,8 @@ void Migration::exchange(const std::function<void(std::int64_t, StateWriter&)>& 
   for (const Leaving& l : leaving) m.view_bytes_sent += l.header.view_bytes;
   m.bytes_sent += m.view_bytes_sent;
   agree_and_report(rt.comm(), problem);
-  m.exchanged = MPI_Wtime();
+  m.exchanged_at = MPI_Wtime();
+  m.exchanged = true;
 }
 
 void Migration::install() {
@@ -761,11 +760,11 @@ MigrationReport Migration::finish(const std::string& problem) {
   r.epoch = m.after.epoch();
   const double now = MPI_Wtime();
   // A map that moves nothing has no exchange: every phase but the whole is 0.
-  const bool exchanged = m.exchanged > 0;
+  const bool exchanged = m.exchanged;
   double seconds[5] = {now - m.started, exchanged ? m.views_began - m.started : 0,
                        exchanged ? m.buffer_allocated - m.views_began : 0,
-                       exchanged ? m.exchanged - m.buffer_allocated : 0,
-                       exchanged ? now - m.exchanged : 0};
+                       exchanged ? m.exchanged_at - m.buffer_allocated : 0,
+                       exchanged ? now - m.exchanged_at : 0};
   double slowest[5];
   std::uint64_t bytes[2] = {m.bytes_sent, m.view_bytes_sent}, all[2];
   check_mpi(MPI_Allreduce(seconds, slowest, 5, MPI_DOUBLE, MPI_MAX, m.runtime.comm()),
