@@ -2,10 +2,11 @@
 # SPDX-FileCopyrightText: 2026 The kodo developers
 # SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # Load balancing of Jacobi3D blocks of unequal work (--imbalance), one CSV row per run:
-# no balancing, each balancer, the greedy placement from the end of the warm-up on
-# (static), and every block doing the same work (even: the balanced ideal's time is
-# even's times the mean work factor, (F + 1) / 2, where half the blocks do F times the
-# work).
+# no balancing, each balancer, a static placement from the end of the warm-up on
+# (static: greedy's, which ignores where blocks were; static_refine: refine's, which
+# moves the fewest blocks and so keeps most neighbours on one GPU), and every block doing
+# the same work (even: the balanced ideal's time is even's times the mean work factor,
+# (F + 1) / 2, where half the blocks do F times the work).
 #
 #   perf/balance_sweep.sh JACOBI3D OUT.csv N RANKS "ODFS" F [REPEATS] [ITERATIONS]
 #   e.g. perf/balance_sweep.sh jacobi3d balance.csv 768 2 "4 8" 2 3 300
@@ -14,10 +15,10 @@
 # every 100th update (their first balance point lies in the timed iterations); static
 # balances at the end of a warm-up of 100 updates and times ITERATIONS - 1 after it (its
 # next balance point, within the tolerance, moves nothing). Environment: LAUNCH (default
-# "mpiexec -n"; the rank count is appended), KODO_MACHINE and KODO_COMMIT (recorded in
-# the header).
+# "mpiexec -n"; the rank count is appended), VARIANTS (default "none refine greedy static
+# static_refine even"), KODO_MACHINE and KODO_COMMIT (recorded in the header).
 set -euo pipefail
-[[ $# -ge 6 ]] || { sed -n '2,17p' "$0"; exit 2; }
+[[ $# -ge 6 ]] || { sed -n '2,19p' "$0"; exit 2; }
 bin=$1 out=$2 n=$3 ranks=$4 odfs=$5 factor=$6 repeats=${7:-3} iters=${8:-300}
 read -r -a launch <<<"${LAUNCH:-mpiexec -n}"
 {
@@ -28,14 +29,16 @@ read -r -a launch <<<"${LAUNCH:-mpiexec -n}"
 } >"$out"
 for rep in $(seq "$repeats"); do
   for odf in $odfs; do
-    for variant in none refine greedy static even; do
+    for variant in ${VARIANTS:-none refine greedy static static_refine even}; do
       case $variant in
         even) args=(-w 10 -i "$iters") ;;
         none) args=(-w 10 -i "$iters" --imbalance "$factor") ;;
         refine | greedy)
           args=(-w 10 -i "$iters" --imbalance "$factor" --balance-every 100 --balancer "$variant") ;;
-        static)
-          args=(-w 100 -i $((iters - 1)) --imbalance "$factor" --balance-every 100 --balancer greedy) ;;
+        static | static_refine)
+          [[ $variant == static ]] && balancer=greedy || balancer=refine
+          args=(-w 100 -i $((iters - 1)) --imbalance "$factor" --balance-every 100 --balancer "$balancer") ;;
+        *) echo "balance_sweep: unknown variant '$variant'" >&2; exit 2 ;;
       esac
       log=$("${launch[@]}" "$ranks" "$bin" -x "$n" -y "$n" -z "$n" --odf "$odf" "${args[@]}" 2>&1) ||
         { echo "balance_sweep: failed: $bin --odf $odf ${args[*]}" >&2; echo "$log" | tail -5 >&2; exit 1; }

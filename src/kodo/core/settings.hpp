@@ -97,10 +97,10 @@ inline constexpr std::array<SettingInfo, 15> kSettings{{
      std::uint64_t{64} << 10,
      std::uint64_t{1} << 30,
      {},
-     "8M",
+     "32M",
      true,
-     "moving units' views travel in pieces of this size through staging kept for the job (4 "
-     "pieces each way per rank, held once units have moved)"},
+     "moving units' views travel in pieces of this size, through slots kept for the job once "
+     "units have moved (4 a rank receives into between ranks of one node, else 4 each way)"},
     {"KODO_UCX_ERROR_MODE", SettingKind::choice, 0, 0, "none|peer", "none", true,
      "peer: UCX reports a dead peer, and kodo names it (a little slower)"},
     {"KODO_DEVICE_WAIT_SECONDS",

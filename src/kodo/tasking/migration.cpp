@@ -10,6 +10,7 @@
 #include <kodo/comm/detail/transport_staging.hpp>
 #include <kodo/comm/detail/ucx_transport.hpp>
 #include <kodo/core/agree.hpp>
+#include <kodo/tasking/detail/node_view_route.hpp>
 #include <kodo/tasking/detail/state_records.hpp>
 
 #include <mpi.h>
@@ -198,6 +199,8 @@ struct Migration::Impl {
   // When exchange()'s views began, their buffer was allocated, and exchange() ended.
   double views_began = 0, buffer_allocated = 0, exchanged_at = 0;
   bool exchanged = false;
+  bool views_on_node = false;    // the views went by the same-node route
+  double rebuild_parts[4] = {};  // links, constructors, restores, release (note_rebuild)
   std::uint64_t bytes_sent = 0, view_bytes_sent = 0;
   std::int64_t moved = 0;
   // Units arriving here: their old owner, header and records.
@@ -217,6 +220,211 @@ struct Migration::Impl {
     if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
   }
 };
+
+namespace {
+
+// The pieces through UCX, copied through a few slots of this rank's kept staging memory
+// each way (transport_staging.hpp: a peer's UCX may keep memory it reached mapped, so it
+// must never be memory that is freed afterwards; device memory where UCX moves it, else
+// pinned host memory: host-staged). Every rank serves its
+// pieces in one order, the same on all ranks (unit, view, piece), filling each free slot
+// with its first piece not yet served: the first piece not done anywhere is then in flight
+// on both of its ranks, so the exchange cannot stall. The pieces of one view share its
+// tag: UCX matches one sender's messages of a tag in order. A failure is agreed on by the
+// caller (`problem`); one the job cannot go on from is fatal.
+void move_views_through_ucx(Runtime& rt, MPI_Comm comm, const std::vector<ViewPiece>& out,
+                            const std::vector<ViewPiece>& in, std::string& problem) {
+  struct Piece : ViewPiece {
+    void* posted = nullptr;
+    bool skipped = false, done = false;
+  };
+  std::vector<Piece> outgoing, incoming;
+  for (const ViewPiece& p : out) outgoing.push_back(Piece{p});
+  for (const ViewPiece& p : in) incoming.push_back(Piece{p});
+  const int rank = rt.rank();
+  const MemoryKind kind = memory_kind<ExecutionSpace::memory_space>();
+  UcxTransport& transport = RuntimeAccess::channel_host(rt).transport();
+  const MemoryKind slot_kind = transport.carries(kind) ? kind : MemoryKind::host;
+  struct Slot {
+    std::byte* at;
+    std::size_t piece = 0;
+    bool busy = false, arrived = false;
+  };
+  std::vector<Slot> send_slots, receive_slots;
+  {
+    std::uint64_t slot_bytes = 0;
+    for (const auto* list : {&outgoing, &incoming})
+      for (const Piece& p : *list) slot_bytes = std::max<std::uint64_t>(slot_bytes, p.data.bytes);
+    const std::size_t sends = std::min<std::size_t>(kStagingSlots, outgoing.size());
+    const std::size_t receives = std::min<std::size_t>(kStagingSlots, incoming.size());
+    std::byte* staging = nullptr;
+    try {
+      if (sends + receives > 0)
+        staging = RuntimeAccess::channel_host(rt).transport_staging().at_least(
+            static_cast<std::size_t>(slot_bytes * (sends + receives)),
+            slot_kind == MemoryKind::host);
+    } catch (...) {
+      problem = what_of_current();
+    }
+    agree_and_report(rt.comm(), problem);
+    for (std::size_t s = 0; s < sends + receives; ++s)
+      (s < sends ? send_slots : receive_slots).push_back(Slot{staging + s * slot_bytes});
+  }
+
+  const ExecutionSpace& space = rt.streams().communication(0).space();
+  std::size_t next_out = 0, next_in = 0, done_out = 0, done_in = 0, stand_ins = 0;
+  const auto failed = [&](const char* what, ucs_status_t status) noexcept {
+    if (!problem.empty()) return;
+    try {
+      problem = cat(what, " (UCX: ", ucs_status_string(status), ")");
+    } catch (...) {
+      problem = "kodo: a moving unit's view could not be moved";
+    }
+  };
+  // A send that fails as it is made sends an empty message with its tag in its place, so
+  // the receiver's next receive of that tag still matches the right piece (it then fails
+  // on the length); if that fails too, this rank sends the peer nothing more and tells it
+  // from which piece on (an MPI message), and the peer stops waiting for those.
+  std::map<int, std::uint64_t> stopped_at;  // peers sent nothing more, from that piece on
+  std::deque<std::uint64_t> notice_numbers;
+  std::vector<MPI_Request> notices;
+  bool issuing = false, refused = false;  // a send under way, and whether it failed at once
+  const auto send = [&](int peer, std::uint64_t tag, const Segment& data,
+                        UcxTransport::TagDone done) {
+    issuing = true;
+    refused = false;
+    try {
+      transport.tag_send(peer, tag, data, [&, done](ucs_status_t status, std::size_t n) {
+        if (issuing && status != UCS_OK) refused = true;
+        done(status, n);
+      });
+    } catch (...) {
+      refused = true;
+      done(UCS_ERR_NO_RESOURCE, 0);
+    }
+    issuing = false;
+    return !refused;
+  };
+  std::vector<Slot*> filled;
+  try {
+    while (done_out < outgoing.size() || done_in < incoming.size() || stand_ins > 0) {
+      for (Slot& slot : receive_slots) {
+        while (!slot.busy && next_in < incoming.size()) {
+          const std::size_t i = next_in++;
+          Piece& p = incoming[i];
+          if (p.skipped) {
+            ++done_in;
+            continue;
+          }
+          slot.busy = true;
+          slot.piece = i;
+          p.posted = transport.tag_recv(
+              view_tag(p.linear, p.view), Segment{slot.at, p.data.bytes, slot_kind},
+              [&, i, s = &slot](ucs_status_t status, std::size_t length) {
+                Piece& q = incoming[i];
+                q.posted = nullptr;
+                if (status == UCS_OK && length == q.data.bytes) {
+                  s->arrived = true;
+                  return;
+                }
+                failed(status == UCS_OK ? "a piece of a moving unit's view came with another size"
+                                        : "a piece of a moving unit's view did not arrive",
+                       status);
+                q.done = true;
+                s->busy = false;
+                ++done_in;
+              });
+        }
+      }
+      filled.clear();
+      for (Slot& slot : send_slots) {
+        while (next_out < outgoing.size() && stopped_at.count(outgoing[next_out].peer)) {
+          ++next_out;  // a peer this rank sends nothing more to
+          ++done_out;
+        }
+        if (slot.busy || next_out == outgoing.size()) continue;
+        slot.busy = true;
+        slot.piece = next_out++;
+        const Piece& p = outgoing[slot.piece];
+        copy_bytes(space, Segment{slot.at, p.data.bytes, slot_kind}, p.data, p.data.bytes);
+        filled.push_back(&slot);
+      }
+      if (!filled.empty()) space.fence("kodo::migrate staging out");
+      for (Slot* slot : filled) {
+        const Piece& p = outgoing[slot->piece];
+        if (stopped_at.count(p.peer)) {
+          slot->busy = false;
+          ++done_out;
+          continue;
+        }
+        const std::uint64_t tag = view_tag(p.linear, p.view);
+        const bool issued = send(p.peer, tag, Segment{slot->at, p.data.bytes, slot_kind},
+                                 [&, slot](ucs_status_t status, std::size_t) {
+                                   slot->busy = false;
+                                   ++done_out;
+                                   if (status != UCS_OK)
+                                     failed("a moving unit's view could not be sent", status);
+                                 });
+        if (issued) continue;
+        ++stand_ins;
+        if (send(p.peer, tag, Segment{nullptr, 0, MemoryKind::host},
+                 [&](ucs_status_t, std::size_t) { --stand_ins; }))
+          continue;
+        stopped_at[p.peer] = p.number;
+        notice_numbers.push_back(p.number);
+        notices.emplace_back();
+        check_mpi(MPI_Isend(&notice_numbers.back(), 1, MPI_UINT64_T, p.peer, kFailedTag, comm,
+                            &notices.back()),
+                  "MPI_Isend");
+      }
+      transport.progress();
+      filled.clear();
+      for (Slot& slot : receive_slots)
+        if (slot.arrived) {
+          const Piece& p = incoming[slot.piece];
+          copy_bytes(space, p.data, Segment{slot.at, p.data.bytes, slot_kind}, p.data.bytes);
+          filled.push_back(&slot);
+        }
+      if (!filled.empty()) space.fence("kodo::migrate staging in");
+      for (Slot* slot : filled) {
+        incoming[slot->piece].done = true;
+        slot->arrived = slot->busy = false;
+        ++done_in;
+      }
+      // A sender's notice: nothing more comes from it, from that piece on.
+      int notice = 0;
+      MPI_Status status;
+      check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, kFailedTag, comm, &notice, &status), "MPI_Iprobe");
+      if (!notice) continue;
+      std::uint64_t from = 0;
+      const int sender = status.MPI_SOURCE;
+      check_mpi(MPI_Recv(&from, 1, MPI_UINT64_T, sender, kFailedTag, comm, MPI_STATUS_IGNORE),
+                "MPI_Recv");
+      failed("a rank could not send a moving unit's views", UCS_ERR_CANCELED);
+      for (std::size_t i = 0; i < incoming.size(); ++i) {
+        Piece& p = incoming[i];
+        if (p.peer != sender || p.number < from || p.done) continue;
+        if (p.posted)
+          transport.cancel(p.posted);  // nothing matched it: its completion runs, cancelled
+        else if (i >= next_in)
+          p.skipped = true;
+      }
+    }
+  } catch (...) {
+    // Receives posted into this frame and sends from the slots are under way: the job
+    // cannot go on (a device or MPI failure in the middle of moving the views).
+    fatal(cat("moving units' views failed on rank ", rank, ": ", what_of_current()));
+  }
+  check_mpi(MPI_Waitall(static_cast<int>(notices.size()), notices.data(), MPI_STATUSES_IGNORE),
+            "MPI_Waitall");
+  // Peers may still need this rank's progress to finish theirs.
+  MPI_Request all;
+  check_mpi(MPI_Ibarrier(rt.comm(), &all), "MPI_Ibarrier");
+  for (int over = 0; !over; check_mpi(MPI_Test(&all, &over, MPI_STATUS_IGNORE), "MPI_Test"))
+    transport.progress();
+}
+
+}  // namespace
 
 Migration::Migration(Runtime& runtime, CollectionBase& collection, std::vector<int> owners)
     : impl_(std::make_unique<Impl>(runtime, collection)) {
@@ -445,228 +653,46 @@ void Migration::exchange(const std::function<void(std::int64_t, StateWriter&)>& 
   }
   agree_and_report(rt.comm(), problem);
   m.buffer_allocated = MPI_Wtime();
-  // The views' data, in pieces of at most `piece_bytes` copied through slots of this rank's
-  // kept staging memory (transport_staging.hpp: a peer's UCX may keep memory it reached
-  // mapped, so it must never be memory that is freed afterwards), as UCX tagged messages.
-  // Every rank serves its pieces in one order, the same on all ranks (unit, view, piece),
-  // filling each free slot with its first piece not yet served: the first piece not done
-  // anywhere is then in flight on both of its ranks, so the exchange cannot stall. The
-  // pieces of one view share its tag: UCX matches one sender's messages of a tag in order.
-  struct Piece {
-    std::int64_t linear;
-    std::uint64_t view;
-    int peer;
-    std::uint64_t number;  // among the pieces between the two ranks, in order
-    Segment data;          // where it comes from (sending) or goes (receiving)
-    void* posted = nullptr;
-    bool skipped = false, done = false;
-  };
-  std::vector<Piece> outgoing, incoming;
-  std::map<int, std::uint64_t> numbers_out, numbers_in;
-  const std::uint64_t piece_bytes =
+  // The views' data, in pieces of at most KODO_MIGRATION_PIECE_BYTES: between ranks of one
+  // node by the same-node route (node_view_route.hpp), else (or where a rank cannot offer
+  // slots for them) through UCX (move_views_through_ucx).
+  const MemoryKind kind = memory_kind<ExecutionSpace::memory_space>();
+  const std::uint64_t piece_setting =
       RuntimeAccess::channel_host(rt).transport_staging().piece_bytes();
-  const auto split = [piece_bytes](std::vector<Piece>& pieces,
-                                   std::map<int, std::uint64_t>& numbers, std::int64_t linear,
-                                   std::uint64_t view, int peer, const Segment& whole) {
-    for (std::uint64_t at = 0; at < whole.bytes; at += piece_bytes)
-      pieces.push_back({linear, view, peer, numbers[peer]++,
+  const auto pieces = [&](std::uint64_t piece_bytes, std::vector<ViewPiece>& outgoing,
+                          std::vector<ViewPiece>& incoming) {
+    std::map<int, std::uint64_t> numbers_out, numbers_in;
+    const auto split = [piece_bytes](std::vector<ViewPiece>& list,
+                                     std::map<int, std::uint64_t>& numbers, std::int64_t linear,
+                                     std::uint64_t view, int peer, const Segment& whole) {
+      for (std::uint64_t at = 0; at < whole.bytes; at += piece_bytes)
+        list.push_back({linear, view, peer, numbers[peer]++,
                         Segment{static_cast<std::byte*>(whole.data) + at,
                                 static_cast<std::size_t>(std::min<std::uint64_t>(piece_bytes,
                                                                                  whole.bytes - at)),
                                 whole.kind}});
+    };
+    for (const Leaving& l : leaving)  // ascending unit numbers, as `sizes` below
+      for (std::size_t v = 0; v < l.views.segments.size(); ++v)
+        split(outgoing, numbers_out, l.header.linear, v, l.to, l.views.segments[v]);
+    for (auto& [linear, s] : sizes) {
+      std::uint64_t at = m.view_offsets[linear];
+      for (std::size_t v = 0; v < s.size(); at += s[v], ++v)
+        split(incoming, numbers_in, linear, v, m.arrivals.at(linear).from,
+              Segment{m.views.data() + at, s[v], kind});
+    }
   };
-  const MemoryKind kind = memory_kind<ExecutionSpace::memory_space>();
-  // The slots are in device memory where UCX moves it, else in pinned host memory (the
-  // views' data then goes through the host: host-staged).
-  UcxTransport& transport = RuntimeAccess::channel_host(rt).transport();
-  const MemoryKind slot_kind = transport.carries(kind) ? kind : MemoryKind::host;
-  for (const Leaving& l : leaving)  // ascending unit numbers, as `sizes` below
-    for (std::size_t v = 0; v < l.views.segments.size(); ++v)
-      split(outgoing, numbers_out, l.header.linear, v, l.to, l.views.segments[v]);
-  for (auto& [linear, s] : sizes) {
-    std::uint64_t at = m.view_offsets[linear];
-    for (std::size_t v = 0; v < s.size(); at += s[v], ++v)
-      split(incoming, numbers_in, linear, v, m.arrivals.at(linear).from,
-            Segment{m.views.data() + at, s[v], kind});
+  if (node_view_route_open(RuntimeAccess::channel_host(rt), m.comm)) {
+    std::vector<ViewPiece> out, in;
+    pieces(node_view_piece_bytes(piece_setting), out, in);
+    m.views_on_node =
+        move_views_on_node(RuntimeAccess::channel_host(rt), rt.streams(), m.comm, out, in);
   }
-
-  struct Slot {
-    std::byte* at;
-    std::size_t piece = 0;
-    bool busy = false, arrived = false;
-  };
-  std::vector<Slot> send_slots, receive_slots;
-  {
-    std::uint64_t slot_bytes = 0;
-    for (const auto* list : {&outgoing, &incoming})
-      for (const Piece& p : *list) slot_bytes = std::max<std::uint64_t>(slot_bytes, p.data.bytes);
-    const std::size_t sends = std::min<std::size_t>(kStagingSlots, outgoing.size());
-    const std::size_t receives = std::min<std::size_t>(kStagingSlots, incoming.size());
-    std::byte* staging = nullptr;
-    try {
-      if (sends + receives > 0)
-        staging = RuntimeAccess::channel_host(rt).transport_staging().at_least(
-            static_cast<std::size_t>(slot_bytes * (sends + receives)),
-            slot_kind == MemoryKind::host);
-    } catch (...) {
-      problem = what_of_current();
-    }
-    agree_and_report(rt.comm(), problem);
-    for (std::size_t s = 0; s < sends + receives; ++s)
-      (s < sends ? send_slots : receive_slots).push_back(Slot{staging + s * slot_bytes});
+  if (!m.views_on_node) {
+    std::vector<ViewPiece> out, in;
+    pieces(piece_setting, out, in);
+    move_views_through_ucx(rt, m.comm, out, in, problem);
   }
-
-  const ExecutionSpace& space = rt.streams().communication(0).space();
-  std::size_t next_out = 0, next_in = 0, done_out = 0, done_in = 0, stand_ins = 0;
-  const auto failed = [&](const char* what, ucs_status_t status) noexcept {
-    if (!problem.empty()) return;
-    try {
-      problem = cat(what, " (UCX: ", ucs_status_string(status), ")");
-    } catch (...) {
-      problem = "kodo: a moving unit's view could not be moved";
-    }
-  };
-  // A send that fails as it is made sends an empty message with its tag in its place, so
-  // the receiver's next receive of that tag still matches the right piece (it then fails
-  // on the length); if that fails too, this rank sends the peer nothing more and tells it
-  // from which piece on (an MPI message), and the peer stops waiting for those.
-  std::map<int, std::uint64_t> stopped_at;  // peers sent nothing more, from that piece on
-  std::deque<std::uint64_t> notice_numbers;
-  std::vector<MPI_Request> notices;
-  bool issuing = false, refused = false;  // a send under way, and whether it failed at once
-  const auto send = [&](int peer, std::uint64_t tag, const Segment& data,
-                        UcxTransport::TagDone done) {
-    issuing = true;
-    refused = false;
-    try {
-      transport.tag_send(peer, tag, data, [&, done](ucs_status_t status, std::size_t n) {
-        if (issuing && status != UCS_OK) refused = true;
-        done(status, n);
-      });
-    } catch (...) {
-      refused = true;
-      done(UCS_ERR_NO_RESOURCE, 0);
-    }
-    issuing = false;
-    return !refused;
-  };
-  std::vector<Slot*> filled;
-  try {
-    while (done_out < outgoing.size() || done_in < incoming.size() || stand_ins > 0) {
-      for (Slot& slot : receive_slots) {
-        while (!slot.busy && next_in < incoming.size()) {
-          const std::size_t i = next_in++;
-          Piece& p = incoming[i];
-          if (p.skipped) {
-            ++done_in;
-            continue;
-          }
-          slot.busy = true;
-          slot.piece = i;
-          p.posted = transport.tag_recv(
-              view_tag(p.linear, p.view), Segment{slot.at, p.data.bytes, slot_kind},
-              [&, i, s = &slot](ucs_status_t status, std::size_t length) {
-                Piece& q = incoming[i];
-                q.posted = nullptr;
-                if (status == UCS_OK && length == q.data.bytes) {
-                  s->arrived = true;
-                  return;
-                }
-                failed(status == UCS_OK ? "a piece of a moving unit's view came with another size"
-                                        : "a piece of a moving unit's view did not arrive",
-                       status);
-                q.done = true;
-                s->busy = false;
-                ++done_in;
-              });
-        }
-      }
-      filled.clear();
-      for (Slot& slot : send_slots) {
-        while (next_out < outgoing.size() && stopped_at.count(outgoing[next_out].peer)) {
-          ++next_out;  // a peer this rank sends nothing more to
-          ++done_out;
-        }
-        if (slot.busy || next_out == outgoing.size()) continue;
-        slot.busy = true;
-        slot.piece = next_out++;
-        const Piece& p = outgoing[slot.piece];
-        copy_bytes(space, Segment{slot.at, p.data.bytes, slot_kind}, p.data, p.data.bytes);
-        filled.push_back(&slot);
-      }
-      if (!filled.empty()) space.fence("kodo::migrate staging out");
-      for (Slot* slot : filled) {
-        const Piece& p = outgoing[slot->piece];
-        if (stopped_at.count(p.peer)) {
-          slot->busy = false;
-          ++done_out;
-          continue;
-        }
-        const std::uint64_t tag = view_tag(p.linear, p.view);
-        const bool issued = send(p.peer, tag, Segment{slot->at, p.data.bytes, slot_kind},
-                                 [&, slot](ucs_status_t status, std::size_t) {
-                                   slot->busy = false;
-                                   ++done_out;
-                                   if (status != UCS_OK)
-                                     failed("a moving unit's view could not be sent", status);
-                                 });
-        if (issued) continue;
-        ++stand_ins;
-        if (send(p.peer, tag, Segment{nullptr, 0, MemoryKind::host},
-                 [&](ucs_status_t, std::size_t) { --stand_ins; }))
-          continue;
-        stopped_at[p.peer] = p.number;
-        notice_numbers.push_back(p.number);
-        notices.emplace_back();
-        check_mpi(MPI_Isend(&notice_numbers.back(), 1, MPI_UINT64_T, p.peer, kFailedTag, m.comm,
-                            &notices.back()),
-                  "MPI_Isend");
-      }
-      transport.progress();
-      filled.clear();
-      for (Slot& slot : receive_slots)
-        if (slot.arrived) {
-          const Piece& p = incoming[slot.piece];
-          copy_bytes(space, p.data, Segment{slot.at, p.data.bytes, slot_kind}, p.data.bytes);
-          filled.push_back(&slot);
-        }
-      if (!filled.empty()) space.fence("kodo::migrate staging in");
-      for (Slot* slot : filled) {
-        incoming[slot->piece].done = true;
-        slot->arrived = slot->busy = false;
-        ++done_in;
-      }
-      // A sender's notice: nothing more comes from it, from that piece on.
-      int notice = 0;
-      MPI_Status status;
-      check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, kFailedTag, m.comm, &notice, &status), "MPI_Iprobe");
-      if (!notice) continue;
-      std::uint64_t from = 0;
-      const int sender = status.MPI_SOURCE;
-      check_mpi(MPI_Recv(&from, 1, MPI_UINT64_T, sender, kFailedTag, m.comm, MPI_STATUS_IGNORE),
-                "MPI_Recv");
-      failed("a rank could not send a moving unit's views", UCS_ERR_CANCELED);
-      for (std::size_t i = 0; i < incoming.size(); ++i) {
-        Piece& p = incoming[i];
-        if (p.peer != sender || p.number < from || p.done) continue;
-        if (p.posted)
-          transport.cancel(p.posted);  // nothing matched it: its completion runs, cancelled
-        else if (i >= next_in)
-          p.skipped = true;
-      }
-    }
-  } catch (...) {
-    // Receives posted into this frame and sends from the slots are under way: the job
-    // cannot go on (a device or MPI failure in the middle of moving the views).
-    fatal(cat("moving units' views failed on rank ", rank, ": ", what_of_current()));
-  }
-  check_mpi(MPI_Waitall(static_cast<int>(notices.size()), notices.data(), MPI_STATUSES_IGNORE),
-            "MPI_Waitall");
-  // Peers may still need this rank's progress to finish theirs.
-  MPI_Request all;
-  check_mpi(MPI_Ibarrier(rt.comm(), &all), "MPI_Ibarrier");
-  for (int over = 0; !over; check_mpi(MPI_Test(&all, &over, MPI_STATUS_IGNORE), "MPI_Test"))
-    transport.progress();
   for (const Leaving& l : leaving) m.view_bytes_sent += l.header.view_bytes;
   m.bytes_sent += m.view_bytes_sent;
   agree_and_report(rt.comm(), problem);
@@ -752,6 +778,11 @@ void Migration::copy(const std::function<void(StateWriter&)>& from,
     throw Error("a rebuilt unit's state() reads fewer fields than the unit it replaces wrote");
 }
 
+void Migration::note_rebuild(double links, double constructors, double restores, double release) {
+  double* parts = impl_->rebuild_parts;
+  parts[0] = links, parts[1] = constructors, parts[2] = restores, parts[3] = release;
+}
+
 MigrationReport Migration::finish(const std::string& problem) {
   Impl& m = *impl_;
   agree_and_report(m.runtime.comm(), problem);
@@ -761,19 +792,27 @@ MigrationReport Migration::finish(const std::string& problem) {
   const double now = MPI_Wtime();
   // A map that moves nothing has no exchange: every phase but the whole is 0.
   const bool exchanged = m.exchanged;
-  double seconds[5] = {now - m.started, exchanged ? m.views_began - m.started : 0,
+  const double* parts = m.rebuild_parts;
+  double seconds[9] = {now - m.started,
+                       exchanged ? m.views_began - m.started : 0,
                        exchanged ? m.buffer_allocated - m.views_began : 0,
                        exchanged ? m.exchanged_at - m.buffer_allocated : 0,
-                       exchanged ? now - m.exchanged_at : 0};
-  double slowest[5];
+                       exchanged ? now - m.exchanged_at : 0,
+                       exchanged ? parts[0] : 0,
+                       exchanged ? parts[1] : 0,
+                       exchanged ? parts[2] : 0,
+                       exchanged ? parts[3] : 0};
+  double slowest[9];
   std::uint64_t bytes[2] = {m.bytes_sent, m.view_bytes_sent}, all[2];
-  check_mpi(MPI_Allreduce(seconds, slowest, 5, MPI_DOUBLE, MPI_MAX, m.runtime.comm()),
+  check_mpi(MPI_Allreduce(seconds, slowest, 9, MPI_DOUBLE, MPI_MAX, m.runtime.comm()),
             "MPI_Allreduce");
   check_mpi(MPI_Allreduce(bytes, all, 2, MPI_UINT64_T, MPI_SUM, m.runtime.comm()), "MPI_Allreduce");
   r.seconds = slowest[0];
-  r.phases = {slowest[1], slowest[2], slowest[3], slowest[4]};
+  r.phases = {slowest[1], slowest[2], slowest[3], slowest[4],
+              slowest[5], slowest[6], slowest[7], slowest[8]};
   r.bytes = all[0];
   r.view_bytes = all[1];
+  r.views_on_node = m.views_on_node;
   return r;
 }
 
@@ -783,11 +822,15 @@ namespace kodo {
 
 std::string describe_phases(const MigrationReport& report) {
   const MigrationPhases& p = report.phases;
-  char line[200];
+  char line[320];
   std::snprintf(line, sizeof line,
-                "records %.4f s, arrival buffer %.4f s, views %.1f MB in %.4f s, rebuild %.4f s",
+                "records %.4f s, arrival buffer %.4f s, views %.1f MB in %.4f s%s, rebuild %.4f s "
+                "(links %.4f, constructors %.4f, restores %.4f, release %.4f)",
                 p.records, p.arrival_buffer, static_cast<double>(report.view_bytes) / 1e6, p.views,
-                p.rebuild);
+                report.view_bytes == 0 ? ""
+                : report.views_on_node ? " (same-node route)"
+                                       : " (UCX)",
+                p.rebuild, p.links, p.constructors, p.restores, p.release);
   return line;
 }
 

@@ -31,12 +31,16 @@
 /// waiting, no device work pending on the rank's streams; or at a balance point the
 /// units' tasks reached inside run() (WorkUnit::balance_point, balance.hpp). Between ranks
 /// a unit's records travel over MPI (at most kMigrationsInFlight units' sends per rank at
-/// a time), the data of its views beside them as UCX tagged messages in pieces of
-/// KODO_MIGRATION_PIECE_BYTES (8 MiB unless set; pieces up to 32 MiB moved faster on two
-/// H200s, and the staging holds 8 of them for the job's life),
-/// copied through a few slots of memory the runtime keeps for the transport's life (device
-/// to device on GPUs; in pinned host memory where UCX does not move device memory;
-/// comm/detail/transport_staging.hpp says why), into one buffer on the new rank.
+/// a time), the data of its views beside them in pieces of KODO_MIGRATION_PIECE_BYTES
+/// (32 MiB unless set: 8 MiB pieces moved 1.2x slower on two H200s), into one buffer on
+/// the new rank. When every rank of the job is on one node (and KODO_CHANNELS is not
+/// "ucx"), each piece is copied straight from the unit's view into one of 4 slots its
+/// new rank offers (device memory kept for the job's life, which the sender maps once;
+/// on host builds the node segment, pieces of at most 256 KiB), the copies same-node
+/// channels make. Otherwise the pieces travel as UCX tagged messages, copied through a
+/// few slots of memory the runtime keeps for the transport's life (device to device on
+/// GPUs; pinned host memory where UCX does not move device memory;
+/// comm/detail/transport_staging.hpp says why). MigrationReport::views_on_node says which.
 /// A map that moves no unit changes nothing. Errors: owners of the wrong length or naming
 /// a rank outside the job, owners that differ between ranks, a unit type whose create()
 /// arguments cannot be copied, a unit that fails to build or restore: a kodo::Error on
@@ -49,6 +53,7 @@
 #include <kodo/tasking/unit_state.hpp>
 #include <kodo/tasking/work_unit.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -66,6 +71,11 @@ struct MigrationPhases {
   double views = 0;           ///< the views' data moved, in pieces through the staging slots (and
                               ///< the slots allocated, the first time a rank needs them)
   double rebuild = 0;         ///< links closed, every unit built again and restored
+  // rebuild's parts:
+  double links = 0;         ///< the collection's links closed, the new map installed
+  double constructors = 0;  ///< units built by their constructors (and their device work)
+  double restores = 0;      ///< the units' state restored into them
+  double release = 0;       ///< the units they replace freed
 };
 
 /// What a migration did, the same on every rank.
@@ -76,10 +86,13 @@ struct MigrationReport {
   std::uint64_t epoch = 0;       ///< of the map now installed (UnitMap::epoch)
   std::uint64_t view_bytes = 0;  ///< of the views among `bytes`, over all ranks
   MigrationPhases phases;        ///< where `seconds` went
+  bool views_on_node = false;    ///< the views went by the same-node route (else UCX)
 };
 
 /// One line for a log: "records 0.0012 s, arrival buffer 0.0031 s, views 3660.0 MB in
-/// 0.0120 s, rebuild 0.0050 s" (the phases of `report`).
+/// 0.0120 s (same-node route), rebuild 0.0050 s (links 0.0001, constructors 0.0030,
+/// restores 0.0015, release 0.0004)" (the phases of `report`; the route is left out when
+/// no view moved).
 std::string describe_phases(const MigrationReport& report);
 
 namespace detail {
@@ -112,6 +125,8 @@ class Migration {
   // Copies a staying unit's state from the unit it replaces into the new one.
   void copy(const std::function<void(StateWriter&)>& from,
             const std::function<void(StateReader&)>& into);
+  // Seconds this rank spent in rebuild's parts (MigrationPhases), for finish().
+  void note_rebuild(double links, double constructors, double restores, double release);
   // Collective: agrees on `problem` (a failure after install() leaves units half built:
   // it is the same kodo::Error on every rank) and reports.
   MigrationReport finish(const std::string& problem);
@@ -158,30 +173,45 @@ MigrationReport migrate(const Collection<U>& units, std::vector<int> owners) {
              [&](std::int64_t slot) { return Access::rounds(*held[slot]); });
   std::vector<std::unique_ptr<U>> old = std::move(held);
   held.clear();
+  const auto now = [] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  };
+  double began = now(), links = 0, constructors = 0, restores = 0, released = 0;
   m.install();
+  links = now() - began;
   std::string problem;
   try {
     for (std::int64_t slot = 0; slot < store.local_count(); ++slot) {
       const std::int64_t linear = store.linear_of(slot);
+      began = now();
       std::unique_ptr<U> unit = store.make(Access::init(units, linear));
       U& fresh = *unit;
       held.push_back(std::move(unit));
       // The constructor's device work (on any stream or instance) before the restore.
       Kokkos::fence("kodo::migrate: a rebuilt unit's constructor");
+      const double built = now();
+      constructors += built - began;
       if (const std::int64_t was = m.old_slot(linear); was >= 0) {
         U& before = *old[static_cast<std::size_t>(was)];
         m.copy([&](detail::StateWriter& w) { before.state(w); },
                [&](detail::StateReader& r) { fresh.state(r); });
         Access::rounds(fresh) = Access::rounds(before);
+        const double restored = now();
+        restores += restored - built;
         old[static_cast<std::size_t>(was)].reset();
+        released += now() - restored;
       } else {
         Access::rounds(fresh) = m.restore(linear, [&](detail::StateReader& r) { fresh.state(r); });
+        restores += now() - built;
       }
     }
   } catch (...) {
     problem = detail::what_of_current();
   }
+  began = now();
   old.clear();
+  m.note_rebuild(links, constructors, restores, released + now() - began);
   try {
     return m.finish(problem);
   } catch (...) {

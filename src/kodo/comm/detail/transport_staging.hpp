@@ -10,9 +10,10 @@
 // own import of that ring (node_channels.cpp) would fail ("resource already mapped")
 // and the ring would fall back to UCX. So the runtime sends and receives through this
 // buffer instead of exposing memory that is freed afterwards (units that moved, a
-// migration's arrival buffer). Growing keeps the smaller buffers too: each new buffer is
-// at least twice the one before, so what is held stays below four times the largest
-// request.
+// migration's arrival buffer); between ranks of one node it offers this buffer for peers
+// to copy into directly, and they map it once (node_view_route.hpp). Growing keeps the smaller
+// buffers too: each new buffer is at least twice the one before, so what is held stays below four
+// times the largest request.
 
 #include <kodo/backends/stream.hpp>
 #include <kodo/core/settings.hpp>
@@ -20,8 +21,11 @@
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <utility>
 #include <vector>
 
 namespace kodo::detail {
@@ -47,7 +51,14 @@ class TransportStaging {
   void clear() {
     device_ = {};
     host_ = {};
+    peer_slots.clear();
   }
+
+  // Peers' staging this rank mapped (a migration's same-node route, node_view_route.hpp):
+  // where and how large, by peer and handle. Mapped once, until the node's imports are
+  // released at shutdown: the peer keeps that memory as long.
+  std::map<std::pair<int, std::array<std::byte, 64>>, std::pair<std::byte*, std::size_t>>
+      peer_slots;
 
  private:
   template <class Memory>
@@ -68,7 +79,7 @@ class TransportStaging {
       return current.data();
     }
   };
-  static constexpr std::uint64_t kDefaultPieceBytes = std::uint64_t{8} << 20;
+  static constexpr std::uint64_t kDefaultPieceBytes = std::uint64_t{32} << 20;
   std::uint64_t piece_bytes_;
   Kept<ExecutionSpace::memory_space> device_;
   Kept<Kokkos::SharedHostPinnedSpace> host_;

@@ -1,0 +1,53 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+#pragma once
+// Migration's views between ranks of one node (migration.cpp), without UCX: each
+// receiving rank offers a few slots its senders can write (device builds: in the
+// transport staging, which is kept for the job's life, so a sender maps it once and
+// nothing mapped is ever freed under it; host builds: in its node segment), and asks its
+// senders for its pieces in order, one slot at a time. A sender copies an asked-for piece
+// straight from the unit's view into the receiver's slot (peer to peer on GPUs, the
+// copies same-node channels make) and says so once its stream has done it; the receiver
+// copies the piece out to where it goes and asks for the next. Receivers drive, senders
+// only answer: no rank waits on another that waits on it. Notices travel over MPI.
+
+#include <kodo/backends/memory.hpp>
+#include <kodo/backends/stream.hpp>
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace kodo::detail {
+
+class ChannelHost;
+
+// A piece of a moving unit's view: the `number`-th piece between this rank and `peer`.
+struct ViewPiece {
+  std::int64_t linear;  // the unit's linear index
+  std::uint64_t view;   // the view's place in its state()
+  int peer;
+  std::uint64_t number;
+  Segment data;  // where it comes from (sending) or goes (receiving)
+};
+
+// Collective over `comm`: whether the views can take this route: every rank of the job
+// on one node, with same-node channels on (not KODO_CHANNELS=ucx).
+bool node_view_route_open(ChannelHost& host, MPI_Comm comm);
+
+// The most one piece holds on this route, given KODO_MIGRATION_PIECE_BYTES: the setting
+// on device builds; at most 256 KiB on host builds, where slots take node segment room.
+std::uint64_t node_view_piece_bytes(std::uint64_t setting);
+
+// Collective over `comm` (the migration's own communicator: its tags 11-13 are free):
+// moves every piece, each rank's `outgoing` in the order of the numbers per peer and
+// `incoming` likewise. Returns false, having moved nothing, when some rank cannot offer
+// slots (the caller then sends the pieces through UCX). A malformed offer from a peer is
+// a kodo::Error on every rank (nothing has moved yet); a failure, or a malformed notice,
+// while pieces move ends the job (fatal).
+bool move_views_on_node(ChannelHost& host, StreamPool& streams, MPI_Comm comm,
+                        const std::vector<ViewPiece>& outgoing,
+                        const std::vector<ViewPiece>& incoming);
+
+}  // namespace kodo::detail
