@@ -82,43 +82,49 @@ int main(int argc, char** argv) {
                 "pattern,unit_bytes,move,first,units_moved,view_bytes,sending_ranks,seconds,"
                 "views_s,views_GBps,whole_GBps,route");
   int failures = 0;
-  for (const std::int64_t bytes : sizes) {
-    for (const std::string& pattern : patterns) {
-      auto units =
-          kodo::Collection<Holder>::create(runtime, {units_per_rank * runtime.size(), 1, 1}, bytes);
-      units.for_each_local([](Holder& h) { h.fill(); });
-      const std::int64_t n = units.size();
-      std::vector<int> home(static_cast<std::size_t>(n));
-      for (std::int64_t l = 0; l < n; ++l)
-        home[static_cast<std::size_t>(l)] = units.owner(units.shape().delinear(l));
-      for (std::int64_t move = 0; move < moves; ++move) {
-        std::vector<int> owners(static_cast<std::size_t>(n));
-        int senders = runtime.size();
-        for (std::int64_t l = 0; l < n; ++l) {
-          const int now = units.owner(units.shape().delinear(l));
-          const std::size_t u = static_cast<std::size_t>(l);
-          if (pattern == "rotate")
-            owners[u] = (now + 1) % runtime.size();
-          else  // rank 0's units to rank 1 at even moves, back at odd ones
-            owners[u] = home[u] != 0 ? now : move % 2 == 0 ? 1 : 0;
+  try {
+    for (const std::int64_t bytes : sizes) {
+      for (const std::string& pattern : patterns) {
+        auto units = kodo::Collection<Holder>::create(runtime,
+                                                      {units_per_rank * runtime.size(), 1, 1},
+                                                      bytes);
+        units.for_each_local([](Holder& h) { h.fill(); });
+        const std::int64_t n = units.size();
+        std::vector<int> home(static_cast<std::size_t>(n));
+        for (std::int64_t l = 0; l < n; ++l)
+          home[static_cast<std::size_t>(l)] = units.owner(units.shape().delinear(l));
+        for (std::int64_t move = 0; move < moves; ++move) {
+          std::vector<int> owners(static_cast<std::size_t>(n));
+          int senders = runtime.size();
+          for (std::int64_t l = 0; l < n; ++l) {
+            const int now = units.owner(units.shape().delinear(l));
+            const std::size_t u = static_cast<std::size_t>(l);
+            if (pattern == "rotate")
+              owners[u] = (now + 1) % runtime.size();
+            else  // rank 0's units to rank 1 at even moves, back at odd ones
+              owners[u] = home[u] != 0 ? now : move % 2 == 0 ? 1 : 0;
+          }
+          if (pattern == "one-way") senders = 1;
+          const kodo::MigrationReport r = kodo::migrate(units, owners);
+          const double per_sender = static_cast<double>(r.view_bytes) / senders;
+          if (csv) {
+            char line[320];
+            std::snprintf(line, sizeof line,
+                          "%s,%" PRId64 ",%" PRId64 ",%d,%" PRId64 ",%" PRIu64
+                          ",%d,%.6f,%.6f,%.1f,%.1f,%s",
+                          pattern.c_str(), bytes, move + 1, move < (senders == 1 ? 2 : 1), r.moved,
+                          r.view_bytes, senders, r.seconds, r.phases.views,
+                          per_sender / r.phases.views / 1e9, per_sender / r.seconds / 1e9,
+                          r.views_on_node ? "same-node" : "ucx");
+            csv->row(line);
+          }
         }
-        if (pattern == "one-way") senders = 1;
-        const kodo::MigrationReport r = kodo::migrate(units, owners);
-        const double per_sender = static_cast<double>(r.view_bytes) / senders;
-        if (csv) {
-          char line[320];
-          std::snprintf(line, sizeof line,
-                        "%s,%" PRId64 ",%" PRId64 ",%d,%" PRId64 ",%" PRIu64
-                        ",%d,%.6f,%.6f,%.1f,%.1f,%s",
-                        pattern.c_str(), bytes, move + 1, move < (senders == 1 ? 2 : 1), r.moved,
-                        r.view_bytes, senders, r.seconds, r.phases.views,
-                        per_sender / r.phases.views / 1e9, per_sender / r.seconds / 1e9,
-                        r.views_on_node ? "same-node" : "ucx");
-          csv->row(line);
-        }
+        units.for_each_local([&](const Holder& h) { failures += !h.holds(); });
       }
-      units.for_each_local([&](const Holder& h) { failures += !h.holds(); });
     }
+  } catch (const kodo::Error& e) {  // the same error on every rank (migrate's agreement)
+    kodo::print_error(std::string("migration_bench: ") + e.what());
+    return 1;
   }
   int all = 0;
   MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, runtime.comm());

@@ -99,8 +99,9 @@ inline constexpr std::array<SettingInfo, 15> kSettings{{
      {},
      "32M",
      true,
-     "moving units' views travel in pieces of this size, through slots kept for the job once "
-     "units have moved (4 a rank receives into between ranks of one node, else 4 each way)"},
+     "moving units' views travel in pieces of this size, through slots that GPU builds keep "
+     "for the job once units have moved (4 a rank receives into between ranks of one node, "
+     "else 4 each way; host builds: at most 256 KiB between ranks of one node)"},
     {"KODO_UCX_ERROR_MODE", SettingKind::choice, 0, 0, "none|peer", "none", true,
      "peer: UCX reports a dead peer, and kodo names it (a little slower)"},
     {"KODO_DEVICE_WAIT_SECONDS",

@@ -29,8 +29,9 @@ namespace {
 constexpr int kHeaderTag = 1, kDataTag = 2, kFailedTag = 3;
 constexpr std::uint64_t kChunkBytes = std::uint64_t{1} << 30;  // an MPI count is an int
 constexpr std::uint64_t kMostStateBytes = std::uint64_t{1} << 44;
-// The views' data goes in pieces of at most KODO_MIGRATION_PIECE_BYTES, at most this many
-// pieces in flight each way per rank (transport_staging.hpp holds their slots).
+// Through UCX, the views' data goes in pieces of at most KODO_MIGRATION_PIECE_BYTES, at
+// most this many pieces in flight each way per rank (transport_staging.hpp holds their
+// slots; the same-node route has its own, node_view_route.cpp).
 constexpr std::size_t kStagingSlots = 4;
 
 // What travels ahead of a unit's records.
@@ -812,7 +813,7 @@ MigrationReport Migration::finish(const std::string& problem) {
               slowest[5], slowest[6], slowest[7], slowest[8]};
   r.bytes = all[0];
   r.view_bytes = all[1];
-  r.views_on_node = m.views_on_node;
+  r.views_on_node = m.views_on_node && r.view_bytes > 0;
   return r;
 }
 

@@ -32,14 +32,15 @@
 /// units' tasks reached inside run() (WorkUnit::balance_point, balance.hpp). Between ranks
 /// a unit's records travel over MPI (at most kMigrationsInFlight units' sends per rank at
 /// a time), the data of its views beside them in pieces of KODO_MIGRATION_PIECE_BYTES
-/// (32 MiB unless set: 8 MiB pieces moved 1.2x slower on two H200s), into one buffer on
-/// the new rank. When every rank of the job is on one node (and KODO_CHANNELS is not
-/// "ucx"), each piece is copied straight from the unit's view into one of 4 slots its
-/// new rank offers (device memory kept for the job's life, which the sender maps once;
-/// on host builds the node segment, pieces of at most 256 KiB), the copies same-node
-/// channels make. Otherwise the pieces travel as UCX tagged messages, copied through a
-/// few slots of memory the runtime keeps for the transport's life (device to device on
-/// GPUs; pinned host memory where UCX does not move device memory;
+/// (32 MiB unless set: one way between two H200s, views of 256 MiB-1 GiB moved 1.2x
+/// slower in 8 MiB pieces), into one buffer on the new rank. When every rank of the job is on one
+/// node (and KODO_CHANNELS is not "ucx"), each piece is copied straight from the unit's view into
+/// one of 4 slots its new rank offers (device memory kept for the job's life, which the sender maps
+/// once; on host builds space in the node segment for the migration, pieces of at most 256 KiB),
+/// the copies same-node channels make; a rank that cannot offer slots says why and every rank takes
+/// UCX (with KODO_CHANNELS=device that is an error). Otherwise the pieces travel as UCX tagged
+/// messages, copied through a few slots of memory the runtime keeps for the transport's life
+/// (device to device on GPUs; pinned host memory where UCX does not move device memory;
 /// comm/detail/transport_staging.hpp says why). MigrationReport::views_on_node says which.
 /// A map that moves no unit changes nothing. Errors: owners of the wrong length or naming
 /// a rank outside the job, owners that differ between ranks, a unit type whose create()

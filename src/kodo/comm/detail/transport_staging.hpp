@@ -25,6 +25,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -52,6 +53,7 @@ class TransportStaging {
     device_ = {};
     host_ = {};
     peer_slots.clear();
+    slots_refused.clear();
   }
 
   // Peers' staging this rank mapped (a migration's same-node route, node_view_route.hpp):
@@ -59,6 +61,9 @@ class TransportStaging {
   // released at shutdown: the peer keeps that memory as long.
   std::map<std::pair<int, std::array<std::byte, 64>>, std::pair<std::byte*, std::size_t>>
       peer_slots;
+  // Why this memory cannot be offered to peers (not exportable), once found; empty until
+  // then. The route is not tried again: the memory would be refused again.
+  std::string slots_refused;
 
  private:
   template <class Memory>

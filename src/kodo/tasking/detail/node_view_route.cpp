@@ -12,7 +12,6 @@
 #include <kodo/core/error.hpp>
 
 #include <algorithm>
-#include <array>
 #include <deque>
 #include <map>
 #include <optional>
@@ -26,13 +25,6 @@ constexpr std::uint64_t kSlots = 4;  // per receiving rank, shared by its sender
 constexpr std::uint64_t kHostPieceBytes = std::uint64_t{256} << 10;
 constexpr std::uint64_t kSlotAlignment = 256;
 
-// A receiver's slots, as it tells each of its senders: `slots` of `slot_bytes` each,
-// `place` bytes into its node segment (host builds) or into the device allocation
-// `handle` names.
-struct Offer {
-  std::uint64_t place = 0, slot_bytes = 0, slots = 0;
-  std::array<std::byte, 64> handle{};
-};
 // Asked (receiver to sender): copy piece `number` into slot `slot`. Filled (sender to
 // receiver): it is there.
 struct Notice {
@@ -43,13 +35,34 @@ struct Notice {
 // pieces (indices into `outgoing`) in order.
 struct Receiver {
   std::byte* slots_at = nullptr;
-  MemoryKind kind = MemoryKind::host;
-  Offer offer;
+  SlotsOffer offer;
   std::vector<std::size_t> pieces;
   std::size_t next = 0;  // the next piece it may ask for
 };
 
+// Host builds: this rank's slots in its node segment, given back on every way out (peers
+// write into them only after every rank has agreed, and finish before the barrier that
+// ends the exchange).
+struct SegmentSlots {
+  NodeChannels& node;
+  std::optional<std::uint64_t> place;
+  std::size_t bytes = 0;
+  ~SegmentSlots() {
+    if (place) node.release(*place, bytes);
+  }
+};
+
 }  // namespace
+
+void check_offer(const SlotsOffer& o, std::uint64_t largest, std::uint64_t room, int from) {
+  const bool fits = o.slots >= 1 && o.slots <= kSlots && o.slot_bytes >= largest &&
+                    o.slot_bytes > 0 && o.place <= room &&
+                    o.slots <= (room - o.place) / o.slot_bytes;
+  if (!fits)
+    throw Error(cat("rank ", from, " offered malformed slots for moving units' views (", o.slots,
+                    " of ", o.slot_bytes, " bytes at ", o.place, " of ", room,
+                    " bytes; its pieces from here are up to ", largest, " bytes)"));
+}
 
 bool node_view_route_open(ChannelHost& host, MPI_Comm comm) {
   int rank = 0, size = 0;
@@ -83,44 +96,45 @@ bool move_views_on_node(ChannelHost& host, StreamPool& streams, MPI_Comm comm,
     slot_bytes = std::max<std::uint64_t>(slot_bytes, p.data.bytes);
   slot_bytes = (slot_bytes + kSlotAlignment - 1) / kSlotAlignment * kSlotAlignment;
   const std::uint64_t slots = std::min<std::uint64_t>(kSlots, incoming.size());
-  Offer offer{0, slot_bytes, slots, {}};
+  SlotsOffer offer{0, slot_bytes, slots, {}};
   std::byte* own = nullptr;
-  std::optional<std::uint64_t> segment_place;  // host builds: given back at the end
-  int ready = 1;
+  SegmentSlots segment{node, std::nullopt, static_cast<std::size_t>(slots * slot_bytes)};
+  std::string why;  // this rank cannot offer slots
   std::string problem;
   if (slots > 0) try {
       if constexpr (host_build) {
-        segment_place = node.allocate(static_cast<std::size_t>(slots * slot_bytes));
-        ready = segment_place.has_value();
-        if (ready) {
-          offer.place = *segment_place;
-          own = node.host(rank, *segment_place);
+        segment.place = node.allocate(segment.bytes);
+        if (segment.place) {
+          offer.place = *segment.place;
+          own = node.host(rank, *segment.place);
+        } else {
+          why = cat("the node segment (", node.segment_bytes(),
+                    " bytes, KODO_NODE_SEGMENT_BYTES) has no room for ", slots, " slots of ",
+                    slot_bytes, " bytes");
         }
-      } else {
-        own = staging.at_least(static_cast<std::size_t>(slots * slot_bytes));
+      } else if (staging.slots_refused.empty()) {
+        own = staging.at_least(segment.bytes);
         backend::MemoryExport exported;
-        std::string why;
-        ready = backend::export_memory(own, exported, why);
-        offer.place = exported.offset;
-        offer.handle = exported.handle;
+        if (backend::export_memory(own, exported, staging.slots_refused)) {
+          offer.place = exported.offset;
+          offer.handle = exported.handle;
+        }
+        // Refused: the same memory is refused again, so later migrations do not try.
       }
+      if constexpr (!host_build)
+        if (!staging.slots_refused.empty()) why = staging.slots_refused;
     } catch (...) {
       problem = what_of_current();
     }
-  const auto give_back = [&] {
-    if (segment_place) node.release(*segment_place, static_cast<std::size_t>(slots * slot_bytes));
-    segment_place.reset();
-  };
-  int all_ready = 0;
+  int ready = why.empty(), all_ready = 0;
   check_mpi(MPI_Allreduce(&ready, &all_ready, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
-  try {
-    agree_and_report(comm, problem);
-  } catch (...) {
-    give_back();
-    throw;
-  }
+  if (!all_ready && node.selection() == ChannelSelection::device && problem.empty() && !ready)
+    problem = cat("rank ", rank, " cannot offer slots for moving units' views by the same-node ",
+                  "route (KODO_CHANNELS=device): ", why);
+  agree_and_report(comm, problem);
   if (!all_ready) {
-    give_back();
+    if (!ready)
+      node.notice(cat("moving units' views go through UCX, not the same-node route: ", why));
     return false;
   }
 
@@ -135,12 +149,12 @@ bool move_views_on_node(ChannelHost& host, StreamPool& streams, MPI_Comm comm,
   std::vector<MPI_Request> requests;
   for (const int s : senders) {
     requests.emplace_back();
-    check_mpi(MPI_Isend(&offer, sizeof(Offer), MPI_BYTE, s, kOfferTag, comm, &requests.back()),
+    check_mpi(MPI_Isend(&offer, sizeof(SlotsOffer), MPI_BYTE, s, kOfferTag, comm, &requests.back()),
               "MPI_Isend");
   }
   for (auto& [r, receiver] : receivers) {
     requests.emplace_back();
-    check_mpi(MPI_Irecv(&receiver.offer, sizeof(Offer), MPI_BYTE, r, kOfferTag, comm,
+    check_mpi(MPI_Irecv(&receiver.offer, sizeof(SlotsOffer), MPI_BYTE, r, kOfferTag, comm,
                         &requests.back()),
               "MPI_Irecv");
   }
@@ -149,49 +163,37 @@ bool move_views_on_node(ChannelHost& host, StreamPool& streams, MPI_Comm comm,
   requests.clear();
   try {
     for (auto& [r, receiver] : receivers) {
-      const Offer& o = receiver.offer;
+      const SlotsOffer& o = receiver.offer;
       std::uint64_t largest = 0;
       for (const std::size_t i : receiver.pieces)
         largest = std::max<std::uint64_t>(largest, outgoing[i].data.bytes);
-      const std::uint64_t most = std::uint64_t{1} << 40;
       std::uint64_t room = 0;
       std::byte* start = nullptr;
-      if (o.slots == 0 || o.slots > kSlots || o.slot_bytes < largest || o.slot_bytes > most) {
-        room = 0;
-      } else if constexpr (host_build) {
+      if constexpr (host_build) {
         room = node.segment_bytes();
         start = node.host(r, 0);
       } else {
+        check_offer(o, largest, std::uint64_t{1} << 40, r);  // before mapping what it names
         auto& kept = staging.peer_slots[{r, o.handle}];
         if (!kept.first) {
           std::size_t bytes = 0;
-          std::string why;
-          void* mapped = node.import(r, o.handle, bytes, why);
+          std::string cannot;
+          void* mapped = node.import(r, o.handle, bytes, cannot);
           if (!mapped)
             throw Error(cat("rank ", rank, " cannot map the slots rank ", r,
-                            " offers for moving units' views: ", why));
+                            " offers for moving units' views: ", cannot));
           kept = {static_cast<std::byte*>(mapped), bytes};
         }
         start = kept.first;
         room = kept.second;
       }
-      if (o.place > room || o.slots * o.slot_bytes > room - o.place)
-        throw Error(cat("rank ", r, " offered rank ", rank,
-                        " malformed slots for moving units' views (", o.slots, " of ", o.slot_bytes,
-                        " bytes at ", o.place, " of ", room, "; its pieces here are at most ",
-                        largest, " bytes)"));
+      check_offer(o, largest, room, r);
       receiver.slots_at = start + o.place;
-      receiver.kind = slot_kind;
     }
   } catch (...) {
     problem = what_of_current();
   }
-  try {
-    agree_and_report(comm, problem);
-  } catch (...) {
-    give_back();
-    throw;
-  }
+  agree_and_report(comm, problem);
 
   // 3. The pieces. Sends' copies go on one communication stream, copies out of this
   // rank's slots on another, each followed by a mark the loop reads without waiting.
@@ -224,11 +226,11 @@ bool move_views_on_node(ChannelHost& host, StreamPool& streams, MPI_Comm comm,
       if (!there) return -1;
       int count = 0;
       check_mpi(MPI_Get_count(&status, MPI_UINT64_T, &count), "MPI_Get_count");
-      check_mpi(MPI_Recv(&n, 2, MPI_UINT64_T, status.MPI_SOURCE, tag, comm, MPI_STATUS_IGNORE),
-                "MPI_Recv");
       if (count != 2)
         throw Error(cat("rank ", status.MPI_SOURCE, " sent a notice of ", count,
                         " words about moving units' views"));
+      check_mpi(MPI_Recv(&n, 2, MPI_UINT64_T, status.MPI_SOURCE, tag, comm, MPI_STATUS_IGNORE),
+                "MPI_Recv");
       return status.MPI_SOURCE;
     };
     std::size_t next_in = 0, done_in = 0, done_out = 0;
@@ -252,8 +254,8 @@ bool move_views_on_node(ChannelHost& host, StreamPool& streams, MPI_Comm comm,
         Receiver& r = it->second;
         const ViewPiece& p = outgoing[r.pieces[r.next++]];
         copy_bytes(out.space(),
-                   Segment{r.slots_at + n.slot * r.offer.slot_bytes, p.data.bytes, r.kind}, p.data,
-                   p.data.bytes);
+                   Segment{r.slots_at + n.slot * r.offer.slot_bytes, p.data.bytes, slot_kind},
+                   p.data, p.data.bytes);
         filling.push_back(Filling{from, n, out.mark()});
       }
       for (; !filling.empty() && out.reached() >= filling.front().mark; filling.pop_front()) {
@@ -277,9 +279,14 @@ bool move_views_on_node(ChannelHost& host, StreamPool& streams, MPI_Comm comm,
           slot = Slot{};
           ++done_in;
         }
-      if (turn % 4096 == 0) {  // a device fault would leave the marks unreached
-        out.check_health();
+      if (turn % 4096 == 0) {
+        out.check_health();  // a device fault would leave the marks unreached
         in.check_health();
+        for (const int r : senders)  // a peer that exited answers nothing more
+          if (!node.alive(r)) throw Error(cat("rank ", r, " exited while sending its pieces"));
+        for (const auto& [r, receiver] : receivers)
+          if (receiver.next < receiver.pieces.size() && !node.alive(r))
+            throw Error(cat("rank ", r, " exited while receiving its pieces"));
       }
     }
     check_mpi(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE),
@@ -290,7 +297,6 @@ bool move_views_on_node(ChannelHost& host, StreamPool& streams, MPI_Comm comm,
     fatal(cat("moving units' views between ranks of one node failed on rank ", rank, ": ",
               what_of_current()));
   }
-  give_back();
   return true;
 }
 

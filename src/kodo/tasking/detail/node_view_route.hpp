@@ -16,6 +16,8 @@
 
 #include <mpi.h>
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -43,11 +45,24 @@ std::uint64_t node_view_piece_bytes(std::uint64_t setting);
 // Collective over `comm` (the migration's own communicator: its tags 11-13 are free):
 // moves every piece, each rank's `outgoing` in the order of the numbers per peer and
 // `incoming` likewise. Returns false, having moved nothing, when some rank cannot offer
-// slots (the caller then sends the pieces through UCX). A malformed offer from a peer is
-// a kodo::Error on every rank (nothing has moved yet); a failure, or a malformed notice,
+// slots (memory its peers cannot map, a full node segment): the caller then sends the
+// pieces through UCX, and the rank says why once (with KODO_CHANNELS=device it is a
+// kodo::Error on every rank instead). A malformed offer from a peer is a kodo::Error on
+// every rank (nothing has moved yet); a failure, a malformed notice or a peer that exits
 // while pieces move ends the job (fatal).
 bool move_views_on_node(ChannelHost& host, StreamPool& streams, MPI_Comm comm,
                         const std::vector<ViewPiece>& outgoing,
                         const std::vector<ViewPiece>& incoming);
+
+// A receiver's slots, as it tells each of its senders: `slots` of `slot_bytes` each,
+// `place` bytes into its node segment (host builds) or into the device allocation
+// `handle` names. Bytes from another rank: check_offer() before use.
+struct SlotsOffer {
+  std::uint64_t place = 0, slot_bytes = 0, slots = 0;
+  std::array<std::byte, 64> handle{};
+};
+// Throws kodo::Error, naming rank `from`, unless `offer` names 1 to 4 slots of at least
+// `largest` bytes (this rank's largest piece for it) that lie inside `room` bytes.
+void check_offer(const SlotsOffer& offer, std::uint64_t largest, std::uint64_t room, int from);
 
 }  // namespace kodo::detail
