@@ -623,8 +623,11 @@ TEST(Migration, LargeViewsTravelInPiecesThroughKeptStaging) {
                   static_cast<double>(report.view_bytes) / 1e6);
     EXPECT_NE(line.find(views), std::string::npos) << line;
     const bool on_node = report.views_on_node;
-    if (ucx) EXPECT_FALSE(on_node);
-    if (!ucx && !segment_set) EXPECT_TRUE(on_node);
+    if (ucx) {
+      EXPECT_FALSE(on_node);
+    } else if (!segment_set) {
+      EXPECT_TRUE(on_node);
+    }
     EXPECT_NE(line.find(on_node ? "(same-node route)" : "(UCX)"), std::string::npos) << line;
     units.for_each_local([&](const Large& u) { EXPECT_TRUE(u.holds(round)) << u.index(); });
     // The staging memory is allocated for this size in the first round, then kept: at

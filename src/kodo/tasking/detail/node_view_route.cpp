@@ -96,14 +96,15 @@ bool move_views_on_node(ChannelHost& host, StreamPool& streams, MPI_Comm comm,
     slot_bytes = std::max<std::uint64_t>(slot_bytes, p.data.bytes);
   slot_bytes = (slot_bytes + kSlotAlignment - 1) / kSlotAlignment * kSlotAlignment;
   const std::uint64_t slots = std::min<std::uint64_t>(kSlots, incoming.size());
+  const std::size_t slots_bytes = static_cast<std::size_t>(slots * slot_bytes);
   SlotsOffer offer{0, slot_bytes, slots, {}};
   std::byte* own = nullptr;
-  SegmentSlots segment{node, std::nullopt, static_cast<std::size_t>(slots * slot_bytes)};
+  SegmentSlots segment{node, std::nullopt, slots_bytes};
   std::string why;  // this rank cannot offer slots
   std::string problem;
   if (slots > 0) try {
       if constexpr (host_build) {
-        segment.place = node.allocate(segment.bytes);
+        segment.place = node.allocate(slots_bytes);
         if (segment.place) {
           offer.place = *segment.place;
           own = node.host(rank, *segment.place);
@@ -112,17 +113,18 @@ bool move_views_on_node(ChannelHost& host, StreamPool& streams, MPI_Comm comm,
                     " bytes, KODO_NODE_SEGMENT_BYTES) has no room for ", slots, " slots of ",
                     slot_bytes, " bytes");
         }
-      } else if (staging.slots_refused.empty()) {
-        own = staging.at_least(segment.bytes);
-        backend::MemoryExport exported;
-        if (backend::export_memory(own, exported, staging.slots_refused)) {
-          offer.place = exported.offset;
-          offer.handle = exported.handle;
+      } else {
+        // Memory refused once is refused again: later migrations do not try.
+        if (staging.slots_refused.empty()) {
+          own = staging.at_least(slots_bytes);
+          backend::MemoryExport exported;
+          if (backend::export_memory(own, exported, staging.slots_refused)) {
+            offer.place = exported.offset;
+            offer.handle = exported.handle;
+          }
         }
-        // Refused: the same memory is refused again, so later migrations do not try.
+        why = staging.slots_refused;
       }
-      if constexpr (!host_build)
-        if (!staging.slots_refused.empty()) why = staging.slots_refused;
     } catch (...) {
       problem = what_of_current();
     }
