@@ -2,7 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # Installs kodo as a CMake package: find_package(kodo) gives kodo::kodo. (With
 # KODO_ENABLE_APPS, apps/*/ and perf/ install their programs: jacobi3d and minimd in bin/,
-# the benchmarks in libexec/kodo/.)
+# the benchmarks in libexec/kodo/.) What a project building against kodo needs (library,
+# headers, CMake package, licence) is the install component `library`, which installs
+# without the programs having been built (`cmake --install BUILD --component library`:
+# scripts/project builds and installs only that); the programs are component `programs`.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -10,9 +13,10 @@ include(CMakePackageConfigHelpers)
 # under src/: include/kodo/..., and include/kodo.hpp (forwarding, for one release). The
 # include directory users get is include/, so only <kodo/...> (and <kodo.hpp>) resolve:
 # kodo's folder names are not top-level include names. Internal headers stay behind.
-install(TARGETS kodo EXPORT kodoTargets
-        FILE_SET HEADERS DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(EXPORT kodoTargets NAMESPACE kodo:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kodo)
+install(TARGETS kodo EXPORT kodoTargets COMPONENT library
+        FILE_SET HEADERS DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT library)
+install(EXPORT kodoTargets NAMESPACE kodo:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kodo
+        COMPONENT library)
 # Whether kodo links hwloc: an installed kodo's users resolve it the same way.
 if(TARGET PkgConfig::KODO_HWLOC)
   set(KODO_CONFIG_HWLOC ON)
@@ -27,7 +31,7 @@ write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/kodoConfigVersion.c
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/kodoConfig.cmake
               ${CMAKE_CURRENT_BINARY_DIR}/kodoConfigVersion.cmake
               ${CMAKE_CURRENT_LIST_DIR}/kodoDependencies.cmake
-        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kodo)
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kodo COMPONENT library)
 # The licence travels with every install (a package must carry it).
 install(FILES ${PROJECT_SOURCE_DIR}/LICENSE ${PROJECT_SOURCE_DIR}/CITATION.cff
-        DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/kodo)
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/kodo COMPONENT library)

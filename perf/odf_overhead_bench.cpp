@@ -6,11 +6,13 @@
 //   rank: kodo::StepProgram, the rank's units as one device program (a graph per step);
 //   unit: each unit on its own, as an application writes it with entry methods, receive
 //         rings, channels and the completion engine (Jacobi3D's --path unit).
+//   task: the unit path written as a loop, a coroutine per unit awaiting its faces
+//         (kodo::AwaitableRing; Jacobi3D's --path task, the porting guide's way).
 // Prints, per path and ODF, the time per step and per unit-step (time per step / units
 // per rank): on one GPU, the host and device cost of a unit-iteration beyond its work.
 //
-//   odf_overhead_bench [--odfs 1,2,4,8,16] [--steps 2000] [--face 64] [--paths rank,unit]
-//                      [--csv FILE]
+//   odf_overhead_bench [--odfs 1,2,4,8,16] [--steps 2000] [--face 64]
+//                      [--paths rank,unit,task] [--csv FILE]
 
 #include "options.hpp"
 #include "report.hpp"
@@ -42,8 +44,10 @@ struct TickKernel {
   }
 };
 
+enum class Path { rank, unit, task };
+
 struct Setup {
-  bool rank_program;
+  Path path;
   std::int64_t face;
 };
 
@@ -64,8 +68,12 @@ class Tick : public kodo::WorkUnit<Tick> {
         in_[p][f] = Face("in", setup.face);
         out_[p][f] = Face("out", setup.face);  // zero: the faces of step 0
       }
-      if (setup.rank_program) continue;
+      if (setup.path == Path::rank) continue;
       channel_[f] = open_channel(*stream_, peer(f));
+      if (setup.path == Path::task) {
+        awaited_[f] = kodo::AwaitableRing<Face>(channel_[f], std::vector{in_[0][f], in_[1][f]});
+        continue;
+      }
       ring_[f] = channel_[f].open_ring(std::vector{in_[0][f], in_[1][f]},
                                        [this](const kodo::Arrival<Face>& a) {
                                          ++received_[a.transfer % 2];
@@ -133,6 +141,23 @@ class Tick : public kodo::WorkUnit<Tick> {
       ++step_;
     }
   }
+  // The task path: the same step as a loop that awaits each face.
+  kodo::Task run_steps(std::int64_t count) {
+    for (const std::int64_t end = step_ + count; step_ < end; ++step_) {
+      const int p = static_cast<int>(step_ % 2);
+      const auto n = static_cast<std::uint64_t>(step_);
+      for (int f = 0; f < 6; ++f)
+        if (has_[f]) channel_[f].send(out_[p][f]);  // once the kernel that filled it is done
+      for (int f = 0; f < 6; ++f)
+        if (has_[f]) co_await awaited_[f].transfer(n);
+      Kokkos::parallel_for("odf_overhead::tick",
+                           Kokkos::RangePolicy<kodo::ExecutionSpace>(stream_->space(), 0,
+                                                                     setup_.face),
+                           kernel(p));
+      for (int f = 0; f < 6; ++f)
+        if (has_[f]) awaited_[f].release(*stream_, n);
+    }
+  }
   std::int64_t errors() const {
     auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, errors_);
     return h(0);
@@ -147,6 +172,7 @@ class Tick : public kodo::WorkUnit<Tick> {
   Face in_[2][6], out_[2][6];
   kodo::Channel channel_[6];
   kodo::ReceiveRing<Face> ring_[6];
+  kodo::AwaitableRing<Face> awaited_[6];
   std::int64_t step_ = 0, target_ = 0, sent_for_ = -1;
   int received_[2] = {0, 0};
 };
@@ -166,9 +192,10 @@ int main(int argc, char** argv) {
                                       "to warm up; an odd count loses its last)");
   const auto& face = options.integer("--face", 64, 1, 1 << 24, "doubles per face");
   const auto& paths = options.words(
-      "--paths", {"rank", "unit"}, "rank,unit",
-      "rank (kodo::StepProgram: a rank's units as one device program) and unit (each unit on "
-      "its own: entry methods, rings, channels, completion engine)");
+      "--paths", {"rank", "unit", "task"}, "rank,unit,task",
+      "rank (kodo::StepProgram: a rank's units as one device program), unit (each unit on "
+      "its own: entry methods, rings, channels, completion engine) and task (the unit path as "
+      "a coroutine per unit)");
   const auto& csv_file = options.file("--csv", "also write the rows to FILE");
   if (const auto exit = options.parse(runtime, argc, argv)) return *exit;
   const bool root = runtime.rank() == 0;
@@ -180,19 +207,24 @@ int main(int argc, char** argv) {
   int failed = 0;
   for (const std::string& path : paths) {
     for (const std::int64_t odf : odfs) {
-      const Setup setup{path == "rank", face};
+      const Setup setup{path == "rank"   ? Path::rank
+                        : path == "unit" ? Path::unit
+                                         : Path::task,
+                        face};
       const kodo::Extent3 shape = kodo::split_grid({1024, 1024, 1024}, odf * runtime.size());
       auto units = kodo::Collection<Tick>::create(runtime, shape, setup);
       runtime.run();
       std::unique_ptr<kodo::StepProgram<Tick>> program;
       const double built_from = perf::seconds();
-      if (setup.rank_program)
+      if (setup.path == Path::rank)
         program =
             std::make_unique<kodo::StepProgram<Tick>>(units, kodo::StepProgramOptions{.phases = 2});
       const double build_ms = (perf::seconds() - built_from) * 1e3;
       auto run_steps = [&](std::int64_t n) {
         if (program)
           program->advance(n);
+        else if (setup.path == Path::task)
+          units.broadcast_local<&Tick::run_steps>(n);
         else
           units.broadcast_local<&Tick::iterate>(n);
         runtime.run();

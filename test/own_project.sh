@@ -43,6 +43,21 @@ if [[ ${KODO_ENV:-trixie} == trixie ]] && grep -q '^OWN_OTHER=' <<<"$out"; then
   fail "OWN_OTHER reached the program, but nothing names it"
 fi
 
+# A fresh checkout (the files a clone of this tree holds, no build): scripts/project builds
+# and installs the library alone, and the consumer's build directory, configured above
+# against this checkout's kodo, follows the checkout it is now pointed at.
+mkdir "$work/kodo"
+git -C "$repo" ls-files -z --cached --others --exclude-standard |
+  (cd "$repo" && xargs -0 cp --parents -t "$work/kodo" 2>/dev/null || true)
+[[ -x $work/kodo/scripts/project ]] || fail "the fresh checkout in $work/kodo lacks scripts/project"
+out=$(KODO_BUILD_DIR="$work/kodo/build/host" "$work/kodo/scripts/project" -n 2 "$work/consumer" consumer 2>&1) ||
+  fail "scripts/project of a fresh checkout did not build or run the consumer:"$'\n'"$out"
+once "$out" "consumer: sum of unit indices = 276"
+grep -qF "configuring it again against $work/kodo/build/host/install" <<<"$out" ||
+  fail "the consumer's build did not follow the fresh checkout:"$'\n'"$out"
+[[ ! -e $work/kodo/build/host/apps/jacobi3d/jacobi3d ]] ||
+  fail "scripts/project built jacobi3d, which a project does not need"
+
 mkdir "$work/empty"
 expect_error "project directory $work/absent does not exist" "$work/absent"
 expect_error "has no CMakeLists.txt" "$work/empty"

@@ -78,7 +78,7 @@ kodo_build_dir() {
 # Changing any of this (and only this) re-runs the apt step of provisioning.
 KODO_PACKAGES=(g++ cmake ninja-build make binutils pkg-config git clang-format
   libopenmpi-dev openmpi-bin libucx-dev libhwloc-dev libgtest-dev hipcc libxxhash-dev xxhash doxygen
-  libkokkos-dev/unstable)
+  python3-yaml libkokkos-dev/unstable)
 KODO_PIN='Package: *
 Pin: release a=unstable
 Pin-Priority: 100'

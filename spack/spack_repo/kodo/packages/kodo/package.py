@@ -2,9 +2,17 @@
 # SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 """Spack recipe for kodo, kept in kodo's own repository.
 
-It builds the checkout it lives in (version "main": that checkout's main branch, fetched
-with git), or the working tree in an environment that develops kodo (`spack develop`).
-CTest `spack_recipe` lints it against a stub of Spack (test/spack/)."""
+Where the source comes from is one setting: the environment variable KODO_GIT_URL, read
+when Spack loads this recipe (any URL git clones: https://..., ssh://..., file:///path).
+Without it the recipe fetches from the checkout it lives in (file:// + that checkout), so
+`spack repo add spack/spack_repo/kodo` from a clone needs nothing more. A site that runs
+Spack where that checkout cannot be read sets KODO_GIT_URL, or puts kodo in a Spack mirror
+(`spack mirror create -d DIR kodo@0.2.0`, then `spack mirror add`); an environment that
+develops kodo builds the working tree instead (`spack develop --path . kodo@=main`).
+
+Releases are pinned to commits, not tags (tags do not reach a clone of this repository):
+docs/releasing.md says how to add one. CTest `spack_recipe` lints this recipe against a
+stub of Spack (test/spack/)."""
 
 import os
 
@@ -23,12 +31,17 @@ class Kodo(CMakePackage, CudaPackage, ROCmPackage):
     work units per GPU, communication hidden behind computation, load balancing by moving
     units, checkpoint/restart; with the Jacobi3D and MiniMD proxy applications."""
 
-    git = "file://" + _CHECKOUT
+    git = os.environ.get("KODO_GIT_URL") or "file://" + _CHECKOUT
+    # kodo has no public web page yet: the homepage is where its source is fetched from.
+    homepage = git
+    # Not a GitHub handle: kodo names no individual maintainers (CITATION.cff's author is
+    # "The kodo developers").
+    maintainers("kodo-developers")
 
     license("Apache-2.0 WITH LLVM-exception")
 
     version("main", branch="main")
-    version("0.2.0", tag="v0.2.0")
+    version("0.2.0", commit="aa46cb8168cd4b25682af1bf506c53a395143935")
 
     variant("hwloc", default=True, description="Report each rank's CPU and NUMA placement (hwloc)")
 
@@ -55,12 +68,26 @@ class Kodo(CMakePackage, CudaPackage, ROCmPackage):
         depends_on(f"kokkos+rocm amdgpu_target={_target}", when=f"+rocm amdgpu_target={_target}")
     depends_on("ucx+rocm", when="+rocm")
     depends_on("kokkos~cuda~rocm", when="~cuda~rocm")
-    # Kokkos 4 turns device lambdas off unless asked (Kokkos 5 always has them).
-    depends_on("kokkos+cuda_lambda", when="+cuda ^kokkos@:4")
+    # kodo compiles with its Kokkos' compiler; Kokkos' recipe builds +cuda only with
+    # +wrapper (nvcc_wrapper) unless the compiler is clang (or cce, or +cmake_lang).
+    depends_on("kokkos+wrapper", when="+cuda %gcc")
+    # Kokkos 4 turns device lambdas off unless asked (Kokkos 5 always has them, and has no
+    # such variant). A conflict, not depends_on(..., when="^kokkos@:4"): a dependency whose
+    # condition names the dependency itself is what `spack audit` calls self-referential.
+    conflicts("^kokkos@:4 ~cuda_lambda", when="+cuda",
+              msg="kodo +cuda needs device lambdas: Kokkos 4 with +cuda_lambda, or Kokkos 5")
 
     conflicts("+cuda", when="+rocm", msg="kodo runs one device backend: +cuda or +rocm")
     conflicts("+cuda", when="cuda_arch=none", msg="+cuda needs a cuda_arch (e.g. cuda_arch=70)")
-    conflicts("+rocm", when="amdgpu_target=none", msg="+rocm needs an amdgpu_target")
+    # (+rocm without an amdgpu_target: ROCmPackage's own conflict says so.)
+
+    # C++20 as kodo uses it, with no extra flags (kodo's CMake asks for C++20 only):
+    # <coroutine> without -fcoroutines, std::source_location and floating-point
+    # std::from_chars need GCC 11; Clang has the __builtin_source_location that
+    # libstdc++'s <source_location> needs from 15 on.
+    conflicts("%gcc@:10", msg="kodo needs GCC 11 or newer (C++20 coroutines without "
+              "-fcoroutines, std::source_location)")
+    conflicts("%clang@:14", msg="kodo needs Clang 15 or newer (std::source_location)")
 
     def cmake_args(self):
         # The programs are installed (bin/jacobi3d, bin/minimd, libexec/kodo/*_bench); the

@@ -1,7 +1,8 @@
 # SPDX-FileCopyrightText: 2026 The kodo developers
 # SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 """Stand-in for Spack's CudaPackage (test/spack/lint_recipe.py): its variants, a few of
-its architectures."""
+its architectures. Spack 1.x's CudaPackage declares no conflict for cuda_arch=none (a
+recipe that needs an architecture says so itself)."""
 from spack.package import PackageBase, depends_on, variant
 
 

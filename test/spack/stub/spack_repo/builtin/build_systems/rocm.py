@@ -1,8 +1,8 @@
 # SPDX-FileCopyrightText: 2026 The kodo developers
 # SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 """Stand-in for Spack's ROCmPackage (test/spack/lint_recipe.py): its variants, a few of
-its targets."""
-from spack.package import PackageBase, depends_on, variant
+its targets, and the conflict it declares itself (a recipe need not repeat it)."""
+from spack.package import PackageBase, conflicts, depends_on, variant
 
 
 class ROCmPackage(PackageBase):
@@ -11,3 +11,4 @@ class ROCmPackage(PackageBase):
     variant("amdgpu_target", default="none", values=("none",) + amdgpu_targets, multi=True,
             when="+rocm", description="AMD GPU architecture")
     depends_on("hip", when="+rocm")
+    conflicts("amdgpu_target=none", when="+rocm")
