@@ -35,3 +35,4 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/kodoConfig.cmake
 # The licence travels with every install (a package must carry it).
 install(FILES ${PROJECT_SOURCE_DIR}/LICENSE ${PROJECT_SOURCE_DIR}/CITATION.cff
         DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/kodo COMPONENT library)
+include(kodoInstallTools)  # with KODO_ENABLE_APPS: the scaling tools, share/kodo/scaling/

@@ -11,15 +11,22 @@
 #   perf/balance_sweep.sh JACOBI3D OUT.csv N RANKS "ODFS" F [REPEATS] [ITERATIONS]
 #   e.g. perf/balance_sweep.sh jacobi3d balance.csv 768 2 "4 8" 2 3 300
 #
-# The grid is N^3. Runs of one repeat are interleaved. The balancing runs balance at
+# The grid is N^3. Runs of one repeat are interleaved. REPEATS: the argument, else the
+# environment's REPEATS, else 3. JACOBI3D: a path, or a name looked up in the bin/ of the
+# kodo install this script belongs to, then on PATH. The balancing runs balance at
 # every 100th update (their first balance point lies in the timed iterations); static
 # balances at the end of a warm-up of 100 updates and times ITERATIONS - 1 after it (its
 # next balance point, within the tolerance, moves nothing). Environment: LAUNCH (default
 # "mpiexec -n"; the rank count is appended), VARIANTS (default "none refine greedy static
 # static_refine even"), KODO_MACHINE and KODO_COMMIT (recorded in the header).
 set -euo pipefail
-[[ $# -ge 6 ]] || { sed -n '2,19p' "$0"; exit 2; }
-bin=$1 out=$2 n=$3 ranks=$4 odfs=$5 factor=$6 repeats=${7:-3} iters=${8:-300}
+[[ $# -ge 6 ]] || { sed -n '2,21p' "$0"; exit 2; }
+bin=$1 out=$2 n=$3 ranks=$4 odfs=$5 factor=$6 repeats=${7:-${REPEATS:-3}} iters=${8:-300}
+[[ $repeats =~ ^[1-9][0-9]*$ ]] || { echo "balance_sweep: REPEATS must be a positive integer, not '$repeats'" >&2; exit 2; }
+# shellcheck source-path=SCRIPTDIR source=sweep_program.sh
+source "$(dirname "${BASH_SOURCE[0]}")/sweep_program.sh"
+sweep_program balance_sweep JACOBI3D "$bin"
+bin=$program
 read -r -a launch <<<"${LAUNCH:-mpiexec -n}"
 {
   echo "# command: $0 $*"

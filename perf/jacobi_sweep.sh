@@ -6,11 +6,16 @@
 #
 #   perf/jacobi_sweep.sh JACOBI3D OUT.csv N "ODFS" "MODES" "STREAMS" [ITERATIONS]
 #   e.g. perf/jacobi_sweep.sh build/apps/jacobi3d/jacobi3d out.csv 768 "1 4 8 16" "engine sync" "4"
-# Environment: KODO_MACHINE, KODO_COMMIT (recorded in the header); LAUNCH (a launcher
-# prefix such as "mpirun -n 1", default none).
+# JACOBI3D: a path, or a name looked up in the bin/ of the kodo install this script
+# belongs to, then on PATH. Environment: KODO_MACHINE, KODO_COMMIT (recorded in the
+# header); LAUNCH (a launcher prefix such as "mpirun -n 1", default none).
 set -euo pipefail
-[[ $# -ge 6 ]] || { sed -n '2,9p' "$0"; exit 2; }
+[[ $# -ge 6 ]] || { sed -n '2,11p' "$0"; exit 2; }
 bin=$1 out=$2 n=$3 odfs=$4 modes=$5 streams=$6 iters=${7:-100}
+# shellcheck source-path=SCRIPTDIR source=sweep_program.sh
+source "$(dirname "${BASH_SOURCE[0]}")/sweep_program.sh"
+sweep_program jacobi_sweep JACOBI3D "$bin"
+bin=$program
 {
   echo "# command: $0 $*"
   echo "# machine: ${KODO_MACHINE:-unspecified}"

@@ -10,12 +10,19 @@
 #   perf/minimd_balance_sweep.sh MINIMD OUT.csv S RANKS "ODFS" F [REPEATS] [STEPS] [EVERY]
 #   e.g. perf/minimd_balance_sweep.sh minimd slab.csv 20 2 "4 8" 0.5 3 400 20
 #
-# Full lists (--half_neigh 0). Runs of one repeat are interleaved. Environment: LAUNCH
-# (default "mpiexec -n"; the rank count is appended), KODO_MACHINE and KODO_COMMIT
-# (recorded in the header).
+# Full lists (--half_neigh 0). Runs of one repeat are interleaved. REPEATS: the argument,
+# else the environment's REPEATS, else 3. MINIMD: a path, or a name looked up in the bin/
+# of the kodo install this script belongs to, then on PATH. Environment: LAUNCH (default
+# "mpiexec -n"; the rank count is appended), KODO_MACHINE and KODO_COMMIT (recorded in
+# the header).
 set -euo pipefail
-[[ $# -ge 6 ]] || { sed -n '2,14p' "$0"; exit 2; }
-bin=$1 out=$2 s=$3 ranks=$4 odfs=$5 slab=$6 repeats=${7:-3} steps=${8:-400} every=${9:-20}
+[[ $# -ge 6 ]] || { sed -n '2,17p' "$0"; exit 2; }
+bin=$1 out=$2 s=$3 ranks=$4 odfs=$5 slab=$6 repeats=${7:-${REPEATS:-3}} steps=${8:-400} every=${9:-20}
+[[ $repeats =~ ^[1-9][0-9]*$ ]] || { echo "minimd_balance_sweep: REPEATS must be a positive integer, not '$repeats'" >&2; exit 2; }
+# shellcheck source-path=SCRIPTDIR source=sweep_program.sh
+source "$(dirname "${BASH_SOURCE[0]}")/sweep_program.sh"
+sweep_program minimd_balance_sweep MINIMD "$bin"
+bin=$program
 read -r -a launch <<<"${LAUNCH:-mpiexec -n}"
 nx=$(awk -v s="$s" -v f="$slab" 'BEGIN { n = int(s * f + 0.5); print (n < 1 ? 1 : n) }')
 {

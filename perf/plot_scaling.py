@@ -2,8 +2,10 @@
 # SPDX-FileCopyrightText: 2026 The kodo developers
 # SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 """Plots of scaling sweeps, one PNG per sweep kind and size, each with two panels: the
-measure against the number of GPUs, with the ideal scaling of the best run on the fewest
-GPUs, and the parallel efficiency of each line relative to its own fewest GPUs.
+measure against the number of GPUs, with the ideal scaling of the best configuration on
+the fewest GPUs, and the parallel efficiency of every point against that same best
+configuration (the lowest time, or highest rate, of all modes and ODFs on the fewest
+GPUs), so that a slow ODF reads low efficiency rather than good scaling of itself.
 
 - Jacobi3D (perf/scaling_sweep.sh CSVs): time per iteration, one line per mode and ODF;
   writes OUT_DIR/<kind>_<n>.png (e.g. strong_768.png). Strong scaling's ideal time falls
@@ -12,9 +14,11 @@ GPUs, and the parallel efficiency of each line relative to its own fewest GPUs.
   OUT_DIR/minimd_<kind>_<s>.png (e.g. minimd_strong_64.png). The ideal rate grows with
   the GPUs.
 
-A configuration measured more than once (several rows, in one file or several) is drawn
-at the median of its runs with a bar from the fastest to the slowest. The legend sits
-outside the panels; the footer names the commit, file and machine of the data.
+A configuration measured more than once (several rows: the sweeps' repeats, or several
+files) is drawn at the median of its runs with a bar from the fastest to the slowest; a
+CSV without a repeat column counts each row as one run. The legend sits outside the
+panels; the footer says how many runs each point has and names the commit, file and
+machine of the data.
 
     perf/plot_scaling.py OUT_DIR SWEEP.csv [SWEEP.csv ...]
 
@@ -57,6 +61,8 @@ def read_rows(paths):
                              f"(columns: {', '.join(columns) or 'none'})")
         for row in reader:
             row.update(machine=machine, commit=commit, file=Path(path).name, sweep=sweep)
+            if row.get("repeat") is None:  # older sweeps: one run per row
+                row["repeat"] = "1"
             rows.append(row)
     return rows
 
@@ -64,6 +70,42 @@ def read_rows(paths):
 def repeats(runs):
     """{gpus: [value of each run]} -> [(gpus, median, lowest, highest)], by GPUs."""
     return [(g, statistics.median(v), min(v), max(v)) for g, v in sorted(runs.items()) if v]
+
+
+def summarize(lines):
+    """{line: {gpus: [value of each run]}} -> {line: [(gpus, median, lowest, highest)]}."""
+    return {line: repeats(runs) for line, runs in lines.items()}
+
+
+def best_on_fewest(points, measure):
+    """The reference of every efficiency: (line, (gpus, median)) of the best configuration
+    on the fewest GPUs of `points` ({line: [(gpus, median, lowest, highest)]}), by its
+    median: the lowest time or the highest rate, over all modes and ODFs."""
+    fewest = min(p[0] for pts in points.values() for p in pts)
+    candidates = sorted((p[1], line) for line, pts in points.items() for p in pts
+                        if p[0] == fewest)
+    value, line = candidates[0] if measure == "time" else candidates[-1]
+    return line, (fewest, value)
+
+
+def efficiencies(pts, reference, kind, measure):
+    """[(gpus, median, lowest, highest)] of one line -> [(gpus, efficiency of the median,
+    lowest efficiency, highest efficiency)], each against `reference` (a (gpus, value)
+    pair: best_on_fewest's)."""
+    result = []
+    for g, med, lo, hi in pts:
+        eff = [efficiency(v, g, reference, kind, measure) for v in (med, lo, hi)]
+        result.append((g, eff[0], min(eff), max(eff)))
+    return result
+
+
+def runs_note(lines):
+    """What each point is: "median of 3 runs", "median of 2 to 3 runs", "one run"."""
+    counts = sorted({len(v) for runs in lines.values() for v in runs.values() if v})
+    if counts == [1]:
+        return "points: one run each"
+    runs = f"{counts[0]} to {counts[-1]}" if len(counts) > 1 else str(counts[0])
+    return f"points: median of {runs} runs, bars from the lowest to the highest"
 
 
 def efficiency(value, gpus, reference, kind, measure):
@@ -108,12 +150,12 @@ def machines_note(sources):
 
 def plot_sweep(plt, lines, kind, measure, ylabel, title, sources, path):
     """One figure: `lines` maps (mode, odf) to {gpus: [value of each run]}."""
-    points = {line: repeats(runs) for line, runs in lines.items()}
+    points = summarize(lines)
     gpus = sorted({p[0] for pts in points.values() for p in pts})
+    (best_mode, best_odf), reference = best_on_fewest(points, measure)
     odfs = sorted({odf for _, odf in points})
     colours = {odf: plt.cm.viridis(i / max(1, len(odfs) - 1)) for i, odf in enumerate(odfs)}
     fig, (value_ax, eff_ax) = plt.subplots(1, 2, figsize=(12, 4.6), layout="constrained")
-    repeated = False
     highest = []  # the top of each efficiency bar
     for (mode, odf), pts in sorted(points.items()):
         base, _, variant = mode.partition("+")
@@ -123,27 +165,22 @@ def plot_sweep(plt, lines, kind, measure, ylabel, title, sources, path):
                      color="black" if baseline else colours[odf], label=f"{mode}, ODF {odf}")
         xs = [p[0] for p in pts]
         bars = any(p[2] < p[3] for p in pts)
-        repeated = repeated or bars
         value_ax.errorbar(xs, [p[1] for p in pts], capsize=3 if bars else 0,
                           yerr=[[p[1] - p[2] for p in pts], [p[3] - p[1] for p in pts]]
                           if bars else None, **style)
-        if len(pts) > 1:  # a line on one GPU count has no efficiency to show
-            reference = (pts[0][0], pts[0][1])
-            eff = [[efficiency(v, g, reference, kind, measure) for v in (med, lo, hi)]
-                   for g, med, lo, hi in pts]
-            highest += [max(e) for e in eff]
-            eff_ax.errorbar(xs, [e[0] for e in eff], capsize=3 if bars else 0,
-                            yerr=[[e[0] - min(e) for e in eff], [max(e) - e[0] for e in eff]]
-                            if bars else None, **style)
-    # The ideal: the best run on the fewest GPUs, scaled perfectly.
-    first = [p for pts in points.values() for p in pts if p[0] == gpus[0]]
-    best = (min if measure == "time" else max)(first, key=lambda p: p[1])
-    value_ax.plot(gpus, [ideal(g, (best[0], best[1]), kind, measure) for g in gpus],
+        eff = efficiencies(pts, reference, kind, measure)
+        highest += [e[3] for e in eff]
+        eff_ax.errorbar(xs, [e[1] for e in eff], capsize=3 if bars else 0,
+                        yerr=[[e[1] - e[2] for e in eff], [e[3] - e[1] for e in eff]]
+                        if bars else None, **style)
+    # The ideal: the best configuration on the fewest GPUs, scaled perfectly.
+    few = f"{gpus[0]} GPU{'s' if gpus[0] > 1 else ''}"
+    value_ax.plot(gpus, [ideal(g, reference, kind, measure) for g in gpus],
                   color="grey", linestyle=(0, (4, 3)), linewidth=1.2, zorder=3,
-                  label=f"ideal scaling of the best on {gpus[0]} GPU{'s' if gpus[0] > 1 else ''}")
+                  label=f"ideal scaling of the best on {few}")
     eff_ax.axhline(100, color="grey", linestyle=(0, (4, 3)), linewidth=1.2, zorder=3)
     values = [v for pts in points.values() for p in pts for v in p[1:]]
-    values += [ideal(g, (best[0], best[1]), kind, measure) for g in gpus]
+    values += [ideal(g, reference, kind, measure) for g in gpus]
     # Log scales where the ideal is a straight line (strong scaling, rates) or values spread.
     if measure == "rate" or kind == "strong" or max(values) > 10 * min(values):
         value_ax.set_yscale("log")
@@ -153,14 +190,14 @@ def plot_sweep(plt, lines, kind, measure, ylabel, title, sources, path):
         ax.set_xlabel("GPUs")
         ax.grid(True, which="both", alpha=0.3)
     value_ax.set_ylabel(ylabel)
-    eff_ax.set_ylabel("parallel efficiency (%), relative to\nthe line's fewest GPUs")
+    eff_ax.set_ylabel(f"parallel efficiency (%), against the best\non {few}: "
+                      f"{best_mode}, ODF {best_odf}")
     eff_ax.set_ylim(0, max([110.0] + [1.08 * e for e in highest]))
     handles, labels = value_ax.get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside right upper", fontsize="small",
                title="mode, ODF", title_fontsize="small")
     fig.suptitle(title + machines_note(sources))
-    note = "points: median of the runs, bars from the lowest to the highest\n" if repeated else ""
-    fig.supxlabel(note + provenance(sources), fontsize=7, color="dimgrey")
+    fig.supxlabel(runs_note(lines) + "\n" + provenance(sources), fontsize=7, color="dimgrey")
     fig.savefig(path, dpi=120)
     plt.close(fig)
     print(path)
