@@ -82,6 +82,17 @@ expected() {
     done
   done
 }
+# interleaved SWEEP CSV FIELDS "GPUS" "ODFS" "MODES" REPEATS: the CSV's runs (FIELDS: the
+# columns gpus,odf,mode,repeat) are those of an interleaved sweep, in its order.
+interleaved() {
+  local got want
+  got=$(rows "$2" | cut -d, -f"$3")
+  want=$(expected "$4" "$5" "$6" "$7")
+  [[ $got == "$want" ]] || fail "$1's runs (gpus,odf,mode,repeat), got:
+$got
+expected (interleaved):
+$want"
+}
 
 # Jacobi3D, two repeats, interleaved, the repeat last.
 : >"$FAKE_LOG"
@@ -91,12 +102,7 @@ header=$(grep -v '^#' "$fake/jacobi.csv" | head -1)
 [[ $header == "kind,n,gpus,odf,mode,grid,iterations,avg_iteration_us,checksum,residual,repeat" ]] ||
   fail "scaling_sweep.sh's columns: $header"
 grep -qx '# command: REPEATS=2 .*' "$fake/jacobi.csv" || fail "the header's command lacks REPEATS=2: $(head -1 "$fake/jacobi.csv")"
-got=$(rows "$fake/jacobi.csv" | cut -d, -f3,4,5,11)
-want=$(expected "1 2" "1 4" "device baseline" 2)
-[[ $got == "$want" ]] || fail "scaling_sweep.sh's runs (gpus,odf,mode,repeat), got:
-$got
-expected (interleaved):
-$want"
+interleaved scaling_sweep.sh "$fake/jacobi.csv" 3,4,5,11 "1 2" "1 4" "device baseline" 2
 [[ $(wc -l <"$FAKE_LOG") == 12 ]] || fail "12 runs expected, the program ran $(wc -l <"$FAKE_LOG") times"
 # Each row holds its own run's report: the time the program gave for its ranks and ODF.
 while IFS=, read -r kind n g odf mode grid iters avg sum res rep; do
@@ -138,12 +144,7 @@ REPEATS=2 LAUNCH=$fake/bin/launch bash "$root/perf/minimd_sweep.sh" "$fake/bin/m
 header=$(grep -v '^#' "$fake/minimd.csv" | head -1)
 [[ $header == "kind,s,gpus,odf,mode,cells,steps,atoms,atom_steps_per_s,t_total,t_force,t_neigh,t_comm,t_other,repeat" ]] ||
   fail "minimd_sweep.sh's columns: $header"
-got=$(rows "$fake/minimd.csv" | cut -d, -f3,4,5,15)
-want=$(expected "1 2" "1 8" "device host" 2)
-[[ $got == "$want" ]] || fail "minimd_sweep.sh's runs (gpus,odf,mode,repeat), got:
-$got
-expected (interleaved):
-$want"
+interleaved minimd_sweep.sh "$fake/minimd.csv" 3,4,5,15 "1 2" "1 8" "device host" 2
 got=$(rows "$fake/minimd.csv" | sed -n 6p)
 [[ $got == "strong,4,2,8,device,4x4x4,10,256,208.0e+06,0.5,0.3,0.1,0.05,0.05,1" ]] || fail "minimd_sweep.sh's 6th row: $got"
 
