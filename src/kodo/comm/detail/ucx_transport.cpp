@@ -6,6 +6,7 @@
 #include <kodo/core/error.hpp>
 #include <kodo/core/settings.hpp>
 
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -195,6 +196,25 @@ ucp_ep_h UcxTransport::endpoint(int rank) {
           " over UCX: " + ucs_status_string(status));
   endpoint_ranks_.emplace(endpoints_[rank], rank);
   return endpoints_[rank];
+}
+
+std::string UcxTransport::transports_to(int rank) {
+  std::array<ucp_transport_entry_t, 16> entries{};
+  ucp_ep_attr_t attr{};
+  attr.field_mask = UCP_EP_ATTR_FIELD_TRANSPORTS;
+  attr.transports.entries = entries.data();
+  attr.transports.num_entries = static_cast<unsigned>(entries.size());
+  attr.transports.entry_size = sizeof(ucp_transport_entry_t);
+  KODO_UCX(ucp_ep_query(endpoint(rank), &attr));
+  std::string names;
+  for (unsigned i = 0; i < attr.transports.num_entries && i < entries.size(); ++i) {
+    const ucp_transport_entry_t& e = entries[i];
+    if (!e.transport_name || !*e.transport_name) continue;
+    if (!names.empty()) names += ' ';
+    names += e.transport_name;
+    if (e.device_name && *e.device_name) names += cat("/", e.device_name);
+  }
+  return names;
 }
 
 void UcxTransport::send(int rank, Message&& message) {

@@ -95,6 +95,10 @@ class UcxTransport {
   // second to do so. The peer prints `what` and aborts the job.
   void report_fault(int rank, const std::string& what);
 
+  // The transports (UCX's names, each with its device: "rc_mlx5/mlx5_0:1") this rank's
+  // endpoint to `rank` uses, space-separated; connects to `rank` if it was not yet.
+  std::string transports_to(int rank);
+
   // Drives UCX; returns the number of events processed.
   unsigned progress();
 

@@ -5,6 +5,7 @@
 #include <kodo/backends/detail/native.hpp>
 #include <kodo/backends/detail/tool_region.hpp>
 #include <kodo/comm/detail/node_channels.hpp>
+#include <kodo/comm/detail/transport_report.hpp>
 #include <kodo/comm/detail/ucx_transport.hpp>
 #include <kodo/core/agree.hpp>
 #include <kodo/core/settings.hpp>
@@ -66,6 +67,12 @@ Scheduler::Scheduler(MPI_Comm comm, MPI_Comm wave_comm, StreamPool& streams, boo
       },
       [this](const MessageHeader& h, std::uint64_t bytes) { admit(h, bytes); });
   start_node_channels(streams_may_wait, quiet);
+  if (size_ > 1) {
+    // Collective: every rank takes part; rank 0 says which transports UCX chose.
+    const TransportsInUse in_use = transports_in_use(*transport_, comm_);
+    if (rank_ == 0 && !quiet)
+      for (const std::string& line : describe_transports(in_use)) print_error(line);
+  }
 }
 
 // Same-node channels (KODO_CHANNELS), for jobs of several ranks; every rank must ask for
