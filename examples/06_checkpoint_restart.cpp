@@ -19,6 +19,9 @@ constexpr std::int64_t kValues = 64;
 
 class Walker : public kodo::WorkUnit<Walker> {
  public:
+  // The name checkpoints record this type by: stable across compilers and renames (a type
+  // without one is recorded by its typeid name).
+  static constexpr const char* checkpoint_name = "checkpoint_restart::Walker";
   explicit Walker(const kodo::UnitInit<Walker>& init)
       : WorkUnit(init), values_("values", kValues), sum_("sum") {
     Kokkos::deep_copy(values_, linear());

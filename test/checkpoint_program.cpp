@@ -63,6 +63,7 @@ double pattern(std::int64_t unit, std::int64_t step, std::int64_t i) {
 
 class Cell : public kodo::WorkUnit<Cell> {
  public:
+  static constexpr const char* checkpoint_name = "checkpoint_program::Cell";
   explicit Cell(const kodo::UnitInit<Cell>& init)
       : WorkUnit(init),
         unit_(init.index.x),
@@ -146,6 +147,20 @@ class Cell : public kodo::WorkUnit<Cell> {
   std::array<int, 4> tag_store_{};
   Kokkos::View<int[4], Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> tags_{
       tag_store_.data()};
+};
+
+// A unit type whose checkpoint name could not be one word of the manifest.
+class BadlyNamed : public kodo::WorkUnit<BadlyNamed> {
+ public:
+  static constexpr const char* checkpoint_name = "two words";
+  explicit BadlyNamed(const kodo::UnitInit<BadlyNamed>& init) : WorkUnit(init) {}
+  template <class State>
+  void state(State& s) {
+    s("step", step_);
+  }
+
+ private:
+  std::int64_t step_ = 0;
 };
 
 int write(kodo::Runtime& runtime, const std::string& dir, std::int64_t steps) {
@@ -333,6 +348,10 @@ int main(int argc, char** argv) {
     return forge(args[1], std::stoi(args[2]), args[3]);
   if (args.size() == 4 + 1 && args[0] == "forge-unit")
     return forge_unit(args[1], std::stoi(args[2]), args[3], args[4]);
+  if (args.size() == 1 && args[0] == "typeid-name") {
+    std::puts(typeid(Cell).name());  // what a checkpoint named Cell by before checkpoint_name
+    return 0;
+  }
   if (args.size() == 1 + 1 && args[0] == "verify-xxh3") {
     try {
       return verify_xxh3(args[1]);
@@ -345,11 +364,17 @@ int main(int argc, char** argv) {
   if (args.size() < 2) {
     std::fprintf(
         stderr,
-        "usage: checkpoint_program write|read|read-renamed|kill|kill-moving|inside-run DIR ...\n");
+        "usage: checkpoint_program write|write-badly-named|read|read-renamed|kill|kill-moving|"
+        "inside-run DIR ...\n");
     return 2;
   }
   try {
     if (args[0] == "write" && args.size() == 3) return write(runtime, args[1], std::stoll(args[2]));
+    if (args[0] == "write-badly-named") {
+      auto units = kodo::Collection<BadlyNamed>::create(runtime, kShape);
+      kodo::write_checkpoint(runtime, args[1], {"checkpoint_program", {}}, units);
+      return 0;
+    }
     if (args[0] == "kill") {
       kill_rank = runtime.size() > 1 ? 1 : 0;
       return write(runtime, args[1], 2);

@@ -99,6 +99,21 @@ case $case in
     else
       echo "checkpoint_test: no xxhsum: the checksums are checked by the library only"
     fi
+    # The unit type is recorded by the name the type gives (Cell::checkpoint_name); a
+    # checkpoint that names it by its typeid name (as written before it had one) reads
+    # too, one of another type does not, and a name that is not one word is refused.
+    manifest="$work/p/$(cut -d' ' -f1 "$work/p/latest")/manifest"
+    [[ $(awk '$1 == "collection" { print $NF }' "$manifest") == checkpoint_program::Cell ]] ||
+      fail "the collection line names no checkpoint_program::Cell: $(grep '^collection' "$manifest")"
+    mangled=$("$program" typeid-name) || fail "typeid-name"
+    forge_line "$work/p" '$1 == "collection"' "\$NF = \"$mangled\"; print"
+    run 2 "$program" read "$work/p"
+    expect "restored 7 units at step 3"
+    forge_line "$work/p" '$1 == "collection"' '$NF = "other::Cell"; print'
+    fails "holds collection 0 with units of type 'other::Cell', not checkpoint_program::Cell" \
+      2 "$program" read "$work/p"
+    fails "a unit type's checkpoint_name must be 1 to 200 printable characters without spaces, not 'two words'" \
+      2 "$program" write-badly-named "$work/bad-name"
     ;;
   jacobi)
     for warmup in 0 5; do

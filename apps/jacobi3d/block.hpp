@@ -114,6 +114,8 @@ struct BlockConfig {
 // the buffers of n are free again when n + 2 needs them.
 class JacobiBlock : public kodo::WorkUnit<JacobiBlock> {
  public:
+  // What checkpoints call this type (kodo/tasking/checkpoint.hpp).
+  static constexpr const char* checkpoint_name = "jacobi3d::Block";
   JacobiBlock(const kodo::UnitInit<JacobiBlock>& init, const BlockConfig& config);
 
   // The rank program: an iteration of parity plan.phase() (kodo::StepProgram), and the

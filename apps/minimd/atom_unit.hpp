@@ -125,6 +125,8 @@ struct SavedAtoms {
 
 class AtomUnit : public kodo::WorkUnit<AtomUnit> {
  public:
+  // What checkpoints call this type (kodo/tasking/checkpoint.hpp).
+  static constexpr const char* checkpoint_name = "minimd::AtomUnit";
   AtomUnit(const kodo::UnitInit<AtomUnit>& init, const Setup& setup);
 
   // Entry methods of the main program, in this order: each contributes one reduction

@@ -71,6 +71,14 @@ void CheckpointWrite::add_collection(std::uint32_t id, const Extent3& shape,
                                      const char* unit_type) {
   for (const auto& c : collections_)
     if (c.id == id) throw Error(cat("collection ", id, " is listed twice in a checkpoint"));
+  // One word of the manifest's collection line.
+  const std::string_view name(unit_type);
+  if (name.empty() || name.size() > 200 ||
+      std::any_of(name.begin(), name.end(), [](char ch) { return ch <= ' ' || ch > '~'; }))
+    throw Error(
+        cat("a unit type's checkpoint_name must be 1 to 200 printable characters "
+            "without spaces, not ",
+            detail::quoted_excerpt(name)));
   collections_.push_back({id, shape, unit_type, {}});
 }
 
@@ -274,13 +282,13 @@ std::int64_t Checkpoint::integer(std::string_view key) const {
   return *n;
 }
 
-const detail::SavedCollectionRecord& Checkpoint::find(std::uint32_t id,
-                                                      const char* unit_type) const {
+const detail::SavedCollectionRecord& Checkpoint::find(std::uint32_t id, const char* name,
+                                                      const char* typeid_name) const {
   for (const auto& r : collections_) {
     if (r.id != id) continue;
-    if (r.unit_type != unit_type)
+    if (r.unit_type != name && r.unit_type != typeid_name)
       throw Error(cat("checkpoint ", path_, " holds collection ", id, " with units of type ",
-                      detail::quoted_excerpt(r.unit_type), ", not ", unit_type));
+                      detail::quoted_excerpt(r.unit_type), ", not ", name));
     return r;
   }
   throw Error(cat("checkpoint ", path_, " holds no collection ", id));

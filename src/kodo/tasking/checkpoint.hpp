@@ -39,6 +39,13 @@
 /// checkpoint is removed after that. A job killed while writing leaves the previous
 /// checkpoint named in latest, intact. Files are in the writing machine's byte order.
 ///
+/// A collection's unit type is recorded by the name the type gives as a static member,
+/// `static constexpr const char* checkpoint_name = "jacobi3d::Block";` (printable ASCII,
+/// no space, at most 200 bytes), which stays valid across compilers and renames; a type
+/// without one is recorded by the compiler's typeid name, which another compiler or a
+/// rename changes. A restore accepts either name of its type, so checkpoints written before
+/// the type had a name still read.
+///
 /// Every failure (a missing, truncated, corrupted or incompatible checkpoint, a full disk)
 /// throws kodo::Error on every rank, naming the file and the problem.
 
@@ -49,6 +56,7 @@
 #include <kodo/tasking/runtime.hpp>
 #include <kodo/tasking/unit_state.hpp>
 
+#include <concepts>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -127,6 +135,17 @@ std::uint64_t checkpoint_checksum(const void* data, std::uint64_t bytes);
 // checkpoints are collective calls of the main program.
 void require_main_program(Runtime& runtime, const char* call);
 
+// The name a checkpoint records unit type U by: U::checkpoint_name, else typeid(U).name().
+template <class U>
+const char* checkpoint_name_of() {
+  if constexpr (requires {
+                  { U::checkpoint_name } -> std::convertible_to<const char*>;
+                })
+    return U::checkpoint_name;
+  else
+    return typeid(U).name();
+}
+
 // Reads one unit of a checkpoint from its rank file, checked, and restores `visit`'s
 // fields from it.
 void read_unit(CheckpointReader& files, const SavedCollectionRecord& collection,
@@ -145,7 +164,7 @@ CheckpointReport write_checkpoint(Runtime& runtime, const std::string& dir,
   std::string problem;
   try {
     auto one = [&]<class V>(const Collection<V>& c) {
-      write.add_collection(c.id(), c.shape(), typeid(V).name());
+      write.add_collection(c.id(), c.shape(), detail::checkpoint_name_of<V>());
       c.for_each_local([&](V& unit) {
         write.write_unit(c.id(), c.shape().linear(unit.index()),
                          [&](detail::StateWriter& s) { unit.state(s); });
@@ -206,7 +225,8 @@ class Checkpoint {
   /// kodo::Error when the checkpoint has none or it holds another unit type.
   template <class U>
   SavedCollection collection(const Collection<U>& c) const {
-    return SavedCollection(files_.get(), &find(c.id(), typeid(U).name()));
+    return SavedCollection(files_.get(),
+                           &find(c.id(), detail::checkpoint_name_of<U>(), typeid(U).name()));
   }
 
   /// Collective: restores every local unit of `c` from its saved state; the unit grid
@@ -237,7 +257,9 @@ class Checkpoint {
   }
 
  private:
-  const detail::SavedCollectionRecord& find(std::uint32_t id, const char* unit_type) const;
+  // Collection `id`, whose unit type must be recorded as `name` or `typeid_name`.
+  const detail::SavedCollectionRecord& find(std::uint32_t id, const char* name,
+                                            const char* typeid_name) const;
   void require_main_program(const char* call) const {
     if (runtime_ == nullptr) throw Error(detail::cat(call, ": no checkpoint was opened"));
     detail::require_main_program(*runtime_, call);
