@@ -2,12 +2,15 @@
 # SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # The API reference: doxygen over the public headers (kodo's HEADERS file set, the
 # installed ones, with the generated <kodo/version.hpp>), kodo::detail and the detail/
-# folders left out (docs/Doxyfile.in). Target `docs` writes it to docs/api/html in the
-# build directory; CTest api_reference_complete (test/check_api_reference.cmake) runs the
-# same and fails on any public name without a /// comment. Without doxygen neither exists.
+# folders left out (docs/Doxyfile.in), with README.md and the guides as pages. Target
+# `docs` writes it to docs/api/html in the build directory; CTest api_reference_complete
+# (test/check_api_reference.cmake) runs the same and fails on any public name without a
+# /// comment. Without doxygen (or awk, which runs the filter kodoDocsFilter.awk) neither
+# exists.
 find_program(KODO_DOXYGEN doxygen)
-if(NOT KODO_DOXYGEN)
-  message(STATUS "kodo: doxygen not found: no `docs` target, and CTest api_reference_complete is not registered")
+find_program(KODO_AWK NAMES awk gawk mawk)
+if(NOT KODO_DOXYGEN OR NOT KODO_AWK)
+  message(STATUS "kodo: doxygen or awk not found: no `docs` target, and CTest api_reference_complete is not registered")
   return()
 endif()
 
@@ -22,6 +25,17 @@ foreach(header IN LISTS kodo_header_set)
     list(APPEND KODO_DOCS_HEADERS ${header})
   endif()
 endforeach()
+# The pages beside the front page (docs/api_reference.md links to them): the README and
+# the guides, with the pages they link to (a link to a page left out fails the run).
+set(KODO_DOCS_PAGES)
+foreach(page README.md docs/porting.md docs/architecture.md docs/performance.md
+             perf/README.md docs/releasing.md)
+  string(APPEND KODO_DOCS_PAGES " \"${PROJECT_SOURCE_DIR}/${page}\"")
+endforeach()
+# The filter's command, its paths quoted for doxygen's quoted FILTER_PATTERNS (\" inside).
+set(kodo_q "\\\"")
+set(KODO_DOCS_FILTER "${kodo_q}${KODO_AWK}${kodo_q} -v ${kodo_q}root=${PROJECT_SOURCE_DIR}${kodo_q}")
+string(APPEND KODO_DOCS_FILTER " -f ${kodo_q}${PROJECT_SOURCE_DIR}/cmake/kodoDocsFilter.awk${kodo_q}")
 set(KODO_DOCS_DIR ${PROJECT_BINARY_DIR}/docs/api)
 configure_file(${PROJECT_SOURCE_DIR}/docs/Doxyfile.in ${PROJECT_BINARY_DIR}/docs/Doxyfile @ONLY)
 add_custom_target(docs COMMAND ${KODO_DOXYGEN} ${PROJECT_BINARY_DIR}/docs/Doxyfile

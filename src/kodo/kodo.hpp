@@ -5,25 +5,48 @@
 /// kodo: overdecomposed work units over Kokkos, MPI and UCX. Include this header.
 ///
 /// The public surface, every name in kodo:: (names in kodo::detail are internal):
-/// - Runtime; Collection, WorkUnit, UnitInit, UnitRef; the reduction operations Sum,
-///   Min and Max;
-/// - Channel, CommMode (parse_comm_mode, to_string), ReceiveRing and Arrival,
-///   data_ready and DataReady;
-/// - Stream, StreamPool, ExecutionSpace, CompletionSource (when_done), host_build;
-///   Placement and describe();
-/// - split_grid, CutCosts, block_range and Range; Index3 and Extent3 (operator<<);
-/// - Error, fatal and print_error;
-/// - version() and commit(), with KODO_VERSION and KODO_VERSION_AT_LEAST (version.hpp);
-/// - settings(), settings_listing(), SettingInfo and SettingKind: the KODO_* variables;
-/// - Serializer, ByteWriter, ByteReader, pack, unpack and Bytes, for types of one's own
+/// - @ref kodo::Runtime "Runtime"; @ref kodo::Collection "Collection",
+///   @ref kodo::WorkUnit "WorkUnit", @ref kodo::UnitInit "UnitInit",
+///   @ref kodo::UnitRef "UnitRef"; the reduction operations @ref kodo::Sum "Sum",
+///   @ref kodo::Min "Min" and @ref kodo::Max "Max";
+/// - @ref kodo::Channel "Channel", @ref kodo::CommMode "CommMode"
+///   (@ref kodo::parse_comm_mode "parse_comm_mode", @ref kodo::to_string "to_string"),
+///   @ref kodo::ReceiveRing "ReceiveRing" and @ref kodo::Arrival "Arrival",
+///   @ref kodo::data_ready "data_ready" and @ref kodo::DataReady "DataReady";
+/// - @ref kodo::Stream "Stream", @ref kodo::StreamPool "StreamPool",
+///   @ref kodo::ExecutionSpace "ExecutionSpace", @ref kodo::CompletionSource
+///   "CompletionSource" (@ref kodo::WorkUnit::when_done "when_done"),
+///   @ref kodo::host_build "host_build"; @ref kodo::Placement "Placement" and
+///   @ref kodo::describe "describe()";
+/// - @ref kodo::split_grid "split_grid", @ref kodo::CutCosts "CutCosts",
+///   @ref kodo::block_range "block_range" and @ref kodo::Range "Range";
+///   @ref kodo::Index3 "Index3" and @ref kodo::Extent3 "Extent3"
+///   (@ref kodo::operator<< "operator<<");
+/// - @ref kodo::Error "Error", @ref kodo::fatal "fatal" and
+///   @ref kodo::print_error "print_error";
+/// - @ref kodo::version "version()" and @ref kodo::commit "commit()", with
+///   @ref KODO_VERSION "KODO_VERSION" and @ref KODO_VERSION_AT_LEAST
+///   "KODO_VERSION_AT_LEAST" (version.hpp);
+/// - @ref kodo::settings "settings()", @ref kodo::settings_listing "settings_listing()",
+///   @ref kodo::SettingInfo "SettingInfo" and @ref kodo::SettingKind "SettingKind": the
+///   KODO_* variables;
+/// - @ref kodo::Serializer "Serializer", @ref kodo::ByteWriter "ByteWriter",
+///   @ref kodo::ByteReader "ByteReader", @ref kodo::pack "pack",
+///   @ref kodo::unpack "unpack" and @ref kodo::Bytes "Bytes", for types of one's own
 ///   in messages;
-/// - write_checkpoint, Checkpoint, SavedCollection, CheckpointInfo and CheckpointReport;
+/// - @ref kodo::write_checkpoint "write_checkpoint", @ref kodo::Checkpoint "Checkpoint",
+///   @ref kodo::SavedCollection "SavedCollection", @ref kodo::CheckpointInfo
+///   "CheckpointInfo" and @ref kodo::CheckpointReport "CheckpointReport";
 ///   restoring<State> for a unit's state() (unit_state.hpp);
-/// - StepProgram, StepPlan, StepWork and StepProgramOptions (a rank's unit steps as one
-///   device program);
-/// - Task, receive, when_all, Reduced and AwaitableRing: entry methods written as C++20
-///   coroutines (task.hpp; WorkUnit's when_done(source) and all_reduce are awaited in
-///   them, and an AwaitableRing's transfers by number).
+/// - @ref kodo::StepProgram "StepProgram", @ref kodo::StepPlan "StepPlan",
+///   @ref kodo::StepWork "StepWork" and @ref kodo::StepProgramOptions
+///   "StepProgramOptions" (a rank's unit steps as one device program);
+/// - @ref kodo::Task "Task", @ref kodo::receive "receive", @ref kodo::when_all "when_all",
+///   @ref kodo::Reduced "Reduced" and @ref kodo::AwaitableRing "AwaitableRing": entry
+///   methods written as C++20 coroutines (task.hpp; @ref kodo::WorkUnit "WorkUnit"'s
+///   @ref kodo::WorkUnit::when_done "when_done(source)" and
+///   @ref kodo::WorkUnit::all_reduce "all_reduce" are awaited in them, and an
+///   @ref kodo::AwaitableRing "AwaitableRing"'s transfers by number).
 
 /// @namespace kodo
 /// kodo's public names (those in kodo::detail are internal).
