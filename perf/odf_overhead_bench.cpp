@@ -203,7 +203,8 @@ int main(int argc, char** argv) {
   if (root)
     csv = std::make_unique<perf::Csv>(
         csv_file, argc, argv,
-        "path,ranks,odf,units,face,steps,us_per_step,us_per_unit_step,graphs,build_ms,errors");
+        "path,ranks,odf,units,face,steps,us_per_step,us_per_unit_step,graphs,build_ms,"
+        "recorded_turns,errors");
   int failed = 0;
   for (const std::string& path : paths) {
     for (const std::int64_t odf : odfs) {
@@ -231,6 +232,7 @@ int main(int argc, char** argv) {
       };
       run_steps((steps / 10 + 2) / 2 * 2);  // warm-up, even: the faces alternate 0, 1, 0, ...
       MPI_Barrier(runtime.comm());
+      const std::uint64_t recorded_before = runtime.recording().turns;
       const double t0 = perf::seconds();
       run_steps(steps - steps % 2);
       const double per_step = (perf::seconds() - t0) / static_cast<double>(steps - steps % 2) * 1e6;
@@ -242,10 +244,11 @@ int main(int argc, char** argv) {
         char line[256];
         std::snprintf(line, sizeof line,
                       "%s,%d,%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
-                      ",%.2f,%.3f,%s,%.2f,%" PRId64,
+                      ",%.2f,%.3f,%s,%.2f,%" PRIu64 ",%" PRId64,
                       path.c_str(), runtime.size(), odf, shape.size(), face, steps - steps % 2,
                       per_step, per_step / static_cast<double>(odf),
-                      program && program->replays_graphs() ? "yes" : "no", build_ms, all);
+                      program && program->replays_graphs() ? "yes" : "no", build_ms,
+                      runtime.recording().turns - recorded_before, all);
         csv->row(line);
       }
     }

@@ -278,7 +278,16 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
   }
 
   int failed = 0;
+  const kodo::RecordingReport recorded = runtime.recording();
   if (root) {
+    if (recorded.turns > 0)
+      std::printf("recorded turns (rank 0): %" PRIu64 ", %" PRIu64
+                  " of them as an updated program, %" PRIu64 " programs built, %" PRIu64
+                  " ended early%s%s\n",
+                  recorded.turns, recorded.reused, recorded.instantiated, recorded.ended_early,
+                  recorded.on ? "" : "; then stopped: ", recorded.off_because.c_str());
+    else
+      std::printf("recorded turns: none (%s)\n", recorded.off_because.c_str());
     std::printf("init time: %.6f s\n", init_seconds);
     std::printf("total time: %.6f s%s\n", total_seconds,
                 opt.checkpoint_every > 0 ? " (checkpoint writing excluded)" : "");
@@ -343,6 +352,10 @@ int main(int argc, char** argv) {
     if (opt.overlap && (opt.graphs || opt.fusion != jacobi::Fusion::none))
       throw std::invalid_argument(
           "--overlap has its own kernels: it takes no --fusion or --graphs");
+    if (opt.graphs && opt.path == "unit" && runtime.recording().on)
+      throw std::invalid_argument(
+          "--graphs submits Kokkos graphs on the blocks' streams, which CUDA refuses while kodo "
+          "records a turn: run it with KODO_RECORD=off");
     if (opt.odf > (std::int64_t{1} << 30) / runtime.size())
       throw std::invalid_argument("--odf " + std::to_string(opt.odf) + " on " +
                                   std::to_string(runtime.size()) +

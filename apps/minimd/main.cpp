@@ -448,7 +448,15 @@ int run(kodo::Runtime& runtime, const Options& opt, const kodo::Extent3& units,
   MPI_Allreduce(MPI_IN_PLACE, split, 3, MPI_DOUBLE, MPI_MAX, runtime.comm());
   const double rate =
       total > 0 ? static_cast<double>(natoms) * static_cast<double>(steps_run) / total : 0;
+  const kodo::RecordingReport recorded = runtime.recording();
   if (root) {
+    if (recorded.turns > 0)
+      std::printf("# Recorded turns (rank 0): %" PRIu64 ", %" PRIu64 " programs built, %" PRIu64
+                  " ended early%s%s\n",
+                  recorded.turns, recorded.instantiated, recorded.ended_early,
+                  recorded.on ? "" : "; then stopped: ", recorded.off_because.c_str());
+    else
+      std::printf("# Recorded turns: none (%s)\n", recorded.off_because.c_str());
     std::printf("\n# Performance Summary:\n");
     if (opt.sync)
       std::printf("# %.4e atom-steps/s: %" PRId64 " atoms, %" PRId64

@@ -17,7 +17,9 @@
 ///   @ref kodo::ExecutionSpace "ExecutionSpace", @ref kodo::CompletionSource
 ///   "CompletionSource" (@ref kodo::WorkUnit::when_done "when_done"),
 ///   @ref kodo::host_build "host_build"; @ref kodo::Placement "Placement" and
-///   @ref kodo::describe "describe()";
+///   @ref kodo::describe "describe()"; @ref kodo::RecordingReport "RecordingReport"
+///   (@ref kodo::Runtime::recording "Runtime::recording()": each turn's device work
+///   recorded and launched as one graph);
 /// - @ref kodo::split_grid "split_grid", @ref kodo::CutCosts "CutCosts",
 ///   @ref kodo::block_range "block_range" and @ref kodo::Range "Range";
 ///   @ref kodo::Index3 "Index3" and @ref kodo::Extent3 "Extent3"
@@ -52,6 +54,7 @@
 /// kodo's public names (those in kodo::detail are internal).
 
 #include <kodo/backends/placement.hpp>
+#include <kodo/backends/recording.hpp>
 #include <kodo/backends/stream.hpp>
 #include <kodo/comm/channel.hpp>
 #include <kodo/comm/serialize.hpp>

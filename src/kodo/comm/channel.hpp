@@ -40,7 +40,9 @@
 ///   the route when it is opened before the scheduler's next message after its channel
 ///   opened (in the same constructor or entry method); the peer's sends wait that long to
 ///   learn the route, and a channel without a ring then goes by UCX.
-/// - units on the same rank: a device copy on the sending end's stream, no UCX.
+/// - units on the same rank: a device copy on the sending end's stream, no UCX. In a
+///   recorded turn (recording.hpp) a copy between device views is handed to both ends once
+///   the turn's graph is launched: work either end issues from then on follows the copy.
 /// - CommMode::host_staged (for comparison, or networks without GPU support): the
 ///   sender copies the view to pinned host memory on its stream, sends from there, and
 ///   the receiver copies from pinned host memory into the view on its stream.
@@ -117,6 +119,7 @@ struct Message;
 class ViewPool;
 class TransportStaging;
 class RankProgram;  // tasking/step_program.hpp: opens channels for its units
+class Recording;    // backends/detail/recording.hpp
 
 // Who is who among a runtime's links (channel_end.hpp, link_messages.cpp): the numbers this rank
 // gave the links it receives on, the numbers peers gave the links it sends on, the same-rank ends,
@@ -160,6 +163,8 @@ class ChannelHost {
   // Ends the job from the scheduler loop, with `what` printed here and by `rank` too
   // (a transfer that does not fit is both ends' concern).
   [[noreturn]] virtual void fail_with_peer(int rank, const std::string& what) = 0;
+  // The recording of the rank's turns (recording.hpp), or null once the runtime ends.
+  virtual Recording* recording() = 0;
 
  protected:
   ~ChannelHost() = default;

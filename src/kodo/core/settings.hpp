@@ -47,7 +47,7 @@ struct SettingInfo {
 };
 
 /// Every setting kodo reads.
-inline constexpr std::array<SettingInfo, 15> kSettings{{
+inline constexpr std::array<SettingInfo, 16> kSettings{{
     {"KODO_STREAMS",
      SettingKind::count,
      1,
@@ -102,6 +102,9 @@ inline constexpr std::array<SettingInfo, 15> kSettings{{
      "moving units' views travel in pieces of this size, through slots that GPU builds keep "
      "for the job once units have moved (4 a rank receives into between ranks of one node, "
      "else 4 each way; host builds: at most 256 KiB between ranks of one node)"},
+    {"KODO_RECORD", SettingKind::choice, 0, 0, "auto|on|off", "auto", false,
+     "record each turn's device work and launch it as one graph: auto (CUDA builds), on (the "
+     "host backend groups it, for tests), off"},
     {"KODO_UCX_ERROR_MODE", SettingKind::choice, 0, 0, "none|peer", "none", true,
      "peer: UCX reports a dead peer, and kodo names it (a little slower)"},
     {"KODO_DEVICE_WAIT_SECONDS",

@@ -254,6 +254,8 @@ void Runtime::when_done(CompletionSource& source, std::function<void()> continua
 
 void Runtime::run() { scheduler_->run(); }
 
+RecordingReport Runtime::recording() const { return scheduler_->recording_report(); }
+
 std::uint32_t Runtime::collection_count() const { return scheduler_->collection_count(); }
 detail::CollectionBase& Runtime::collection(std::uint32_t id) { return scheduler_->collection(id); }
 void Runtime::post(int rank, detail::Message&& message) {

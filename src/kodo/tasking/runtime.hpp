@@ -7,6 +7,7 @@
 /// WorkUnit (work_unit.hpp); the main program uses what is public here.
 
 #include <kodo/backends/placement.hpp>
+#include <kodo/backends/recording.hpp>
 #include <kodo/backends/stream.hpp>
 #include <kodo/core/error.hpp>
 
@@ -105,6 +106,9 @@ class Runtime {
   /// running. Returns on every rank together. Throws kodo::Error if the job went quiet
   /// with a reduction that some units never contributed to, or with tasks waiting.
   void run();
+  /// What this rank's recording of its turns did so far (recording.hpp): whether it
+  /// records, why not, and how many turns ran as one device program.
+  RecordingReport recording() const;
 
  private:
   template <class U>

@@ -223,11 +223,14 @@ RankProgram::RankProgram(Runtime& runtime, std::uint32_t collection, const Exten
   // Its graphs hold the collection's views and the peers' mapped buffers: a migration has
   // them let go before it closes the links and frees the memory (migration.hpp).
   runtime.collection(collection).before_migration[this] = [this] { let_go(); };
+  // It records and launches graphs of its own: turns are not recorded while it exists.
+  if (Recording* r = m.host->recording()) r->hold();
 }
 
 RankProgram::~RankProgram() {
   runtime_.collection(impl_->collection).before_migration.erase(this);
   let_go();
+  if (Recording* r = impl_->host->recording()) r->release();
 }
 
 void RankProgram::let_go() {

@@ -9,6 +9,7 @@
 
 #include <kodo/backends/detail/native.hpp>
 
+#include <kodo/backends/cuda/check.hpp>
 #include <kodo/backends/detail/channel_kernels.hpp>
 #include <kodo/core/error.hpp>
 
@@ -23,26 +24,6 @@
 #include <vector>
 
 namespace kodo::backend {
-namespace {
-
-// A failed call becomes an Error naming the call and where it was made.
-void check(cudaError_t e, const char* call,
-           std::source_location at = std::source_location::current()) {
-  if (e != cudaSuccess)
-    throw Error(detail::call_failed("CUDA", call, at.file_name(), static_cast<int>(at.line()),
-                                    cudaGetErrorString(e)));
-}
-void check(CUresult r, const char* call,
-           std::source_location at = std::source_location::current()) {
-  if (r != CUDA_SUCCESS) {
-    const char* s = nullptr;
-    cuGetErrorString(r, &s);
-    throw Error(detail::call_failed("CUDA", call, at.file_name(), static_cast<int>(at.line()),
-                                    s ? s : "unknown error"));
-  }
-}
-
-}  // namespace
 
 const char* name() { return "cuda"; }
 

@@ -169,6 +169,34 @@ void launch_graph(NativeStream stream, NativeGraphExec exec);
 // Enqueues `copies` on `stream`, one after another (no graph).
 void enqueue_copies(NativeStream stream, const std::vector<DeviceCopy>& copies);
 
+// --- recorded steps (backends/detail/recording.hpp) ----------------------------------------
+
+// Whether work issued on streams can be recorded as it is issued (stream capture) and
+// launched as one graph: CUDA. HIP and the host backend: false.
+bool capture_supported();
+// Starts recording what is issued on `origin` and on every stream that waits for it
+// (relaxed: Kokkos may allocate or ask for kernel attributes while recording).
+void begin_capture(NativeStream origin);
+// Ends the recording begun on `origin`: the graph of what was issued, or null if nothing
+// was. Throws kodo::Error if the recording failed (a call that cannot be recorded, such
+// as a wait for the device, was made on a recorded stream).
+using CapturedGraph = void*;
+CapturedGraph end_capture(NativeStream origin);
+void destroy_captured(CapturedGraph graph);
+// Gives `exec` the work of `graph` if their shapes match (the same nodes and edges; only
+// parameters differ); false, and `exec` unchanged, if not.
+bool update_exec(NativeGraphExec exec, CapturedGraph graph);
+NativeGraphExec instantiate_captured(CapturedGraph graph);
+// `stream` waits (on the device) for the latest record of `event`.
+void wait_event(NativeStream stream, NativeEvent event);
+// Whether a copy from or to `p` may be recorded: device memory, or host memory the device
+// can address (pinned). Pageable host memory cannot be.
+bool recordable_memory(const void* p);
+// Where `event` stands: reached (or never recorded), pending, or last recorded while
+// being captured (a graph holds that record, and a wait for it on the host fails).
+enum class EventState { reached, pending, captured };
+EventState event_state(NativeEvent event);
+
 // Transfers with another rank made by a graph's own nodes, over a same-node route (the
 // link words and buffers of enqueue_wait and enqueue_copy_and_publish). A recorded step
 // is replayed for many steps, so its nodes work out which transfer they handle on the

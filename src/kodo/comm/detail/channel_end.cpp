@@ -4,6 +4,8 @@
 // directly between units of one rank, and closing (channel_end.hpp).
 #include <kodo/comm/detail/channel_end.hpp>
 
+#include <kodo/backends/detail/recording.hpp>
+
 namespace kodo::detail {
 
 std::shared_ptr<ChannelRegistry> make_channel_registry() {
@@ -50,7 +52,12 @@ void ChannelEnd::start_send(Send t) {
     copy_bytes(link.stream->space(), segment_of(staging), from, from.bytes);
     from = Segment{staging.data(), t.segment.bytes, MemoryKind::host};
   }
-  const bool ready = t.ready && !staging.data();
+  // Data handed over from a recorded turn may still be on its way (recording.hpp): a send
+  // of device memory then waits for its stream even when told the data is ready.
+  const Recording* recording = host->recording();
+  const bool recorded = recording && recording->on() && !recording->groups() &&
+                        t.segment.kind != MemoryKind::host;
+  const bool ready = t.ready && !staging.data() && !recorded;
   auto start = [self_ptr, tag, from, staging, t = std::move(t)]() mutable {
     self_ptr->host->transport().tag_send(
         self_ptr->link.peer_rank, tag, from,
@@ -131,10 +138,22 @@ void ChannelEnd::match_local() {
     Stream& order = *from.stream;
     if (bytes != 0) copy_bytes(order.space(), into.segment, from.segment, bytes);
     ChannelHost* h = host;
-    h->when_done(order, [h, bytes, into = std::move(into), from = std::move(from)]() mutable {
+    auto hand_over = [h, bytes, into = std::move(into), from = std::move(from)]() mutable {
       h->queue_callback(std::move(into.done), bytes);
       if (from.done) h->queue_callback(std::move(from.done));
-    });
+    };
+    // In a recorded turn, a copy between device views is in the turn's graph, and all
+    // work issued after the graph's launch runs after it on every stream: both ends learn
+    // of the transfer then, without waiting for the device. (The host may read a host or
+    // managed view as soon as it learns: that waits for the copy. On the host backend,
+    // whose recordings only group a turn's work, every copy was made in the call.)
+    Recording* recording = h->recording();
+    auto device_only = [](MemoryKind k) { return k == MemoryKind::cuda || k == MemoryKind::rocm; };
+    if (recording && recording->open() &&
+        (recording->groups() || (device_only(into.segment.kind) && device_only(from.segment.kind))))
+      recording->after_launch(std::move(hand_over));
+    else
+      h->when_done(order, std::move(hand_over));
   }
 }
 

@@ -3,6 +3,7 @@
 // The same-node route of a channel end: rings in the receiver's node segment, offered,
 // accepted or refused, filled by the sender's copies and polled by both ranks
 // (channel_end.hpp).
+#include <kodo/backends/detail/recording.hpp>
 #include <kodo/comm/detail/channel_end.hpp>
 
 #include <algorithm>
@@ -209,6 +210,16 @@ void ChannelEnd::publish(Send t) {
   backend::DeviceWait free{};
   if (t.transfer >= out.to.size())
     free = device_wait(true, out.device_words, kConsumedWord, t.transfer + 1 - out.to.size());
+  if (Recording* r = host->recording()) {
+    // A graph after a wait for another rank would hold the rank's next turn behind it,
+    // which that rank may wait for (not a wait already over, nor the host backend's,
+    // which holds the transfer instead); a copy from host memory cannot be recorded.
+    if (free.word && r->on() && !backend::streams_run_in_call() &&
+        load_word(out.words + kConsumedWord) + out.to.size() <= t.transfer)
+      r->stop("a stream waits on the device for another rank (the same-node route)");
+    else if (r->open() && t.segment.kind == MemoryKind::host)
+      r->close_early();
+  }
   backend::enqueue_copy_and_publish(
       link.stream->native_handle(), free, out.to[b], t.segment.data, t.segment.bytes,
       t.segment.kind != MemoryKind::host,
@@ -267,6 +278,8 @@ void ChannelEnd::wait_on_stream(Stream& stream, std::uint64_t transfer) {
   const backend::DeviceWait w =
       device_wait(false, node_in->device_words, kArrivedWord, transfer + 1);
   if (!backend::streams_run_in_call()) {
+    if (Recording* r = host->recording(); r && r->on())
+      r->stop("a stream waits on the device for another rank (the same-node route)");
     backend::enqueue_wait(stream.native_handle(), w);
     return;
   }

@@ -4,6 +4,8 @@
 // channel end, handed over in transfer order and released in order (channel_end.hpp).
 #include <kodo/comm/detail/receive_ring.hpp>
 
+#include <kodo/backends/detail/recording.hpp>
+
 #include <algorithm>
 
 namespace kodo::detail {
@@ -29,9 +31,18 @@ void release_ring(RingCore* core, Stream* stream, std::uint64_t transfer) {
     return;
   }
   if (!stream) return r.free_buffer(transfer);
-  r.end->host->when_done(*stream, [weak = r.weak_from_this(), transfer] {
+  auto free_it = [weak = r.weak_from_this(), transfer] {
     if (const auto self = weak.lock()) self->free_buffer(transfer);
-  });
+  };
+  // From a unit of this rank, the buffer's next data is a copy issued later on a stream
+  // of the rank: in a recorded turn, that comes after the turn's graph, which holds the
+  // reads `stream` was given (recording.hpp). From another rank it may land at any time.
+  const Segment& buffer = r.buffers[transfer % r.size()];
+  Recording* recording = r.end->host->recording();
+  if (r.end->local() && recording && recording->open() &&
+      (recording->groups() || buffer.kind == MemoryKind::cuda || buffer.kind == MemoryKind::rocm))
+    return recording->after_launch(std::move(free_it));
+  r.end->host->when_done(*stream, std::move(free_it));
 }
 
 void stop_ring(RingCore& core) { core.stopped = true; }

@@ -31,6 +31,12 @@ std::size_t CompletionEngine::poll() {
   return ran;
 }
 
+bool CompletionEngine::ready() const {
+  for (const auto& w : watches_)
+    if (!w.queue.empty() && w.queue.front().mark <= w.source->reached()) return true;
+  return false;
+}
+
 void CompletionEngine::check_health() const {
   for (const auto& w : watches_)
     if (!w.queue.empty()) w.source->check_health();

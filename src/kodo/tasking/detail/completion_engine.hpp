@@ -33,6 +33,8 @@ class CompletionEngine {
 
   // Continuations still waiting.
   std::size_t pending() const { return pending_; }
+  // Whether a poll now would run a continuation (one counter read per busy source).
+  bool ready() const;
 
   // Asks every source with waiting continuations whether its work can still complete;
   // throws kodo::Error if not. For when nothing has completed for a long while.

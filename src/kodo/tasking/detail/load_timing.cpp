@@ -26,6 +26,10 @@ backend::NativeEvent DeviceLoads::take() {
 
 std::size_t DeviceLoads::begin(CollectionBase& collection, std::int64_t slot,
                                backend::NativeStream stream) {
+  if (recording_ && recording_->on())
+    recording_->stop(
+        "units' device times are measured with events (WorkUnit::measure_device_load), which "
+        "a recording cannot hold");
   Call c{&collection, slot, take(), take()};
   backend::record_event(stream, c.start);
   pending_.push_back(c);

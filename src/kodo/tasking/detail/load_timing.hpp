@@ -10,6 +10,7 @@
 // are measured.
 
 #include <kodo/backends/detail/native.hpp>
+#include <kodo/backends/detail/recording.hpp>
 #include <kodo/tasking/collection_base.hpp>
 
 #include <chrono>
@@ -22,7 +23,8 @@ namespace kodo::detail {
 
 class DeviceLoads {
  public:
-  DeviceLoads() = default;
+  // Timing events cannot be recorded: the first call timed stops `recording` (if any).
+  explicit DeviceLoads(Recording* recording = nullptr) : recording_(recording) {}
   ~DeviceLoads() { clear(); }
   DeviceLoads(const DeviceLoads&) = delete;
   DeviceLoads& operator=(const DeviceLoads&) = delete;
@@ -46,6 +48,7 @@ class DeviceLoads {
     bool ended = false;
   };
   backend::NativeEvent take();
+  Recording* recording_;
   std::deque<Call> pending_;
   std::size_t first_ = 0;  // the number begin() gave pending_.front()
   std::vector<backend::NativeEvent> free_;

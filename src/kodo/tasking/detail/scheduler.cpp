@@ -44,6 +44,12 @@ int size_of(MPI_Comm comm) {
   return size;
 }
 
+std::unique_ptr<Recording> make_recording(StreamPool& streams, int rank) {
+  std::string why_off;
+  const Recording::Mode mode = Recording::mode_from_settings(why_off);
+  return std::make_unique<Recording>(streams, mode, std::move(why_off), rank);
+}
+
 }  // namespace
 
 Scheduler::Scheduler(MPI_Comm comm, MPI_Comm wave_comm, StreamPool& streams, bool streams_may_wait,
@@ -52,6 +58,7 @@ Scheduler::Scheduler(MPI_Comm comm, MPI_Comm wave_comm, StreamPool& streams, boo
       rank_(rank_in(comm)),
       size_(size_of(comm)),
       streams_(streams),
+      recording_(make_recording(streams, rank_)),
       termination_(wave_comm),
       reductions_(rank_, [this](int rank, Message&& m) { post(rank, std::move(m)); }),
       stall_limit_(seconds_setting("KODO_STALL_SECONDS")),
@@ -128,6 +135,7 @@ void Scheduler::shutdown() {
   queue_.clear();
   engine_ = CompletionEngine();
   device_loads_.clear();
+  recording_.reset();  // before Kokkos: it holds streams and Kokkos Tools callbacks
   pool_.clear();
   if (const std::string path = trace_.write(rank_); !path.empty() && rank_ == 0)
     print_error("kodo: trace written to " + path + " (and the other ranks' beside it)");
@@ -243,6 +251,7 @@ void Scheduler::run() {
   const ToolRegion region(run_region);
   termination_.reset();
   drain_.mark_dirty();  // the program may have launched work before run()
+  recording_->issued_outside();
   auto idle_since = std::chrono::steady_clock::now();
   for (unsigned idle_turns = 0;;) {
     if (watchdog_.active()) watchdog_.turned();
@@ -309,6 +318,7 @@ void Scheduler::balance_parked() {
     watchdog_.running(true);
     running_ = true;
   }
+  recording_->issued_outside();  // migrations' copies come before the next turn's graph
   // What each rank does alone from here on cannot fail on one rank only and leave the
   // others waiting: a call that cannot be sent ends the job.
   try {
@@ -329,17 +339,29 @@ void Scheduler::drop_parked() {
 bool Scheduler::turn() {
   std::size_t events = 0;
   try {
-    const std::size_t completed = drain_.poll(engine_);
-    stalls_.observe(completed, engine_);
-    events = completed + transport_->progress();
+    events = transport_->progress();
     if (node_) events += poll_node_links(*channels_, *node_);
   } catch (...) {
     fatal(what_of_current());
   }
-  if (queue_.empty()) return events != 0;
-  drain_.mark_dirty();
+  // What arrived may have been landed or sent on the rank's streams (outside a recording).
+  if (events != 0) recording_->issued_outside();
+  const bool completions = engine_.ready();
+  if (queue_.empty() && !completions) {
+    stalls_.observe(0, engine_);
+    return events != 0;
+  }
+  if (!queue_.empty()) drain_.mark_dirty();  // (a drain's own completion must not)
   static const std::string turn_region = "kodo::turn";
   const ToolRegion turn_region_here(turn_region);
+  // What the turn issues on the rank's streams is recorded and launched as one graph
+  // (recording.hpp); the transport's progress above stays outside it.
+  try {
+    recording_->begin(queue_.size() + (completions ? 1 : 0));
+  } catch (...) {
+    fatal(what_of_current());
+  }
+  poll_engine();
   for (int n = 0; n < kDispatchBatch && !queue_.empty(); ++n) {
     Message m = std::move(queue_.front());
     queue_.pop_front();
@@ -365,15 +387,24 @@ bool Scheduler::turn() {
     // Device work that finished meanwhile continues now, not after the batch: a message
     // that launches kernels takes microseconds, and a batch of them would leave the
     // device idle (the engine reads one counter per busy stream).
-    if (engine_.pending() != 0) {
-      try {
-        drain_.poll(engine_);
-      } catch (...) {
-        fatal(what_of_current());
-      }
-    }
+    if (engine_.pending() != 0) poll_engine();
+  }
+  try {
+    recording_->close();
+  } catch (...) {
+    fatal(what_of_current());
   }
   return true;
+}
+
+void Scheduler::poll_engine() {
+  try {
+    // No health check inside a recording: asking a recorded stream would end it.
+    const std::size_t completed = drain_.poll(engine_);
+    if (completed != 0 || !recording_->open()) stalls_.observe(completed, engine_);
+  } catch (...) {
+    fatal(what_of_current());
+  }
 }
 
 bool Scheduler::job_is_quiet(std::chrono::steady_clock::duration idle_for) {

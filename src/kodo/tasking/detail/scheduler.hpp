@@ -8,6 +8,7 @@
 // checks. Messages from other ranks are checked here against what only this layer
 // knows (collection, unit, handler) before anything is allocated or called.
 
+#include <kodo/backends/detail/recording.hpp>
 #include <kodo/backends/stream.hpp>
 #include <kodo/comm/channel.hpp>
 #include <kodo/comm/detail/transport_staging.hpp>
@@ -100,11 +101,16 @@ class Scheduler final : public ChannelHost {
   ViewPool& pool() override { return pool_; }
   TransportStaging& transport_staging() override { return transport_staging_; }
   [[noreturn]] void fail_with_peer(int rank, const std::string& what) override;
+  Recording* recording() override { return recording_.get(); }
+  RecordingReport recording_report() const {
+    return recording_ ? recording_->report() : RecordingReport{false, "the runtime has ended"};
+  }
 
  private:
   friend struct TestAccess;
   void queue_local(std::unique_ptr<Call> call);  // a rank-local continuation
   bool turn();                                   // one pass of the loop; whether anything happened
+  void poll_engine();                            // runs device-work continuations that are due
   // Looks at the termination wave; `idle_for` is how long this rank has been idle.
   bool job_is_quiet(std::chrono::steady_clock::duration idle_for);
   // With the job quiet and tasks at balance points somewhere: balances each collection
@@ -134,6 +140,9 @@ class Scheduler final : public ChannelHost {
   MPI_Comm comm_;
   int rank_ = 0, size_ = 1;
   StreamPool& streams_;
+  // Each turn's device work as one graph (KODO_RECORD); before the members whose calls
+  // it watches, so it outlives them.
+  std::unique_ptr<Recording> recording_;
   bool running_ = false;
   std::vector<std::unique_ptr<CollectionBase>> collections_;
   std::deque<Message> queue_;  // arrival order, local and remote alike
@@ -151,12 +160,12 @@ class Scheduler final : public ChannelHost {
   bool stall_exit_ = false, stall_reported_ = false;
   Watchdog watchdog_;  // a loop that stops turning inside run() (KODO_STALL_SECONDS)
   std::shared_ptr<ChannelRegistry> channels_ = make_channel_registry();
-  Trace trace_;               // KODO_TRACE
-  ViewPool pool_;             // the views of calls from other ranks (KODO_CALL_POOL_BYTES)
-  DeviceLoads device_loads_;  // units' device time, where their loads are measured
-  TransportStaging transport_staging_;  // a migration's views (transport_staging.hpp)
-  bool stage_host_views_ = false;       // tests: eager data for host views takes the device path
-  bool throw_peer_failures_ = false;    // tests: fail_with_peer throws kodo::Error instead
+  Trace trace_;    // KODO_TRACE
+  ViewPool pool_;  // the views of calls from other ranks (KODO_CALL_POOL_BYTES)
+  DeviceLoads device_loads_{recording_.get()};  // units' device time, where loads are measured
+  TransportStaging transport_staging_;          // a migration's views (transport_staging.hpp)
+  bool stage_host_views_ = false;     // tests: eager data for host views takes the device path
+  bool throw_peer_failures_ = false;  // tests: fail_with_peer throws kodo::Error instead
   std::unique_ptr<UcxTransport> transport_;
   std::unique_ptr<NodeChannels> node_;  // same-node channels (KODO_CHANNELS)
 };

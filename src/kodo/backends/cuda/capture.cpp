@@ -1,0 +1,84 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+// CUDA backend: recorded steps (backends/detail/recording.hpp). The work a scheduler turn
+// issues on a rank's streams is captured into one graph, which then replaces an
+// instantiated one of the same shape (cudaGraphExecUpdate: parameters only) or is
+// instantiated once, and launched.
+
+#include <kodo/backends/cuda/check.hpp>
+#include <kodo/backends/detail/native.hpp>
+
+#include <string>
+
+namespace kodo::backend {
+
+bool capture_supported() { return true; }
+
+void begin_capture(NativeStream origin) {
+  check(cudaStreamBeginCapture(static_cast<cudaStream_t>(origin), cudaStreamCaptureModeRelaxed),
+        "cudaStreamBeginCapture");
+}
+
+CapturedGraph end_capture(NativeStream origin) {
+  cudaGraph_t graph = nullptr;
+  const cudaError_t e = cudaStreamEndCapture(static_cast<cudaStream_t>(origin), &graph);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    if (graph) cudaGraphDestroy(graph);
+    throw Error(std::string("recording a step's device work failed (") + cudaGetErrorString(e) +
+                "): a call that cannot be recorded was made on a rank's stream while kodo "
+                "recorded it; KODO_RECORD=off issues every call as it is made");
+  }
+  std::size_t nodes = 0;
+  check(cudaGraphGetNodes(graph, nullptr, &nodes), "cudaGraphGetNodes");
+  if (nodes == 0) {
+    cudaGraphDestroy(graph);
+    return nullptr;
+  }
+  return graph;
+}
+
+void destroy_captured(CapturedGraph graph) {
+  if (graph) cudaGraphDestroy(static_cast<cudaGraph_t>(graph));
+}
+
+bool update_exec(NativeGraphExec exec, CapturedGraph graph) {
+  cudaGraphExecUpdateResultInfo info{};
+  const cudaError_t e = cudaGraphExecUpdate(static_cast<cudaGraphExec_t>(exec),
+                                            static_cast<cudaGraph_t>(graph), &info);
+  if (e == cudaSuccess) return true;
+  cudaGetLastError();  // cudaErrorGraphExecUpdateFailure: the shapes differ
+  return false;
+}
+
+NativeGraphExec instantiate_captured(CapturedGraph graph) {
+  cudaGraphExec_t exec = nullptr;
+  check(cudaGraphInstantiate(&exec, static_cast<cudaGraph_t>(graph), 0), "cudaGraphInstantiate");
+  return exec;
+}
+
+void wait_event(NativeStream stream, NativeEvent event) {
+  check(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), static_cast<cudaEvent_t>(event), 0),
+        "cudaStreamWaitEvent");
+}
+
+bool recordable_memory(const void* p) {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return a.type != cudaMemoryTypeUnregistered;
+}
+
+EventState event_state(NativeEvent event) {
+  const cudaError_t e = cudaEventQuery(static_cast<cudaEvent_t>(event));
+  if (e == cudaSuccess) return EventState::reached;
+  if (e == cudaErrorNotReady) return EventState::pending;
+  cudaGetLastError();
+  if (e == cudaErrorCapturedEvent) return EventState::captured;
+  check(e, "cudaEventQuery");
+  return EventState::pending;
+}
+
+}  // namespace kodo::backend

@@ -1,0 +1,106 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+#pragma once
+// Recording a rank's turns (recording.hpp says what users see). The scheduler opens a
+// recording before a turn runs anything and closes it when the turn ends; in between,
+// every stream of the pool is captured together: each joins the recording through an
+// event of a stream of its own (the origin), and joins back before it ends. Closing
+// launches the graph on the origin (an instantiated one of the same shape, updated, or a
+// new one), makes every stream of the pool wait for it, and then runs what waited for
+// the launch (same-rank transfers hand over their data then: the next turn's work runs
+// after this graph on every stream).
+//
+// Kokkos Tools callbacks watch what cannot be recorded: a fence (the host waits for the
+// device), a copy to or from pageable host memory, or a free of device memory (a recorded
+// kernel may still use it) closes the recording at once, and the turn goes on
+// unrecorded. (No callback on launches: Kokkos fences the whole device before each one a
+// tool watches.) A kernel launched through Kokkos' constant memory (a functor and policy
+// of 512 bytes or more: its arguments come from one host buffer that the next such launch
+// overwrites) is found at close, by a canary in that buffer, and stops recording on the
+// rank for good; two such launches in one turn cannot be recorded at all (Kokkos' wait for
+// the buffer fails, and the job ends with CUDA's error). So does a stream's wait on the
+// device for another rank (the same-node route): a graph after it would hold the rank's
+// next turn behind it. Other callbacks a tool library set are kept and called first.
+//
+// Work issued outside a recording (a turn not recorded, the transport's progress, the
+// main program) is joined first: the next recording's graph follows it on the origin.
+//
+// On the host backend (mode group) nothing is captured: a turn's work runs as it is
+// issued, and recording only groups it, so that the scheduling it implies (transfers
+// handed over after the turn) is tested where CI runs.
+
+#include <kodo/backends/detail/native.hpp>
+#include <kodo/backends/recording.hpp>
+#include <kodo/backends/stream.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace kodo::detail {
+
+class Recording {
+ public:
+  enum class Mode { off, capture, group };
+  // The mode KODO_RECORD asks for on this backend; `why_off` says why when it is off.
+  static Mode mode_from_settings(std::string& why_off);
+
+  // Records `pool`'s streams; `rank` names the rank in the notice printed on stopping.
+  Recording(StreamPool& pool, Mode mode, std::string why_off, int rank);
+  ~Recording();
+  Recording(const Recording&) = delete;
+  Recording& operator=(const Recording&) = delete;
+
+  // Whether a recording is open (the work issued now is recorded, or grouped).
+  bool open() const { return open_; }
+  // Whether this rank records (or groups) turns: not off, not stopped.
+  bool on() const { return mode_ != Mode::off; }
+  // Whether recordings only group work that ran as it was issued (the host backend).
+  bool groups() const { return mode_ == Mode::group; }
+  // Opens a recording for a turn that starts with `pieces` messages and continuations
+  // to run, unless recording is off or held, or (when capturing) there is just one.
+  void begin(std::size_t pieces);
+  // Closes the open recording, if any: launches what it holds, then runs after_launch's
+  // functions. Throws kodo::Error if the recording failed.
+  void close();
+  // Runs `f` once the open recording's work is launched (at close), or now.
+  void after_launch(std::function<void()> f);
+  // While held (a step program launches its own graphs; units' device times are taken
+  // with events), no recording opens. Closes an open one.
+  void hold();
+  void release() { --holds_; }
+  // Off for the rest of the run, with a one-line notice on standard error. Closes an
+  // open recording first.
+  void stop(const std::string& why);
+  // Work was issued outside a recording (by the main program, a balancer, the rest of a
+  // turn after a fence): the next recording's work is ordered after it.
+  void issued_outside() { join_first_ = true; }
+
+  RecordingReport report() const;
+
+  // The Kokkos Tools callback (recording.cpp) for a fence or a copy that cannot be
+  // recorded: closes the recording, and the turn goes on unrecorded.
+  void close_early();
+
+ private:
+  void check_constant_memory();
+  void launch(backend::CapturedGraph graph);
+  void join_first();
+
+  StreamPool& pool_;
+  Mode mode_;
+  int rank_;
+  bool open_ = false, join_first_ = true;
+  bool captures_ = false;  // the origin, events and programs exist
+  int holds_ = 0;
+  RecordingReport report_;
+  backend::NativeStream origin_ = nullptr;
+  backend::NativeStream default_stream_ = nullptr;  // Kokkos' default instance's (CUDA)
+  backend::NativeEvent origin_event_ = nullptr;
+  std::vector<backend::NativeEvent> stream_events_;  // by stream, pool order
+  std::vector<backend::NativeGraphExec> programs_;   // most recently used first
+  std::vector<std::function<void()>> after_launch_;
+  std::vector<unsigned char> canary_;  // what Kokkos' constant-memory buffer held at begin()
+};
+
+}  // namespace kodo::detail

@@ -1,0 +1,121 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+// Recorded turns (recording.hpp). On the host backend a recording only groups a turn's
+// work (KODO_RECORD=on): these tests check what that grouping implies (same-rank
+// transfers handed over once the turn's work is launched, a fence ending the turn's
+// recording, values equal to an unrecorded run) and the report. ctest runs this binary
+// with KODO_RECORD unset and =on, on 1, 2 and 4 ranks.
+
+#include "test_runtime.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace {
+
+bool recording_asked() {
+  const char* v = std::getenv("KODO_RECORD");
+  return v && std::string_view(v) == "on";
+}
+
+TEST(Recording, TheReportSaysWhetherTheRankRecordsAndWhy) {
+  const kodo::RecordingReport r = test_runtime().recording();
+  if (!kodo::host_build) GTEST_SKIP() << "GPU builds: checked on the device machine";
+  if (recording_asked()) {
+    EXPECT_TRUE(r.on);
+    EXPECT_TRUE(r.off_because.empty()) << r.off_because;
+  } else {
+    EXPECT_FALSE(r.on);
+    EXPECT_NE(r.off_because.find("host backend"), std::string::npos) << r.off_because;
+    EXPECT_EQ(r.turns, 0u);
+  }
+}
+
+// A chain of units passing a count along: each adds its index and sends it on over a
+// channel, in device views (host views on the host backend), `laps` times round a ring.
+// A transfer between units of one rank reaches its receiver in a later turn than its
+// send when turns are recorded: the count must come out the same.
+using Count = Kokkos::View<std::int64_t[1], kodo::ExecutionSpace::memory_space>;
+
+class Relay : public kodo::WorkUnit<Relay> {
+ public:
+  explicit Relay(const kodo::UnitInit<Relay>& init)
+      : WorkUnit(init),
+        stream_(&streams().compute(static_cast<std::size_t>(me()))),
+        next_(open_channel(*stream_, at(me() + 1))),
+        previous_(open_channel(*stream_, at(me() - 1))) {}
+
+  kodo::Task pass(int laps, bool fence_each_lap) {
+    if (me() == 0) next_.send(out_);  // zero, to start
+    for (int lap = 0; lap < laps; ++lap) {
+      co_await kodo::receive(previous_, in_);
+      const std::int64_t add = me() + 1;
+      auto in = in_;
+      auto out = out_;
+      Kokkos::parallel_for(
+          "relay", Kokkos::RangePolicy<kodo::ExecutionSpace>(stream_->space(), 0, 1),
+          KOKKOS_LAMBDA(int) { out(0) = in(0) + add; });
+      if (fence_each_lap) stream_->space().fence("a fence inside a recorded turn");
+      // Unit 0 keeps the count of its last lap; every other count is passed on.
+      if (!(lap == laps - 1 && me() == 0)) next_.send(out_);
+    }
+    co_await when_done(*stream_);
+    auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, out_);
+    final_count = host(0);
+  }
+
+  std::int64_t me() const { return collection().shape().linear(index()); }
+  std::int64_t final_count = -1;
+
+ private:
+  kodo::Index3 at(std::int64_t i) const {
+    const std::int64_t n = collection().size();
+    return collection().shape().delinear((i + n) % n);
+  }
+  kodo::Stream* stream_;
+  kodo::Channel next_, previous_;
+  Count in_{"in"}, out_{"out"};
+};
+
+void relay(bool fence_each_lap) {
+  auto& rt = test_runtime();
+  const kodo::RecordingReport before = rt.recording();
+  const std::int64_t units = 4 * rt.size();
+  const int laps = 5;
+  auto relays = kodo::Collection<Relay>::create(rt, {units, 1, 1});
+  relays.broadcast_local<&Relay::pass>(laps, fence_each_lap);
+  rt.run();
+  // Each lap adds 1 + 2 + ... + units once more.
+  const std::int64_t expected = laps * units * (units + 1) / 2;
+  std::uint64_t local = 0;
+  relays.for_each_local([&](const Relay& r) {
+    ++local;
+    if (r.me() == 0) {
+      EXPECT_EQ(r.final_count, expected);
+    }
+  });
+  const kodo::RecordingReport after = rt.recording();
+  if (after.on) {
+    EXPECT_GT(after.turns, before.turns);
+    // Each unit's last turn fences once (the count read back); with a fence each lap,
+    // a lap's turn is cut short too (the rest of it is not recorded, so the laps that
+    // follow in the same turn end nothing).
+    const std::uint64_t ended = after.ended_early - before.ended_early;
+    if (fence_each_lap)
+      EXPECT_GE(ended, 1u);
+    else
+      EXPECT_LE(ended, local);
+  } else {
+    EXPECT_EQ(after.turns, before.turns);
+  }
+}
+
+TEST(Recording, TransfersBetweenUnitsOfARankArriveAfterTheirTurn) { relay(false); }
+TEST(Recording, AFenceInsideATurnEndsItsRecordingAndTheRestRunsAsIssued) { relay(true); }
+
+}  // namespace
