@@ -43,6 +43,39 @@ std::string replaced(const std::string& text, const std::string& from, const std
   return out.replace(at, from.size(), to);
 }
 
+// Rank 0 builds the manifest from entries every rank sent it (issue 54): an entry that
+// names a unit outside its collection (it once wrote outside the table), a collection
+// not saved, a unit twice, a rank without a file or bytes outside its file is refused,
+// naming the rank.
+TEST(CheckpointManifest, EntriesFromRanksAreCheckedBeforeUse) {
+  const CheckpointInfo info{"app", {}};
+  const std::vector<SavedCollectionRecord> collections{{0, Extent3{3, 1, 1}, "A", {}}};
+  const std::map<std::uint32_t, SavedFile> files{{0, {100, 0xaa}}, {2, {60, 0xbb}}};
+  const std::vector<ManifestUnit> good{
+      {0, 0, 0, 0, 40, 1}, {0, 0, 1, 40, 60, 2}, {0, 2, 2, 0, 60, 3}};
+  EXPECT_NO_THROW(manifest_text(info, 3, files, collections, good));
+  auto refused = [&](ManifestUnit bad, const std::string& says) {
+    std::vector<ManifestUnit> units = good;
+    units.back() = bad;
+    try {
+      manifest_text(info, 3, files, collections, units);
+      ADD_FAILURE() << "accepted: " << says;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("from rank " + std::to_string(bad.rank)),
+                std::string::npos)
+          << e.what();
+    }
+  };
+  refused({0, 2, 1000000, 0, 60, 3}, "names unit 1000000 of collection 0, which has 3 units");
+  refused({0, 2, -5, 0, 60, 3}, "names unit -5 of collection 0");
+  refused({7, 2, 2, 0, 60, 3}, "names collection 7, which the checkpoint does not hold");
+  refused({0, 2, 1, 0, 60, 3}, "names unit 1 of collection 0 a second time");
+  refused({0, 1, 2, 0, 60, 3}, "the file of rank 1, which wrote none");
+  refused({0, 2, 2, 10, 60, 3}, "at bytes 10 to 10 + 60 of a file of 60");
+  refused({0, 2, 2, ~std::uint64_t{0}, 2, 3}, "of a file of 60");
+}
+
 TEST(CheckpointManifest, ChecksumsAreXxh3AsXxhsumPrintsThem) {
   // XXH3-64 of no bytes, xxHash's published value; kodo's checksum is the library's.
   EXPECT_EQ(XXH3_64bits(nullptr, 0), 0x2D06800538D394C2ULL);

@@ -143,16 +143,31 @@ CheckpointReport CheckpointWrite::finish(const std::string& problem_in) {
                     "MPI_Gather");
   std::vector<ManifestUnit> all;
   if (rank == 0) {
+    // Each rank's count is checked before rank 0 takes that many bytes from it.
     std::int64_t total = 0;
-    for (int r = 0; r < ranks; ++r) offsets[r] = static_cast<int>(total), total += counts[r];
-    all.resize(static_cast<std::size_t>(total) / sizeof(ManifestUnit));
+    for (int r = 0; r < ranks && problem.empty(); ++r) {
+      if (counts[r] < 0 || counts[r] % static_cast<int>(sizeof(ManifestUnit)) != 0 ||
+          total + counts[r] > static_cast<std::int64_t>(all_units * sizeof(ManifestUnit)))
+        problem = cat("rank ", r, " reported ", counts[r], " bytes of checkpoint entries: not ",
+                      "a whole number of entries within the ", all_units, " units written");
+      offsets[r] = static_cast<int>(total), total += counts[r];
+    }
+    if (problem.empty()) all.resize(static_cast<std::size_t>(total) / sizeof(ManifestUnit));
   }
+  detail::agree_and_report(comm, problem);
   detail::check_mpi(MPI_Gatherv(written_.data(), count, MPI_BYTE, all.data(), counts.data(),
                                 offsets.data(), MPI_BYTE, 0, comm),
                     "MPI_Gatherv");
   std::string failed;
   if (rank == 0) {
     try {
+      // An entry names the rank that sent it.
+      for (int r = 0, at = 0; r < ranks;
+           at += counts[r] / static_cast<int>(sizeof(ManifestUnit)), ++r)
+        for (int i = 0; i < counts[r] / static_cast<int>(sizeof(ManifestUnit)); ++i)
+          if (all[static_cast<std::size_t>(at + i)].rank != static_cast<std::uint32_t>(r))
+            throw Error(cat("a checkpoint entry from rank ", r, " names rank ",
+                            all[static_cast<std::size_t>(at + i)].rank, " as its writer"));
       std::map<std::uint32_t, SavedFile> listed;
       for (int r = 0; r < ranks; ++r)
         if (files[r].written)

@@ -42,13 +42,34 @@ std::string manifest_text(const CheckpointInfo& info, int ranks,
   for (const auto& [key, value] : info.keys) m << "key " << key << ' ' << value << '\n';
   for (const auto& [rank, f] : files)
     m << "file " << rank << ' ' << f.bytes << ' ' << xxh3_text(f.checksum) << '\n';
+  // Every entry came from another rank: each is checked before it is used.
+  std::map<std::uint32_t, std::vector<const ManifestUnit*>> by_collection;
+  for (const auto& c : collections)
+    by_collection[c.id].assign(static_cast<std::size_t>(c.shape.size()), nullptr);
+  for (const auto& u : written) {
+    const auto units = by_collection.find(u.collection);
+    const auto file = files.find(u.rank);
+    std::string wrong;
+    if (units == by_collection.end())
+      wrong = cat("names collection ", u.collection, ", which the checkpoint does not hold");
+    else if (u.linear < 0 || static_cast<std::uint64_t>(u.linear) >= units->second.size())
+      wrong = cat("names unit ", u.linear, " of collection ", u.collection, ", which has ",
+                  units->second.size(), " units");
+    else if (units->second[static_cast<std::size_t>(u.linear)])
+      wrong = cat("names unit ", u.linear, " of collection ", u.collection, " a second time");
+    else if (file == files.end())
+      wrong = cat("places the unit in the file of rank ", u.rank, ", which wrote none");
+    else if (u.offset > file->second.bytes || u.bytes > file->second.bytes - u.offset)
+      wrong = cat("places the unit at bytes ", u.offset, " to ", u.offset, " + ", u.bytes,
+                  " of a file of ", file->second.bytes);
+    if (!wrong.empty()) throw Error(cat("a checkpoint entry from rank ", u.rank, ' ', wrong));
+    units->second[static_cast<std::size_t>(u.linear)] = &u;
+  }
   for (const auto& c : collections) {
     const std::int64_t units = c.shape.size();
     m << "collection " << c.id << ' ' << c.shape.x << ' ' << c.shape.y << ' ' << c.shape.z
       << " odf " << (units + ranks - 1) / ranks << " type " << c.unit_type << '\n';
-    std::vector<const ManifestUnit*> by_linear(static_cast<std::size_t>(units), nullptr);
-    for (const auto& u : written)
-      if (u.collection == c.id) by_linear[static_cast<std::size_t>(u.linear)] = &u;
+    const std::vector<const ManifestUnit*>& by_linear = by_collection[c.id];
     for (std::int64_t l = 0; l < units; ++l) {
       const ManifestUnit* u = by_linear[static_cast<std::size_t>(l)];
       if (!u) throw Error(cat("unit ", l, " of collection ", c.id, " was not written"));
