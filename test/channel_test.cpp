@@ -295,6 +295,50 @@ TEST_P(RingReceivers, HandTransfersInOrderAndRepostTheirBuffers) {
 INSTANTIATE_TEST_SUITE_P(Modes, RingReceivers,
                          ::testing::Values(CommMode::device, CommMode::host_staged));
 
+// The 0.1 argument orders (the peer before the stream; the transfer before the stream),
+// kept [[deprecated]] for a release: a unit written against 0.1 still compiles, warned,
+// and passes its transfers as before.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+class OldOrderUnit : public kodo::WorkUnit<OldOrderUnit> {
+ public:
+  using View = Kokkos::View<double*>;
+  explicit OldOrderUnit(const kodo::UnitInit<OldOrderUnit>& init)
+      : WorkUnit(init), stream_(&streams().communication(0)) {
+    const std::int64_t n = collection().shape().size();
+    to_next_ = open_channel(collection().shape().delinear((me() + 1) % n), *stream_);
+    from_previous_ = open_channel(collection().shape().delinear((me() + n - 1) % n), *stream_);
+    ring_ = from_previous_.open_ring(std::vector{View("old0", 8), View("old1", 8)},
+                                     [this](const kodo::Arrival<View>& a) {
+                                       sum_ += on_host(a.view)[0];
+                                       ring_.release(a.transfer, *stream_);
+                                     });
+  }
+  void send_all() {
+    for (int k = 0; k < 6; ++k) {
+      outbox_.push_back(filled(8, static_cast<double>(k)));
+      to_next_.send(outbox_.back());
+    }
+  }
+  std::int64_t me() const { return collection().shape().linear(index()); }
+  double sum_ = 0;
+
+ private:
+  kodo::Stream* stream_;
+  kodo::Channel to_next_, from_previous_;
+  kodo::ReceiveRing<View> ring_;
+  std::vector<View> outbox_;
+};
+#pragma GCC diagnostic pop
+
+TEST(Channel, TheDeprecatedArgumentOrdersStillWork) {
+  auto& rt = test_runtime();
+  auto units = kodo::Collection<OldOrderUnit>::create(rt, {3, 1, 1});
+  units.for_each_local([](OldOrderUnit& u) { u.send_all(); });
+  rt.run();
+  units.for_each_local([](const OldOrderUnit& u) { EXPECT_EQ(u.sum_, 0 + 1 + 2 + 3 + 4 + 5); });
+}
+
 // Release out of order, or of a transfer not handed over yet: errors.
 TEST(RingReceivers, ReleasesAreInTransferOrder) {
   kodo::ReceiveRing<Kokkos::View<double*>> closed;

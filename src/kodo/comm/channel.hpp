@@ -329,6 +329,11 @@ class ReceiveRing {
   void release(Stream& stream, std::uint64_t transfer) {
     detail::release_ring(core_.get(), &stream, transfer);
   }
+  /// The 0.1 argument order, kept for one release (CHANGELOG, "Deprecated").
+  [[deprecated("kodo 0.2 takes the stream first: release(stream, transfer)")]]
+  void release(std::uint64_t transfer, Stream& stream) {
+    release(stream, transfer);
+  }
   /// Whether the ring was opened (and not moved from).
   bool is_open() const { return core_ != nullptr; }
 
@@ -343,6 +348,11 @@ class ReceiveRing {
   /// streams run work in the call, this returns once the transfer is in.
   void wait(Stream& stream, std::uint64_t transfer) {
     detail::wait_on_ring(core_.get(), stream, transfer);
+  }
+  /// The 0.1 argument order, kept for one release (CHANGELOG, "Deprecated").
+  [[deprecated("kodo 0.2 takes the stream first: wait(stream, transfer)")]]
+  void wait(std::uint64_t transfer, Stream& stream) {
+    wait(stream, transfer);
   }
 
  private:

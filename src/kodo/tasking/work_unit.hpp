@@ -101,6 +101,12 @@ class WorkUnit {
                    detail::LinkSpec{collection_.id(), collection_.shape(), index_, peer, peer_rank,
                                     port, &stream, mode});
   }
+  /// The 0.1 argument order, kept for one release (CHANGELOG, "Deprecated").
+  [[deprecated("kodo 0.2 takes the stream first: open_channel(stream, peer, mode, port)")]]
+  Channel open_channel(const Index3& peer, Stream& stream, CommMode mode = CommMode::device,
+                       int port = 0) const {
+    return open_channel(stream, peer, mode, port);
+  }
 
   /// The unit one step in `direction` on the collection's grid, wrapping around the
   /// `periodic` dimensions; nullopt where the step leaves the grid (neighbours.hpp).
