@@ -112,6 +112,57 @@ TEST(Tasks, ARingLoopGivesTheSerialValuesAndRounds) {
   EXPECT_LT(cells.reduced<double>(), tolerance);
 }
 
+// A line of units, each with 0 to 2 neighbours (a run-time number): a task awaits all of
+// its neighbours' values at once with when_all over a std::vector, and an empty one.
+class LineCell : public kodo::WorkUnit<LineCell> {
+ public:
+  explicit LineCell(const kodo::UnitInit<LineCell>& init) : WorkUnit(init) {
+    const std::int64_t n = collection().size();
+    for (const std::int64_t side : {-1, 1})
+      if (linear() + side >= 0 && linear() + side < n) {
+        channels_.push_back(open_channel(streams().communication(0),
+                                         collection().shape().delinear(linear() + side)));
+        out_.emplace_back("out");
+        in_.emplace_back("in");
+      }
+  }
+  kodo::Task exchange() {
+    using Receive = decltype(kodo::receive(channels_[0], in_[0]));
+    co_await kodo::when_all(std::vector<Receive>{});  // none: done at once
+    for (std::size_t i = 0; i < channels_.size(); ++i) {
+      out_[i](0) = static_cast<double>(linear());
+      channels_[i].send(out_[i], kodo::data_ready);
+    }
+    std::vector<Receive> receives;
+    for (std::size_t i = 0; i < channels_.size(); ++i)
+      receives.push_back(kodo::receive(channels_[i], in_[i]));
+    counts = co_await kodo::when_all(std::move(receives));
+    for (const auto& v : in_) neighbours_sum += v(0);
+  }
+  std::int64_t linear() const { return collection().shape().linear(index()); }
+  std::vector<std::size_t> counts;
+  double neighbours_sum = 0;
+  std::size_t neighbours() const { return channels_.size(); }
+
+ private:
+  std::vector<kodo::Channel> channels_;
+  std::vector<HostValue> out_, in_;
+};
+
+TEST(Tasks, WhenAllAwaitsARunTimeNumberOfOperations) {
+  auto& rt = test_runtime();
+  const std::int64_t n = 2 * rt.size() + 1;
+  auto cells = kodo::Collection<LineCell>::create(rt, {n, 1, 1});
+  cells.broadcast_local<&LineCell::exchange>();
+  rt.run();
+  cells.for_each_local([&](const LineCell& c) {
+    const std::int64_t i = c.linear();
+    EXPECT_EQ(c.neighbours(), static_cast<std::size_t>((i > 0) + (i + 1 < n)));
+    EXPECT_EQ(c.counts, std::vector<std::size_t>(c.neighbours(), 1));
+    EXPECT_EQ(c.neighbours_sum, static_cast<double>((i > 0 ? i - 1 : 0) + (i + 1 < n ? i + 1 : 0)));
+  });
+}
+
 // Device work awaited, tasks awaiting tasks (one of them twice), an exception caught
 // across them, when_all of operations without a result, a runtime-length all_reduce, and
 // a reduction target told its round.

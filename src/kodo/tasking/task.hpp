@@ -34,7 +34,8 @@
 /// - take(key) of a kodo::Inbox (inbox.hpp): a call's arrival, the value its entry method
 ///   put under a key;
 /// - kodo::when_all(a, b, ...): several of these at once, giving their results as a tuple
-///   (std::monostate for those with none);
+///   (std::monostate for those with none); kodo::when_all(std::vector) a run-time number
+///   of one kind, giving a std::vector;
 /// - another kodo::Task (a coroutine of its own, e.g. a halo exchange): it runs until it
 ///   ends, and an exception that left it is rethrown in the awaiting task;
 /// - balance_point<M>(args...) (WorkUnit): a balance point of the unit's collection, where
@@ -80,6 +81,7 @@
 #include <type_traits>
 #include <utility>
 #include <variant>
+#include <vector>
 
 namespace kodo {
 
@@ -418,6 +420,59 @@ struct AllOf {
   }
 };
 
+// when_all(operations): done when every one of a run-time number of operations is.
+template <class Op>
+struct AllOfRange {
+  static_assert(
+      !requires { Op::ends_task; },
+      "kodo: a balance point ends its task: await it alone, not in a when_all");
+  using Result = decltype(std::declval<Op&>().result());
+  AllOfRange(std::vector<Op> operations, std::source_location at)
+      : ops(std::move(operations)), where(at) {}
+  std::vector<Op> ops;  // not moved once started: an operation may point into itself
+  std::source_location where;
+  std::size_t left = 0;
+  std::vector<char> complete;  // asked once each, as in AllOf
+
+  bool ready() {
+    complete.assign(ops.size(), 0);
+    bool all = true;
+    for (std::size_t i = 0; i < ops.size(); ++i) all = (complete[i] = ops[i].ready()) && all;
+    return all;
+  }
+  void start(TaskRecord& task, std::function<void()> done) {
+    auto finished = [this, done] {
+      if (--left == 0) done();
+    };
+    left = 1;  // held until every operation has started
+    try {
+      for (std::size_t i = 0; i < ops.size(); ++i) {
+        if (complete[i]) continue;
+        ++left;
+        ops[i].start(task, finished);
+      }
+    } catch (...) {
+      if (left > 2)
+        fatal(cat(task.unit,
+                  ": a when_all could not start all of its operations: ", what_of_current()));
+      throw;
+    }
+    finished();
+  }
+  auto result() {
+    if constexpr (std::is_void_v<Result>) {
+      for (auto& op : ops) op.result();
+    } else {
+      std::vector<std::decay_t<Result>> results;
+      results.reserve(ops.size());
+      for (auto& op : ops) results.push_back(op.result());
+      return results;
+    }
+  }
+  const char* what() const { return "every operation of a when_all"; }
+  std::int64_t number() const { return -1; }
+};
+
 }  // namespace detail
 
 /// @cond
@@ -442,6 +497,23 @@ template <class... Ops>
 auto when_all(detail::Awaitable<Ops>&&... operations) {
   return detail::Awaitable<detail::AllOf<Ops...>>(
       detail::AllOf<Ops...>(std::tuple<Ops...>(std::move(operations.operation())...)));
+}
+
+/// Awaited in a task: every operation of a run-time number of one kind at once (a box's
+/// 0 to 6 neighbours' faces); their results as a std::vector, in order (nothing for
+/// operations that give none). None at all is done at once.
+/// ```
+///   std::vector<decltype(kodo::receive(faces_[0], ghosts_[0]))> faces;
+///   for (int f : neighbours_) faces.push_back(kodo::receive(faces_[f], ghosts_[f]));
+///   co_await kodo::when_all(std::move(faces));
+/// ```
+template <class Op>
+auto when_all(std::vector<detail::Awaitable<Op>> operations,
+              std::source_location where = std::source_location::current()) {
+  std::vector<Op> ops;
+  ops.reserve(operations.size());
+  for (auto& a : operations) ops.push_back(std::move(a.operation()));
+  return detail::Awaitable<detail::AllOfRange<Op>>(detail::AllOfRange<Op>(std::move(ops), where));
 }
 
 }  // namespace kodo
