@@ -5,7 +5,7 @@
 // instantiated one of the same shape (cudaGraphExecUpdate: parameters only) or is
 // instantiated once, and launched.
 
-#include <kodo/backends/cuda/check.hpp>
+#include <kodo/backends/detail/cuda_check.hpp>
 #include <kodo/backends/detail/native.hpp>
 
 #include <string>

@@ -9,8 +9,8 @@
 
 #include <kodo/backends/detail/native.hpp>
 
-#include <kodo/backends/cuda/check.hpp>
 #include <kodo/backends/detail/channel_kernels.hpp>
+#include <kodo/backends/detail/cuda_check.hpp>
 #include <kodo/core/error.hpp>
 
 #include <cuda.h>

@@ -1,7 +1,7 @@
 // SPDX-FileCopyrightText: 2026 The kodo developers
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
-// The CUDA backend's check of a runtime or driver call (native.cpp, capture.cpp).
+// The CUDA backend's check of a runtime or driver call (cuda/native.cpp, cuda/capture.cpp).
 
 #include <kodo/core/error.hpp>
 
