@@ -6,10 +6,12 @@
 #include "test_runtime.hpp"
 
 #include <gtest/gtest.h>
+#include <mpi.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <string>
 #include <vector>
 
 namespace {
@@ -249,4 +251,73 @@ TEST(Rebalance, MeasuresDeviceTimeOnTheStreamAUnitNames) {
   const auto again = kodo::rebalance(units, kodo::greedy_balance);
   for (std::size_t u = 1; u < again.input.loads.size(); ++u)
     EXPECT_GT(again.input.loads[0], 4 * again.input.loads[u]) << u;
+}
+
+// What rebalance gathers from other ranks is checked before use (issue 54): a rank that
+// sends the wrong number of loads, a unit it does not hold or a load that is not a
+// number is named on every other rank, and nothing is written outside the table. The
+// liar (rank 1) makes the gathering's MPI calls itself, with the bytes it chooses.
+TEST(Rebalance, LoadsFromOtherRanksAreCheckedBeforeUse) {
+  kodo::Runtime& runtime = test_runtime();
+  const int ranks = runtime.size();
+  if (ranks < 2) GTEST_SKIP() << "needs a second rank to lie";
+  auto units = kodo::Collection<Weighted>::create(runtime, {4 * ranks, 1, 1});
+  auto& store = kodo::detail::MigrationAccess::store(units);
+  struct Entry {  // as gather_loads sends it
+    std::int64_t linear;
+    double load;
+    std::uint64_t bytes;
+  };
+  std::vector<Entry> mine;
+  for (std::int64_t s = 0; s < store.local_count(); ++s)
+    mine.push_back({store.linear_of(s), 1.0, 8});
+  std::int64_t not_its_own = -1;  // a unit rank 0 holds
+  for (std::int64_t l = 0; l < units.size() && not_its_own < 0; ++l)
+    if (units.owner(units.shape().delinear(l)) == 0) not_its_own = l;
+  const std::vector<std::uint64_t> bytes(static_cast<std::size_t>(store.local_count()), 8);
+  auto lie = [&](std::vector<Entry> sent, bool whole) {
+    // The liar's half of gather_loads: the counts, then (when they are right) the entries.
+    int count = static_cast<int>(sent.size() * sizeof(Entry));
+    std::vector<int> counts(static_cast<std::size_t>(ranks)), offsets(counts.size());
+    MPI_Allgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, runtime.comm());
+    if (!whole) return;
+    for (std::size_t r = 1; r < counts.size(); ++r) offsets[r] = offsets[r - 1] + counts[r - 1];
+    std::vector<Entry> all(static_cast<std::size_t>(units.size()) + 1);
+    MPI_Allgatherv(sent.data(), count, MPI_BYTE, all.data(), counts.data(), offsets.data(),
+                   MPI_BYTE, runtime.comm());
+  };
+  auto gather = [&] { kodo::detail::gather_loads(runtime, store, bytes); };
+  // One entry more than its units: refused after the counts.
+  std::vector<Entry> more = mine;
+  more.push_back(mine.front());
+  if (runtime.rank() == 1)
+    lie(more, false);
+  else
+    EXPECT_ERROR(gather(), "rank 1 sent " + std::to_string(more.size() * sizeof(Entry)) +
+                               " bytes of loads for collection " + std::to_string(units.id()));
+  // The right count, one entry for a unit of rank 0.
+  std::vector<Entry> other = mine;
+  other.front().linear = not_its_own;
+  if (runtime.rank() == 1)
+    lie(other, true);
+  else
+    EXPECT_ERROR(gather(), "rank 1 sent the load of unit " + std::to_string(not_its_own));
+  // A unit far outside the collection.
+  other.front().linear = std::int64_t{1} << 40;
+  if (runtime.rank() == 1)
+    lie(other, true);
+  else
+    EXPECT_ERROR(gather(), "which is not one of its units or comes twice");
+  // A load that is not a number.
+  std::vector<Entry> nan = mine;
+  nan.front().load = std::nan("");
+  if (runtime.rank() == 1)
+    lie(nan, true);
+  else
+    EXPECT_ERROR(gather(), "a load is finite and not negative");
+  // Honest again: every rank gathers every unit's load.
+  const kodo::BalanceInput in = kodo::detail::gather_loads(runtime, store, bytes);
+  ASSERT_EQ(in.loads.size(), static_cast<std::size_t>(units.size()));
+  for (std::size_t l = 0; l < in.loads.size(); ++l)
+    EXPECT_DOUBLE_EQ(in.loads[l], static_cast<double>(l) + 0.5);
 }

@@ -28,6 +28,10 @@
 //   fault_program comm-inside-run    an entry method asks for Runtime::comm()
 //   fault_program link-flood         rank 1 (as rank 0 receives it) announces channel
 //                                    links without end (2 ranks)
+//   fault_program checkpoint-without-a-peer
+//                                    rank 0 writes a checkpoint that rank 1 never joins
+//                                    (2 ranks; run with KODO_STALL_SECONDS and
+//                                    KODO_STALL_EXIT=1)
 // Units are laid out so that, on two ranks, unit 0 is on rank 0 and unit 1 on rank 1;
 // on one rank both are local (the same-rank path).
 
@@ -39,6 +43,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <stdexcept>
 #include <string>
 #include <unistd.h>
@@ -242,9 +247,35 @@ int flood_links(kodo::Runtime& runtime, kodo::Collection<Peer>& units) {
   return 0;
 }
 
+// A unit with a state, for a checkpoint.
+struct Saved : kodo::WorkUnit<Saved> {
+  explicit Saved(const kodo::UnitInit<Saved>& init) : WorkUnit(init) {}
+  template <class State>
+  void state(State& s) {
+    s("value", value);
+  }
+  int value = 0;
+};
+
+// Rank 0 waits in the checkpoint's first collective for a rank that is elsewhere: its
+// watchdog names the phase and ends the job (rank 1 would sleep on).
+int checkpoint_without_a_peer(kodo::Runtime& runtime) {
+  auto saved = kodo::Collection<Saved>::create(runtime, {2, 1, 1});
+  if (runtime.rank() == 0) {
+    const auto dir = std::filesystem::temp_directory_path() /
+                     ("kodo_fault_checkpoint_" + std::to_string(getpid()));
+    kodo::write_checkpoint(runtime, dir.string(), {"fault_program", {}}, saved);
+    std::puts("unexpected: the checkpoint was written");
+    return 0;
+  }
+  sleep(60);
+  return 0;
+}
+
 constexpr const char* kUsage =
     "usage: fault_program truncate|short|lost-send|ring-order|peer-exit|different-program|\n"
-    "                     mismatched-shapes|result-type|blocked|comm-inside-run\n"
+    "                     mismatched-shapes|result-type|blocked|comm-inside-run|\n"
+    "                     checkpoint-without-a-peer\n"
     "Makes the fault named (see the top of fault_program.cpp); the job must end with an\n"
     "error naming it.\n";
 
@@ -280,6 +311,8 @@ int main(int argc, char** argv) {
     units.broadcast_local<&Peer::blocked>();
   } else if (mode == "link-flood") {
     return flood_links(runtime, units);
+  } else if (mode == "checkpoint-without-a-peer") {
+    return checkpoint_without_a_peer(runtime);
   } else if (mode == "comm-inside-run") {
     units.broadcast_local<&Peer::comm_inside_run>();
   } else if (mode == "peer-exit") {

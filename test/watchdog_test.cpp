@@ -2,7 +2,9 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // The watchdog (tasking/detail/watchdog.hpp): a loop that stops turning inside run() is
 // reported once, naming what it is inside; a loop that turns, or is not inside run(), is
-// not. (Ending the job under KODO_STALL_EXIT: the blocked_entry_method ctests.)
+// not; a collective phase that waits too long is reported, named, in run() or out.
+// (Ending the job under KODO_STALL_EXIT: the blocked_entry_method and
+// checkpoint_without_a_peer ctests.)
 
 #include <kodo/tasking/detail/watchdog.hpp>
 
@@ -73,6 +75,41 @@ TEST(Watchdog, ReportsALoopThatStopsTurningOnceAndNothingElse) {
   EXPECT_EQ(count(out, "kodo: rank 5 is blocked"), 1u) << out;
   EXPECT_EQ(count(out, "it is inside entry method Heat::step of unit (3,0,0) of collection 0"), 1u)
       << out;
+}
+
+}  // namespace
+
+namespace {
+
+// A collective phase of kodo's is watched outside run() too, and named; leaving it
+// restores what the loop was doing (issue 54: hangs outside run() were never reported).
+TEST(Watchdog, ReportsAPhaseThatWaitsTooLongAndNamesIt) {
+  testing::internal::CaptureStderr();
+  {
+    Watchdog w(0.2, false, 4);
+    EXPECT_FALSE(w.running());
+    {
+      const kodo::detail::WatchdogPhase phase(w, "writing a checkpoint (kodo::write_checkpoint)");
+      EXPECT_TRUE(w.running());
+      EXPECT_EQ(w.where(), "in writing a checkpoint (kodo::write_checkpoint)");
+      std::this_thread::sleep_for(800ms);
+    }
+    EXPECT_FALSE(w.running());  // outside run() again: not watched
+    EXPECT_NE(w.where().find("in no entry method"), std::string::npos);
+    // Inside run(), a phase nests like a scope: run() goes on being watched after it.
+    w.running(true);
+    {
+      const kodo::detail::WatchdogPhase phase(w, "a migration (kodo::migrate)");
+      EXPECT_EQ(w.where(), "in a migration (kodo::migrate)");
+    }
+    EXPECT_TRUE(w.running());
+    w.running(false);
+  }
+  const std::string out = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(count(out, "kodo: rank 4 is blocked: it has waited "), 1u) << out;
+  EXPECT_EQ(count(out, " s in writing a checkpoint (kodo::write_checkpoint) for other ranks"), 1u)
+      << out;
+  EXPECT_EQ(count(out, "scheduler loop"), 0u) << out;
 }
 
 }  // namespace

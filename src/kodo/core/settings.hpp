@@ -120,11 +120,13 @@ inline constexpr std::array<SettingInfo, 16> kSettings{{
      0,
      1000000000,
      {},
-     "unset (no watch)",
+     "600",
      true,
-     "after this long without progress every rank reports what it waits for, and a rank whose "
-     "loop has not turned (an entry method that blocks) says where; set it above the longest "
-     "entry method (on the host backend kernels run inside them)"},
+     "after this long without progress every rank reports what it waits for, a rank whose "
+     "loop has not turned (an entry method that blocks) says where, and so does a rank that "
+     "waits this long in a collective call of kodo's (a checkpoint, a migration, a balancer's "
+     "gathering of loads); set it above the longest entry method (on the host backend kernels "
+     "run inside them) and collective call"},
     {"KODO_STALL_EXIT",
      SettingKind::flag,
      0,

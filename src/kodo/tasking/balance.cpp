@@ -6,6 +6,7 @@
 
 #include <kodo/core/agree.hpp>
 #include <kodo/tasking/detail/state_records.hpp>
+#include <kodo/tasking/detail/watchdog.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -170,6 +171,8 @@ void quiesce(Runtime& runtime, const char* call) {
 
 BalanceInput gather_loads(Runtime& runtime, CollectionBase& c,
                           const std::vector<std::uint64_t>& local_bytes) {
+  const WatchdogPhase watching(RuntimeAccess::watchdog(runtime),
+                               "gathering units' loads for a balancer (kodo::rebalance)");
   struct Entry {
     std::int64_t linear;
     double load;
@@ -181,29 +184,53 @@ BalanceInput gather_loads(Runtime& runtime, CollectionBase& c,
     c.load(s).measured = 0;  // the next phase starts
   }
   const int ranks = runtime.size();
+  const std::size_t units = static_cast<std::size_t>(c.shape().size());
+  BalanceInput in;
+  in.ranks = ranks;
+  in.owners.resize(units);
+  std::vector<int> expected(static_cast<std::size_t>(ranks));
+  for (std::size_t l = 0; l < units; ++l) {
+    in.owners[l] = c.map().owner(static_cast<std::int64_t>(l));
+    ++expected[static_cast<std::size_t>(in.owners[l])];
+  }
   int count = static_cast<int>(mine.size() * sizeof(Entry));
   std::vector<int> counts(static_cast<std::size_t>(ranks)),
       offsets(static_cast<std::size_t>(ranks));
   check_mpi(MPI_Allgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, runtime.comm()),
             "MPI_Allgather");
+  // What another rank sends is checked before it is used: each rank's count is its units'
+  // (every rank sees the same counts and entries, so every rank refuses the same way).
+  for (int r = 0; r < ranks; ++r)
+    if (counts[static_cast<std::size_t>(r)] !=
+        expected[static_cast<std::size_t>(r)] * static_cast<int>(sizeof(Entry)))
+      throw Error(cat("rank ", r, " sent ", counts[static_cast<std::size_t>(r)],
+                      " bytes of loads for collection ", c.id(), ", not the ",
+                      expected[static_cast<std::size_t>(r)] * sizeof(Entry),
+                      " of the units the map gives it"));
   for (int r = 1; r < ranks; ++r)
     offsets[static_cast<std::size_t>(r)] = offsets[static_cast<std::size_t>(r - 1)] +
                                            counts[static_cast<std::size_t>(r - 1)];
-  std::vector<Entry> all(static_cast<std::size_t>(c.shape().size()));
+  std::vector<Entry> all(units);
   check_mpi(MPI_Allgatherv(mine.data(), count, MPI_BYTE, all.data(), counts.data(), offsets.data(),
                            MPI_BYTE, runtime.comm()),
             "MPI_Allgatherv");
-  BalanceInput in;
-  in.ranks = ranks;
-  in.loads.assign(all.size(), 0.0);
-  in.bytes.assign(all.size(), 0);
-  in.owners.resize(all.size());
-  for (const Entry& e : all) {
-    in.loads[static_cast<std::size_t>(e.linear)] = e.load;
-    in.bytes[static_cast<std::size_t>(e.linear)] = e.bytes;
-  }
-  for (std::size_t l = 0; l < all.size(); ++l)
-    in.owners[l] = c.map().owner(static_cast<std::int64_t>(l));
+  in.loads.assign(units, -1.0);
+  in.bytes.assign(units, 0);
+  std::size_t at = 0;
+  for (int r = 0; r < ranks; ++r)
+    for (int k = 0; k < expected[static_cast<std::size_t>(r)]; ++k) {
+      const Entry& e = all[at++];
+      if (e.linear < 0 || static_cast<std::size_t>(e.linear) >= units ||
+          in.owners[static_cast<std::size_t>(e.linear)] != r ||
+          in.loads[static_cast<std::size_t>(e.linear)] >= 0)
+        throw Error(cat("rank ", r, " sent the load of unit ", e.linear, " of collection ", c.id(),
+                        ", which is not one of its units or comes twice"));
+      if (!std::isfinite(e.load) || e.load < 0)
+        throw Error(cat("rank ", r, " sent a load of ", e.load, " for unit ", e.linear,
+                        " of collection ", c.id(), ": a load is finite and not negative"));
+      in.loads[static_cast<std::size_t>(e.linear)] = e.load;
+      in.bytes[static_cast<std::size_t>(e.linear)] = e.bytes;
+    }
   return in;
 }
 

@@ -10,6 +10,8 @@
 #include <kodo/core/agree.hpp>
 #include <kodo/tasking/detail/checkpoint_files.hpp>
 #include <kodo/tasking/detail/checkpoint_manifest.hpp>
+#include <kodo/tasking/detail/state_records.hpp>
+#include <kodo/tasking/detail/watchdog.hpp>
 
 #include <algorithm>
 #include <climits>
@@ -22,10 +24,13 @@ namespace detail {
 
 namespace fs = std::filesystem;
 
+constexpr const char* kWritingPhase = "writing a checkpoint (kodo::write_checkpoint)";
+
 CheckpointWrite::CheckpointWrite(Runtime& runtime, const std::string& dir,
                                  const CheckpointInfo& info)
     : runtime_(runtime), dir_(dir), info_(info), started_(MPI_Wtime()) {
   require_main_program(runtime, "write_checkpoint");
+  const WatchdogPhase watching(RuntimeAccess::watchdog(runtime), kWritingPhase);
   std::string problem;
   long long number = 0;
   if (runtime.rank() == 0) {
@@ -104,6 +109,7 @@ void CheckpointWrite::write_unit(std::uint32_t collection, std::int64_t linear,
 }
 
 CheckpointReport CheckpointWrite::finish(const std::string& problem_in) {
+  const WatchdogPhase watching(RuntimeAccess::watchdog(runtime_), kWritingPhase);
   MPI_Comm comm = runtime_.comm();
   // This rank's file made durable (one fsync per rank, not per unit); rank 0 makes the
   // directory entries durable after every rank's file is.
@@ -258,6 +264,8 @@ void broadcast_string(std::string& s, MPI_Comm comm) {
 Checkpoint Checkpoint::open(Runtime& runtime, const std::string& dir,
                             std::string_view application) {
   detail::require_main_program(runtime, "Checkpoint::open");
+  const detail::WatchdogPhase watching(detail::RuntimeAccess::watchdog(runtime),
+                                       "opening a checkpoint (kodo::Checkpoint::open)");
   Checkpoint c;
   c.runtime_ = &runtime;
   // Rank 0 reads which checkpoint is the latest, and its manifest, for every rank: they

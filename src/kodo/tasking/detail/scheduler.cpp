@@ -30,6 +30,9 @@ constexpr int kDispatchBatch = 64;
 // yields the processor between turns (for ranks sharing cores); a short wait is spent
 // polling, so a message that arrives soon is seen at once.
 constexpr unsigned kWaveTestInterval = 16, kSpinTurns = 1024;
+// With KODO_STALL_SECONDS unset a rank still reports a stall or a blocked loop, after a
+// bound no healthy step or collective reaches: a job never hangs without a word.
+constexpr double kStallSecondsUnset = 600;
 // Units' calls whose device time is pending before the reached ones are added up.
 constexpr std::size_t kFoldDeviceLoadsAt = 256;
 
@@ -61,7 +64,7 @@ Scheduler::Scheduler(MPI_Comm comm, MPI_Comm wave_comm, StreamPool& streams, boo
       recording_(make_recording(streams, rank_)),
       termination_(wave_comm),
       reductions_(rank_, [this](int rank, Message&& m) { post(rank, std::move(m)); }),
-      stall_limit_(seconds_setting("KODO_STALL_SECONDS")),
+      stall_limit_(seconds_setting("KODO_STALL_SECONDS").value_or(kStallSecondsUnset)),
       stall_exit_(flag_setting("KODO_STALL_EXIT")),
       watchdog_(stall_limit_ ? std::optional(stall_limit_->count()) : std::nullopt, stall_exit_,
                 rank_),

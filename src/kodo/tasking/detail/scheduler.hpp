@@ -102,6 +102,7 @@ class Scheduler final : public ChannelHost {
   TransportStaging& transport_staging() override { return transport_staging_; }
   [[noreturn]] void fail_with_peer(int rank, const std::string& what) override;
   Recording* recording() override { return recording_.get(); }
+  Watchdog& watchdog() { return watchdog_; }
   RecordingReport recording_report() const {
     return recording_ ? recording_->report() : RecordingReport{false, "the runtime has ended"};
   }
@@ -155,10 +156,11 @@ class Scheduler final : public ChannelHost {
   std::uint64_t parked_at_quiet_ = 0;  // tasks at balance points in the quiet wave, job-wide
   StreamDrain drain_;
   StallWatch stalls_;
-  // KODO_STALL_SECONDS (none: no reports) and KODO_STALL_EXIT.
+  // KODO_STALL_SECONDS (600 when unset) and KODO_STALL_EXIT.
   std::optional<std::chrono::duration<double>> stall_limit_;
   bool stall_exit_ = false, stall_reported_ = false;
-  Watchdog watchdog_;  // a loop that stops turning inside run() (KODO_STALL_SECONDS)
+  Watchdog
+      watchdog_;  // a loop that stops turning in run(), a phase that waits (KODO_STALL_SECONDS)
   std::shared_ptr<ChannelRegistry> channels_ = make_channel_registry();
   Trace trace_;    // KODO_TRACE
   ViewPool pool_;  // the views of calls from other ranks (KODO_CALL_POOL_BYTES)

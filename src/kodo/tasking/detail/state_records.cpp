@@ -16,6 +16,7 @@ namespace kodo::detail {
 // Collective calls (checkpoints, rebalancing) from an entry method would wait for ranks
 // that are themselves waiting in run().
 bool RuntimeAccess::running(Runtime& runtime) { return runtime.scheduler().running(); }
+Watchdog& RuntimeAccess::watchdog(Runtime& runtime) { return runtime.scheduler().watchdog(); }
 
 RecordSink::RecordSink(RecordOutput& out, Runtime& runtime, ViewsApart* views)
     : out_(out),

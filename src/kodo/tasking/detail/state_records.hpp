@@ -24,6 +24,8 @@
 
 namespace kodo::detail {
 
+class Watchdog;
+
 inline constexpr std::uint32_t kNameLimit = 4096;
 inline constexpr std::int64_t kExtentLimit = std::int64_t{1} << 48;
 
@@ -35,6 +37,8 @@ struct RuntimeAccess {
     return runtime.pinned_staging(bytes);
   }
   static bool running(Runtime& runtime);  // inside run()
+  // What watches the collective phases (watchdog.hpp: WatchdogPhase).
+  static Watchdog& watchdog(Runtime& runtime);
   static ChannelHost& channel_host(Runtime& runtime) { return runtime.channel_host(); }
   static CollectionBase& collection(Runtime& runtime, std::uint32_t id) {
     return runtime.collection(id);

@@ -50,6 +50,10 @@ std::string Watchdog::where() const {
       return "handling a message from another rank (a reduction partial, a link or ring "
              "message)";
     case Inside::reduction_callback: return "inside a reduction's on_reduced callback";
+    case Inside::phase: {
+      const char* phase = phase_.load(std::memory_order_relaxed);
+      return cat("in ", phase ? phase : "a collective phase of kodo's");
+    }
     case Inside::nothing: break;
   }
   return "inside kodo's own loop, in no entry method (a device or library call that does not "
@@ -80,12 +84,19 @@ void Watchdog::watch() {
     }
     if (reported || now - since < limit) continue;
     reported = true;
-    print_error(cat("kodo: rank ", rank_, " is blocked: its scheduler loop has not turned for ",
-                    std::chrono::duration<double>(now - since).count(), " s; it is ", where(),
-                    ". A call that waits for other ranks inside run() (an MPI collective, a "
-                    "fence on work another rank must release) blocks this rank and every rank "
-                    "that waits for it: use the unit's all_reduce or contribute, and channels, "
-                    "instead."));
+    const double waited = std::chrono::duration<double>(now - since).count();
+    if (inside_.load(std::memory_order_relaxed) == Inside::phase)
+      print_error(cat("kodo: rank ", rank_, " is blocked: it has waited ", waited, " s ", where(),
+                      " for other ranks. Every rank makes this call; a rank that has stopped, "
+                      "that is blocked elsewhere or that never makes it holds the others "
+                      "(the other ranks' reports say where they are)."));
+    else
+      print_error(cat("kodo: rank ", rank_, " is blocked: its scheduler loop has not turned for ",
+                      waited, " s; it is ", where(),
+                      ". A call that waits for other ranks inside run() (an MPI collective, a "
+                      "fence on work another rank must release) blocks this rank and every "
+                      "rank that waits for it: use the unit's all_reduce or contribute, and "
+                      "channels, instead."));
     if (end_job_) {
       print_error(cat("kodo: ending the job from rank ", rank_,
                       " (KODO_STALL_EXIT=1): exit status 3",

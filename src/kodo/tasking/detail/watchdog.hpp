@@ -3,8 +3,10 @@
 #pragma once
 // The watchdog: a thread that notices when this rank's scheduler loop stops turning
 // inside run() (an entry method that blocks: an MPI collective, a wait for another rank,
-// an endless loop) and says where the rank is stuck. The stall report of the loop itself
-// cannot: it runs in the loop that is blocked, and it needs every rank's answer.
+// an endless loop), or when a collective phase of kodo's own outside the loop (a
+// checkpoint, a migration, gathering loads) waits too long for other ranks, and says
+// where the rank is stuck. The stall report of the loop itself cannot: it runs in the
+// loop that is blocked, and it needs every rank's answer.
 //
 // The loop tells it, with relaxed atomic stores only, that it turned and what user code
 // it is inside (an entry method of which unit, a device-completion continuation, a
@@ -38,6 +40,7 @@ class Watchdog {
     channel_callback,    // a channel's receive or send completion
     reduction_callback,  // a result handed to units and on_reduced
     message,             // another kind of message from another rank
+    phase,               // a collective phase of kodo's (WatchdogPhase)
   };
 
   // No thread unless `limit_seconds` is set.
@@ -47,6 +50,7 @@ class Watchdog {
   Watchdog& operator=(const Watchdog&) = delete;
 
   bool active() const { return thread_.joinable(); }
+  bool running() const { return running_.load(std::memory_order_relaxed); }
   // Only a loop inside run() is watched.
   void running(bool yes) {
     turned();
@@ -55,12 +59,13 @@ class Watchdog {
   void turned() { turns_.fetch_add(1, std::memory_order_relaxed); }
   // The loop is inside `what` (for an entry method: `method` of unit `unit` of collection
   // `collection`; `method` outlives the call) until leave().
-  // `unit` is the unit's index as the report prints it.
+  // `unit` is the unit's index as the report prints it; `phase` names a phase (static).
   struct Place {
     Inside what = Inside::nothing;
     const std::string* method = nullptr;
     std::uint32_t collection = 0;
     Index3 unit{};
+    const char* phase = nullptr;
   };
   // Marks the loop inside `p`; returns where it was, for leave().
   Place enter(const Place& p) {
@@ -69,7 +74,8 @@ class Watchdog {
                        collection_.load(std::memory_order_relaxed),
                        {unit_[0].load(std::memory_order_relaxed),
                         unit_[1].load(std::memory_order_relaxed),
-                        unit_[2].load(std::memory_order_relaxed)}};
+                        unit_[2].load(std::memory_order_relaxed)},
+                       phase_.load(std::memory_order_relaxed)};
     store(p);
     return before;
   }
@@ -89,6 +95,7 @@ class Watchdog {
     unit_[0].store(p.unit.x, std::memory_order_relaxed);
     unit_[1].store(p.unit.y, std::memory_order_relaxed);
     unit_[2].store(p.unit.z, std::memory_order_relaxed);
+    phase_.store(p.phase, std::memory_order_relaxed);
     inside_.store(p.what, std::memory_order_relaxed);
   }
 
@@ -102,6 +109,7 @@ class Watchdog {
   std::atomic<const std::string*> method_{nullptr};
   std::atomic<std::uint32_t> collection_{0};
   std::atomic<std::int64_t> unit_[3] = {0, 0, 0};
+  std::atomic<const char*> phase_{nullptr};
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stop_ = false;
@@ -118,6 +126,31 @@ class WatchdogScope {
 
  private:
   Watchdog& w_;
+  Watchdog::Place before_;
+};
+
+// Watches a collective phase of kodo's for the life of the object, inside run() or out
+// of it: a rank that waits there longer than the limit for other ranks is reported (and
+// ends the job under KODO_STALL_EXIT=1) like a loop that stopped turning. `what` names
+// the phase in the report ("writing a checkpoint (kodo::write_checkpoint)"); static.
+class WatchdogPhase {
+ public:
+  WatchdogPhase(Watchdog& w, const char* what)
+      : w_(w),
+        was_running_(w.running()),
+        before_(w.enter({Watchdog::Inside::phase, nullptr, 0, {}, what})) {
+    w.running(true);
+  }
+  ~WatchdogPhase() {
+    w_.leave(before_);
+    w_.running(was_running_);
+  }
+  WatchdogPhase(const WatchdogPhase&) = delete;
+  WatchdogPhase& operator=(const WatchdogPhase&) = delete;
+
+ private:
+  Watchdog& w_;
+  bool was_running_;
   Watchdog::Place before_;
 };
 
