@@ -28,8 +28,8 @@ endforeach()
 # The pages beside the front page (docs/api_reference.md links to them): the README and
 # the guides, with the pages they link to (a link to a page left out fails the run).
 set(KODO_DOCS_PAGES)
-foreach(page README.md docs/porting.md docs/architecture.md docs/performance.md
-             perf/README.md docs/releasing.md)
+foreach(page README.md docs/concepts.md docs/porting.md docs/building.md docs/apps.md
+             docs/architecture.md docs/performance.md perf/README.md docs/releasing.md)
   string(APPEND KODO_DOCS_PAGES " \"${PROJECT_SOURCE_DIR}/${page}\"")
 endforeach()
 # The filter's command, its paths quoted for doxygen's quoted FILTER_PATTERNS (\" inside).

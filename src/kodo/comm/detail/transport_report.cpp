@@ -67,8 +67,8 @@ std::vector<std::string> describe_transports(const TransportsInUse& in_use) {
   if (in_use.other_node_peer >= 0 && tcp_alone(in_use.other_node))
     lines.push_back(
         "kodo: warning: UCX moves data between nodes over TCP alone, far below an InfiniBand "
-        "or RoCE fabric's speed: a UCX with verbs (rc, dc, ud) is needed there (README, "
-        "\"Installing with Spack\"; UCX_TLS must not leave them out)");
+        "or RoCE fabric's speed: a UCX with verbs (rc, dc, ud) is needed there "
+        "(docs/building.md, \"Installing with Spack\"; UCX_TLS must not leave them out)");
   return lines;
 }
 
