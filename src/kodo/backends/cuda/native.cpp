@@ -476,12 +476,14 @@ void launch_graph(NativeStream stream, NativeGraphExec exec) {
         "cudaGraphLaunch");
 }
 
+void enqueue_copy(NativeStream stream, void* to, const void* from, std::size_t bytes) {
+  if (bytes != 0)
+    check(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDefault, static_cast<cudaStream_t>(stream)),
+          "cudaMemcpyAsync");
+}
+
 void enqueue_copies(NativeStream stream, const std::vector<DeviceCopy>& copies) {
-  for (const DeviceCopy& c : copies)
-    if (c.bytes != 0)
-      check(cudaMemcpyAsync(c.to, c.from, c.bytes, cudaMemcpyDefault,
-                            static_cast<cudaStream_t>(stream)),
-            "cudaMemcpyAsync");
+  for (const DeviceCopy& c : copies) enqueue_copy(stream, c.to, c.from, c.bytes);
 }
 
 }  // namespace kodo::backend

@@ -168,6 +168,8 @@ void destroy_graph_exec(NativeGraphExec exec);
 void launch_graph(NativeStream stream, NativeGraphExec exec);
 // Enqueues `copies` on `stream`, one after another (no graph).
 void enqueue_copies(NativeStream stream, const std::vector<DeviceCopy>& copies);
+// Enqueues one copy of `bytes` between two places the device can address (no-op for 0).
+void enqueue_copy(NativeStream stream, void* to, const void* from, std::size_t bytes);
 
 // --- recorded steps (backends/detail/recording.hpp) ----------------------------------------
 

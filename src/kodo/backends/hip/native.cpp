@@ -502,12 +502,14 @@ void launch_graph(NativeStream stream, NativeGraphExec exec) {
         "hipGraphLaunch");
 }
 
+void enqueue_copy(NativeStream stream, void* to, const void* from, std::size_t bytes) {
+  if (bytes != 0)
+    check(hipMemcpyAsync(to, from, bytes, hipMemcpyDefault, static_cast<hipStream_t>(stream)),
+          "hipMemcpyAsync");
+}
+
 void enqueue_copies(NativeStream stream, const std::vector<DeviceCopy>& copies) {
-  for (const DeviceCopy& c : copies)
-    if (c.bytes != 0)
-      check(hipMemcpyAsync(c.to, c.from, c.bytes, hipMemcpyDefault,
-                           static_cast<hipStream_t>(stream)),
-            "hipMemcpyAsync");
+  for (const DeviceCopy& c : copies) enqueue_copy(stream, c.to, c.from, c.bytes);
 }
 
 }  // namespace kodo::backend

@@ -124,9 +124,12 @@ void destroy_graph_exec(NativeGraphExec) {}
 void launch_graph(NativeStream, NativeGraphExec) {
   throw Error("the host backend has no device graphs");
 }
-void enqueue_copies(NativeStream, const std::vector<DeviceCopy>& copies) {
-  for (const DeviceCopy& c : copies)
-    if (c.bytes != 0) std::memmove(c.to, c.from, c.bytes);
+void enqueue_copy(NativeStream, void* to, const void* from, std::size_t bytes) {
+  if (bytes != 0) std::memmove(to, from, bytes);
+}
+
+void enqueue_copies(NativeStream stream, const std::vector<DeviceCopy>& copies) {
+  for (const DeviceCopy& c : copies) enqueue_copy(stream, c.to, c.from, c.bytes);
 }
 
 }  // namespace kodo::backend

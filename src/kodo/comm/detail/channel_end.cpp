@@ -136,7 +136,7 @@ void ChannelEnd::match_local() {
     const std::size_t bytes = from.segment.bytes;
     if (const std::string problem = misfit(into, bytes); !problem.empty()) fatal(problem);
     Stream& order = *from.stream;
-    if (bytes != 0) copy_bytes(order.space(), into.segment, from.segment, bytes);
+    if (bytes != 0) copy_on(order, into.segment, from.segment, bytes);
     ChannelHost* h = host;
     auto hand_over = [h, bytes, into = std::move(into), from = std::move(from)]() mutable {
       h->queue_callback(std::move(into.done), bytes);
