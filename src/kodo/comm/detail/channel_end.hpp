@@ -132,8 +132,10 @@ class ChannelRegistry {
   // A link's number here, the upper half of its transfers' tags. Drawn at random among
   // those not in use: UCX's tagged receives take a matching tag from any rank, and a
   // number no other link's sender was told cannot be produced by a bug that sends on
-  // the wrong link (sequential numbers were each other's neighbours). Number 2^32 - 1
-  // is kept for tags that are not a link's (units that move).
+  // the wrong link (sequential numbers were each other's neighbours). Each number comes
+  // from the operating system's random source (std::random_device), not from a
+  // generator seeded once, whose outputs a peer that is told some could predict.
+  // Number 2^32 - 1 is kept for tags that are not a link's (units that move).
   std::uint32_t receive_number(const LinkKey& link) {
     if (const auto it = receive_numbers.find(link); it != receive_numbers.end()) return it->second;
     if (receive_numbers.size() >= kTransferMask / 2)
@@ -145,7 +147,7 @@ class ChannelRegistry {
     receive_numbers.emplace(link, number);
     return number;
   }
-  std::mt19937_64 draw_numbers{std::random_device{}()};
+  std::random_device draw_numbers;
   std::unordered_set<std::uint32_t> numbers_in_use;  // by receive_numbers
 };
 
