@@ -8,6 +8,8 @@
 //                                        field of every unit
 //   checkpoint_program read-renamed DIR  ... with a unit whose state() names a field
 //                                        otherwise
+//   checkpoint_program read-traced DIR   ... printing "the state() of unit U runs" as
+//                                        each unit's state() starts
 //   checkpoint_program kill DIR          writes step 1, then rank 1 is killed while it
 //                                        writes step 2
 //   checkpoint_program inside-run DIR    an entry method calls write_checkpoint (must end
@@ -53,6 +55,7 @@ namespace {
 
 constexpr kodo::Extent3 kShape{7, 1, 1};
 bool renamed_field = false;
+bool trace_states = false;  // read-traced
 int kill_rank = -1;                       // the rank killed while writing step 2
 kodo::Runtime* inside_runtime = nullptr;  // for the inside-run mode's entry method
 std::string inside_dir;
@@ -121,6 +124,11 @@ class Cell : public kodo::WorkUnit<Cell> {
 
   template <class State>
   void state(State& s) {
+    if (trace_states) {
+      std::printf("checkpoint_program: the state() of unit %lld runs\n",
+                  static_cast<long long>(unit_));
+      std::fflush(stdout);
+    }
     s(renamed_field ? "steps" : "step", step_);
     s("point", point_);
     s("list", list_);
@@ -400,7 +408,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (args[0] == "read-renamed") renamed_field = true;
-    if (args[0] == "read" || args[0] == "read-renamed")
+    if (args[0] == "read-traced") trace_states = true;
+    if (args[0] == "read" || args[0] == "read-renamed" || args[0] == "read-traced")
       return read(runtime, args[1], args.size() > 2 ? args[2] : "checkpoint_program");
   } catch (const kodo::Error& e) {
     if (runtime.rank() == 0) kodo::print_error(std::string("checkpoint_program: ") + e.what());

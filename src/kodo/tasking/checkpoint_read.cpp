@@ -1,11 +1,14 @@
 // SPDX-FileCopyrightText: 2026 The kodo developers
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-// Restoring one unit from its rank's file: the fields streamed and checked as its state()
-// reads them (FileSource), the unit's checksum compared at the end.
+// Restoring one unit from its rank's file: its bytes checked against the unit's checksum
+// first (verify_unit), then the fields streamed and checked as its state() reads them
+// (FileSource), the checksum taken again on the way and compared at the end.
 #include <kodo/backends/detail/tool_region.hpp>
 #include <kodo/tasking/detail/checkpoint_files.hpp>
 
 #include <sys/stat.h>
+
+#include <vector>
 
 namespace kodo::detail {
 namespace {
@@ -77,6 +80,29 @@ class FileSource final : public RecordSource {
   Xxh3 checksum_;
 };
 
+// Bytes [offset, offset + size) of `fd` against `expected`, before the unit's state()
+// reads any: a unit's fields may size what it allocates (a view's extents), and a file
+// that is not kodo's (a sparse one, its manifest re-checksummed) must not make a rank
+// allocate what its bytes claim before the checksum refuses them. One more read of the
+// unit (from the page cache, as the second comes).
+void verify_unit(int fd, const std::string& origin, std::uint64_t offset, std::uint64_t size,
+                 std::uint64_t expected) {
+  std::vector<std::byte> chunk(std::min<std::uint64_t>(size, std::uint64_t{1} << 20));
+  Xxh3 checksum;
+  for (std::uint64_t at = 0; at < size;) {
+    const ssize_t r = ::pread(fd, chunk.data(), std::min<std::uint64_t>(chunk.size(), size - at),
+                              static_cast<off_t>(offset + at));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) throw Error(cat("cannot read ", origin, ": ", std::strerror(errno)));
+    if (r == 0) throw Error(cat(origin, " ended early (its file shrank)"));
+    checksum.update(chunk.data(), static_cast<std::uint64_t>(r));
+    at += static_cast<std::uint64_t>(r);
+  }
+  if (checksum.value() != expected)
+    throw Error(cat(origin, " does not match its checksum in the manifest (", xxh3_text(expected),
+                    ", not ", xxh3_text(checksum.value()), "): the file is corrupted"));
+}
+
 }  // namespace
 
 void read_unit(CheckpointReader& files, const SavedCollectionRecord& collection,
@@ -90,6 +116,7 @@ void read_unit(CheckpointReader& files, const SavedCollectionRecord& collection,
   const std::string name = cat("checkpoint file ", file, ", unit ", linear, " of collection ",
                                collection.id, " (bytes ", unit.offset, " to ",
                                unit.offset + unit.bytes, ")");
+  verify_unit(fd, name, unit.offset, unit.bytes, unit.checksum);
   FileSource source(fd, name, unit.offset, unit.bytes, files.runtime());
   try {
     char magic[sizeof kUnitMagic];
