@@ -55,7 +55,7 @@ namespace {
 
 constexpr kodo::Extent3 kShape{7, 1, 1};
 bool renamed_field = false;
-bool trace_states = false;  // read-traced
+bool trace_states = false;                // read-traced
 int kill_rank = -1;                       // the rank killed while writing step 2
 kodo::Runtime* inside_runtime = nullptr;  // for the inside-run mode's entry method
 std::string inside_dir;

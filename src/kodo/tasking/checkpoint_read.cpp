@@ -7,7 +7,6 @@
 #include <kodo/tasking/detail/checkpoint_files.hpp>
 
 #include <sys/stat.h>
-
 #include <vector>
 
 namespace kodo::detail {
