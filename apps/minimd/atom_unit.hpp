@@ -187,7 +187,7 @@ class AtomUnit : public kodo::WorkUnit<AtomUnit> {
 
   SavedAtoms<Memory> own_atoms() const;
   void take_atoms(std::int64_t step, const Vectors& x, const Vectors& v);
-  // A step as a coroutine (atom_unit.cpp, "progress"): its start, then its parts, each
+  // A step as a coroutine (atom_unit_steps.cpp): its start, then its parts, each
   // awaiting the counts and the neighbours' data it needs.
   kodo::Task setup_pass();
   void begin_step();
@@ -248,6 +248,16 @@ class AtomUnit : public kodo::WorkUnit<AtomUnit> {
   void grow_program_buffers();
   std::vector<std::uintptr_t> planned_views() const;
   std::vector<std::uintptr_t> reneighbor_views() const;
+  // The reneighboring program's plan of a phase, part by part (atom_unit_programs.cpp).
+  struct ReneighborPhase;
+  void make_room_for_reneighbor_program(int rows);
+  void plan_save_and_integrate(ReneighborPhase& phase);
+  void plan_migrants_in(kodo::StepPlan& plan, ReneighborPhase& phase, int d);
+  void plan_migration(kodo::StepPlan& plan, ReneighborPhase& phase, int d);
+  void plan_bin_order(ReneighborPhase& phase);
+  void plan_ghosts_in(kodo::StepPlan& plan, ReneighborPhase& phase, int d);
+  void plan_borders(kodo::StepPlan& plan, ReneighborPhase& phase, int d);
+  void plan_lists_force_integrate(ReneighborPhase& phase);
   Count sized(int slot, int bound) const { return {counters_, slot, bound}; }
 
   const Setup& setup_;

@@ -187,7 +187,8 @@ class StepPlan {
 
 namespace detail {
 
-// The part of a step program that does not depend on the unit type (step_program.cpp).
+// The part of a step program that does not depend on the unit type (step_program.cpp;
+// its state and build: detail/step_program_impl.hpp).
 class RankProgram {
  public:
   RankProgram(Runtime& runtime, std::uint32_t collection, const Extent3& shape,

@@ -20,7 +20,6 @@
 namespace kodo::detail {
 namespace {
 
-constexpr int kOfferTag = 11, kAskTag = 12, kFilledTag = 13;
 constexpr std::uint64_t kSlots = 4;  // per receiving rank, shared by its senders
 constexpr std::uint64_t kHostPieceBytes = std::uint64_t{256} << 10;
 constexpr std::uint64_t kSlotAlignment = 256;
@@ -52,6 +51,41 @@ struct SegmentSlots {
   }
 };
 
+// One migration's pieces by this route on this rank, step by step (move_views_on_node).
+struct NodeExchange {
+  NodeExchange(ChannelHost& host, MPI_Comm comm, const std::vector<ViewPiece>& outgoing,
+               const std::vector<ViewPiece>& incoming)
+      : node(*host.node()),
+        staging(host.transport_staging()),
+        comm(comm),
+        outgoing(outgoing),
+        incoming(incoming) {
+    check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  }
+
+  NodeChannels& node;
+  TransportStaging& staging;
+  MPI_Comm comm;
+  const std::vector<ViewPiece>& outgoing;
+  const std::vector<ViewPiece>& incoming;
+  int rank = 0;
+  MemoryKind slot_kind = host_build ? MemoryKind::host
+                                    : memory_kind<ExecutionSpace::memory_space>();
+  // This rank's slots: room for its largest incoming piece each.
+  std::uint64_t slot_bytes = 0, slots = 0;
+  SlotsOffer offer{};
+  std::byte* own = nullptr;
+  SegmentSlots segment{node, std::nullopt, 0};
+  std::map<int, Receiver> receivers;  // by rank
+  std::vector<int> senders;
+  std::vector<MPI_Request> requests;
+
+  bool offer_slots();
+  void trade_offers();
+  void map_offered_slots();
+  void move_pieces(StreamPool& streams);
+};
+
 }  // namespace
 
 void check_offer(const SlotsOffer& o, std::uint64_t largest, std::uint64_t room, int from) {
@@ -80,26 +114,18 @@ std::uint64_t node_view_piece_bytes(std::uint64_t setting) {
   return host_build ? std::min(setting, kHostPieceBytes) : setting;
 }
 
-bool move_views_on_node(ChannelHost& host, StreamPool& streams, MPI_Comm comm,
-                        const std::vector<ViewPiece>& outgoing,
-                        const std::vector<ViewPiece>& incoming) {
-  NodeChannels& node = *host.node();
-  TransportStaging& staging = host.transport_staging();
-  int rank = 0;
-  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
-  const MemoryKind slot_kind = host_build ? MemoryKind::host
-                                          : memory_kind<ExecutionSpace::memory_space>();
+namespace {
 
-  // 1. This rank's slots: room for its largest incoming piece each.
-  std::uint64_t slot_bytes = 0;
+// 1. This rank's slots: room for its largest incoming piece each. False, agreed on by
+// every rank, when some rank cannot offer its slots.
+bool NodeExchange::offer_slots() {
   for (const ViewPiece& p : incoming)
     slot_bytes = std::max<std::uint64_t>(slot_bytes, p.data.bytes);
   slot_bytes = (slot_bytes + kSlotAlignment - 1) / kSlotAlignment * kSlotAlignment;
-  const std::uint64_t slots = std::min<std::uint64_t>(kSlots, incoming.size());
+  slots = std::min<std::uint64_t>(kSlots, incoming.size());
   const std::size_t slots_bytes = static_cast<std::size_t>(slots * slot_bytes);
-  SlotsOffer offer{0, slot_bytes, slots, {}};
-  std::byte* own = nullptr;
-  SegmentSlots segment{node, std::nullopt, slots_bytes};
+  offer = SlotsOffer{0, slot_bytes, slots, {}};
+  segment.bytes = slots_bytes;
   std::string why;  // this rank cannot offer slots
   std::string problem;
   if (slots > 0) try {
@@ -139,16 +165,15 @@ bool move_views_on_node(ChannelHost& host, StreamPool& streams, MPI_Comm comm,
       node.notice(cat("moving units' views go through UCX, not the same-node route: ", why));
     return false;
   }
+  return true;
+}
 
-  // 2. Offers go to every rank this rank receives from; each sender checks the offers
-  // it gets against its pieces and the memory they name.
-  std::map<int, Receiver> receivers;
+// 2. Offers go to every rank this rank receives from.
+void NodeExchange::trade_offers() {
   for (std::size_t i = 0; i < outgoing.size(); ++i) receivers[outgoing[i].peer].pieces.push_back(i);
-  std::vector<int> senders;
   for (const ViewPiece& p : incoming)
     if (std::find(senders.begin(), senders.end(), p.peer) == senders.end())
       senders.push_back(p.peer);
-  std::vector<MPI_Request> requests;
   for (const int s : senders) {
     requests.emplace_back();
     check_mpi(MPI_Isend(&offer, sizeof(SlotsOffer), MPI_BYTE, s, kOfferTag, comm, &requests.back()),
@@ -163,6 +188,12 @@ bool move_views_on_node(ChannelHost& host, StreamPool& streams, MPI_Comm comm,
   check_mpi(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE),
             "MPI_Waitall");
   requests.clear();
+}
+
+// Each sender checks the offers it gets against its pieces and the memory they name,
+// mapping the receivers' slots (device builds); every rank agrees on a problem.
+void NodeExchange::map_offered_slots() {
+  std::string problem;
   try {
     for (auto& [r, receiver] : receivers) {
       const SlotsOffer& o = receiver.offer;
@@ -196,107 +227,161 @@ bool move_views_on_node(ChannelHost& host, StreamPool& streams, MPI_Comm comm,
     problem = what_of_current();
   }
   agree_and_report(comm, problem);
+}
 
-  // 3. The pieces. Sends' copies go on one communication stream, copies out of this
-  // rank's slots on another, each followed by a mark the loop reads without waiting.
-  try {
-    Stream& out = streams.communication(0);
-    Stream& in = streams.communication(1);
-    struct Slot {
-      bool asked = false;
-      std::size_t piece = 0;
-      std::uint64_t copied = 0;  // the mark after its copy out, once filled
-    };
-    std::vector<Slot> own_slots(static_cast<std::size_t>(slots));
-    struct Filling {
-      int receiver;
-      Notice notice;
-      std::uint64_t mark;
-    };
-    std::deque<Filling> filling;  // in `out`'s order
-    std::deque<Notice> notices;   // sent, until their sends complete
-    const auto notify = [&](int peer, int tag, const Notice& n) {
-      notices.push_back(n);
-      requests.emplace_back();
-      check_mpi(MPI_Isend(&notices.back(), 2, MPI_UINT64_T, peer, tag, comm, &requests.back()),
-                "MPI_Isend");
-    };
-    const auto next_notice = [&](int tag, Notice& n) {
-      int there = 0;
-      MPI_Status status;
-      check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, tag, comm, &there, &status), "MPI_Iprobe");
-      if (!there) return -1;
-      int count = 0;
-      check_mpi(MPI_Get_count(&status, MPI_UINT64_T, &count), "MPI_Get_count");
-      if (count != 2)
-        throw Error(cat("rank ", status.MPI_SOURCE, " sent a notice of ", count,
-                        " words about moving units' views"));
-      check_mpi(MPI_Recv(&n, 2, MPI_UINT64_T, status.MPI_SOURCE, tag, comm, MPI_STATUS_IGNORE),
-                "MPI_Recv");
-      return status.MPI_SOURCE;
-    };
-    std::size_t next_in = 0, done_in = 0, done_out = 0;
-    for (std::uint64_t turn = 1; done_in < incoming.size() || done_out < outgoing.size(); ++turn) {
-      for (std::size_t s = 0; s < own_slots.size(); ++s) {
-        Slot& slot = own_slots[s];
-        if (slot.asked || next_in == incoming.size()) continue;
-        slot = Slot{true, next_in++, 0};
-        const ViewPiece& p = incoming[slot.piece];
-        notify(p.peer, kAskTag, Notice{p.number, s});
-      }
-      Notice n;
-      for (int from; (from = next_notice(kAskTag, n)) >= 0;) {
-        const auto it = receivers.find(from);
-        if (it == receivers.end() || it->second.next == it->second.pieces.size() ||
-            outgoing[it->second.pieces[it->second.next]].number != n.number ||
-            n.slot >= it->second.offer.slots)
-          throw Error(cat("rank ", from, " asked rank ", rank,
-                          " for a piece of a moving unit's view out of turn (piece ", n.number,
-                          " into slot ", n.slot, ")"));
-        Receiver& r = it->second;
-        const ViewPiece& p = outgoing[r.pieces[r.next++]];
-        copy_bytes(out.space(),
-                   Segment{r.slots_at + n.slot * r.offer.slot_bytes, p.data.bytes, slot_kind},
-                   p.data, p.data.bytes);
-        filling.push_back(Filling{from, n, out.mark()});
-      }
-      for (; !filling.empty() && out.reached() >= filling.front().mark; filling.pop_front()) {
-        notify(filling.front().receiver, kFilledTag, filling.front().notice);
-        ++done_out;
-      }
-      for (int from; (from = next_notice(kFilledTag, n)) >= 0;) {
-        Slot* slot = n.slot < own_slots.size() ? &own_slots[n.slot] : nullptr;
-        if (!slot || !slot->asked || slot->copied != 0 || incoming[slot->piece].peer != from ||
-            incoming[slot->piece].number != n.number)
-          throw Error(cat("rank ", from, " told rank ", rank,
-                          " of a piece of a moving unit's view it did not ask for (piece ",
-                          n.number, " in slot ", n.slot, ")"));
-        const ViewPiece& p = incoming[slot->piece];
-        copy_bytes(in.space(), p.data, Segment{own + n.slot * slot_bytes, p.data.bytes, slot_kind},
-                   p.data.bytes);
-        slot->copied = in.mark();
-      }
-      for (Slot& slot : own_slots)
-        if (slot.asked && slot.copied != 0 && in.reached() >= slot.copied) {
-          slot = Slot{};
-          ++done_in;
-        }
-      if (turn % 4096 == 0) {
-        out.check_health();  // a device fault would leave the marks unreached
-        in.check_health();
-        for (const int r : senders)  // a peer that exited answers nothing more
-          if (!node.alive(r)) throw Error(cat("rank ", r, " exited while sending its pieces"));
-        for (const auto& [r, receiver] : receivers)
-          if (receiver.next < receiver.pieces.size() && !node.alive(r))
-            throw Error(cat("rank ", r, " exited while receiving its pieces"));
-      }
+// 3. The pieces. Sends' copies go on one communication stream, copies out of this
+// rank's slots on another, each followed by a mark the loop reads without waiting.
+class PieceMover {
+ public:
+  PieceMover(NodeExchange& x, StreamPool& streams)
+      : x_(x),
+        out_(streams.communication(0)),
+        in_(streams.communication(1)),
+        own_slots_(static_cast<std::size_t>(x.slots)) {}
+
+  void run() {
+    for (std::uint64_t turn = 1; done_in_ < x_.incoming.size() || done_out_ < x_.outgoing.size();
+         ++turn) {
+      ask_for_pieces();
+      answer_asks();
+      tell_filled();
+      copy_out_filled();
+      free_copied_slots();
+      if (turn % 4096 == 0) check_health();
     }
-    check_mpi(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE),
+    check_mpi(MPI_Waitall(static_cast<int>(x_.requests.size()), x_.requests.data(),
+                          MPI_STATUSES_IGNORE),
               "MPI_Waitall");
     // Senders write into these slots until every rank is done.
-    check_mpi(MPI_Barrier(comm), "MPI_Barrier");
+    check_mpi(MPI_Barrier(x_.comm), "MPI_Barrier");
+  }
+
+ private:
+  struct Slot {
+    bool asked = false;
+    std::size_t piece = 0;
+    std::uint64_t copied = 0;  // the mark after its copy out, once filled
+  };
+  struct Filling {
+    int receiver;
+    Notice notice;
+    std::uint64_t mark;
+  };
+
+  void notify(int peer, int tag, const Notice& n) {
+    notices_.push_back(n);
+    x_.requests.emplace_back();
+    check_mpi(MPI_Isend(&notices_.back(), 2, MPI_UINT64_T, peer, tag, x_.comm, &x_.requests.back()),
+              "MPI_Isend");
+  }
+  // The rank of the next notice of `tag`, received into `n`, or -1: none yet.
+  int next_notice(int tag, Notice& n) {
+    int there = 0;
+    MPI_Status status;
+    check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, tag, x_.comm, &there, &status), "MPI_Iprobe");
+    if (!there) return -1;
+    int count = 0;
+    check_mpi(MPI_Get_count(&status, MPI_UINT64_T, &count), "MPI_Get_count");
+    if (count != 2)
+      throw Error(cat("rank ", status.MPI_SOURCE, " sent a notice of ", count,
+                      " words about moving units' views"));
+    check_mpi(MPI_Recv(&n, 2, MPI_UINT64_T, status.MPI_SOURCE, tag, x_.comm, MPI_STATUS_IGNORE),
+              "MPI_Recv");
+    return status.MPI_SOURCE;
+  }
+
+  // Each free slot of this rank asks the sender of the next piece for it.
+  void ask_for_pieces() {
+    for (std::size_t s = 0; s < own_slots_.size(); ++s) {
+      Slot& slot = own_slots_[s];
+      if (slot.asked || next_in_ == x_.incoming.size()) continue;
+      slot = Slot{true, next_in_++, 0};
+      const ViewPiece& p = x_.incoming[slot.piece];
+      notify(p.peer, kAskTag, Notice{p.number, s});
+    }
+  }
+  // Each piece asked of this rank, in turn, copied into the receiver's slot.
+  void answer_asks() {
+    Notice n;
+    for (int from; (from = next_notice(kAskTag, n)) >= 0;) {
+      const auto it = x_.receivers.find(from);
+      if (it == x_.receivers.end() || it->second.next == it->second.pieces.size() ||
+          x_.outgoing[it->second.pieces[it->second.next]].number != n.number ||
+          n.slot >= it->second.offer.slots)
+        throw Error(cat("rank ", from, " asked rank ", x_.rank,
+                        " for a piece of a moving unit's view out of turn (piece ", n.number,
+                        " into slot ", n.slot, ")"));
+      Receiver& r = it->second;
+      const ViewPiece& p = x_.outgoing[r.pieces[r.next++]];
+      copy_bytes(out_.space(),
+                 Segment{r.slots_at + n.slot * r.offer.slot_bytes, p.data.bytes, x_.slot_kind},
+                 p.data, p.data.bytes);
+      filling_.push_back(Filling{from, n, out_.mark()});
+    }
+  }
+  // The receivers of the copies done are told.
+  void tell_filled() {
+    for (; !filling_.empty() && out_.reached() >= filling_.front().mark; filling_.pop_front()) {
+      notify(filling_.front().receiver, kFilledTag, filling_.front().notice);
+      ++done_out_;
+    }
+  }
+  // Each slot of this rank a sender filled, copied out to where its piece goes.
+  void copy_out_filled() {
+    Notice n;
+    for (int from; (from = next_notice(kFilledTag, n)) >= 0;) {
+      Slot* slot = n.slot < own_slots_.size() ? &own_slots_[n.slot] : nullptr;
+      if (!slot || !slot->asked || slot->copied != 0 || x_.incoming[slot->piece].peer != from ||
+          x_.incoming[slot->piece].number != n.number)
+        throw Error(cat("rank ", from, " told rank ", x_.rank,
+                        " of a piece of a moving unit's view it did not ask for (piece ", n.number,
+                        " in slot ", n.slot, ")"));
+      const ViewPiece& p = x_.incoming[slot->piece];
+      copy_bytes(in_.space(), p.data,
+                 Segment{x_.own + n.slot * x_.slot_bytes, p.data.bytes, x_.slot_kind},
+                 p.data.bytes);
+      slot->copied = in_.mark();
+    }
+  }
+  void free_copied_slots() {
+    for (Slot& slot : own_slots_)
+      if (slot.asked && slot.copied != 0 && in_.reached() >= slot.copied) {
+        slot = Slot{};
+        ++done_in_;
+      }
+  }
+  void check_health() {
+    out_.check_health();  // a device fault would leave the marks unreached
+    in_.check_health();
+    for (const int r : x_.senders)  // a peer that exited answers nothing more
+      if (!x_.node.alive(r)) throw Error(cat("rank ", r, " exited while sending its pieces"));
+    for (const auto& [r, receiver] : x_.receivers)
+      if (receiver.next < receiver.pieces.size() && !x_.node.alive(r))
+        throw Error(cat("rank ", r, " exited while receiving its pieces"));
+  }
+
+  NodeExchange& x_;
+  Stream& out_;
+  Stream& in_;
+  std::vector<Slot> own_slots_;
+  std::deque<Filling> filling_;  // in `out_`'s order
+  std::deque<Notice> notices_;   // sent, until their sends complete
+  std::size_t next_in_ = 0, done_in_ = 0, done_out_ = 0;
+};
+
+}  // namespace
+
+bool move_views_on_node(ChannelHost& host, StreamPool& streams, MPI_Comm comm,
+                        const std::vector<ViewPiece>& outgoing,
+                        const std::vector<ViewPiece>& incoming) {
+  NodeExchange x(host, comm, outgoing, incoming);
+  if (!x.offer_slots()) return false;
+  x.trade_offers();
+  x.map_offered_slots();
+  try {
+    PieceMover(x, streams).run();
   } catch (...) {
-    fatal(cat("moving units' views between ranks of one node failed on rank ", rank, ": ",
+    fatal(cat("moving units' views between ranks of one node failed on rank ", x.rank, ": ",
               what_of_current()));
   }
   return true;

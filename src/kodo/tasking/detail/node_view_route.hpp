@@ -13,6 +13,7 @@
 
 #include <kodo/backends/memory.hpp>
 #include <kodo/backends/stream.hpp>
+#include <kodo/tasking/detail/migration_messages.hpp>
 
 #include <mpi.h>
 
@@ -25,15 +26,6 @@ namespace kodo::detail {
 
 class ChannelHost;
 
-// A piece of a moving unit's view: the `number`-th piece between this rank and `peer`.
-struct ViewPiece {
-  std::int64_t linear;  // the unit's linear index
-  std::uint64_t view;   // the view's place in its state()
-  int peer;
-  std::uint64_t number;
-  Segment data;  // where it comes from (sending) or goes (receiving)
-};
-
 // Collective over `comm`: whether the views can take this route: every rank of the job
 // on one node, with same-node channels on (not KODO_CHANNELS=ucx).
 bool node_view_route_open(ChannelHost& host, MPI_Comm comm);
@@ -42,7 +34,7 @@ bool node_view_route_open(ChannelHost& host, MPI_Comm comm);
 // on device builds; at most 256 KiB on host builds, where slots take node segment room.
 std::uint64_t node_view_piece_bytes(std::uint64_t setting);
 
-// Collective over `comm` (the migration's own communicator: its tags 11-13 are free):
+// Collective over `comm` (the migration's own communicator; its tags: migration_messages.hpp):
 // moves every piece, each rank's `outgoing` in the order of the numbers per peer and
 // `incoming` likewise. Returns false, having moved nothing, when some rank cannot offer
 // slots (memory its peers cannot map, a full node segment): the caller then sends the

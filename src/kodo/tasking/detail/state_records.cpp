@@ -18,6 +18,42 @@ namespace kodo::detail {
 bool RuntimeAccess::running(Runtime& runtime) { return runtime.scheduler().running(); }
 Watchdog& RuntimeAccess::watchdog(Runtime& runtime) { return runtime.scheduler().watchdog(); }
 
+std::vector<std::uint64_t> view_sizes(const std::vector<std::byte>& records,
+                                      const std::string& origin) {
+  std::vector<std::uint64_t> sizes;
+  std::uint64_t at = 0;
+  const auto take = [&](void* into, std::uint64_t n) {
+    if (n > records.size() - at) throw Error(cat(origin, " ends inside a record"));
+    std::memcpy(into, records.data() + at, n);
+    at += n;
+  };
+  while (at < records.size()) {
+    std::uint32_t name = 0, element = 0, rank = 0;
+    std::uint8_t kind = 0;
+    std::uint64_t bytes = 0;
+    take(&name, 4);
+    if (name > kNameLimit || name > records.size() - at)
+      throw Error(cat(origin, ": a record has a malformed name"));
+    at += name;
+    take(&kind, 1);
+    take(&element, 4);
+    take(&rank, 4);
+    if (rank > 8) throw Error(cat(origin, ": a record has rank ", rank));
+    for (std::uint32_t d = 0; d < rank; ++d) {
+      std::int64_t extent = 0;
+      take(&extent, 8);
+    }
+    take(&bytes, 8);
+    if (static_cast<FieldKind>(kind) == FieldKind::view) {
+      sizes.push_back(bytes);
+    } else {
+      if (bytes > records.size() - at) throw Error(cat(origin, ": a record extends past its end"));
+      at += bytes;
+    }
+  }
+  return sizes;
+}
+
 RecordSink::RecordSink(RecordOutput& out, Runtime& runtime, ViewsApart* views)
     : out_(out),
       views_(views),

@@ -75,6 +75,11 @@ struct ViewsApart {
   std::vector<std::shared_ptr<const void>> kept;
 };
 
+// The sizes of the views a unit's records (written with views apart) name, each record
+// checked to lie inside them; throws kodo::Error naming `origin` otherwise.
+std::vector<std::uint64_t> view_sizes(const std::vector<std::byte>& records,
+                                      const std::string& origin);
+
 // Writes each field of a state() walk as a record to `out`. With `views` given, a view's
 // record carries no data: the view goes to `views` instead (a moving unit's views travel
 // apart, device to device; migration.cpp).
