@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -419,4 +420,23 @@ TEST(Channel, LinkNumbersAreDistinctAndNotSequential) {
   std::size_t neighbours = 0;  // numbers one apart, as sequential numbers all were
   for (std::size_t i = 1; i < sorted.size(); ++i) neighbours += sorted[i] - sorted[i - 1] == 1;
   EXPECT_LE(neighbours, 2u);
+}
+
+// The numbers a migration's views are tagged with (issue 54: a fixed tag let a third rank
+// replace a moving unit's view): never a link's number here, nor the one kept, and drawn
+// anew each time.
+TEST(Channel, NumbersForMovingViewsAreNoLinksAndUnpredictable) {
+  kodo::detail::ChannelRegistry registry;
+  std::set<std::uint32_t> links;
+  for (std::int32_t port = 0; port < 2000; ++port)
+    links.insert(registry.receive_number({0, 1, 0, port}));
+  std::set<std::uint32_t> drawn;
+  for (int i = 0; i < 2000; ++i) {
+    const std::uint32_t n = registry.unused_number();
+    EXPECT_FALSE(links.contains(n)) << n << " is a link's number";
+    EXPECT_NE(n, kodo::detail::kTransferMask);
+    drawn.insert(n);
+  }
+  EXPECT_GE(drawn.size(), 1990u);  // 2000 draws of 2^32 - 1 - 2000 numbers: a repeat is rare
+  EXPECT_EQ(registry.receive_numbers.size(), 2000u);  // none of them kept as a link's
 }

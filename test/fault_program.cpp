@@ -28,6 +28,9 @@
 //   fault_program comm-inside-run    an entry method asks for Runtime::comm()
 //   fault_program link-flood         rank 1 (as rank 0 receives it) announces channel
 //                                    links without end (2 ranks)
+//   fault_program migrate-without-a-peer
+//                                    rank 0 moves units in a migration rank 1 never
+//                                    joins (2 ranks; KODO_STALL_SECONDS, KODO_STALL_EXIT=1)
 //   fault_program checkpoint-without-a-peer
 //                                    rank 0 writes a checkpoint that rank 1 never joins
 //                                    (2 ranks; run with KODO_STALL_SECONDS and
@@ -272,10 +275,28 @@ int checkpoint_without_a_peer(kodo::Runtime& runtime) {
   return 0;
 }
 
+// Rank 0 starts a migration (whose first step runs the job until it is quiet) that rank 1
+// never joins: no termination wave comes back, and rank 0 says so and ends the job.
+int migrate_without_a_peer(kodo::Runtime& runtime) {
+  auto saved = kodo::Collection<Saved>::create(runtime, {2, 1, 1});
+  if (runtime.rank() == 0) {
+    try {
+      kodo::migrate(saved, {0, 0});
+    } catch (const kodo::Error& e) {
+      kodo::print_error(kodo::detail::cat("rank 0: ", e.what()));
+      return 1;
+    }
+    std::puts("unexpected: the migration finished");
+    return 0;
+  }
+  sleep(60);
+  return 0;
+}
+
 constexpr const char* kUsage =
     "usage: fault_program truncate|short|lost-send|ring-order|peer-exit|different-program|\n"
     "                     mismatched-shapes|result-type|blocked|comm-inside-run|\n"
-    "                     checkpoint-without-a-peer\n"
+    "                     checkpoint-without-a-peer|migrate-without-a-peer\n"
     "Makes the fault named (see the top of fault_program.cpp); the job must end with an\n"
     "error naming it.\n";
 
@@ -311,6 +332,8 @@ int main(int argc, char** argv) {
     units.broadcast_local<&Peer::blocked>();
   } else if (mode == "link-flood") {
     return flood_links(runtime, units);
+  } else if (mode == "migrate-without-a-peer") {
+    return migrate_without_a_peer(runtime);
   } else if (mode == "checkpoint-without-a-peer") {
     return checkpoint_without_a_peer(runtime);
   } else if (mode == "comm-inside-run") {

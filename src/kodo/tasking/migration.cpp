@@ -10,54 +10,28 @@
 #include <kodo/comm/detail/transport_staging.hpp>
 #include <kodo/core/agree.hpp>
 #include <kodo/tasking/detail/held_state.hpp>
+#include <kodo/tasking/detail/migration_impl.hpp>
 #include <kodo/tasking/detail/migration_messages.hpp>
 #include <kodo/tasking/detail/node_view_route.hpp>
 #include <kodo/tasking/detail/state_records.hpp>
 #include <kodo/tasking/detail/ucx_view_route.hpp>
+#include <kodo/tasking/detail/watchdog.hpp>
 
 #include <mpi.h>
 
 #include <algorithm>
-#include <climits>
-#include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <deque>
 #include <map>
+#include <optional>
+#include <span>
 
 namespace kodo::detail {
 namespace {
 
-constexpr std::uint64_t kChunkBytes = std::uint64_t{1} << 30;  // an MPI count is an int
-constexpr std::uint64_t kMostStateBytes = std::uint64_t{1} << 44;
-
-// What travels ahead of a unit's records.
-struct Header {
-  std::int64_t linear;
-  std::uint64_t rounds;  // its next reduction round
-  double measured;       // its UnitLoad
-  double stated;
-  std::uint64_t has_stated;
-  std::uint64_t bytes;       // of its records, the views' data left out
-  std::uint64_t view_bytes;  // of its views' data, which travels apart
-  std::uint64_t views;
-};
-
-class VectorOutput final : public RecordOutput {
- public:
-  explicit VectorOutput(std::vector<std::byte>& to) : to_(to) {}
-  void write(const void* data, std::uint64_t n) override {
-    const auto* p = static_cast<const std::byte*>(data);
-    to_.insert(to_.end(), p, p + n);
-  }
-
- private:
-  std::vector<std::byte>& to_;
-};
-
 class VectorSource final : public RecordSource {
  public:
-  VectorSource(std::string origin, const std::vector<std::byte>& from, Runtime& runtime)
+  VectorSource(std::string origin, std::span<const std::byte> from, Runtime& runtime)
       : RecordSource(std::move(origin), from.size(), runtime), from_(from) {}
 
  private:
@@ -65,25 +39,9 @@ class VectorSource final : public RecordSource {
     std::memcpy(into, from_.data() + at_, n);
     at_ += n;
   }
-  const std::vector<std::byte>& from_;
+  std::span<const std::byte> from_;
   std::uint64_t at_ = 0;
 };
-
-// Posts the sends (or receives) of `bytes` to (or from) `peer` in chunks of at most
-// kChunkBytes, each request added to `requests`.
-void post_chunks(MPI_Comm comm, std::vector<std::byte>& bytes, int peer, bool send,
-                 std::vector<MPI_Request>& requests) {
-  for (std::uint64_t at = 0; at < bytes.size(); at += kChunkBytes) {
-    const int n = static_cast<int>(std::min<std::uint64_t>(kChunkBytes, bytes.size() - at));
-    requests.emplace_back();
-    if (send)
-      check_mpi(MPI_Isend(bytes.data() + at, n, MPI_BYTE, peer, kDataTag, comm, &requests.back()),
-                "MPI_Isend");
-    else
-      check_mpi(MPI_Irecv(bytes.data() + at, n, MPI_BYTE, peer, kDataTag, comm, &requests.back()),
-                "MPI_Irecv");
-  }
-}
 
 std::uint64_t owners_hash(const std::vector<int>& owners) {
   std::uint64_t h = 0xcbf29ce484222325ULL ^ owners.size();
@@ -93,59 +51,6 @@ std::uint64_t owners_hash(const std::vector<int>& owners) {
 
 }  // namespace
 
-struct Migration::Impl {
-  Runtime& runtime;
-  CollectionBase& collection;
-  MPI_Comm comm = MPI_COMM_NULL;
-  UnitMap before, after;
-  std::vector<std::int64_t> old_locals;
-  double started = 0;
-  // When exchange()'s views began, their buffer was allocated, and exchange() ended.
-  double views_began = 0, buffer_allocated = 0, exchanged_at = 0;
-  bool exchanged = false;
-  bool views_on_node = false;    // the views went by the same-node route
-  double rebuild_parts[4] = {};  // links, constructors, restores, release (note_rebuild)
-  std::uint64_t bytes_sent = 0, view_bytes_sent = 0;
-  std::int64_t moved = 0;
-  // Units arriving here: their old owner, header and records.
-  struct Arrival {
-    int from;
-    Header header{};
-    std::vector<std::byte> records;
-  };
-  std::map<std::int64_t, Arrival> arrivals;                      // by linear index
-  Kokkos::View<std::byte*, ExecutionSpace::memory_space> views;  // arriving units' views
-  std::map<std::int64_t, std::uint64_t> view_offsets;            // ... each unit's, by linear
-  std::vector<UnitLoad> old_loads;                               // by old slot
-
-  Impl(Runtime& r, CollectionBase& c)
-      : runtime(r), collection(c), before(c.map()), after(c.map()) {}
-  ~Impl() {
-    if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
-  }
-
-  // The steps of exchange(), in order.
-  struct Leaving {
-    std::int64_t slot;
-    int to;
-    Header header;
-    ViewsApart views;  // its views, sent apart
-  };
-  std::vector<Leaving> measure_leaving(const std::function<void(std::int64_t, StateWriter&)>& visit,
-                                       const std::function<std::uint64_t(std::int64_t)>& rounds);
-  void trade_headers(const std::vector<Leaving>& leaving);
-  void send_records(std::vector<Leaving>& leaving,
-                    const std::function<void(std::int64_t, StateWriter&)>& visit,
-                    std::string& problem);
-  std::map<std::int64_t, std::vector<std::uint64_t>> allocate_arriving_views(std::string& problem);
-  void move_views(const std::vector<Leaving>& leaving,
-                  const std::map<std::int64_t, std::vector<std::uint64_t>>& sizes,
-                  std::string& problem);
-  void cut_into_pieces(std::uint64_t piece_bytes, const std::vector<Leaving>& leaving,
-                       const std::map<std::int64_t, std::vector<std::uint64_t>>& sizes,
-                       std::vector<ViewPiece>& outgoing, std::vector<ViewPiece>& incoming);
-};
-
 Migration::Migration(Runtime& runtime, CollectionBase& collection, std::vector<int> owners)
     : impl_(std::make_unique<Impl>(runtime, collection)) {
   if (RuntimeAccess::running(runtime))
@@ -154,6 +59,7 @@ Migration::Migration(Runtime& runtime, CollectionBase& collection, std::vector<i
         "never an entry method");
   runtime.run();  // the job is quiet from here on
   Impl& m = *impl_;
+  m.watching.emplace(RuntimeAccess::watchdog(runtime), "a migration (kodo::migrate)");
   m.started = MPI_Wtime();
   std::string problem;
   if (static_cast<std::int64_t>(owners.size()) != collection.shape().size())
@@ -181,143 +87,6 @@ Migration::Migration(Runtime& runtime, CollectionBase& collection, std::vector<i
 Migration::~Migration() = default;
 
 bool Migration::moves_nothing() const { return impl_->moved == 0; }
-
-// 1. Headers: the leaving units' sizes (a walk that copies nothing) go to their new
-// ranks, which check them.
-std::vector<Migration::Impl::Leaving> Migration::Impl::measure_leaving(
-    const std::function<void(std::int64_t, StateWriter&)>& visit,
-    const std::function<std::uint64_t(std::int64_t)>& rounds) {
-  std::vector<Leaving> leaving;
-  std::string problem;
-  try {
-    for (std::int64_t slot = 0; slot < static_cast<std::int64_t>(old_locals.size()); ++slot) {
-      const std::int64_t linear = old_locals[static_cast<std::size_t>(slot)];
-      const int to = after.owner(linear);
-      if (to == runtime.rank()) continue;
-      StateSizes size;
-      StateWriter writer(size);
-      visit(slot, writer);
-      const UnitLoad& load = old_loads[static_cast<std::size_t>(slot)];
-      if (size.views > 0 && (linear >= kMostTaggedUnits || size.views > kMostViews))
-        throw Error(cat("unit ", collection.shape().delinear(linear),
-                        " cannot move: units "
-                        "with views move only in collections of fewer than 2^24 units, with "
-                        "at most ",
-                        kMostViews, " views each"));
-      leaving.push_back({slot,
-                         to,
-                         Header{linear, rounds(slot), load.measured, load.stated.value_or(0),
-                                load.stated ? 1u : 0u, size.bytes - size.view_bytes,
-                                size.view_bytes, size.views},
-                         {}});
-    }
-  } catch (...) {
-    problem = what_of_current();
-  }
-  agree_and_report(runtime.comm(), problem);
-  return leaving;
-}
-
-// The headers sent, the arriving units' received and checked, room made for their
-// records; every rank agrees on a problem.
-void Migration::Impl::trade_headers(const std::vector<Leaving>& leaving) {
-  const int rank = runtime.rank();
-  std::vector<MPI_Request> requests;
-  for (const Leaving& l : leaving) {
-    requests.emplace_back();
-    check_mpi(MPI_Isend(&l.header, sizeof(Header), MPI_BYTE, l.to, kHeaderTag, comm,
-                        &requests.back()),
-              "MPI_Isend");
-  }
-  for (std::int64_t linear = 0; linear < after.units(); ++linear) {
-    if (after.owner(linear) != rank || before.owner(linear) == rank) continue;
-    auto& a = arrivals[linear];
-    a.from = before.owner(linear);
-  }
-  for (auto& [linear, a] : arrivals) {
-    requests.emplace_back();
-    check_mpi(MPI_Irecv(&a.header, sizeof(Header), MPI_BYTE, a.from, kHeaderTag, comm,
-                        &requests.back()),
-              "MPI_Irecv");
-  }
-  check_mpi(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE),
-            "MPI_Waitall");
-  std::string problem;
-  for (auto& [linear, a] : arrivals) {
-    const Header& h = a.header;
-    if (h.linear != linear || h.bytes > kMostStateBytes || h.has_stated > 1 ||
-        !std::isfinite(h.measured) || !std::isfinite(h.stated) || h.view_bytes > kMostStateBytes ||
-        h.views > kMostViews || (h.views == 0 && h.view_bytes != 0)) {
-      problem = cat("rank ", a.from, " sent a malformed header for unit ",
-                    collection.shape().delinear(linear), " of collection ", collection.id(),
-                    " (unit ", h.linear, ", ", h.bytes, " bytes of state)");
-      break;
-    }
-  }
-  if (problem.empty()) try {
-      for (auto& [linear, a] : arrivals) a.records.resize(a.header.bytes);
-    } catch (const std::bad_alloc&) {
-      problem = cat("rank ", rank, " cannot hold the state of the units moving to it");
-    }
-  agree_and_report(runtime.comm(), problem);
-}
-
-// 3. The leaving units' records, a few units in flight at a time. A unit that fails to
-// write sends zeros of its announced size (its receiver must not wait for ever); the
-// failure is kept in `problem`, agreed on before anything is restored.
-void Migration::Impl::send_records(std::vector<Leaving>& leaving,
-                                   const std::function<void(std::int64_t, StateWriter&)>& visit,
-                                   std::string& problem) {
-  std::vector<MPI_Request> requests;
-  std::deque<std::pair<std::vector<std::byte>, std::vector<MPI_Request>>> in_flight;
-  for (Leaving& l : leaving) {
-    if (in_flight.size() == static_cast<std::size_t>(kMigrationsInFlight)) {
-      auto& oldest = in_flight.front().second;
-      check_mpi(MPI_Waitall(static_cast<int>(oldest.size()), oldest.data(), MPI_STATUSES_IGNORE),
-                "MPI_Waitall");
-      in_flight.pop_front();
-    }
-    std::vector<std::byte> bytes;
-    bool written = false;
-    try {
-      bytes.reserve(l.header.bytes);
-      VectorOutput out(bytes);
-      RecordSink sink(out, runtime, &l.views);
-      StateWriter writer(sink);
-      visit(l.slot, writer);
-      std::uint64_t view_bytes = 0;
-      for (const Segment& v : l.views.segments) view_bytes += v.bytes;
-      if (bytes.size() != l.header.bytes || l.views.segments.size() != l.header.views ||
-          view_bytes != l.header.view_bytes)
-        throw Error(cat("unit ", collection.shape().delinear(l.header.linear), "'s state() wrote ",
-                        bytes.size() + view_bytes, " bytes, and ",
-                        l.header.bytes + l.header.view_bytes,
-                        " when it was measured: it must walk the same fields both times"));
-      written = true;
-    } catch (...) {
-      if (problem.empty()) problem = what_of_current();
-      l.views = {};
-    }
-    bytes_sent += bytes.size();
-    requests.clear();
-    if (written) {
-      post_chunks(comm, bytes, l.to, true, requests);
-    } else {
-      // Empty messages in place of the chunks (a receive takes a shorter message): the
-      // receiver does not wait, and the failure is agreed on below.
-      for (std::uint64_t at = 0; at < l.header.bytes; at += kChunkBytes) {
-        requests.emplace_back();
-        check_mpi(MPI_Isend(nullptr, 0, MPI_BYTE, l.to, kDataTag, comm, &requests.back()),
-                  "MPI_Isend");
-      }
-    }
-    in_flight.emplace_back(std::move(bytes), std::move(requests));
-    requests.clear();
-  }
-  for (auto& [bytes, sent] : in_flight)
-    check_mpi(MPI_Waitall(static_cast<int>(sent.size()), sent.data(), MPI_STATUSES_IGNORE),
-              "MPI_Waitall");
-}
 
 // 4. The views: one buffer for the arriving units' (on the device where they are), each
 // unit's place in it noted; the sizes of each arriving unit's views, by linear index.
@@ -384,22 +153,25 @@ void Migration::Impl::cut_into_pieces(
   std::map<int, std::uint64_t> numbers_out, numbers_in;
   const auto split = [piece_bytes](std::vector<ViewPiece>& list,
                                    std::map<int, std::uint64_t>& numbers, std::int64_t linear,
-                                   std::uint64_t view, int peer, const Segment& whole) {
+                                   std::uint64_t view, int peer, const Segment& whole,
+                                   std::uint32_t tag_number) {
     for (std::uint64_t at = 0; at < whole.bytes; at += piece_bytes)
       list.push_back({linear, view, peer, numbers[peer]++,
                       Segment{static_cast<std::byte*>(whole.data) + at,
                               static_cast<std::size_t>(std::min<std::uint64_t>(piece_bytes,
                                                                                whole.bytes - at)),
-                              whole.kind}});
+                              whole.kind},
+                      tag_number});
   };
   for (const Leaving& l : leaving)  // ascending unit numbers, as `sizes` below
     for (std::size_t v = 0; v < l.views.segments.size(); ++v)
-      split(outgoing, numbers_out, l.header.linear, v, l.to, l.views.segments[v]);
+      split(outgoing, numbers_out, l.header.linear, v, l.to, l.views.segments[v], l.tag_number);
   for (auto& [linear, s] : sizes) {
+    const Arrival& a = arrivals.at(linear);
     std::uint64_t at = view_offsets[linear];
     for (std::size_t v = 0; v < s.size(); at += s[v], ++v)
-      split(incoming, numbers_in, linear, v, arrivals.at(linear).from,
-            Segment{views.data() + at, s[v], kind});
+      split(incoming, numbers_in, linear, v, a.from, Segment{views.data() + at, s[v], kind},
+            a.tag_number);
   }
 }
 
@@ -413,14 +185,19 @@ void Migration::exchange(const std::function<void(std::int64_t, StateWriter&)>& 
     m.old_loads.push_back(m.collection.load(slot));
   std::vector<Impl::Leaving> leaving = m.measure_leaving(visit, rounds);
   m.trade_headers(leaving);
+  m.trade_tag_numbers(leaving);
   // 2. Every receive is posted before any rank sends data, so sends never wait on a rank
   // that is itself sending.
   std::vector<MPI_Request> receives;
-  for (auto& [linear, a] : m.arrivals) post_chunks(m.comm, a.records, a.from, false, receives);
+  std::vector<std::pair<std::int64_t, int>> chunks;  // each receive's unit and size
+  for (auto& [linear, a] : m.arrivals) {
+    post_chunks(m.comm, a.records, a.from, false, receives);
+    for (std::uint64_t at = 0; at < a.records.size(); at += kChunkBytes)
+      chunks.emplace_back(linear, static_cast<int>(std::min(kChunkBytes, a.records.size() - at)));
+  }
   std::string problem;
   m.send_records(leaving, visit, problem);
-  check_mpi(MPI_Waitall(static_cast<int>(receives.size()), receives.data(), MPI_STATUSES_IGNORE),
-            "MPI_Waitall");
+  m.check_records_arrived(receives, chunks, problem);
   m.views_began = MPI_Wtime();
   const auto sizes = m.allocate_arriving_views(problem);
   m.buffer_allocated = MPI_Wtime();
@@ -492,7 +269,7 @@ std::uint64_t Migration::restore(std::int64_t linear,
   visit(reader);
   if (!source.at_end())
     throw Error(cat(source.origin(), " holds more fields than the unit's state() reads"));
-  std::vector<std::byte>().swap(a.records);
+  ArrivingRecords().swap(a.records);
   return a.header.rounds;
 }
 

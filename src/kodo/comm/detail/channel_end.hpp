@@ -147,6 +147,14 @@ class ChannelRegistry {
     receive_numbers.emplace(link, number);
     return number;
   }
+  // A number no link here has (nor 2^32 - 1), for tags that must not be guessed and are
+  // not a link's: a migration's views (ucx_view_route.hpp). Not kept: they are in use
+  // only while the job is quiet.
+  std::uint32_t unused_number() {
+    std::uniform_int_distribution<std::uint32_t> any(0, kTransferMask - 1);
+    for (;;)
+      if (const std::uint32_t n = any(draw_numbers); !numbers_in_use.contains(n)) return n;
+  }
   std::random_device draw_numbers;
   std::unordered_set<std::uint32_t> numbers_in_use;  // by receive_numbers
 };

@@ -16,6 +16,7 @@ enum MigrationTag : int {
   kHeaderTag = 1,   // a leaving unit's header (migration.cpp)
   kDataTag = 2,     // a chunk of its records
   kFailedTag = 3,   // the UCX route: a sender stops, from a piece on
+  kNumberTag = 4,   // the UCX route: an arriving unit's tag number, to its sender
   kOfferTag = 11,   // the same-node route: a receiver's slots
   kAskTag = 12,     // ... a receiver asks for a piece
   kFilledTag = 13,  // ... a sender has copied it
@@ -27,7 +28,8 @@ struct ViewPiece {
   std::uint64_t view;   // the view's place in its state()
   int peer;
   std::uint64_t number;
-  Segment data;  // where it comes from (sending) or goes (receiving)
+  Segment data;                  // where it comes from (sending) or goes (receiving)
+  std::uint32_t tag_number = 0;  // the UCX route: its unit's, drawn by the receiver
 };
 
 }  // namespace kodo::detail

@@ -421,7 +421,10 @@ bool Scheduler::job_is_quiet(std::chrono::steady_clock::duration idle_for) {
   }
   const auto wave = termination_.test(reductions_.pending_rounds(), drain_.dirty(), idle,
                                       tasks_.count(), parked_tasks());
-  if (!wave) return false;
+  if (!wave) {
+    if (stall_limit_ && idle_for >= 2 * *stall_limit_ && !stall_reported_) report_alone(idle_for);
+    return false;
+  }
   parked_at_quiet_ = wave->parked_tasks;
   if (wave->stalled(size_) && !stall_reported_) report_stall(*wave);
   if (wave->quiet()) {
@@ -455,6 +458,24 @@ bool Scheduler::job_is_quiet(std::chrono::steady_clock::duration idle_for) {
     }
   }
   return false;
+}
+
+// No wave has come back in twice the limit while this rank was idle: another rank is not
+// in run() to answer (it waits in a collective call this rank did not make, or in the
+// program's own code) or cannot (its watchdog, if so, says where). Said once; with
+// KODO_STALL_EXIT=1 this rank then ends the job: a throw would leave it waiting for the
+// same ranks in MPI_Finalize.
+void Scheduler::report_alone(std::chrono::steady_clock::duration idle_for) {
+  stall_reported_ = true;
+  const double seconds = std::chrono::duration<double>(idle_for).count();
+  print_error(cat("kodo: rank ", rank_, " has made no progress for ", seconds,
+                  " s inside run(), and the other ranks have not answered the job-wide stall "
+                  "check: one of them is not in run() (it waits in a collective call of kodo's "
+                  "such as migrate, rebalance or write_checkpoint that this rank did not make, "
+                  "or in the program's own code) or cannot answer (its own report says where)"));
+  if (stall_exit_)
+    fatal(cat("rank ", rank_, " waited ", seconds,
+              " s in run() for ranks that do not answer (KODO_STALL_EXIT=1)"));
 }
 
 // Every rank reaches this at the same wave (its counts are the same everywhere) and

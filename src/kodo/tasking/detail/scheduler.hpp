@@ -121,7 +121,8 @@ class Scheduler final : public ChannelHost {
   void drop_parked();
   std::uint64_t parked_tasks() const;
   void report_stall(const TerminationDetector::Wave& wave);  // and throws with KODO_STALL_EXIT
-  void dispatch(Message& message);                           // ends the job on any error
+  void report_alone(std::chrono::steady_clock::duration idle_for);  // ... no wave comes back
+  void dispatch(Message& message);                                  // ends the job on any error
   void dispatch_checked(Message& message);  // throws kodo::Error naming what is wrong
   void invoke(Message& message);
   void on_link_announced(const Message& message);

@@ -18,7 +18,7 @@ namespace kodo::detail {
 bool RuntimeAccess::running(Runtime& runtime) { return runtime.scheduler().running(); }
 Watchdog& RuntimeAccess::watchdog(Runtime& runtime) { return runtime.scheduler().watchdog(); }
 
-std::vector<std::uint64_t> view_sizes(const std::vector<std::byte>& records,
+std::vector<std::uint64_t> view_sizes(std::span<const std::byte> records,
                                       const std::string& origin) {
   std::vector<std::uint64_t> sizes;
   std::uint64_t at = 0;

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -77,7 +78,7 @@ struct ViewsApart {
 
 // The sizes of the views a unit's records (written with views apart) name, each record
 // checked to lie inside them; throws kodo::Error naming `origin` otherwise.
-std::vector<std::uint64_t> view_sizes(const std::vector<std::byte>& records,
+std::vector<std::uint64_t> view_sizes(std::span<const std::byte> records,
                                       const std::string& origin);
 
 // Writes each field of a state() walk as a record to `out`. With `views` given, a view's

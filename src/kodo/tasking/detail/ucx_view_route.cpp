@@ -22,11 +22,13 @@ namespace {
 constexpr std::size_t kStagingSlots = 4;
 
 // A unit's views travel as UCX tagged messages, device to device where they are on the
-// device: tag bits 63..32 are 2^32 - 1, a number no channel link has (channel_end.hpp);
-// bits 31..8 the unit's linear index, bits 7..0 the view's place in its state().
-constexpr std::uint64_t kViewTag = std::uint64_t{0xFFFFFFFF} << 32;
-std::uint64_t view_tag(std::int64_t linear, std::uint64_t view) {
-  return kViewTag | static_cast<std::uint64_t>(linear) << 8 | view;
+// device. UCX matches a tag from any rank, so tag bits 63..32 are a number the receiving
+// rank drew for the unit among those none of its channel links has and told its sender
+// alone (migration.cpp: a third rank cannot aim a message at a moving view but by
+// guessing, one in 2^32); bits 31..8 the unit's linear index, bits 7..0 the view's place
+// in its state().
+std::uint64_t view_tag(const ViewPiece& p) {
+  return std::uint64_t{p.tag_number} << 32 | static_cast<std::uint64_t>(p.linear) << 8 | p.view;
 }
 
 // The pieces through UCX, copied through a few slots of this rank's kept staging memory
@@ -151,7 +153,7 @@ class UcxViewExchange {
         slot.busy = true;
         slot.piece = i;
         p.posted = transport_.tag_recv(
-            view_tag(p.linear, p.view), Segment{slot.at, p.data.bytes, slot_kind_},
+            view_tag(p), Segment{slot.at, p.data.bytes, slot_kind_},
             [this, i, s = &slot](ucs_status_t status, std::size_t length) {
               Piece& q = incoming_[i];
               q.posted = nullptr;
@@ -201,7 +203,7 @@ class UcxViewExchange {
       ++done_out_;
       return;
     }
-    const std::uint64_t tag = view_tag(p.linear, p.view);
+    const std::uint64_t tag = view_tag(p);
     const bool issued = send(p.peer, tag, Segment{slot.at, p.data.bytes, slot_kind_},
                              [this, s = &slot](ucs_status_t status, std::size_t) {
                                s->busy = false;

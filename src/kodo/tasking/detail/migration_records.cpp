@@ -1,0 +1,230 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+// A migration's first steps (migration_impl.hpp): the leaving units measured, their
+// headers traded and checked, their views' tag numbers drawn by their receivers, their
+// records sent and checked as they arrive.
+#include <kodo/tasking/detail/migration_impl.hpp>
+
+#include <kodo/comm/detail/channel_end.hpp>
+#include <kodo/core/agree.hpp>
+#include <kodo/tasking/detail/migration_messages.hpp>
+#include <kodo/tasking/detail/ucx_view_route.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <cmath>
+#include <deque>
+#include <set>
+
+namespace kodo::detail {
+namespace {
+
+class VectorOutput final : public RecordOutput {
+ public:
+  explicit VectorOutput(std::vector<std::byte>& to) : to_(to) {}
+  void write(const void* data, std::uint64_t n) override {
+    const auto* p = static_cast<const std::byte*>(data);
+    to_.insert(to_.end(), p, p + n);
+  }
+
+ private:
+  std::vector<std::byte>& to_;
+};
+
+}  // namespace
+
+void post_chunks(MPI_Comm comm, std::span<std::byte> bytes, int peer, bool send,
+                 std::vector<MPI_Request>& requests) {
+  for (std::uint64_t at = 0; at < bytes.size(); at += kChunkBytes) {
+    const int n = static_cast<int>(std::min<std::uint64_t>(kChunkBytes, bytes.size() - at));
+    requests.emplace_back();
+    if (send)
+      check_mpi(MPI_Isend(bytes.data() + at, n, MPI_BYTE, peer, kDataTag, comm, &requests.back()),
+                "MPI_Isend");
+    else
+      check_mpi(MPI_Irecv(bytes.data() + at, n, MPI_BYTE, peer, kDataTag, comm, &requests.back()),
+                "MPI_Irecv");
+  }
+}
+
+// 1. Headers: the leaving units' sizes (a walk that copies nothing) go to their new
+// ranks, which check them.
+std::vector<Migration::Impl::Leaving> Migration::Impl::measure_leaving(
+    const std::function<void(std::int64_t, StateWriter&)>& visit,
+    const std::function<std::uint64_t(std::int64_t)>& rounds) {
+  std::vector<Leaving> leaving;
+  std::string problem;
+  try {
+    for (std::int64_t slot = 0; slot < static_cast<std::int64_t>(old_locals.size()); ++slot) {
+      const std::int64_t linear = old_locals[static_cast<std::size_t>(slot)];
+      const int to = after.owner(linear);
+      if (to == runtime.rank()) continue;
+      StateSizes size;
+      StateWriter writer(size);
+      visit(slot, writer);
+      const UnitLoad& load = old_loads[static_cast<std::size_t>(slot)];
+      if (size.views > 0 && (linear >= kMostTaggedUnits || size.views > kMostViews))
+        throw Error(cat("unit ", collection.shape().delinear(linear),
+                        " cannot move: units "
+                        "with views move only in collections of fewer than 2^24 units, with "
+                        "at most ",
+                        kMostViews, " views each"));
+      leaving.push_back({slot,
+                         to,
+                         Header{linear, rounds(slot), load.measured, load.stated.value_or(0),
+                                load.stated ? 1u : 0u, size.bytes - size.view_bytes,
+                                size.view_bytes, size.views},
+                         {}});
+    }
+  } catch (...) {
+    problem = what_of_current();
+  }
+  agree_and_report(runtime.comm(), problem);
+  return leaving;
+}
+
+// The headers sent, the arriving units' received and checked, room made for their
+// records; every rank agrees on a problem.
+void Migration::Impl::trade_headers(const std::vector<Leaving>& leaving) {
+  const int rank = runtime.rank();
+  std::vector<MPI_Request> requests;
+  for (const Leaving& l : leaving) {
+    requests.emplace_back();
+    check_mpi(MPI_Isend(&l.header, sizeof(Header), MPI_BYTE, l.to, kHeaderTag, comm,
+                        &requests.back()),
+              "MPI_Isend");
+  }
+  for (std::int64_t linear = 0; linear < after.units(); ++linear) {
+    if (after.owner(linear) != rank || before.owner(linear) == rank) continue;
+    auto& a = arrivals[linear];
+    a.from = before.owner(linear);
+  }
+  for (auto& [linear, a] : arrivals) {
+    requests.emplace_back();
+    check_mpi(MPI_Irecv(&a.header, sizeof(Header), MPI_BYTE, a.from, kHeaderTag, comm,
+                        &requests.back()),
+              "MPI_Irecv");
+  }
+  check_mpi(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE),
+            "MPI_Waitall");
+  std::string problem;
+  for (auto& [linear, a] : arrivals) {
+    const Header& h = a.header;
+    if (h.linear != linear || h.bytes > kMostStateBytes || h.has_stated > 1 ||
+        !std::isfinite(h.measured) || !std::isfinite(h.stated) || h.view_bytes > kMostStateBytes ||
+        h.views > kMostViews || (h.views == 0 && h.view_bytes != 0)) {
+      problem = cat("rank ", a.from, " sent a malformed header for unit ",
+                    collection.shape().delinear(linear), " of collection ", collection.id(),
+                    " (unit ", h.linear, ", ", h.bytes, " bytes of state)");
+      break;
+    }
+  }
+  if (problem.empty()) try {
+      for (auto& [linear, a] : arrivals) a.records.resize(a.header.bytes);
+    } catch (const std::bad_alloc&) {
+      problem = cat("rank ", rank, " cannot hold the state of the units moving to it");
+    }
+  agree_and_report(runtime.comm(), problem);
+}
+
+// Each arriving unit's views get UCX tags no other rank can aim at: a number drawn here
+// among those no channel link of this rank has (ucx_view_route.cpp), told to its sender
+// alone. Both sides go in ascending unit numbers, which MPI keeps in order.
+void Migration::Impl::trade_tag_numbers(std::vector<Leaving>& leaving) {
+  ChannelRegistry& registry = RuntimeAccess::channel_host(runtime).channels();
+  std::set<std::uint32_t> drawn;
+  std::vector<MPI_Request> requests;
+  for (auto& [linear, a] : arrivals) {
+    do a.tag_number = registry.unused_number();
+    while (!drawn.insert(a.tag_number).second);
+    requests.emplace_back();
+    check_mpi(MPI_Isend(&a.tag_number, 1, MPI_UINT32_T, a.from, kNumberTag, comm, &requests.back()),
+              "MPI_Isend");
+  }
+  for (Leaving& l : leaving) {
+    requests.emplace_back();
+    check_mpi(MPI_Irecv(&l.tag_number, 1, MPI_UINT32_T, l.to, kNumberTag, comm, &requests.back()),
+              "MPI_Irecv");
+  }
+  check_mpi(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE),
+            "MPI_Waitall");
+}
+
+// The arriving records, each chunk as long as its header said: the bytes of a shorter
+// one were never written (a sender that failed sends empty chunks, and says why).
+void Migration::Impl::check_records_arrived(std::vector<MPI_Request>& receives,
+                                            const std::vector<std::pair<std::int64_t, int>>& chunks,
+                                            std::string& problem) {
+  std::vector<MPI_Status> statuses(receives.size());
+  check_mpi(MPI_Waitall(static_cast<int>(receives.size()), receives.data(), statuses.data()),
+            "MPI_Waitall");
+  for (std::size_t i = 0; i < chunks.size() && problem.empty(); ++i) {
+    int count = 0;
+    check_mpi(MPI_Get_count(&statuses[i], MPI_BYTE, &count), "MPI_Get_count");
+    const auto [linear, expected] = chunks[i];
+    if (count != expected)
+      problem = cat("the records of unit ", collection.shape().delinear(linear), " of collection ",
+                    collection.id(), " from rank ", arrivals.at(linear).from, ": ", count,
+                    " bytes arrived of a part its header gave ", expected,
+                    " (that rank failed to write them, or sent fewer)");
+  }
+}
+
+// 3. The leaving units' records, a few units in flight at a time. A unit that fails to
+// write sends zeros of its announced size (its receiver must not wait for ever); the
+// failure is kept in `problem`, agreed on before anything is restored.
+void Migration::Impl::send_records(std::vector<Leaving>& leaving,
+                                   const std::function<void(std::int64_t, StateWriter&)>& visit,
+                                   std::string& problem) {
+  std::vector<MPI_Request> requests;
+  std::deque<std::pair<std::vector<std::byte>, std::vector<MPI_Request>>> in_flight;
+  for (Leaving& l : leaving) {
+    if (in_flight.size() == static_cast<std::size_t>(kMigrationsInFlight)) {
+      auto& oldest = in_flight.front().second;
+      check_mpi(MPI_Waitall(static_cast<int>(oldest.size()), oldest.data(), MPI_STATUSES_IGNORE),
+                "MPI_Waitall");
+      in_flight.pop_front();
+    }
+    std::vector<std::byte> bytes;
+    bool written = false;
+    try {
+      bytes.reserve(l.header.bytes);
+      VectorOutput out(bytes);
+      RecordSink sink(out, runtime, &l.views);
+      StateWriter writer(sink);
+      visit(l.slot, writer);
+      std::uint64_t view_bytes = 0;
+      for (const Segment& v : l.views.segments) view_bytes += v.bytes;
+      if (bytes.size() != l.header.bytes || l.views.segments.size() != l.header.views ||
+          view_bytes != l.header.view_bytes)
+        throw Error(cat("unit ", collection.shape().delinear(l.header.linear), "'s state() wrote ",
+                        bytes.size() + view_bytes, " bytes, and ",
+                        l.header.bytes + l.header.view_bytes,
+                        " when it was measured: it must walk the same fields both times"));
+      written = true;
+    } catch (...) {
+      if (problem.empty()) problem = what_of_current();
+      l.views = {};
+    }
+    bytes_sent += bytes.size();
+    requests.clear();
+    if (written) {
+      post_chunks(comm, bytes, l.to, true, requests);
+    } else {
+      // Empty messages in place of the chunks (a receive takes a shorter message): the
+      // receiver does not wait, and the failure is agreed on below.
+      for (std::uint64_t at = 0; at < l.header.bytes; at += kChunkBytes) {
+        requests.emplace_back();
+        check_mpi(MPI_Isend(nullptr, 0, MPI_BYTE, l.to, kDataTag, comm, &requests.back()),
+                  "MPI_Isend");
+      }
+    }
+    in_flight.emplace_back(std::move(bytes), std::move(requests));
+    requests.clear();
+  }
+  for (auto& [bytes, sent] : in_flight)
+    check_mpi(MPI_Waitall(static_cast<int>(sent.size()), sent.data(), MPI_STATUSES_IGNORE),
+              "MPI_Waitall");
+}
+
+}  // namespace kodo::detail
