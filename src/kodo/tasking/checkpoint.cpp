@@ -108,33 +108,20 @@ void CheckpointWrite::write_unit(std::uint32_t collection, std::int64_t linear,
                       unit.bytes(), unit_checksum_->value()});
 }
 
-CheckpointReport CheckpointWrite::finish(const std::string& problem_in) {
-  const WatchdogPhase watching(RuntimeAccess::watchdog(runtime_), kWritingPhase);
-  MPI_Comm comm = runtime_.comm();
-  // This rank's file made durable (one fsync per rank, not per unit); rank 0 makes the
-  // directory entries durable after every rank's file is.
-  std::string problem = problem_in;
-  struct {
-    std::uint64_t bytes = 0, checksum = 0, written = 0;
-  } mine;
-  if (problem.empty() && file_) {
-    try {
-      file_->close();
-      mine = {file_->bytes(), file_->checksum(), 1};
-    } catch (...) {
-      problem = what_of_current();
-    }
-  }
-  detail::agree_and_report(comm, problem);
-  // Every rank's file and every unit's place, size and checksum, to rank 0.
-  const int ranks = runtime_.size(), rank = runtime_.rank();
-  std::vector<decltype(mine)> files(rank == 0 ? static_cast<std::size_t>(ranks) : 0);
-  detail::check_mpi(MPI_Gather(&mine, sizeof mine, MPI_BYTE, files.data(), sizeof mine, MPI_BYTE, 0,
-                               comm),
-                    "MPI_Gather");
-  // Rank 0 gathers every unit's entry in one MPI_Gatherv (int counts and offsets): a job
-  // with more units than that holds is refused before anything is gathered.
-  std::uint64_t units = written_.size(), all_units = 0;
+namespace {
+
+struct FileEntry {  // a rank's file, as rank 0 gathers it
+  std::uint64_t bytes = 0, checksum = 0, written = 0;
+};
+
+// Every rank's unit entries, on rank 0 (`counts`: each rank's bytes of them), each rank's
+// count checked there before that many bytes are taken from it; every rank agrees on a
+// problem. A job with more units than one MPI_Gatherv holds is refused first.
+std::vector<ManifestUnit> gather_entries(MPI_Comm comm, int rank, int ranks,
+                                         const std::vector<ManifestUnit>& written,
+                                         std::vector<int>& counts) {
+  std::string problem;
+  std::uint64_t units = written.size(), all_units = 0;
   detail::check_mpi(MPI_Allreduce(&units, &all_units, 1, MPI_UINT64_T, MPI_SUM, comm),
                     "MPI_Allreduce");
   constexpr std::uint64_t kMostUnits = INT_MAX / sizeof(ManifestUnit);
@@ -143,13 +130,13 @@ CheckpointReport CheckpointWrite::finish(const std::string& problem_in) {
                   " units (its index is gathered to rank 0 in one MPI message); this one has ",
                   all_units);
   detail::agree_and_report(comm, problem);
-  int count = static_cast<int>(written_.size() * sizeof(ManifestUnit));
-  std::vector<int> counts(ranks), offsets(ranks);
+  int count = static_cast<int>(written.size() * sizeof(ManifestUnit));
+  counts.assign(static_cast<std::size_t>(ranks), 0);
+  std::vector<int> offsets(static_cast<std::size_t>(ranks));
   detail::check_mpi(MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, comm),
                     "MPI_Gather");
   std::vector<ManifestUnit> all;
   if (rank == 0) {
-    // Each rank's count is checked before rank 0 takes that many bytes from it.
     std::int64_t total = 0;
     for (int r = 0; r < ranks && problem.empty(); ++r) {
       if (counts[r] < 0 || counts[r] % static_cast<int>(sizeof(ManifestUnit)) != 0 ||
@@ -161,19 +148,97 @@ CheckpointReport CheckpointWrite::finish(const std::string& problem_in) {
     if (problem.empty()) all.resize(static_cast<std::size_t>(total) / sizeof(ManifestUnit));
   }
   detail::agree_and_report(comm, problem);
-  detail::check_mpi(MPI_Gatherv(written_.data(), count, MPI_BYTE, all.data(), counts.data(),
+  detail::check_mpi(MPI_Gatherv(written.data(), count, MPI_BYTE, all.data(), counts.data(),
                                 offsets.data(), MPI_BYTE, 0, comm),
                     "MPI_Gatherv");
+  return all;
+}
+
+// Rank 0: each gathered entry names the rank that sent it.
+void check_entry_senders(const std::vector<ManifestUnit>& all, const std::vector<int>& counts) {
+  constexpr int kEntry = static_cast<int>(sizeof(ManifestUnit));
+  for (std::size_t r = 0, at = 0; r < counts.size(); at += counts[r] / kEntry, ++r)
+    for (int i = 0; i < counts[r] / kEntry; ++i)
+      if (all[at + static_cast<std::size_t>(i)].rank != static_cast<std::uint32_t>(r))
+        throw Error(cat("a checkpoint entry from rank ", r, " names rank ",
+                        all[at + static_cast<std::size_t>(i)].rank, " as its writer"));
+}
+
+// Rank 0: the manifest and its stock checksums into `partial`, which becomes `final`,
+// then named by D/latest; each step durable before the next.
+void publish(const std::string& manifest, const std::map<std::uint32_t, SavedFile>& listed,
+             const std::string& dir, const std::string& partial, const std::string& final) {
+  OutputFile file(partial + "/manifest");
+  file.write(manifest.data(), manifest.size());
+  file.close();
+  // The same checksums for a stock tool: cd D/checkpoint-N && xxhsum -c XXH3SUMS.
+  std::string sums = cat(xxh3_text(file.checksum()), "  manifest\n");
+  for (const auto& [r, f] : listed)
+    sums += cat(xxh3_text(f.checksum), "  ", rank_file_name(r), '\n');
+  OutputFile sums_file(partial + "/XXH3SUMS");
+  sums_file.write(sums.data(), sums.size());
+  sums_file.close();
+  sync_directory(partial);
+  rename_durably(partial, final, dir);
+  const std::string name = fs::path(final).filename().string();
+  // Left by a write that failed here before: removed (a link, not what it names).
+  if (::unlink((dir + "/latest.partial").c_str()) != 0 && errno != ENOENT)
+    throw Error(system_error("cannot remove", dir + "/latest.partial"));
+  OutputFile latest(dir + "/latest.partial");
+  const std::string line = cat(name, ' ', xxh3_text(file.checksum()), '\n');
+  latest.write(line.data(), line.size());
+  latest.close();
+  rename_durably(dir + "/latest.partial", dir + "/latest", dir);
+}
+
+// Rank 0: the previous checkpoints (this code's own) are no longer needed; one that
+// cannot be removed is left, with a warning: the new one is complete.
+void remove_older(const std::string& dir, const std::string& final) {
+  std::error_code ec;
+  const std::string name = fs::path(final).filename().string();
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    bool partial = false;
+    const std::string other = entry.path().filename().string();
+    if (other == name || checkpoint_number(other, &partial) < 0 || partial ||
+        !fs::exists(entry.path().string() + kMarker))
+      continue;
+    fs::remove_all(entry.path(), ec);
+    if (ec)
+      print_error(detail::cat("kodo: warning: the previous checkpoint ", entry.path().string(),
+                              " was not removed: ", ec.message()));
+  }
+}
+
+}  // namespace
+
+CheckpointReport CheckpointWrite::finish(const std::string& problem_in) {
+  const WatchdogPhase watching(RuntimeAccess::watchdog(runtime_), kWritingPhase);
+  MPI_Comm comm = runtime_.comm();
+  // This rank's file made durable (one fsync per rank, not per unit); rank 0 makes the
+  // directory entries durable after every rank's file is.
+  std::string problem = problem_in;
+  FileEntry mine;
+  if (problem.empty() && file_) {
+    try {
+      file_->close();
+      mine = {file_->bytes(), file_->checksum(), 1};
+    } catch (...) {
+      problem = what_of_current();
+    }
+  }
+  detail::agree_and_report(comm, problem);
+  // Every rank's file and every unit's place, size and checksum, to rank 0.
+  const int ranks = runtime_.size(), rank = runtime_.rank();
+  std::vector<FileEntry> files(rank == 0 ? static_cast<std::size_t>(ranks) : 0);
+  detail::check_mpi(MPI_Gather(&mine, sizeof mine, MPI_BYTE, files.data(), sizeof mine, MPI_BYTE, 0,
+                               comm),
+                    "MPI_Gather");
+  std::vector<int> counts;
+  const std::vector<ManifestUnit> all = gather_entries(comm, rank, ranks, written_, counts);
   std::string failed;
   if (rank == 0) {
     try {
-      // An entry names the rank that sent it.
-      for (int r = 0, at = 0; r < ranks;
-           at += counts[r] / static_cast<int>(sizeof(ManifestUnit)), ++r)
-        for (int i = 0; i < counts[r] / static_cast<int>(sizeof(ManifestUnit)); ++i)
-          if (all[static_cast<std::size_t>(at + i)].rank != static_cast<std::uint32_t>(r))
-            throw Error(cat("a checkpoint entry from rank ", r, " names rank ",
-                            all[static_cast<std::size_t>(at + i)].rank, " as its writer"));
+      check_entry_senders(all, counts);
       std::map<std::uint32_t, SavedFile> listed;
       for (int r = 0; r < ranks; ++r)
         if (files[r].written)
@@ -185,29 +250,7 @@ CheckpointReport CheckpointWrite::finish(const std::string& problem_in) {
         throw Error(cat("the manifest of this checkpoint would be ", manifest.size(),
                         " bytes, more than the ", kManifestLimit,
                         " a restore reads: it holds too many units (", all.size(), ")"));
-      OutputFile file(partial_ + "/manifest");
-      file.write(manifest.data(), manifest.size());
-      file.close();
-      // The same checksums for a stock tool: cd D/checkpoint-N && xxhsum -c XXH3SUMS.
-      std::string sums = cat(xxh3_text(file.checksum()), "  manifest\n");
-      for (const auto& [r, f] : listed)
-        sums += cat(xxh3_text(f.checksum), "  ", rank_file_name(r), '\n');
-      OutputFile sums_file(partial_ + "/XXH3SUMS");
-      sums_file.write(sums.data(), sums.size());
-      sums_file.close();
-      sync_directory(partial_);
-      rename_durably(partial_, final_, dir_);
-      const std::string name = fs::path(final_).filename().string();
-      {
-        // Left by a write that failed here before: removed (a link, not what it names).
-        if (::unlink((dir_ + "/latest.partial").c_str()) != 0 && errno != ENOENT)
-          throw Error(system_error("cannot remove", dir_ + "/latest.partial"));
-        OutputFile latest(dir_ + "/latest.partial");
-        const std::string line = cat(name, ' ', xxh3_text(file.checksum()), '\n');
-        latest.write(line.data(), line.size());
-        latest.close();
-      }
-      rename_durably(dir_ + "/latest.partial", dir_ + "/latest", dir_);
+      publish(manifest, listed, dir_, partial_, final_);
     } catch (...) {
       failed = what_of_current();
     }
@@ -223,23 +266,7 @@ CheckpointReport CheckpointWrite::finish(const std::string& problem_in) {
   detail::check_mpi(MPI_Allreduce(&bytes, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, comm),
                     "MPI_Allreduce");
   report.bytes = total;
-  // The previous checkpoints (this code's own) are no longer needed; one that cannot be
-  // removed is left, with a warning: the new one is complete. No rank waits for this.
-  if (rank == 0) {
-    std::error_code ec;
-    const std::string name = fs::path(final_).filename().string();
-    for (const auto& entry : fs::directory_iterator(dir_, ec)) {
-      bool partial = false;
-      const std::string other = entry.path().filename().string();
-      if (other == name || checkpoint_number(other, &partial) < 0 || partial ||
-          !fs::exists(entry.path().string() + kMarker))
-        continue;
-      fs::remove_all(entry.path(), ec);
-      if (ec)
-        print_error(detail::cat("kodo: warning: the previous checkpoint ", entry.path().string(),
-                                " was not removed: ", ec.message()));
-    }
-  }
+  if (rank == 0) remove_older(dir_, final_);  // no rank waits for this
   return report;
 }
 

@@ -135,7 +135,7 @@ class ChannelRegistry {
   // the wrong link (sequential numbers were each other's neighbours). Each number comes
   // from the operating system's random source (std::random_device), not from a
   // generator seeded once, whose outputs a peer that is told some could predict.
-  // Number 2^32 - 1 is kept for tags that are not a link's (units that move).
+  // Number 2^32 - 1 is no link's (kept out, as before moving views had their own numbers).
   std::uint32_t receive_number(const LinkKey& link) {
     if (const auto it = receive_numbers.find(link); it != receive_numbers.end()) return it->second;
     if (receive_numbers.size() >= kTransferMask / 2)

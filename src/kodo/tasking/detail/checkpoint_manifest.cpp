@@ -81,159 +81,134 @@ std::string manifest_text(const CheckpointInfo& info, int ranks,
   return m.str();
 }
 
-Manifest parse_manifest(const std::string& text_in, const std::string& checkpoint,
-                        std::string_view application) {
-  const std::string manifest = checkpoint + "/manifest";
-  Manifest result;
-  std::istringstream in(text_in);
-  auto bad = [&](std::size_t number, const std::string& what) {
-    return Error(cat("checkpoint file ", manifest, ", line ", number, ": ", what));
-  };
-  // Each file's units, to check that they cover it without overlap.
-  struct Span {
-    std::uint64_t offset, bytes;
-    std::uint32_t collection;
-    std::int64_t linear;
-  };
-  std::map<std::uint32_t, std::vector<Span>> spans;
-  std::string text;
-  std::size_t number = 0;
-  bool ended = false, have_application = false, have_version = false, have_ranks = false;
-  while (std::getline(in, text)) {
-    ++number;
-    if (ended) throw bad(number, "text after 'end'");
-    std::istringstream words(text);
-    std::string word;
+namespace {
+
+// One line of a manifest being read: its words, taken in turn, each checked; an error
+// names the manifest and the line.
+struct ManifestLine {
+  const std::string& manifest;
+  std::size_t number;
+  std::istringstream words;
+  std::string word;  // the first
+
+  ManifestLine(const std::string& manifest_in, std::size_t number_in, const std::string& text)
+      : manifest(manifest_in), number(number_in), words(text) {
     words >> word;
-    auto rest = [&] {
-      std::string r;
-      std::getline(words >> std::ws, r);
-      return r;
-    };
-    auto integer = [&](std::int64_t min, std::int64_t max) {
-      std::string w;
-      words >> w;
-      const auto v = parse_whole<std::int64_t>(w);
-      if (!v || *v < min || *v > max)
-        throw bad(number, cat(quoted_excerpt(w), " is not a number from ", min, " to ", max));
-      return *v;
-    };
-    auto no_more = [&] {
-      std::string extra;
-      if (words >> extra) throw bad(number, cat("unexpected ", quoted_excerpt(extra)));
-    };
-    auto once = [&](bool& seen) {
-      if (seen) throw bad(number, cat("a second ", quoted_excerpt(word), " line"));
-      seen = true;
-    };
-    if (number == 1) {
-      if (word != "kodo-checkpoint") throw bad(number, "not a kodo checkpoint manifest");
-      const std::string format = rest();
-      if (format != std::to_string(kFormat)) throw other_format(checkpoint, format, "");
-    } else if (word == "kodo-version") {
-      once(have_version);
-      result.kodo_version = rest();
-    } else if (word == "application") {
-      once(have_application);
-      const std::string app = rest();
-      if (app != application)
-        throw Error(cat("checkpoint ", checkpoint, " was written by ", quoted_excerpt(app),
-                        ", not ", application));
-    } else if (word == "ranks") {
-      once(have_ranks);
-      result.ranks = static_cast<int>(integer(1, INT32_MAX));
-      no_more();
-    } else if (word == "file") {
-      if (!have_ranks) throw bad(number, "a file before the 'ranks' line");
-      const auto rank = static_cast<std::uint32_t>(integer(0, result.ranks - 1));
-      if (result.files.contains(rank))
-        throw bad(number, cat("the file of rank ", rank, " appears twice"));
-      SavedFile& f = result.files[rank];
-      f.bytes = static_cast<std::uint64_t>(integer(0, std::int64_t{1} << 62));
-      std::string sum;
-      words >> sum;
-      const auto checksum = parse_xxh3(sum);
-      if (!checksum)
-        throw bad(number, cat(quoted_excerpt(sum), " is not an XXH3 checksum (XXH3_<16 hex>)"));
-      f.checksum = *checksum;
-      no_more();
-    } else if (word == "key") {
-      std::string key;
-      words >> key;
-      if (key.empty()) throw bad(number, "a key without a name");
-      for (const auto& [k, v] : result.keys)
-        if (k == key) throw bad(number, cat("key ", quoted_excerpt(key), " appears twice"));
-      result.keys.emplace_back(key, rest());
-    } else if (word == "collection") {
-      SavedCollectionRecord r;
-      r.id = static_cast<std::uint32_t>(integer(0, UINT32_MAX));
-      r.shape.x = integer(1, INT64_MAX);
-      r.shape.y = integer(1, INT64_MAX);
-      r.shape.z = integer(1, INT64_MAX);
-      const auto xy =
-          checked_mul(static_cast<std::uint64_t>(r.shape.x), static_cast<std::uint64_t>(r.shape.y));
-      const auto xyz = xy ? checked_mul(*xy, static_cast<std::uint64_t>(r.shape.z)) : xy;
-      if (!xyz || *xyz > std::uint64_t{1} << 62)
-        throw bad(number, "a collection of more than 2^62 units");
-      std::string odf, type;
-      words >> odf;
-      integer(1, INT64_MAX);
-      words >> type >> r.unit_type;
-      if (odf != "odf" || type != "type" || r.unit_type.empty())
-        throw bad(number, "a malformed collection line");
-      no_more();
-      for (const auto& other : result.collections)
-        if (other.id == r.id) throw bad(number, cat("collection ", r.id, " appears twice"));
-      result.collections.push_back(std::move(r));
-    } else if (word == "unit") {
-      const auto id = static_cast<std::uint32_t>(integer(0, UINT32_MAX));
-      auto found = std::find_if(result.collections.begin(), result.collections.end(),
-                                [&](const auto& r) { return r.id == id; });
-      if (found == result.collections.end())
-        throw bad(number, cat("a unit of collection ", id, ", which is not listed before it"));
-      const std::int64_t linear = integer(0, found->shape.size() - 1);
-      if (!have_ranks) throw bad(number, "a unit before the 'ranks' line");
-      SavedUnit u;
-      u.file = static_cast<std::uint32_t>(integer(0, result.ranks - 1));
-      const auto listed = result.files.find(u.file);
-      if (listed == result.files.end())
-        throw bad(number, cat("unit ", linear, " of collection ", id, " lies in ",
-                              rank_file_name(u.file), ", which is not listed before it"));
-      const SavedFile& file = listed->second;
-      u.offset = static_cast<std::uint64_t>(integer(0, INT64_MAX));
-      u.bytes = static_cast<std::uint64_t>(integer(0, INT64_MAX));
-      if (u.offset > file.bytes || u.bytes > file.bytes - u.offset)
-        throw bad(number, cat("unit ", linear, " of collection ", id, " (bytes ", u.offset, " to ",
-                              u.offset + u.bytes, ") extends past the end of ",
-                              rank_file_name(u.file), " (", file.bytes, " bytes)"));
-      std::string sum;
-      words >> sum;
-      const auto checksum = parse_xxh3(sum);
-      if (!checksum)
-        throw bad(number, cat(quoted_excerpt(sum), " is not an XXH3 checksum (XXH3_<16 hex>)"));
-      u.checksum = *checksum;
-      no_more();
-      spans[u.file].push_back({u.offset, u.bytes, id, linear});
-      // Units come in order, so the list grows by one each time.
-      if (static_cast<std::int64_t>(found->units.size()) != linear)
-        throw bad(number, cat("unit ", linear, " of collection ", id, " out of order"));
-      found->units.push_back(u);
-    } else if (word == "end") {
-      no_more();
-      ended = true;
-    } else {
-      throw bad(number, cat("unknown entry ", quoted_excerpt(word)));
-    }
   }
-  if (!ended) throw Error(cat("checkpoint file ", manifest, " is truncated (no 'end')"));
-  if (!have_application || result.ranks == 0 || result.collections.empty())
-    throw Error(cat("checkpoint file ", manifest, " lacks its application, ranks or collections"));
-  for (const auto& r : result.collections)
+  Error bad(const std::string& what) const {
+    return Error(cat("checkpoint file ", manifest, ", line ", number, ": ", what));
+  }
+  std::string rest() {
+    std::string r;
+    std::getline(words >> std::ws, r);
+    return r;
+  }
+  std::string next() {
+    std::string w;
+    words >> w;
+    return w;
+  }
+  std::int64_t integer(std::int64_t min, std::int64_t max) {
+    const std::string w = next();
+    const auto v = parse_whole<std::int64_t>(w);
+    if (!v || *v < min || *v > max)
+      throw bad(cat(quoted_excerpt(w), " is not a number from ", min, " to ", max));
+    return *v;
+  }
+  std::uint64_t checksum() {
+    const std::string sum = next();
+    const auto value = parse_xxh3(sum);
+    if (!value) throw bad(cat(quoted_excerpt(sum), " is not an XXH3 checksum (XXH3_<16 hex>)"));
+    return *value;
+  }
+  void no_more() {
+    std::string extra;
+    if (words >> extra) throw bad(cat("unexpected ", quoted_excerpt(extra)));
+  }
+  void once(bool& seen) const {
+    if (seen) throw bad(cat("a second ", quoted_excerpt(word), " line"));
+    seen = true;
+  }
+};
+
+// Where each unit lies in its rank's file, to check that the units cover it exactly.
+struct Span {
+  std::uint64_t offset, bytes;
+  std::uint32_t collection;
+  std::int64_t linear;
+};
+
+void read_file_line(ManifestLine& line, Manifest& m) {
+  const auto rank = static_cast<std::uint32_t>(line.integer(0, m.ranks - 1));
+  if (m.files.contains(rank)) throw line.bad(cat("the file of rank ", rank, " appears twice"));
+  SavedFile& f = m.files[rank];
+  f.bytes = static_cast<std::uint64_t>(line.integer(0, std::int64_t{1} << 62));
+  f.checksum = line.checksum();
+  line.no_more();
+}
+
+void read_collection_line(ManifestLine& line, Manifest& m) {
+  SavedCollectionRecord r;
+  r.id = static_cast<std::uint32_t>(line.integer(0, UINT32_MAX));
+  r.shape.x = line.integer(1, INT64_MAX);
+  r.shape.y = line.integer(1, INT64_MAX);
+  r.shape.z = line.integer(1, INT64_MAX);
+  const auto xy =
+      checked_mul(static_cast<std::uint64_t>(r.shape.x), static_cast<std::uint64_t>(r.shape.y));
+  const auto xyz = xy ? checked_mul(*xy, static_cast<std::uint64_t>(r.shape.z)) : xy;
+  if (!xyz || *xyz > std::uint64_t{1} << 62) throw line.bad("a collection of more than 2^62 units");
+  const std::string odf = line.next();
+  line.integer(1, INT64_MAX);
+  const std::string type = line.next();
+  r.unit_type = line.next();
+  if (odf != "odf" || type != "type" || r.unit_type.empty())
+    throw line.bad("a malformed collection line");
+  line.no_more();
+  for (const auto& other : m.collections)
+    if (other.id == r.id) throw line.bad(cat("collection ", r.id, " appears twice"));
+  m.collections.push_back(std::move(r));
+}
+
+void read_unit_line(ManifestLine& line, Manifest& m, bool have_ranks,
+                    std::map<std::uint32_t, std::vector<Span>>& spans) {
+  const auto id = static_cast<std::uint32_t>(line.integer(0, UINT32_MAX));
+  auto found = std::find_if(m.collections.begin(), m.collections.end(),
+                            [&](const auto& r) { return r.id == id; });
+  if (found == m.collections.end())
+    throw line.bad(cat("a unit of collection ", id, ", which is not listed before it"));
+  const std::int64_t linear = line.integer(0, found->shape.size() - 1);
+  if (!have_ranks) throw line.bad("a unit before the 'ranks' line");
+  SavedUnit u;
+  u.file = static_cast<std::uint32_t>(line.integer(0, m.ranks - 1));
+  const auto listed = m.files.find(u.file);
+  if (listed == m.files.end())
+    throw line.bad(cat("unit ", linear, " of collection ", id, " lies in ", rank_file_name(u.file),
+                       ", which is not listed before it"));
+  const SavedFile& file = listed->second;
+  u.offset = static_cast<std::uint64_t>(line.integer(0, INT64_MAX));
+  u.bytes = static_cast<std::uint64_t>(line.integer(0, INT64_MAX));
+  if (u.offset > file.bytes || u.bytes > file.bytes - u.offset)
+    throw line.bad(cat("unit ", linear, " of collection ", id, " (bytes ", u.offset, " to ",
+                       u.offset + u.bytes, ") extends past the end of ", rank_file_name(u.file),
+                       " (", file.bytes, " bytes)"));
+  u.checksum = line.checksum();
+  line.no_more();
+  spans[u.file].push_back({u.offset, u.bytes, id, linear});
+  // Units come in order, so the list grows by one each time.
+  if (static_cast<std::int64_t>(found->units.size()) != linear)
+    throw line.bad(cat("unit ", linear, " of collection ", id, " out of order"));
+  found->units.push_back(u);
+}
+
+// The manifest read whole: every collection's units listed, and the units of each file
+// covering it exactly (none overlaps another, none is left out).
+void check_whole(const std::string& manifest, const Manifest& m,
+                 std::map<std::uint32_t, std::vector<Span>>& spans) {
+  for (const auto& r : m.collections)
     if (static_cast<std::int64_t>(r.units.size()) != r.shape.size())
       throw Error(cat("checkpoint file ", manifest, " lists ", r.units.size(), " of the ",
                       r.shape.size(), " units of collection ", r.id));
-  // The units of each file cover it exactly: none overlaps another, none is left out.
-  for (const auto& [rank, file] : result.files) {
+  for (const auto& [rank, file] : m.files) {
     auto& in = spans[rank];
     std::sort(in.begin(), in.end(), [](const Span& a, const Span& b) {
       return a.offset != b.offset ? a.offset < b.offset : a.bytes < b.bytes;
@@ -251,6 +226,64 @@ Manifest parse_manifest(const std::string& text_in, const std::string& checkpoin
       throw Error(cat("checkpoint file ", manifest, ": the units listed in ", rank_file_name(rank),
                       " do not cover its ", file.bytes, " bytes (a gap from byte ", at, ")"));
   }
+}
+
+}  // namespace
+
+Manifest parse_manifest(const std::string& text_in, const std::string& checkpoint,
+                        std::string_view application) {
+  const std::string manifest = checkpoint + "/manifest";
+  Manifest result;
+  std::istringstream in(text_in);
+  std::map<std::uint32_t, std::vector<Span>> spans;
+  std::string text;
+  std::size_t number = 0;
+  bool ended = false, have_application = false, have_version = false, have_ranks = false;
+  while (std::getline(in, text)) {
+    ManifestLine line(manifest, ++number, text);
+    const std::string& word = line.word;
+    if (ended) throw line.bad("text after 'end'");
+    if (number == 1) {
+      if (word != "kodo-checkpoint") throw line.bad("not a kodo checkpoint manifest");
+      const std::string format = line.rest();
+      if (format != std::to_string(kFormat)) throw other_format(checkpoint, format, "");
+    } else if (word == "kodo-version") {
+      line.once(have_version);
+      result.kodo_version = line.rest();
+    } else if (word == "application") {
+      line.once(have_application);
+      const std::string app = line.rest();
+      if (app != application)
+        throw Error(cat("checkpoint ", checkpoint, " was written by ", quoted_excerpt(app),
+                        ", not ", application));
+    } else if (word == "ranks") {
+      line.once(have_ranks);
+      result.ranks = static_cast<int>(line.integer(1, INT32_MAX));
+      line.no_more();
+    } else if (word == "file") {
+      if (!have_ranks) throw line.bad("a file before the 'ranks' line");
+      read_file_line(line, result);
+    } else if (word == "key") {
+      const std::string key = line.next();
+      if (key.empty()) throw line.bad("a key without a name");
+      for (const auto& [k, v] : result.keys)
+        if (k == key) throw line.bad(cat("key ", quoted_excerpt(key), " appears twice"));
+      result.keys.emplace_back(key, line.rest());
+    } else if (word == "collection") {
+      read_collection_line(line, result);
+    } else if (word == "unit") {
+      read_unit_line(line, result, have_ranks, spans);
+    } else if (word == "end") {
+      line.no_more();
+      ended = true;
+    } else {
+      throw line.bad(cat("unknown entry ", quoted_excerpt(word)));
+    }
+  }
+  if (!ended) throw Error(cat("checkpoint file ", manifest, " is truncated (no 'end')"));
+  if (!have_application || result.ranks == 0 || result.collections.empty())
+    throw Error(cat("checkpoint file ", manifest, " lacks its application, ranks or collections"));
+  check_whole(manifest, result, spans);
   return result;
 }
 

@@ -5,11 +5,10 @@
 // units installed; migration_records.cpp: the headers, tag numbers and records): the
 // header a leaving unit's records follow, and the migration's state (Migration::Impl).
 
-#include <kodo/tasking/migration.hpp>
-
 #include <kodo/tasking/detail/migration_messages.hpp>
 #include <kodo/tasking/detail/state_records.hpp>
 #include <kodo/tasking/detail/watchdog.hpp>
+#include <kodo/tasking/migration.hpp>
 
 #include <Kokkos_Core.hpp>
 #include <mpi.h>

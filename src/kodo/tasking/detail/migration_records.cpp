@@ -3,16 +3,15 @@
 // A migration's first steps (migration_impl.hpp): the leaving units measured, their
 // headers traded and checked, their views' tag numbers drawn by their receivers, their
 // records sent and checked as they arrive.
-#include <kodo/tasking/detail/migration_impl.hpp>
-
 #include <kodo/comm/detail/channel_end.hpp>
 #include <kodo/core/agree.hpp>
+#include <kodo/tasking/detail/migration_impl.hpp>
 #include <kodo/tasking/detail/migration_messages.hpp>
 #include <kodo/tasking/detail/ucx_view_route.hpp>
 
 #include <algorithm>
-#include <cstring>
 #include <cmath>
+#include <cstring>
 #include <deque>
 #include <set>
 
