@@ -265,8 +265,9 @@ struct Saved : kodo::WorkUnit<Saved> {
 int checkpoint_without_a_peer(kodo::Runtime& runtime) {
   auto saved = kodo::Collection<Saved>::create(runtime, {2, 1, 1});
   if (runtime.rank() == 0) {
-    const auto dir = std::filesystem::temp_directory_path() /
-                     ("kodo_fault_checkpoint_" + std::to_string(getpid()));
+    // In the test's working directory (rank 0 is ended before it could remove it).
+    const auto dir = std::filesystem::current_path() /
+                     ("fault_checkpoint_" + std::to_string(getpid()));
     kodo::write_checkpoint(runtime, dir.string(), {"fault_program", {}}, saved);
     std::puts("unexpected: the checkpoint was written");
     return 0;

@@ -9,6 +9,7 @@
 #include <kodo/tasking/detail/watchdog.hpp>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <numeric>
 #include <queue>
@@ -185,6 +186,11 @@ BalanceInput gather_loads(Runtime& runtime, CollectionBase& c,
   }
   const int ranks = runtime.size();
   const std::size_t units = static_cast<std::size_t>(c.shape().size());
+  // Every unit's entry in one MPI_Allgatherv (int counts and offsets): more is refused on
+  // every rank alike before anything is gathered.
+  if (units > static_cast<std::size_t>(INT_MAX) / sizeof(Entry))
+    throw Error(cat("a balancer gathers the loads of at most ", INT_MAX / sizeof(Entry),
+                    " units (in one MPI message); collection ", c.id(), " has ", units));
   BalanceInput in;
   in.ranks = ranks;
   in.owners.resize(units);

@@ -17,6 +17,7 @@
 #include <climits>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <system_error>
 
 namespace kodo {
@@ -212,7 +213,9 @@ void remove_older(const std::string& dir, const std::string& final) {
 }  // namespace
 
 CheckpointReport CheckpointWrite::finish(const std::string& problem_in) {
-  const WatchdogPhase watching(RuntimeAccess::watchdog(runtime_), kWritingPhase);
+  // Watched while this rank waits for the others (not while rank 0 tidies up after).
+  std::optional<WatchdogPhase> watching;
+  watching.emplace(RuntimeAccess::watchdog(runtime_), kWritingPhase);
   MPI_Comm comm = runtime_.comm();
   // This rank's file made durable (one fsync per rank, not per unit); rank 0 makes the
   // directory entries durable after every rank's file is.
@@ -226,6 +229,7 @@ CheckpointReport CheckpointWrite::finish(const std::string& problem_in) {
       problem = what_of_current();
     }
   }
+  RuntimeAccess::watchdog(runtime_).turned();  // this rank's own file is durable
   detail::agree_and_report(comm, problem);
   // Every rank's file and every unit's place, size and checksum, to rank 0.
   const int ranks = runtime_.size(), rank = runtime_.rank();
@@ -266,6 +270,7 @@ CheckpointReport CheckpointWrite::finish(const std::string& problem_in) {
   detail::check_mpi(MPI_Allreduce(&bytes, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, comm),
                     "MPI_Allreduce");
   report.bytes = total;
+  watching.reset();
   if (rank == 0) remove_older(dir_, final_);  // no rank waits for this
   return report;
 }

@@ -197,7 +197,7 @@ void Migration::exchange(const std::function<void(std::int64_t, StateWriter&)>& 
   }
   std::string problem;
   m.send_records(leaving, visit, problem);
-  m.check_records_arrived(receives, chunks, problem);
+  m.check_records_arrived(receives, chunks, problem);  // agrees on `problem` so far
   m.views_began = MPI_Wtime();
   const auto sizes = m.allocate_arriving_views(problem);
   m.buffer_allocated = MPI_Wtime();
@@ -257,6 +257,7 @@ std::int64_t Migration::old_slot(std::int64_t linear) const {
 std::uint64_t Migration::restore(std::int64_t linear,
                                  const std::function<void(StateReader&)>& visit) {
   Impl& m = *impl_;
+  RuntimeAccess::watchdog(m.runtime).turned();  // the phase moves on, unit by unit
   Impl::Arrival& a = m.arrivals.at(linear);
   VectorSource source(cat("the state of unit ", m.collection.shape().delinear(linear),
                           " of collection ", m.collection.id(), " sent by rank ", a.from),

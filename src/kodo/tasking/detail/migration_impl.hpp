@@ -111,7 +111,7 @@ struct Migration::Impl {
   void trade_tag_numbers(std::vector<Leaving>& leaving);
   void check_records_arrived(std::vector<MPI_Request>& receives,
                              const std::vector<std::pair<std::int64_t, int>>& chunks,
-                             std::string& problem);
+                             const std::string& sending_problem);
   void send_records(std::vector<Leaving>& leaving,
                     const std::function<void(std::int64_t, StateWriter&)>& visit,
                     std::string& problem);

@@ -153,25 +153,30 @@ void Migration::Impl::trade_tag_numbers(std::vector<Leaving>& leaving) {
 // one were never written (a sender that failed sends empty chunks, and says why).
 void Migration::Impl::check_records_arrived(std::vector<MPI_Request>& receives,
                                             const std::vector<std::pair<std::int64_t, int>>& chunks,
-                                            std::string& problem) {
+                                            const std::string& sending_problem) {
   std::vector<MPI_Status> statuses(receives.size());
   check_mpi(MPI_Waitall(static_cast<int>(receives.size()), receives.data(), statuses.data()),
             "MPI_Waitall");
-  for (std::size_t i = 0; i < chunks.size() && problem.empty(); ++i) {
+  // A sender that failed sent empty chunks and says why: its reason is the job's, agreed
+  // before a short chunk is looked at (and before any record is read).
+  agree_and_report(runtime.comm(), sending_problem);
+  std::string missing;
+  for (std::size_t i = 0; i < chunks.size() && missing.empty(); ++i) {
     int count = 0;
     check_mpi(MPI_Get_count(&statuses[i], MPI_BYTE, &count), "MPI_Get_count");
     const auto [linear, expected] = chunks[i];
     if (count != expected)
-      problem = cat("the records of unit ", collection.shape().delinear(linear), " of collection ",
+      missing = cat("the records of unit ", collection.shape().delinear(linear), " of collection ",
                     collection.id(), " from rank ", arrivals.at(linear).from, ": ", count,
-                    " bytes arrived of a part its header gave ", expected,
-                    " (that rank failed to write them, or sent fewer)");
+                    " bytes arrived of a part its header gave ", expected);
   }
+  agree_and_report(runtime.comm(), missing);
+  RuntimeAccess::watchdog(runtime).turned();  // the phase moves on
 }
 
 // 3. The leaving units' records, a few units in flight at a time. A unit that fails to
-// write sends zeros of its announced size (its receiver must not wait for ever); the
-// failure is kept in `problem`, agreed on before anything is restored.
+// write sends empty chunks in place of its own (its receiver must not wait for ever);
+// the failure is kept in `problem`, agreed on once every chunk has arrived.
 void Migration::Impl::send_records(std::vector<Leaving>& leaving,
                                    const std::function<void(std::int64_t, StateWriter&)>& visit,
                                    std::string& problem) {

@@ -4,12 +4,11 @@
 // field before it is used (the target collection and unit, the handler, the room for its
 // views and links), landed in the views posted for it, and dispatched to its entry
 // method, reduction, channel or ring.
-#include <kodo/tasking/detail/scheduler.hpp>
-
 #include <kodo/backends/detail/native.hpp>
 #include <kodo/backends/detail/tool_region.hpp>
 #include <kodo/comm/detail/node_channels.hpp>
 #include <kodo/comm/detail/ucx_transport.hpp>
+#include <kodo/tasking/detail/scheduler.hpp>
 #include <kodo/tasking/entry.hpp>
 
 #include <cstring>
