@@ -354,6 +354,29 @@ template <class U>
 AwaitedRounds& awaited_rounds(U& unit);  // defined in work_unit.hpp
 
 // when_all(a, b, ...): done when every operation is.
+// Starts, through `each(start_one)`, every operation of a when_all not complete already,
+// and calls `done` once all of them have completed; `left` (the awaiter's) counts them.
+template <class ForEach>
+void start_all(TaskRecord& task, std::function<void()> done, std::size_t& left, ForEach&& each) {
+  auto finished = [&left, done] {
+    if (--left == 0) done();
+  };
+  left = 1;  // held until every operation has started, so none ends the wait early
+  try {
+    each([&](auto& op) {
+      ++left;
+      op.start(task, finished);
+    });
+  } catch (...) {
+    // Those started will complete into this frame, which the exception unwinds.
+    if (left > 2)
+      fatal(cat(task.unit, ": a when_all could not start all of its operations: ",
+                what_of_current()));
+    throw;
+  }
+  finished();
+}
+
 template <class... Ops>
 struct AllOf {
   static_assert((!requires { Ops::ends_task; } && ...),
@@ -375,31 +398,10 @@ struct AllOf {
     return true;
   }
   void start(TaskRecord& task, std::function<void()> done) {
-    auto finished = [this, done] {
-      if (--left == 0) done();
-    };
-    left = 1;  // held until every operation has started, so none ends the wait early
-    try {
+    start_all(task, std::move(done), left, [&](auto&& start_one) {
       std::size_t i = 0;
-      std::apply(
-          [&](auto&... op) {
-            (
-                [&] {
-                  if (complete[i++]) return;
-                  ++left;
-                  op.start(task, finished);
-                }(),
-                ...);
-          },
-          ops);
-    } catch (...) {
-      // Those started will complete into this frame, which the exception unwinds.
-      if (left > 2)
-        fatal(cat(task.unit,
-                  ": a when_all could not start all of its operations: ", what_of_current()));
-      throw;
-    }
-    finished();
+      std::apply([&](auto&... op) { ((complete[i++] ? void() : start_one(op)), ...); }, ops);
+    });
   }
   auto result() {
     return std::apply(
@@ -441,23 +443,10 @@ struct AllOfRange {
     return all;
   }
   void start(TaskRecord& task, std::function<void()> done) {
-    auto finished = [this, done] {
-      if (--left == 0) done();
-    };
-    left = 1;  // held until every operation has started
-    try {
-      for (std::size_t i = 0; i < ops.size(); ++i) {
-        if (complete[i]) continue;
-        ++left;
-        ops[i].start(task, finished);
-      }
-    } catch (...) {
-      if (left > 2)
-        fatal(cat(task.unit,
-                  ": a when_all could not start all of its operations: ", what_of_current()));
-      throw;
-    }
-    finished();
+    start_all(task, std::move(done), left, [&](auto&& start_one) {
+      for (std::size_t i = 0; i < ops.size(); ++i)
+        if (!complete[i]) start_one(ops[i]);
+    });
   }
   auto result() {
     if constexpr (std::is_void_v<Result>) {
