@@ -370,8 +370,8 @@ void start_all(TaskRecord& task, std::function<void()> done, std::size_t& left, 
   } catch (...) {
     // Those started will complete into this frame, which the exception unwinds.
     if (left > 2)
-      fatal(cat(task.unit, ": a when_all could not start all of its operations: ",
-                what_of_current()));
+      fatal(cat(task.unit,
+                ": a when_all could not start all of its operations: ", what_of_current()));
     throw;
   }
   finished();
