@@ -12,6 +12,7 @@
 
 #include <cstdlib>
 #include <optional>
+#include <span>
 #include <string>
 
 namespace {
@@ -140,6 +141,18 @@ TEST(Settings, TheListingNamesEverySettingAndMisspellingsAreCaught) {
   EXPECT_EQ(setting_like("KODO_STREAMS"), std::nullopt);  // a setting itself
   EXPECT_EQ(setting_like("KODO_PROGRAM"), std::nullopt);  // nothing like it
 }
+
+// kodo::kSettings, public in 0.2, is kodo::detail's from 0.3 on: kept [[deprecated]] until
+// 0.4, a program that read it still compiles, warned, and reads what settings() gives.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+TEST(Settings, TheDeprecatedTableIsWhatSettingsGives) {
+  const std::span<const kodo::SettingInfo> table = kodo::kSettings;
+  EXPECT_EQ(table.data(), kodo::settings().data());
+  EXPECT_EQ(table.size(), kodo::settings().size());
+  static_assert(kodo::kSettings.size() == kodo::detail::kSettings.size());
+}
+#pragma GCC diagnostic pop
 
 // The case of the review (issue 31): one rank with a setting the others lack hung the
 // job. Now every rank throws the same error, naming the setting and the ranks.

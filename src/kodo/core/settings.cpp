@@ -18,7 +18,7 @@ namespace kodo {
 
 using detail::cat;
 
-std::span<const SettingInfo> settings() { return kSettings; }
+std::span<const SettingInfo> settings() { return detail::kSettings; }
 
 namespace {
 
@@ -136,7 +136,7 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 std::string settings_listing() {
   std::string out =
       "kodo's settings (environment variables; every rank of a job must have the same):\n";
-  for (const SettingInfo& s : kSettings)
+  for (const SettingInfo& s : detail::kSettings)
     out += cat("  ", s.name, "\n      ", s.doc, "\n      ", range_of(s), "; default ", s.fallback,
                s.same_on_every_rank ? "" : "; may differ between ranks", "\n");
   return out;

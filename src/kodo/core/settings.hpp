@@ -46,7 +46,8 @@ struct SettingInfo {
   std::string_view doc;            ///< what it does, in words
 };
 
-/// Every setting kodo reads.
+namespace detail {
+// Every setting kodo reads (settings() is the public way to them).
 inline constexpr std::array<SettingInfo, 16> kSettings{{
     {"KODO_STREAMS",
      SettingKind::count,
@@ -161,13 +162,19 @@ inline constexpr std::array<SettingInfo, 16> kSettings{{
      true,
      "1 makes rank 0 print where each rank runs at start-up (node-local rank, GPU, cpus, NUMA)"},
 }};
+}  // namespace detail
 
-/// The table above, and its listing as --kodo-help prints it (one setting a line: name,
-/// kind and range, default, what it does).
+/// Every setting kodo reads, and their listing as --kodo-help prints it (one setting a
+/// line: name, kind and range, default, what it does).
 ///@{
 std::span<const SettingInfo> settings();
 std::string settings_listing();
 ///@}
+
+/// @deprecated Until 0.4: the table behind settings(), which a program reads instead (the
+/// table's type changes whenever kodo adds a setting).
+[[deprecated("kodo::kSettings is internal from 0.3 on: use kodo::settings()")]]
+inline constexpr const auto& kSettings = detail::kSettings;
 
 namespace detail {
 
