@@ -41,6 +41,18 @@
 #include <utility>
 #include <vector>
 
+namespace kodo {
+namespace detail {
+class StateReader;
+}  // namespace detail
+
+// Before the classes below: doxygen 1.9.8 reads a name after a class of kodo::detail
+// (which the reference leaves out) with that class's last access label.
+/// Whether a state() walk restores the fields (true) or writes them (false).
+template <class State>
+inline constexpr bool restoring = std::is_same_v<State, detail::StateReader>;
+}  // namespace kodo
+
 namespace kodo::detail {
 
 enum class FieldKind : std::uint8_t { value = 1, sequence = 2, view = 3 };
@@ -219,9 +231,3 @@ class StateReader {
 };
 
 }  // namespace kodo::detail
-
-namespace kodo {
-/// Whether a state() walk restores the fields (true) or writes them (false).
-template <class State>
-inline constexpr bool restoring = std::is_same_v<State, detail::StateReader>;
-}  // namespace kodo
