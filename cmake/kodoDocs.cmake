@@ -5,12 +5,14 @@
 # folders left out (docs/Doxyfile.in), with README.md and the guides as pages. Target
 # `docs` writes it to docs/api/html in the build directory; CTest api_reference_complete
 # (test/check_api_reference.cmake) runs the same and fails on any public name without a
-# /// comment. Without doxygen (or awk, which runs the filter kodoDocsFilter.awk) neither
-# exists.
+# /// comment; CTest public_names_are_listed (test/check_public_names.py) runs it for XML
+# and compares the names with docs/public_names.txt, which the front page quotes
+# (EXAMPLE_PATH). Without doxygen (or awk, which runs the filter kodoDocsFilter.awk) none
+# of them exists.
 find_program(KODO_DOXYGEN doxygen)
 find_program(KODO_AWK NAMES awk gawk mawk)
 if(NOT KODO_DOXYGEN OR NOT KODO_AWK)
-  message(STATUS "kodo: doxygen or awk not found: no `docs` target, and CTest api_reference_complete is not registered")
+  message(STATUS "kodo: doxygen or awk not found: no `docs` target, and CTests api_reference_complete and public_names_are_listed are not registered")
   return()
 endif()
 
