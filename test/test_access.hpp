@@ -20,6 +20,8 @@ namespace kodo::detail {
 
 struct TestAccess {
   static Scheduler& scheduler(Runtime& runtime) { return runtime.scheduler(); }
+  // The rank's kernel batches waiting for the end of the turn (kernel_batch.hpp).
+  static BatchLauncher& batches(Runtime& runtime) { return runtime.scheduler().batches_; }
 
   // The connection a message claiming to come from the rank in `header` arrives by:
   // that rank's endpoint here (as UCX gives it for an honest sender), or `connection`'s

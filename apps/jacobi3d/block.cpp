@@ -191,18 +191,44 @@ kodo::Task JacobiBlock::run_iterations(std::int64_t count) {
   while (iteration_ < target_) {
     const std::int64_t n = iteration_;
     const int p = static_cast<int>(n % 2);
+    const auto t = static_cast<std::uint64_t>(n);
+    const bool batched = config_.batches != Batches::none;
+    if (batched && neighbours_ > 0 && faces_packed_for_ < n) {
+      // The faces of n, packed with the other blocks' (once update n - 1 is done).
+      faces_packed_for_ = n;
+      pack_stream_->wait_for(*compute_);
+      kodo::KernelBatch packs(*pack_stream_);
+      for (int f = 0; f < 6; ++f)
+        if (has_neighbour_[f]) pack_face(packs, field_[p], shape_, f, send_buffer_[p][f]);
+      co_await launch(packs);
+    }
     send_faces();  // packed once update n - 1 is done, sent once packed
+    kodo::KernelBatch unpacks(*comm_);
     for (int f = 0; f < 6; ++f) {
       if (!has_neighbour_[f]) continue;
-      const auto t = static_cast<std::uint64_t>(n);
       const kodo::Arrival<Field> face = co_await faces_awaited_[f].transfer(t);
       check_whole(face);
+      if (batched) {
+        unpack_face(unpacks, field_[p], shape_, f, face.view);
+        continue;  // its buffer is released once the unpacks are launched
+      }
       unpack_face(comm_->space(), field_[p], shape_, f, face.view);
       // Free for the face of n + 2 at once, as on_face says.
       faces_awaited_[f].release(t);
     }
+    if (batched) {
+      co_await launch(unpacks);
+      for (int f = 0; f < 6; ++f)
+        if (has_neighbour_[f]) faces_awaited_[f].release(t);
+    }
     compute_->wait_for(*comm_);  // the unpacks
-    update(compute_->space(), field_[p], field_[1 - p], shape_);
+    if (config_.batches == Batches::all) {
+      kodo::KernelBatch updates(*compute_);
+      update(updates, field_[p], field_[1 - p], shape_);
+      co_await launch(updates);
+    } else {
+      update(compute_->space(), field_[p], field_[1 - p], shape_);
+    }
     extra_work(compute_->space(), p);
     ++iteration_;
     ++step_;

@@ -73,6 +73,7 @@ struct BlockConfig {
   // The balancers weigh the device time of the block's work on its compute stream
   // (measured), not its points times the work factor (stated).
   bool measured_load = false;
+  Batches batches = Batches::all;  // the task path's kernels launched with other blocks'
 };
 
 // With the rank program (BlockConfig::rank_program) a block only plans an iteration of
@@ -101,7 +102,9 @@ struct BlockConfig {
 // The faces then travel while the inner box of n + 1 runs.
 // The task path (BlockConfig::task) runs the same iteration (fusion none) as a loop in a
 // coroutine, run_iterations: pack and send, await each face of n (kodo::AwaitableRing)
-// and unpack it, update n; the scheduler resumes it where the callbacks would run.
+// and unpack it, update n; the scheduler resumes it where the callbacks would run. Its
+// packs, unpacks and update go out as kodo::KernelBatch, each launched once for the
+// rank's blocks (BlockConfig::batches).
 // Device waits (BlockConfig::device_waits): once every face of a block comes by the
 // same-node route, the host queues whole iterations ahead on the compute stream, each
 // behind waits (on the device) for its faces and followed by the releases of their

@@ -58,4 +58,12 @@ struct SerialResult {
 };
 SerialResult serial_reference(const Grid& grid, std::int64_t iterations);
 
+// Which of the task path's kernels go out as kodo::KernelBatch (with the rank's other
+// blocks', one launch per kernel) rather than each on its block's stream.
+enum class Batches {
+  none,   // every kernel on its own
+  faces,  // packs and unpacks
+  all,    // and the update
+};
+
 }  // namespace jacobi

@@ -61,6 +61,20 @@ void update(const Space& space, const Field& a, const Field& b, const BlockShape
   update_with(LaunchOn{space}, a, b, s, interior(s), chunk);
 }
 
+void pack_face(kodo::KernelBatch& batch, const Field& a, const BlockShape& s, int f,
+               const Field& buffer) {
+  pack_face_with(LaunchInBatch{batch}, a, s, f, buffer);
+}
+
+void unpack_face(kodo::KernelBatch& batch, const Field& a, const BlockShape& s, int f,
+                 const Field& data) {
+  unpack_face_with(LaunchInBatch{batch}, a, s, f, data);
+}
+
+void update(kodo::KernelBatch& batch, const Field& a, const Field& b, const BlockShape& s) {
+  update_with(LaunchInBatch{batch}, a, b, s, interior(s), kAutoChunk);
+}
+
 #if defined(JACOBI_HAVE_KOKKOS_KERNELS)
 // Kokkos Kernels' dot takes vectors, and the interior of a padded block is not one: the
 // difference goes through a scratch vector, a slab of x planes at a time, so the scratch

@@ -75,6 +75,12 @@ void init_field(const Field& a, const BlockShape& s, const Grid& g, const std::i
 void pack_face(const Space& space, const Field& a, const BlockShape& s, int f, const Field& buffer);
 // Copies `data` into the ghost layer of face f.
 void unpack_face(const Space& space, const Field& a, const BlockShape& s, int f, const Field& data);
+// The same two as kernels of a batch (kodo::KernelBatch): launched with the other
+// blocks' of the rank, as one kernel.
+void pack_face(kodo::KernelBatch& batch, const Field& a, const BlockShape& s, int f,
+               const Field& buffer);
+void unpack_face(kodo::KernelBatch& batch, const Field& a, const BlockShape& s, int f,
+                 const Field& data);
 // One Jacobi update: the interior of b from a. Each thread marches along x through
 // `chunk` points of one (y, z) column, keeping the x neighbours in registers; adjacent
 // threads take adjacent z, so loads are coalesced. On GPUs, blocks with an even z
@@ -86,6 +92,8 @@ inline constexpr std::int64_t kUpdateChunk = 32;
 inline constexpr std::int64_t kAutoChunk = 0;
 void update(const Space& space, const Field& a, const Field& b, const BlockShape& s,
             std::int64_t chunk = kAutoChunk);
+// The update as a kernel of a batch.
+void update(kodo::KernelBatch& batch, const Field& a, const Field& b, const BlockShape& s);
 // Sum over the block's interior of (a - b)^2: with a and b two successive iterates,
 // the squared norm of the last update (the residual jacobi3d reports).
 // Through Kokkos Kernels' BLAS dot when the build has Kokkos Kernels (the interior

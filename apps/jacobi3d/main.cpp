@@ -147,7 +147,7 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
         !rank_program && opt.path != "task" && opt.device_waits &&
             opt.odf <= runtime.streams().per_priority() && (opt.odf == 1 || !kodo::host_build),
         rank_program, opt.path == "task", opt.imbalance, opt.path == "task" ? opt.balance_every : 0,
-        opt.measured_load};
+        opt.measured_load, opt.batches};
     const double t0 = now();
     auto blocks = kodo::Collection<jacobi::JacobiBlock>::create(runtime, units, config);
     if (opt.measured_load) kodo::measure_loads(blocks);  // from the first phase on

@@ -37,6 +37,15 @@ struct LaunchOn {
   }
 };
 
+// Or becomes a kernel of a kodo::KernelBatch, launched with other blocks'.
+struct LaunchInBatch {
+  kodo::KernelBatch& batch;
+  template <class P, class F>
+  void operator()(const char* label, const P& policy, const F& functor) const {
+    batch.parallel_for(label, policy, functor);
+  }
+};
+
 // Marching a longer chunk keeps more x neighbours in registers but leaves fewer threads:
 // below some 2^17 threads an H200 is not filled, and a small block runs faster in
 // shorter chunks (perf/results/jacobi_kernel_chunks_h200.csv). CPUs have threads to

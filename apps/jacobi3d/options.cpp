@@ -47,6 +47,7 @@ std::string parse_choice(const std::vector<std::string>& args, std::size_t& i,
   throw std::invalid_argument(flag + " must be " + listed + ", not '" + value + "'");
 }
 
+void check_and_complete(Options& o);
 }  // namespace
 
 Options parse_options(const std::vector<std::string>& args) {
@@ -93,6 +94,12 @@ Options parse_options(const std::vector<std::string>& args) {
                           : o.checkpoint_dir) = args[++i];
       continue;
     }
+    if (a == "--batches") {
+      const std::string b = parse_choice(args, i, {"none", "faces", "all"});
+      o.batches = b == "none" ? Batches::none : b == "faces" ? Batches::faces : Batches::all;
+      o.batches_given = true;
+      continue;
+    }
     if (a == "--load") {
       o.measured_load = parse_choice(args, i, {"stated", "measured"}) == "measured";
       continue;
@@ -126,6 +133,14 @@ Options parse_options(const std::vector<std::string>& args) {
     if (i + 1 >= args.size()) throw std::invalid_argument(a + " needs a value");
     *target = parse_integer(a, args[++i], min);
   }
+  check_and_complete(o);
+  return o;
+}
+
+namespace {
+// The limits of each value and the combinations of options that go together; the path
+// where none was chosen.
+void check_and_complete(Options& o) {
   if (o.imbalance > 64) throw std::invalid_argument("--imbalance takes 1 to 64");
   // Products that overflow, or grids no machine holds, are errors here, not crashes later.
   const auto xy = kodo::detail::checked_mul(static_cast<std::uint64_t>(o.x) + 2,
@@ -158,13 +173,15 @@ Options parse_options(const std::vector<std::string>& args) {
   if (o.baseline && !o.path.empty())
     throw std::invalid_argument("--baseline is its own method: it takes no --path");
   if (o.path.empty() && !o.baseline) o.path = unit_flags ? "unit" : "rank";
+  if (o.batches_given && o.path != "task")
+    throw std::invalid_argument("--batches chooses the task path's launches: it needs --path task");
   if (o.measured_load && o.path != "task")
     throw std::invalid_argument(
         "--load measured times the resumes of each block's task: it needs --path task (the "
         "unit path launches its updates from completions, which are not timed; the rank "
         "program runs a rank's blocks as one device program)");
-  return o;
 }
+}  // namespace
 
 std::string usage() {
   return "usage: jacobi3d [-x N] [-y N] [-z N] [-i ITERATIONS] [-w WARMUP] [--odf UNITS_PER_RANK]\n"
@@ -173,7 +190,7 @@ std::string usage() {
          "                [--waits device|host] [--verify] [--sync] [--baseline] [--help]\n"
          "                [--checkpoint-every N --checkpoint-dir DIR] [--restart DIR]\n"
          "                [--imbalance F] [--balance-every N] [--balancer greedy|refine|rotate]\n"
-         "                [--load stated|measured] [--lb-data DIR]\n"
+         "                [--load stated|measured] [--lb-data DIR] [--batches none|faces|all]\n"
          "  -x, -y, -z   global grid size (default 64 each)\n"
          "  -i           timed iterations (default 100)\n"
          "  -w           warm-up iterations before timing (default 10)\n"
@@ -186,6 +203,9 @@ std::string usage() {
          "               engine), the path --graphs, --sync and --waits choose; task: the\n"
          "               unit path (fusion none) with each block's iterations a loop in a\n"
          "               coroutine (kodo::Task) that awaits its faces\n"
+         "  --batches    --path task: which kernels a block launches with the rank's other\n"
+         "               blocks' as one (kodo::KernelBatch): all (default: packs, unpacks and\n"
+         "               the update), faces (packs and unpacks) or none\n"
          "  --comm       halo transfers: device (GPU-aware, default) or host (staged through\n"
          "               pinned host memory); units of one rank always use device copies\n"
          "  --fusion     face kernels per unit and iteration: none (a pack and an unpack per\n"

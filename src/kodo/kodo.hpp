@@ -69,7 +69,9 @@
 ///   methods written as C++20 coroutines (task.hpp; @ref kodo::WorkUnit "WorkUnit"'s
 ///   @ref kodo::WorkUnit::when_done "when_done(source)" and
 ///   @ref kodo::WorkUnit::all_reduce "all_reduce" are awaited in them, and an
-///   @ref kodo::AwaitableRing "AwaitableRing"'s transfers by number).
+///   @ref kodo::AwaitableRing "AwaitableRing"'s transfers by number);
+/// - @ref kodo::KernelBatch "KernelBatch": a unit's kernels launched with the same kernels
+///   of the rank's other units, in one launch (@ref kodo::WorkUnit::launch "launch").
 
 /// @namespace kodo
 /// kodo's public names (those in kodo::detail are internal).
@@ -88,6 +90,7 @@
 #include <kodo/tasking/collection.hpp>
 #include <kodo/tasking/decomposition.hpp>
 #include <kodo/tasking/inbox.hpp>
+#include <kodo/tasking/kernel_batch.hpp>
 #include <kodo/tasking/lb_data.hpp>
 #include <kodo/tasking/migration.hpp>
 #include <kodo/tasking/neighbours.hpp>

@@ -252,6 +252,11 @@ void Runtime::when_done(CompletionSource& source, std::function<void()> continua
   scheduler_->when_done(source, std::move(continuation));
 }
 
+void Runtime::launch(KernelBatch& batch, std::function<void()> then) {
+  if (batch.empty()) return then();
+  scheduler_->launch(batch, std::move(then));
+}
+
 void Runtime::run() { scheduler_->run(); }
 
 RecordingReport Runtime::recording() const { return scheduler_->recording_report(); }

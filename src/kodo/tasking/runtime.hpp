@@ -33,6 +33,7 @@ class RankProgram;     // step programs (step_program.hpp)
 class TaskList;        // coroutine tasks (task_list.hpp)
 }  // namespace detail
 
+class KernelBatch;
 template <class U>
 class Collection;
 template <class U>
@@ -99,6 +100,10 @@ class Runtime {
   /// Runs `continuation` from the scheduler loop once the work enqueued on `source` so
   /// far is done. The rank never waits for it; pending continuations keep run() going.
   void when_done(CompletionSource& source, std::function<void()> continuation);
+  /// Launches `batch`'s kernels at the end of the scheduler's turn, with the same kernels
+  /// of the rank's other batches, then runs `then` from the scheduler loop
+  /// (kernel_batch.hpp; units call WorkUnit::launch).
+  void launch(KernelBatch& batch, std::function<void()> then);
 
   /// Runs the scheduler until the whole job is quiescent: no message queued or in
   /// flight, no device work pending on any stream of any rank's pool (work on other

@@ -27,6 +27,8 @@
 ///   receive is posted when awaited; sends and receives still match in order, so a peer
 ///   one step ahead is harmless); gives the elements that arrived;
 /// - when_done(stream) (WorkUnit): the device work enqueued on a stream so far;
+/// - launch(batch) (WorkUnit): a kodo::KernelBatch's kernels launched, with the same
+///   kernels of the rank's other units (kernel_batch.hpp);
 /// - all_reduce(value, Op) (WorkUnit): every unit's value of this round combined, with the
 ///   round's number (kodo::Reduced);
 /// - transfer(k) of a kodo::AwaitableRing (awaitable_ring.hpp): a receive ring's transfer
@@ -65,6 +67,7 @@
 #include <kodo/comm/serialize.hpp>
 #include <kodo/core/error.hpp>
 #include <kodo/tasking/collection_base.hpp>
+#include <kodo/tasking/kernel_batch.hpp>
 #include <kodo/tasking/runtime.hpp>
 
 #include <array>
@@ -178,10 +181,11 @@ class [[nodiscard]] Task {
     Task&& await_transform(Task&& task) noexcept { return std::move(task); }
     template <class A>
     A&& await_transform(A&& other) noexcept {
-      static_assert(detail::never<A>,
-                    "kodo: a kodo::Task awaits kodo::receive, when_done(stream), all_reduce, "
-                    "balance_point, AwaitableRing::transfer, Inbox::take, kodo::when_all and "
-                    "other kodo::Tasks only");
+      static_assert(
+          detail::never<A>,
+          "kodo: a kodo::Task awaits kodo::receive, when_done(stream), launch(batch), all_reduce, "
+          "balance_point, AwaitableRing::transfer, Inbox::take, kodo::when_all and "
+          "other kodo::Tasks only");
       return std::forward<A>(other);
     }
   };
@@ -270,6 +274,19 @@ struct DeviceWorkDone {
   }
   void result() const {}
   const char* what() const { return "the device work enqueued on a stream (when_done)"; }
+  std::int64_t number() const { return -1; }
+};
+
+// launch(batch): a unit's kernel batch, launched with the rank's other batches at the
+// end of the scheduler's turn.
+struct BatchLaunched {
+  Runtime* runtime;
+  KernelBatch* batch;
+  std::source_location where;
+  bool ready() const { return batch->empty(); }
+  void start(TaskRecord&, std::function<void()> done) { runtime->launch(*batch, std::move(done)); }
+  void result() const {}
+  const char* what() const { return "the launch of a kernel batch (launch)"; }
   std::int64_t number() const { return -1; }
 };
 

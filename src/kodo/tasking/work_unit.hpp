@@ -85,6 +85,19 @@ class WorkUnit {
     return detail::Awaitable<detail::DeviceWorkDone>({&runtime(), &source, where});
   }
 
+  /// Launches `batch`'s kernels at the end of the scheduler's turn, each as one kernel
+  /// with the same kernels of the rank's other units' batches (kernel_batch.hpp), then
+  /// runs `then` from the scheduler loop. Awaited in a task: co_await launch(batch).
+  ///@{
+  void launch(KernelBatch& batch, std::function<void()> then) const {
+    runtime().launch(batch, std::move(then));
+  }
+  auto launch(KernelBatch& batch,
+              std::source_location where = std::source_location::current()) const {
+    return detail::Awaitable<detail::BatchLaunched>({&runtime(), &batch, where});
+  }
+  ///@}
+
   /// This unit's end of a channel with unit `peer` of the same collection (channel.hpp);
   /// `port` tells apart several links between the same two units. Local copies and
   /// staging copies run on `stream`, and a send waits for the work enqueued there.

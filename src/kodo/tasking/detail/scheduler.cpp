@@ -129,6 +129,7 @@ void Scheduler::shutdown() {
     node_->release_imports();
     check_mpi(MPI_Barrier(comm_), "MPI_Barrier");
   }
+  batches_.drop();       // their kernels go with the tasks that added them
   tasks_.destroy_all();  // tasks still waiting after a failed run(): never resumed now
   drop_parked();
   collections_.clear();
@@ -350,7 +351,7 @@ bool Scheduler::turn() {
   // What arrived may have been landed or sent on the rank's streams (outside a recording).
   if (events != 0) recording_->issued_outside();
   const bool completions = engine_.ready();
-  if (queue_.empty() && !completions) {
+  if (queue_.empty() && !completions && !batches_.pending()) {
     stalls_.observe(0, engine_);
     return events != 0;
   }
@@ -360,7 +361,7 @@ bool Scheduler::turn() {
   // What the turn issues on the rank's streams is recorded and launched as one graph
   // (recording.hpp); the transport's progress above stays outside it.
   try {
-    recording_->begin(queue_.size() + (completions ? 1 : 0));
+    recording_->begin(queue_.size() + (completions ? 1 : 0) + (batches_.pending() ? 2 : 0));
   } catch (...) {
     fatal(what_of_current());
   }
@@ -391,6 +392,11 @@ bool Scheduler::turn() {
     // that launches kernels takes microseconds, and a batch of them would leave the
     // device idle (the engine reads one counter per busy stream).
     if (engine_.pending() != 0) poll_engine();
+  }
+  try {
+    batches_.launch_all();
+  } catch (...) {
+    fatal(what_of_current());
   }
   try {
     recording_->close();

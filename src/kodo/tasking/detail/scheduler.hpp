@@ -15,6 +15,7 @@
 #include <kodo/comm/view_pool.hpp>
 #include <kodo/comm/wire.hpp>
 #include <kodo/tasking/collection_base.hpp>
+#include <kodo/tasking/detail/batch_launcher.hpp>
 #include <kodo/tasking/detail/completion_engine.hpp>
 #include <kodo/tasking/detail/load_timing.hpp>
 #include <kodo/tasking/detail/reductions.hpp>
@@ -76,6 +77,11 @@ class Scheduler final : public ChannelHost {
   // The rank's coroutine tasks (task.hpp): run() is not done while one waits.
   TaskList& tasks() { return tasks_; }
   void when_done(CompletionSource& source, std::function<void()> continuation);
+  // Launches `batch` at the end of this turn (with the other units' batches), then runs
+  // `then` (kernel_batch.hpp).
+  void launch(KernelBatch& batch, std::function<void()> then) {
+    batches_.add(batch, std::move(then));
+  }
   // Runs until the whole job is quiet (see termination.hpp); throws kodo::Error on
   // every rank when the job went quiet with reductions incomplete or tasks waiting, or
   // with more messages processed than sent.
@@ -152,6 +158,7 @@ class Scheduler final : public ChannelHost {
   TerminationDetector termination_;
   ReductionTree reductions_;
   TaskList tasks_;
+  BatchLauncher batches_;                // units' kernel batches, launched at the end of each turn
   std::string tasks_at_wave_ = " none";  // what the tasks awaited as the latest wave started
   std::uint64_t processed_at_description_ = 0;
   std::uint64_t parked_at_quiet_ = 0;  // tasks at balance points in the quiet wave, job-wide

@@ -1,0 +1,61 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+#include <kodo/tasking/detail/batch_launcher.hpp>
+
+#include <kodo/core/error.hpp>
+
+#include <algorithm>
+
+namespace kodo::detail {
+
+void BatchLauncher::add(KernelBatch& batch, std::function<void()> then) {
+  for (const auto& w : waiting_)
+    if (w.batch == &batch) throw Error("a kodo::KernelBatch was launched twice before it ran");
+  waiting_.push_back({&batch, std::move(then)});
+}
+
+void BatchLauncher::launch_all() {
+  // What runs after a launch may add batches again (a task's next step): they go out
+  // in the next round of the same turn.
+  std::vector<Waiting> batches;
+  while (!waiting_.empty()) {
+    batches.clear();
+    batches.swap(waiting_);
+    launch(batches);
+    for (auto& b : batches) b.then();
+  }
+}
+
+void BatchLauncher::launch(std::vector<Waiting>& batches) {
+  Stream& on = batches.front().batch->stream();
+  streams_.clear();
+  for (const auto& b : batches) {
+    Stream* s = &b.batch->stream();
+    if (s != &on && std::find(streams_.begin(), streams_.end(), s) == streams_.end())
+      streams_.push_back(s);
+  }
+  for (Stream* s : streams_) on.wait_for(*s);
+  // Functor types in the order of their first kernel; each type's kernels of every
+  // batch in one launch.
+  auto& all = all_;
+  all.clear();
+  for (auto& b : batches)
+    for (auto& k : b.batch->kernels()) all.push_back(k.get());
+  for (std::size_t first = 0; first < all.size(); ++first) {
+    if (!all[first]) continue;
+    const void* type = all[first]->type;
+    group_.clear();
+    for (std::size_t k = first; k < all.size(); ++k)
+      if (all[k] && all[k]->type == type) {
+        group_.push_back(all[k]);
+        all[k] = nullptr;
+      }
+    group_.front()->launch_group(on.space(), group_.data(), group_.size());
+    kernels_ += group_.size();
+    ++launches_;
+  }
+  for (Stream* s : streams_) s->wait_for(on);
+  for (auto& b : batches) b.batch->kernels().clear();
+}
+
+}  // namespace kodo::detail

@@ -1,0 +1,173 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+// Kernel batches (kernel_batch.hpp): the kernels of several units' batches launched as
+// one per functor type give each unit what its own kernels would have; work before and
+// after a launch on a unit's stream stays before and after; a batch larger than one
+// launch holds, an empty one is done at once, one launched twice is refused; tasks and
+// entry methods both launch. Runs on any number of ranks (1, 2 and 4 under ctest).
+
+#include "expect_error.hpp"
+#include "test_access.hpp"
+#include "test_runtime.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace {
+
+using Field = Kokkos::View<std::int64_t*, kodo::ExecutionSpace::memory_space>;
+
+// Writes `base + i` at i, in a range of indices.
+struct Fill {
+  Field out;
+  std::int64_t base;
+  KOKKOS_FUNCTION void operator()(std::int64_t i) const { out(i) = base + i; }
+};
+
+// Adds one to every point, from a functor too large for many in one launch.
+struct AddOneLarge {
+  Field out;
+  std::int64_t padding[96] = {};  // 768 bytes: a few kernels per launch
+  KOKKOS_FUNCTION void operator()(std::int64_t i) const { out(i) += 1 + padding[0]; }
+};
+
+// Doubles every point: a kernel a unit launches itself.
+void double_all(const kodo::Stream& stream, const Field& f) {
+  Kokkos::parallel_for(
+      "test::own", Kokkos::RangePolicy<kodo::ExecutionSpace>(stream.space(), 0, f.extent(0)),
+      KOKKOS_LAMBDA(std::int64_t i) { f(i) *= 2; });
+}
+
+std::vector<std::int64_t> on_host(const Field& f) {
+  auto m = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, f);
+  return std::vector<std::int64_t>(m.data(), m.data() + m.extent(0));
+}
+
+constexpr std::int64_t kPoints = 40;
+
+class Filler : public kodo::WorkUnit<Filler> {
+ public:
+  explicit Filler(const kodo::UnitInit<Filler>& init)
+      : WorkUnit(init),
+        stream_(&streams().compute(static_cast<std::size_t>(linear()))),
+        field_("field", kPoints) {}
+
+  // Steps of: fill the two halves (one functor type, two kernels), add one everywhere
+  // twice (another type, two kernels of one batch may not depend on each other: they
+  // touch the halves), then once more as a kernel of the unit's own on the stream.
+  kodo::Task steps(int count) {
+    for (int s = 0; s < count; ++s) {
+      kodo::KernelBatch fills(*stream_);
+      fills.parallel_for("test::fill", 0, kPoints / 2, Fill{field_, base(s)});
+      // (the second half with a policy of its own index type)
+      fills.parallel_for(
+          "test::fill",
+          Kokkos::RangePolicy<kodo::ExecutionSpace, Kokkos::IndexType<int>>(kPoints / 2, kPoints),
+          Fill{field_, base(s)});
+      co_await launch(fills);
+      EXPECT_TRUE(fills.empty());
+      kodo::KernelBatch adds(*stream_);
+      for (std::int64_t half = 0; half < 2; ++half)
+        adds.parallel_for("test::add", half * kPoints / 2, (half + 1) * kPoints / 2,
+                          AddOneLarge{field_, {}});
+      co_await launch(adds);
+      double_all(*stream_, field_);
+      co_await launch(empty_);  // done at once
+      ++steps_done;
+    }
+    co_await when_done(*stream_);
+    values = on_host(field_);
+  }
+
+  // The same first step from an entry method, its callback form.
+  void step_by_callback() {
+    auto fills = std::make_shared<kodo::KernelBatch>(*stream_);
+    fills->parallel_for("test::fill", 0, kPoints, Fill{field_, base(0)});
+    launch(*fills, [this, fills] {
+      when_done(*stream_, [this] {
+        values = on_host(field_);
+        ++steps_done;
+      });
+    });
+  }
+
+  void launch_twice() {
+    kodo::KernelBatch fills(*stream_);
+    fills.parallel_for("test::fill", 0, kPoints, Fill{field_, 0});
+    launch(fills, [] {});
+    refused = "";
+    try {
+      launch(fills, [] {});
+    } catch (const kodo::Error& e) {
+      refused = e.what();
+    }
+    // It runs once the turn ends: the kernels must not outlive the batch.
+    kodo::detail::TestAccess::batches(test_runtime()).drop();
+  }
+
+  std::int64_t base(int step) const { return 1000 * linear() + 100 * step; }
+  std::int64_t linear() const { return collection().shape().linear(index()); }
+  std::vector<std::int64_t> values;
+  int steps_done = 0;
+  std::string refused;
+
+ private:
+  kodo::Stream* stream_;
+  Field field_;
+  kodo::KernelBatch empty_{*stream_};
+};
+
+TEST(KernelBatch, UnitsKernelsLaunchedTogetherGiveEachUnitItsOwnResult) {
+  kodo::Runtime& rt = test_runtime();
+  auto units = kodo::Collection<Filler>::create(rt, {3, 2, 1});
+  const auto& batches = kodo::detail::TestAccess::batches(rt);
+  const std::size_t kernels_before = batches.kernels(), launches_before = batches.launches();
+  constexpr int kSteps = 3;
+  units.broadcast_local<&Filler::steps>(kSteps);
+  rt.run();
+  std::size_t local = 0;
+  units.for_each_local([&](Filler& u) {
+    ++local;
+    EXPECT_EQ(u.steps_done, kSteps);
+    ASSERT_EQ(u.values.size(), static_cast<std::size_t>(kPoints));
+    for (std::int64_t i = 0; i < kPoints; ++i)
+      EXPECT_EQ(u.values[static_cast<std::size_t>(i)], 2 * (u.base(kSteps - 1) + i + 1))
+          << "unit " << u.linear() << ", point " << i;
+  });
+  // Four kernels a unit and step, never more launches than kernels; with several units
+  // on the rank, fewer (the turn's batches went out together).
+  EXPECT_EQ(batches.kernels() - kernels_before, 4 * local * kSteps);
+  const std::size_t launches = batches.launches() - launches_before;
+  EXPECT_LE(launches, batches.kernels() - kernels_before);
+  if (local > 1) {
+    EXPECT_LT(launches, 4 * local * kSteps);
+  }
+}
+
+TEST(KernelBatch, AnEntryMethodLaunchesWithACallback) {
+  kodo::Runtime& rt = test_runtime();
+  auto units = kodo::Collection<Filler>::create(rt, {4, 1, 1});
+  units.broadcast_local<&Filler::step_by_callback>();
+  rt.run();
+  units.for_each_local([&](Filler& u) {
+    EXPECT_EQ(u.steps_done, 1);
+    ASSERT_EQ(u.values.size(), static_cast<std::size_t>(kPoints));
+    for (std::int64_t i = 0; i < kPoints; ++i)
+      EXPECT_EQ(u.values[static_cast<std::size_t>(i)], u.base(0) + i);
+  });
+}
+
+TEST(KernelBatch, ABatchLaunchedTwiceBeforeItRunsIsRefused) {
+  kodo::Runtime& rt = test_runtime();
+  auto units = kodo::Collection<Filler>::create(rt, {1, 1, 1});
+  units.broadcast_local<&Filler::launch_twice>();
+  rt.run();
+  units.for_each_local([&](Filler& u) {
+    EXPECT_NE(u.refused.find("launched twice"), std::string::npos) << u.refused;
+  });
+}
+
+}  // namespace
