@@ -63,10 +63,11 @@ class Filler : public kodo::WorkUnit<Filler> {
       kodo::KernelBatch fills(*stream_);
       fills.parallel_for("test::fill", 0, kPoints / 2, Fill{field_, base(s)});
       // (the second half with a policy of its own index type)
-      fills.parallel_for(
-          "test::fill",
-          Kokkos::RangePolicy<kodo::ExecutionSpace, Kokkos::IndexType<int>>(kPoints / 2, kPoints),
-          Fill{field_, base(s)});
+      fills.parallel_for("test::fill",
+                         Kokkos::RangePolicy<kodo::ExecutionSpace, Kokkos::IndexType<int>>(kPoints /
+                                                                                               2,
+                                                                                           kPoints),
+                         Fill{field_, base(s)});
       co_await launch(fills);
       EXPECT_TRUE(fills.empty());
       kodo::KernelBatch adds(*stream_);

@@ -23,12 +23,11 @@ JacobiBlock::JacobiBlock(const kodo::UnitInit<JacobiBlock>& init, const BlockCon
   if (config.overlap && (config.fusion != Fusion::none || config.graphs))
     throw std::invalid_argument(
         "jacobi3d: overlap has its own kernels: it takes fusion none and no graphs");
-  if (config.task &&
-      (config.fusion != Fusion::none || config.graphs || config.overlap || config.device_waits ||
-       config.completion != Completion::engine || config.rank_program))
+  if (config.task && (config.fusion != Fusion::none || config.graphs || config.device_waits ||
+                      config.completion != Completion::engine || config.rank_program))
     throw std::invalid_argument(
         "jacobi3d: the task path runs fusion none with the completion engine, without "
-        "graphs, overlap or device waits");
+        "graphs or device waits");
   const BlockPlace place = place_block(config.grid, init.shape, init.index);
   shape_ = place.shape;
   for (int d = 0; d < 3; ++d) origin_[d] = place.origin[d];
@@ -189,47 +188,10 @@ void JacobiBlock::advance() {
 kodo::Task JacobiBlock::run_iterations(std::int64_t count) {
   target_ += count;
   while (iteration_ < target_) {
-    const std::int64_t n = iteration_;
-    const int p = static_cast<int>(n % 2);
-    const auto t = static_cast<std::uint64_t>(n);
-    const bool batched = config_.batches != Batches::none;
-    if (batched && neighbours_ > 0 && faces_packed_for_ < n) {
-      // The faces of n, packed with the other blocks' (once update n - 1 is done).
-      faces_packed_for_ = n;
-      pack_stream_->wait_for(*compute_);
-      kodo::KernelBatch packs(*pack_stream_);
-      for (int f = 0; f < 6; ++f)
-        if (has_neighbour_[f]) pack_face(packs, field_[p], shape_, f, send_buffer_[p][f]);
-      co_await launch(packs);
-    }
-    send_faces();  // packed once update n - 1 is done, sent once packed
-    kodo::KernelBatch unpacks(*comm_);
-    for (int f = 0; f < 6; ++f) {
-      if (!has_neighbour_[f]) continue;
-      const kodo::Arrival<Field> face = co_await faces_awaited_[f].transfer(t);
-      check_whole(face);
-      if (batched) {
-        unpack_face(unpacks, field_[p], shape_, f, face.view);
-        continue;  // its buffer is released once the unpacks are launched
-      }
-      unpack_face(comm_->space(), field_[p], shape_, f, face.view);
-      // Free for the face of n + 2 at once, as on_face says.
-      faces_awaited_[f].release(t);
-    }
-    if (batched) {
-      co_await launch(unpacks);
-      for (int f = 0; f < 6; ++f)
-        if (has_neighbour_[f]) faces_awaited_[f].release(t);
-    }
-    compute_->wait_for(*comm_);  // the unpacks
-    if (config_.batches == Batches::all) {
-      kodo::KernelBatch updates(*compute_);
-      update(updates, field_[p], field_[1 - p], shape_);
-      co_await launch(updates);
-    } else {
-      update(compute_->space(), field_[p], field_[1 - p], shape_);
-    }
-    extra_work(compute_->space(), p);
+    if (config_.overlap)
+      co_await overlapped_iteration();
+    else
+      co_await iteration();
     ++iteration_;
     ++step_;
     if (config_.balance_every > 0 && step_ % config_.balance_every == 0 && iteration_ < target_) {
@@ -240,6 +202,87 @@ kodo::Task JacobiBlock::run_iterations(std::int64_t count) {
       co_await balance_point<&JacobiBlock::run_iterations>(rest);
     }
   }
+}
+
+// Iteration n of the task path: the faces of n packed and sent, each face awaited and
+// unpacked, the update.
+kodo::Task JacobiBlock::iteration() {
+  const std::int64_t n = iteration_;
+  const int p = static_cast<int>(n % 2);
+  const auto t = static_cast<std::uint64_t>(n);
+  const bool batched = config_.batches != Batches::none;
+  if (batched && neighbours_ > 0 && faces_packed_for_ < n) {
+    // The faces of n, packed with the other blocks' (once update n - 1 is done).
+    faces_packed_for_ = n;
+    pack_stream_->wait_for(*compute_);
+    kodo::KernelBatch packs(*pack_stream_);
+    for (int f = 0; f < 6; ++f)
+      if (has_neighbour_[f]) pack_face(packs, field_[p], shape_, f, send_buffer_[p][f]);
+    co_await launch(packs);
+  }
+  send_faces();  // packed once update n - 1 is done, sent once packed
+  kodo::KernelBatch unpacks(*comm_);
+  for (int f = 0; f < 6; ++f) {
+    if (!has_neighbour_[f]) continue;
+    const kodo::Arrival<Field> face = co_await faces_awaited_[f].transfer(t);
+    check_whole(face);
+    if (batched) {
+      unpack_face(unpacks, field_[p], shape_, f, face.view);
+      continue;  // its buffer is released once the unpacks are launched
+    }
+    unpack_face(comm_->space(), field_[p], shape_, f, face.view);
+    // Free for the face of n + 2 at once, as on_face says.
+    faces_awaited_[f].release(t);
+  }
+  if (batched) {
+    co_await launch(unpacks);
+    for (int f = 0; f < 6; ++f)
+      if (has_neighbour_[f]) faces_awaited_[f].release(t);
+  }
+  compute_->wait_for(*comm_);  // the unpacks
+  if (config_.batches == Batches::all) {
+    kodo::KernelBatch updates(*compute_);
+    update(updates, field_[p], field_[1 - p], shape_);
+    co_await launch(updates);
+  } else {
+    update(compute_->space(), field_[p], field_[1 - p], shape_);
+  }
+  extra_work(compute_->space(), p);
+}
+
+// Iteration n with overlap, as an MPI code overlaps: the faces of n (written by the
+// boundary of n - 1) sent, the inner box updated while they travel, the boundary once
+// they are in, reading them from the receive buffers and writing the faces of n + 1.
+// Everything on the compute stream, which the channels send from.
+kodo::Task JacobiBlock::overlapped_iteration() {
+  const std::int64_t n = iteration_;
+  const int p = static_cast<int>(n % 2);
+  const auto t = static_cast<std::uint64_t>(n);
+  const bool batched = config_.batches != Batches::none;
+  send_faces();  // the first iteration packs its faces first
+  if (batched) {
+    kodo::KernelBatch inner(*compute_);
+    update_inner(inner, field_[p], field_[1 - p], shape_, receive_buffer_[p], send_buffer_[1 - p]);
+    co_await launch(inner);
+  } else {
+    update_inner(compute_->space(), field_[p], field_[1 - p], shape_, receive_buffer_[p],
+                 send_buffer_[1 - p]);
+  }
+  for (int f = 0; f < 6; ++f)
+    if (has_neighbour_[f]) check_whole(co_await faces_awaited_[f].transfer(t));
+  if (batched) {
+    kodo::KernelBatch boundary(*compute_);
+    update_boundary(boundary, field_[p], field_[1 - p], shape_, receive_buffer_[p],
+                    send_buffer_[1 - p]);
+    co_await launch(boundary);
+  } else {
+    update_boundary(compute_->space(), field_[p], field_[1 - p], shape_, receive_buffer_[p],
+                    send_buffer_[1 - p]);
+  }
+  faces_packed_for_ = n + 1;
+  for (int f = 0; f < 6; ++f)
+    if (has_neighbour_[f]) faces_awaited_[f].release(*compute_, t);
+  extra_work(compute_->space(), p);
 }
 
 void JacobiBlock::extra_work(const Space& space, int p) {

@@ -104,7 +104,8 @@ struct BlockConfig {
 // coroutine, run_iterations: pack and send, await each face of n (kodo::AwaitableRing)
 // and unpack it, update n; the scheduler resumes it where the callbacks would run. Its
 // packs, unpacks and update go out as kodo::KernelBatch, each launched once for the
-// rank's blocks (BlockConfig::batches).
+// rank's blocks (BlockConfig::batches). With overlap, its coroutine sends the faces of n,
+// updates the inner box, awaits the faces and updates the boundary (overlapped_iteration).
 // Device waits (BlockConfig::device_waits): once every face of a block comes by the
 // same-node route, the host queues whole iterations ahead on the compute stream, each
 // behind waits (on the device) for its faces and followed by the releases of their
@@ -150,6 +151,8 @@ class JacobiBlock : public kodo::WorkUnit<JacobiBlock> {
 
  private:
   void advance();
+  kodo::Task iteration();             // the task path's iteration_
+  kodo::Task overlapped_iteration();  // ... with overlap
   void send_faces();
   void pack_faces(std::int64_t n);
   bool whole_steps() const { return config_.fusion == Fusion::C || config_.graphs; }

@@ -166,10 +166,10 @@ void check_and_complete(Options& o) {
     throw std::invalid_argument(
         "--graphs, --sync and --waits are of --path unit (the rank program records each "
         "iteration of a rank's blocks as one device graph itself)");
-  if (o.path == "task" && (unit_flags || o.overlap || o.fusion != Fusion::none))
+  if (o.path == "task" && (unit_flags || o.fusion != Fusion::none))
     throw std::invalid_argument(
         "--path task runs the unit path's iteration as a coroutine: it takes neither "
-        "--graphs, --sync, --waits, --overlap nor a --fusion other than none");
+        "--graphs, --sync, --waits nor a --fusion other than none");
   if (o.baseline && !o.path.empty())
     throw std::invalid_argument("--baseline is its own method: it takes no --path");
   if (o.path.empty() && !o.baseline) o.path = unit_flags ? "unit" : "rank";
@@ -216,7 +216,7 @@ std::string usage() {
          "  --overlap    split each unit's update: the points next to a neighbour's face\n"
          "               after its faces arrive (reading them from the receive buffers,\n"
          "               writing the next faces to the send buffers), the rest while they\n"
-         "               travel; takes neither --fusion nor --graphs\n"
+         "               travel; every path; takes neither --fusion nor --graphs\n"
          "  --waits      with --fusion C, --graphs or --overlap, where a unit waits for its\n"
          "               neighbours' faces: device (default: its compute stream waits for\n"
          "               them on the device, queued ahead, where every face comes by the\n"

@@ -389,6 +389,16 @@ void update_boundary(const Space& space, const Field& a, const Field& b, const B
   update_boundary_with(LaunchOn{space}, a, b, s, step_faces(receive, send));
 }
 
+void update_inner(kodo::KernelBatch& batch, const Field& a, const Field& b, const BlockShape& s,
+                  const Field (&receive)[6], const Field (&send)[6]) {
+  update_with(LaunchInBatch{batch}, a, b, s, inner_box(s, step_faces(receive, send)), kAutoChunk);
+}
+
+void update_boundary(kodo::KernelBatch& batch, const Field& a, const Field& b, const BlockShape& s,
+                     const Field (&receive)[6], const Field (&send)[6]) {
+  update_boundary_with(LaunchInBatch{batch}, a, b, s, step_faces(receive, send));
+}
+
 void step(const Space& space, Fusion fusion, const Field& a, const Field& b, const BlockShape& s,
           const Field (&receive)[6], const Field (&send)[6]) {
   step_with(LaunchOn{space}, fusion, a, b, s, receive, send);

@@ -55,6 +55,11 @@ void update_inner(const Space& space, const Field& a, const Field& b, const Bloc
                   std::int64_t chunk = kAutoChunk);
 void update_boundary(const Space& space, const Field& a, const Field& b, const BlockShape& s,
                      const Field (&receive)[6], const Field (&send)[6]);
+// The same two as kernels of a batch (kodo::KernelBatch), launched with other blocks'.
+void update_inner(kodo::KernelBatch& batch, const Field& a, const Field& b, const BlockShape& s,
+                  const Field (&receive)[6], const Field (&send)[6]);
+void update_boundary(kodo::KernelBatch& batch, const Field& a, const Field& b, const BlockShape& s,
+                     const Field (&receive)[6], const Field (&send)[6]);
 // One whole iteration of a block whose faces are all in: the received faces into a's
 // ghost layer, the update a -> b, and b's faces into the send buffers, with the kernels
 // `fusion` says (C: the one fused_update). Faces without a buffer are skipped.

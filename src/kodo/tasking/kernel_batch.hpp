@@ -120,7 +120,8 @@ void launch_kernels_of(const ExecutionSpace& space, BatchKernel* const* kernels,
   if (count == 1) {
     using Index = typename Policy::index_type;
     Kokkos::parallel_for(of(0).label,
-                         Policy(space, static_cast<Index>(of(0).begin), static_cast<Index>(of(0).end)),
+                         Policy(space, static_cast<Index>(of(0).begin),
+                                static_cast<Index>(of(0).end)),
                          of(0).functor);
     return;
   }

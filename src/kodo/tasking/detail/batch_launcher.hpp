@@ -17,7 +17,6 @@ namespace kodo::detail {
 
 class BatchLauncher {
  public:
-
   // Takes `batch` (not empty) for the next launch; `then` runs after it. Throws
   // kodo::Error if the batch waits for a launch already.
   void add(KernelBatch& batch, std::function<void()> then);
