@@ -7,12 +7,14 @@
 //   unit: each unit on its own, as an application writes it with entry methods, receive
 //         rings, channels and the completion engine (Jacobi3D's --path unit).
 //   task: the unit path written as a loop, a coroutine per unit awaiting its faces
-//         (kodo::AwaitableRing; Jacobi3D's --path task, the porting guide's way).
+//         (kodo::AwaitableRing; Jacobi3D's --path task, the porting guide's way);
+//   batch: the task path with its kernel launched as a kodo::KernelBatch, once for the
+//         rank's units.
 // Prints, per path and ODF, the time per step and per unit-step (time per step / units
 // per rank): on one GPU, the host and device cost of a unit-iteration beyond its work.
 //
 //   odf_overhead_bench [--odfs 1,2,4,8,16] [--steps 2000] [--face 64]
-//                      [--paths rank,unit,task] [--csv FILE]
+//                      [--paths rank,unit,task,batch] [--csv FILE]
 
 #include "options.hpp"
 #include "report.hpp"
@@ -44,7 +46,7 @@ struct TickKernel {
   }
 };
 
-enum class Path { rank, unit, task };
+enum class Path { rank, unit, task, batch };
 
 struct Setup {
   Path path;
@@ -70,7 +72,7 @@ class Tick : public kodo::WorkUnit<Tick> {
       }
       if (setup.path == Path::rank) continue;
       channel_[f] = open_channel(*stream_, peer(f));
-      if (setup.path == Path::task) {
+      if (setup.path == Path::task || setup.path == Path::batch) {
         awaited_[f] = kodo::AwaitableRing<Face>(channel_[f], std::vector{in_[0][f], in_[1][f]});
         continue;
       }
@@ -150,10 +152,16 @@ class Tick : public kodo::WorkUnit<Tick> {
         if (has_[f]) channel_[f].send(out_[p][f]);  // once the kernel that filled it is done
       for (int f = 0; f < 6; ++f)
         if (has_[f]) co_await awaited_[f].transfer(n);
-      Kokkos::parallel_for("odf_overhead::tick",
-                           Kokkos::RangePolicy<kodo::ExecutionSpace>(stream_->space(), 0,
-                                                                     setup_.face),
-                           kernel(p));
+      if (setup_.path == Path::batch) {
+        kodo::KernelBatch ticks(*stream_);
+        ticks.parallel_for("odf_overhead::tick", 0, setup_.face, kernel(p));
+        co_await launch(ticks);
+      } else {
+        Kokkos::parallel_for("odf_overhead::tick",
+                             Kokkos::RangePolicy<kodo::ExecutionSpace>(stream_->space(), 0,
+                                                                       setup_.face),
+                             kernel(p));
+      }
       for (int f = 0; f < 6; ++f)
         if (has_[f]) awaited_[f].release(*stream_, n);
     }
@@ -192,10 +200,10 @@ int main(int argc, char** argv) {
                                       "to warm up; an odd count loses its last)");
   const auto& face = options.integer("--face", 64, 1, 1 << 24, "doubles per face");
   const auto& paths = options.words(
-      "--paths", {"rank", "unit", "task"}, "rank,unit,task",
+      "--paths", {"rank", "unit", "task", "batch"}, "rank,unit,task,batch",
       "rank (kodo::StepProgram: a rank's units as one device program), unit (each unit on "
-      "its own: entry methods, rings, channels, completion engine) and task (the unit path as "
-      "a coroutine per unit)");
+      "its own: entry methods, rings, channels, completion engine), task (the unit path as "
+      "a coroutine per unit) and batch (the task path, its kernels as kodo::KernelBatch)");
   const auto& csv_file = options.file("--csv", "also write the rows to FILE");
   if (const auto exit = options.parse(runtime, argc, argv)) return *exit;
   const bool root = runtime.rank() == 0;
@@ -210,7 +218,8 @@ int main(int argc, char** argv) {
     for (const std::int64_t odf : odfs) {
       const Setup setup{path == "rank"   ? Path::rank
                         : path == "unit" ? Path::unit
-                                         : Path::task,
+                        : path == "task" ? Path::task
+                                         : Path::batch,
                         face};
       const kodo::Extent3 shape = kodo::split_grid({1024, 1024, 1024}, odf * runtime.size());
       auto units = kodo::Collection<Tick>::create(runtime, shape, setup);
@@ -224,7 +233,7 @@ int main(int argc, char** argv) {
       auto run_steps = [&](std::int64_t n) {
         if (program)
           program->advance(n);
-        else if (setup.path == Path::task)
+        else if (setup.path == Path::task || setup.path == Path::batch)
           units.broadcast_local<&Tick::run_steps>(n);
         else
           units.broadcast_local<&Tick::iterate>(n);
