@@ -50,7 +50,9 @@ JacobiBlock::JacobiBlock(const kodo::UnitInit<JacobiBlock>& init, const BlockCon
   else
     set_load(static_cast<double>(shape_.interior_size() * work_factor_));
   comm_ = &streams.communication(slot);
-  pack_stream_ = faces_read_from_buffers() ? compute_ : comm_;
+  // The task path sends from the communication stream: its overlap then runs the inner box
+  // of n + 1 beside the copies of the faces of n + 1, not behind them.
+  pack_stream_ = faces_read_from_buffers() && !config_.task ? compute_ : comm_;
   for (auto& f : field_) {
     f = Field(Kokkos::view_alloc(Kokkos::WithoutInitializing, "jacobi::field"),
               shape_.padded_size());
@@ -253,13 +255,14 @@ kodo::Task JacobiBlock::iteration() {
 // Iteration n with overlap, as an MPI code overlaps: the faces of n (written by the
 // boundary of n - 1) sent, the inner box updated while they travel, the boundary once
 // they are in, reading them from the receive buffers and writing the faces of n + 1.
-// Everything on the compute stream, which the channels send from.
+// The sends leave from the communication stream, beside the inner box.
 kodo::Task JacobiBlock::overlapped_iteration() {
   const std::int64_t n = iteration_;
   const int p = static_cast<int>(n % 2);
   const auto t = static_cast<std::uint64_t>(n);
   const bool batched = config_.batches != Batches::none;
-  send_faces();  // the first iteration packs its faces first
+  pack_stream_->wait_for(*compute_);  // the faces of n, written by the boundary of n - 1
+  send_faces();                       // (the first iteration packs them first)
   if (batched) {
     kodo::KernelBatch inner(*compute_);
     update_inner(inner, field_[p], field_[1 - p], shape_, receive_buffer_[p], send_buffer_[1 - p]);
