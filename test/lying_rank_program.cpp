@@ -29,7 +29,7 @@ namespace {
 using Detector = kodo::detail::TerminationDetector;
 
 enum class Lie { none, withheld_round, parked_count, parked_wave };
-Lie lie = Lie::none;              // armed on rank 1 once the runtime is up
+Lie lie = Lie::none;               // armed on rank 1 once the runtime is up
 bool balance_report_lied = false;  // the report at the balance point is altered once
 
 // Adds `by` to this rank's report of `field` in a wave's buffer: its count and its
@@ -132,8 +132,9 @@ int main(int argc, char** argv) {
     voters.broadcast_local<&Voter::vote>(false);
     return run_or_report(runtime);
   }
-  std::fputs("usage: lying_rank_program withheld-round|parked-count|parked-wave|honest-round|"
-             "honest-parked|honest-wave\n",
-             stderr);
+  std::fputs(
+      "usage: lying_rank_program withheld-round|parked-count|parked-wave|honest-round|"
+      "honest-parked|honest-wave\n",
+      stderr);
   return 2;
 }
