@@ -7,7 +7,11 @@
 
 #include "test_runtime.hpp"
 
+#include <kodo/core/error.hpp>
+
 #include <gtest/gtest.h>
+
+#include <string>
 
 namespace {
 
@@ -41,6 +45,32 @@ TEST(TerminationDetector, QuietOnlyWhenTwoEqualWavesBalance) {
     const auto over = wave_of(d, 0, false);
     EXPECT_TRUE(over.overprocessed());
     EXPECT_FALSE(over.quiet());
+  }
+  MPI_Comm_free(&comm);
+}
+
+// A rank that reports -1 pending rounds (its count wrapped) would cancel another's
+// incomplete round: every rank throws the same error in that wave, naming the liar.
+TEST(TerminationDetector, AReportBelowZeroIsAnErrorOnEveryRank) {
+  const int ranks = test_runtime().size();
+  if (ranks < 2) GTEST_SKIP() << "a lie needs another rank to cancel";
+  MPI_Comm comm;
+  MPI_Comm_dup(test_runtime().comm(), &comm);
+  {
+    kodo::detail::TerminationDetector d(comm);
+    const int rank = test_runtime().rank();
+    const std::uint64_t mine = rank == 0 ? 1 : rank == ranks - 1 ? ~std::uint64_t{0} : 0;
+    try {
+      wave_of(d, mine, false);
+      ADD_FAILURE() << "the wave was believed";
+    } catch (const kodo::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(kodo::detail::cat(
+                    "rank ", ranks - 1,
+                    "'s report to the termination wave does not add up: its field "
+                    "pending_rounds is -1")),
+                std::string::npos)
+          << e.what();
+    }
   }
   MPI_Comm_free(&comm);
 }

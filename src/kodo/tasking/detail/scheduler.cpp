@@ -284,12 +284,63 @@ std::uint64_t Scheduler::parked_tasks() const {
   return n;
 }
 
+// Every rank's count of its tasks at balance points, by collection, then as it reported
+// them to the quiet wave (`reports`, rank by rank), against what every rank knows: no rank
+// counts more units of a collection than its map places there, each rank reported as many
+// to the wave, and the counts add up to what the wave counted (`wave`). Fills `parked` with
+// the job-wide count of each collection; returns what does not add up.
+std::string Scheduler::check_parked_reports(const std::vector<std::uint64_t>& reports,
+                                            std::uint64_t wave,
+                                            std::vector<std::uint64_t>& parked) const {
+  const std::size_t n = collections_.size();
+  std::uint64_t total = 0;
+  for (int rank = 0; rank < size_; ++rank) {
+    const std::uint64_t* report = reports.data() + static_cast<std::size_t>(rank) * (n + 1);
+    std::uint64_t counted = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto placed = static_cast<std::uint64_t>(collections_[i]->map().count(rank));
+      if (report[i] > placed)
+        return cat("rank ", rank,
+                   "'s report at a balance point does not add up: its field "
+                   "parked_tasks counts ",
+                   report[i], " of its units of collection ", i,
+                   " at a balance point, but the collection's map places ", placed,
+                   " unit(s) on that rank");
+      parked[i] += report[i];  // each no more than the collection's units: no wrap
+      counted += report[i];
+    }
+    if (counted != report[n])
+      return cat("rank ", rank,
+                 "'s report at a balance point does not add up: its field "
+                 "parked_tasks was ",
+                 report[n], " in the termination wave, but it counts ", counted,
+                 " task(s) at balance points now");
+    total += counted;
+  }
+  if (total != wave)
+    return cat(
+        "the ranks' reports at a balance point do not add up: the termination wave "
+        "counted ",
+        wave,
+        " task(s) at balance points (field parked_tasks), but the "
+        "ranks count ",
+        total,
+        " now (a rank sent the wave another count than it "
+        "reports here)");
+  return {};
+}
+
 void Scheduler::balance_parked() {
-  std::vector<std::uint64_t> parked;
-  for (const auto& c : collections_) parked.push_back(c->parked.size());
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, parked.data(), static_cast<int>(parked.size()),
-                          MPI_UINT64_T, MPI_SUM, comm_),
-            "MPI_Allreduce");
+  const std::size_t n = collections_.size();
+  std::vector<std::uint64_t> mine, reports((n + 1) * static_cast<std::size_t>(size_)), parked(n);
+  for (const auto& c : collections_) mine.push_back(c->parked.size());
+  mine.push_back(termination_.reported(TerminationDetector::parked_tasks_field));
+  check_mpi(MPI_Allgather(mine.data(), static_cast<int>(n + 1), MPI_UINT64_T, reports.data(),
+                          static_cast<int>(n + 1), MPI_UINT64_T, comm_),
+            "MPI_Allgather");
+  // Every rank has the same reports: all throw alike (run() drops the parked tasks).
+  if (const std::string lie = check_parked_reports(reports, parked_at_quiet_, parked); !lie.empty())
+    throw Error(lie);
   // Every parked task ends first (its frame points at its unit, which a migration
   // rebuilds), and no collection is balanced from a run() nested in another's balancing.
   std::string problem;

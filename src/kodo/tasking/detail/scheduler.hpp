@@ -123,6 +123,8 @@ class Scheduler final : public ChannelHost {
   // With the job quiet and tasks at balance points somewhere: balances each collection
   // whose units all reached one, then calls the entry methods that go on from there.
   void balance_parked();
+  std::string check_parked_reports(const std::vector<std::uint64_t>& reports, std::uint64_t wave,
+                                   std::vector<std::uint64_t>& parked) const;
   // Destroys the frames of tasks at balance points (a run() that failed, shutdown).
   void drop_parked();
   std::uint64_t parked_tasks() const;

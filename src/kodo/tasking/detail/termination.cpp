@@ -3,12 +3,68 @@
 #include <kodo/tasking/detail/termination.hpp>
 
 #include <kodo/core/agree.hpp>
+#include <kodo/core/error.hpp>
+
+#include <algorithm>
+#include <limits>
+#include <vector>
 
 namespace kodo::detail {
+namespace {
+
+using Detector = TerminationDetector;
+constexpr int kFields = Detector::kFields, kValues = Detector::kWaveValues;
+
+// The wave's operation on reports of kValues values: field f's sum at f, its largest
+// report at kFields + f, and the lowest rank with that report at 2 * kFields + f.
+void combine_reports(void* in, void* inout, int* len, MPI_Datatype*) {
+  for (int k = 0; k < *len; ++k) {
+    const auto* a = static_cast<const std::uint64_t*>(in) + k * kValues;
+    auto* b = static_cast<std::uint64_t*>(inout) + k * kValues;
+    for (int f = 0; f < kFields; ++f) {
+      b[f] += a[f];  // modulo 2^64, as a lying report may make it wrap
+      const std::uint64_t a_max = a[kFields + f], a_rank = a[2 * kFields + f];
+      auto &b_max = b[kFields + f], &b_rank = b[2 * kFields + f];
+      if (a_max > b_max || (a_max == b_max && a_rank < b_rank)) {
+        b_max = a_max;
+        b_rank = a_rank;
+      }
+    }
+  }
+}
+
+// A count as a rank meant it: a report at or above 2^63 is read as negative.
+constexpr std::uint64_t kBelowZero = std::uint64_t{1} << 63;
+std::string as_reported(std::uint64_t value) {
+  if (value < kBelowZero) return cat(value);
+  return cat("-", std::numeric_limits<std::uint64_t>::max() - value + 1, " (", value,
+             " as the unsigned count travels)");
+}
+
+}  // namespace
+
+const char* TerminationDetector::field_name(int field) {
+  static constexpr const char* kNames[kFields] = {"sent",        "processed",  "pending_rounds",
+                                                  "dirty_ranks", "idle_ranks", "waiting_tasks",
+                                                  "parked_tasks"};
+  return field >= 0 && field < kFields ? kNames[field] : "?";
+}
+
+TerminationDetector::TerminationDetector(MPI_Comm comm) : comm_(comm) {
+  check_mpi(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
+  check_mpi(MPI_Type_contiguous(kValues, MPI_UINT64_T, &report_type_), "MPI_Type_contiguous");
+  check_mpi(MPI_Type_commit(&report_type_), "MPI_Type_commit");
+  check_mpi(MPI_Op_create(combine_reports, 1, &combine_), "MPI_Op_create");
+}
 
 TerminationDetector::~TerminationDetector() {
   // A wave left in flight by a run() that threw on every rank completes on every rank.
   if (wave_ != MPI_REQUEST_NULL) MPI_Wait(&wave_, MPI_STATUS_IGNORE);
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  if (combine_ != MPI_OP_NULL) MPI_Op_free(&combine_);
+  if (report_type_ != MPI_DATATYPE_NULL) MPI_Type_free(&report_type_);
 }
 
 std::optional<TerminationDetector::Wave> TerminationDetector::test(std::uint64_t pending_rounds,
@@ -16,18 +72,76 @@ std::optional<TerminationDetector::Wave> TerminationDetector::test(std::uint64_t
                                                                    std::uint64_t tasks,
                                                                    std::uint64_t parked) {
   if (wave_ == MPI_REQUEST_NULL) {
-    in_ = {sent_, processed_, pending_rounds, dirty ? 1u : 0u, idle ? 1u : 0u, tasks, parked};
-    check_mpi(MPI_Iallreduce(in_.data(), out_.data(), static_cast<int>(in_.size()), MPI_UINT64_T,
-                             MPI_SUM, comm_, &wave_),
+    const std::array<std::uint64_t, kFields> mine{
+        sent_, processed_, pending_rounds, dirty ? 1u : 0u, idle ? 1u : 0u, tasks, parked};
+    for (int f = 0; f < kFields; ++f) {
+      in_[static_cast<std::size_t>(f)] = in_[static_cast<std::size_t>(kFields + f)] =
+          mine[static_cast<std::size_t>(f)];
+      in_[static_cast<std::size_t>(2 * kFields + f)] = static_cast<std::uint64_t>(rank_);
+    }
+    check_mpi(MPI_Iallreduce(in_.data(), out_.data(), 1, report_type_, combine_, comm_, &wave_),
               "MPI_Iallreduce");
   }
   int done = 0;
   check_mpi(MPI_Test(&wave_, &done, MPI_STATUS_IGNORE), "MPI_Test");
   if (!done) return std::nullopt;
-  const bool stable = have_previous_ && out_ == previous_;
-  previous_ = out_;
+  // Every rank sees the same wave: all of them find the same field and throw alike.
+  if (const int f = field_not_adding_up(); f >= 0) throw Error(who_does_not_add_up(f));
+  std::array<std::uint64_t, kFields> sums{};
+  std::copy_n(out_.begin(), kFields, sums.begin());
+  const bool stable = have_previous_ && sums == previous_;
+  previous_ = sums;
   have_previous_ = true;
   return Wave{out_[0], out_[1], out_[2], out_[3], out_[4], out_[5], out_[6], stable};
+}
+
+int TerminationDetector::field_not_adding_up() const {
+  for (int f = 0; f < kFields; ++f) {
+    const std::uint64_t sum = out_[static_cast<std::size_t>(f)];
+    const std::uint64_t largest = out_[static_cast<std::size_t>(kFields + f)];
+    if (largest >= kBelowZero || largest > sum ||
+        ((f == dirty_field || f == idle_field) && largest > 1))
+      return f;
+  }
+  return -1;
+}
+
+std::string TerminationDetector::who_does_not_add_up(int f) const {
+  int ranks = 0;
+  check_mpi(MPI_Comm_size(comm_, &ranks), "MPI_Comm_size");
+  std::vector<std::uint64_t> all(static_cast<std::size_t>(ranks) * kFields);
+  // Each rank's own counts, as it sent them in this wave.
+  check_mpi(MPI_Allgather(in_.data(), kFields, MPI_UINT64_T, all.data(), kFields, MPI_UINT64_T,
+                          comm_),
+            "MPI_Allgather");
+  const auto value = [&](int rank) { return all[static_cast<std::size_t>(rank * kFields + f)]; };
+  const bool flag = f == dirty_field || f == idle_field;  // a rank counts 0 or 1
+  const std::uint64_t sum = out_[static_cast<std::size_t>(f)];
+  const auto field = cat("its field ", field_name(f));
+  const auto tail = cat("; the job-wide sum of ", field_name(f), " is ", as_reported(sum),
+                        " (a report like it could end run() early, or never)");
+  for (int r = 0; r < ranks; ++r)
+    if (value(r) >= kBelowZero || (flag && value(r) > 1))
+      return cat("rank ", r, "'s report to the termination wave does not add up: ", field, " is ",
+                 as_reported(value(r)), flag ? ", and a rank counts 0 or 1 there" : "", tail);
+  unsigned __int128 gathered = 0;
+  std::string each;
+  for (int r = 0; r < ranks; ++r) {
+    gathered += value(r);
+    if (r < 16) each += cat(r == 0 ? "" : ", ", "rank ", r, ": ", value(r));
+  }
+  if (gathered != sum)
+    return cat("the ranks' reports to the termination wave do not add up: field ", field_name(f),
+               " sums to ", as_reported(sum), " in the wave, but each rank's report now gives ",
+               each, ranks > 16 ? ", ..." : "",
+               " (a rank sent the wave another count than it reports now; a report like it "
+               "could end run() early, or never)");
+  // Every rank's count is plausible and they add up: the largest report was forged.
+  const std::uint64_t largest = out_[static_cast<std::size_t>(kFields + f)];
+  return cat("rank ", out_[static_cast<std::size_t>(2 * kFields + f)],
+             "'s report to the termination wave does not add up: it gave ", as_reported(largest),
+             " as the largest report of ", field_name(f),
+             ", though every rank's reports of it sum to ", as_reported(sum));
 }
 
 void TerminationDetector::reset() { have_previous_ = false; }

@@ -13,19 +13,31 @@
 // that no rank sent: that is an error, not a wait. Waves also count the ranks idle for longer than
 // the stall limit: two equal waves in which every rank is idle, and the job is not quiet, are a
 // stall (stall_report.hpp).
+//
+// A sum alone believes a lying rank: one that reports -1 pending rounds (2^64 - 1 as the
+// unsigned count travels) cancels another rank's incomplete round, and the job would end
+// early. Waves therefore also carry, per field, the largest single report and the lowest
+// rank that made it (one user-defined MPI operation: sums, maxima and their ranks). No
+// honest count reaches 2^63, and a sum of honest counts is at least each of them: a
+// report at or above 2^63, a sum below its largest report (a wrapped sum that cancels an
+// honest count shows so) or a flag above 1 is seen by every rank in the same wave. They
+// then gather each rank's report (only then: the error path) and throw the same
+// kodo::Error, naming the rank whose report does not add up and the field. What a lying
+// rank can still do with counts that add up: see the trust model (docs/architecture.md).
 
 #include <mpi.h>
 
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <string>
 
 namespace kodo::detail {
 
 class TerminationDetector {
  public:
   // Waves travel on `comm`, which nothing else may use (a duplicate of the job's).
-  explicit TerminationDetector(MPI_Comm comm) : comm_(comm) {}
+  explicit TerminationDetector(MPI_Comm comm);
   ~TerminationDetector();
   TerminationDetector(const TerminationDetector&) = delete;
   TerminationDetector& operator=(const TerminationDetector&) = delete;
@@ -34,6 +46,21 @@ class TerminationDetector {
   void count_processed() { ++processed_; }
   std::uint64_t sent() const { return sent_; }
   std::uint64_t processed() const { return processed_; }
+
+  // What each rank reports in a wave, in this order; each travels as its sum, its largest
+  // report and the rank of that report (kWaveValues values).
+  enum Field : int {
+    sent_field,
+    processed_field,
+    pending_rounds_field,
+    dirty_field,
+    idle_field,
+    waiting_tasks_field,
+    parked_tasks_field,
+    kFields
+  };
+  static constexpr int kWaveValues = 3 * kFields;
+  static const char* field_name(int field);
 
   // What one wave found, summed over the ranks.
   struct Wave {
@@ -52,21 +79,36 @@ class TerminationDetector {
 
   // Collective in the sense that every rank must keep calling it until the job is
   // quiet. Starts a wave with this rank's state when none is in flight, and returns the
-  // wave's result when it completes.
+  // wave's result when it completes; throws kodo::Error (on every rank alike) when a rank's
+  // report in it does not add up, naming the rank and the field.
   // `idle`: this rank has been idle for longer than the stall limit; `tasks`: its coroutine
   // tasks that have started and not ended (a quiet job with some is stuck); `parked`:
   // its tasks that await a balance point (a quiet job with some balances them).
   std::optional<Wave> test(std::uint64_t pending_rounds, bool dirty, bool idle = false,
                            std::uint64_t tasks = 0, std::uint64_t parked = 0);
+  // This rank's own report of `field` in the last wave it started.
+  std::uint64_t reported(Field field) const { return in_[static_cast<std::size_t>(field)]; }
   // Whether a wave is in flight (else the next test() starts one with this rank's state).
   bool wave_in_flight() const { return wave_ != MPI_REQUEST_NULL; }
   // Forgets the previous wave (a new run() starts afresh).
   void reset();
 
  private:
+  // The first field of the completed wave that is not every rank's honest count (a
+  // report at or above 2^63, which no rank's count reaches; a sum below its largest
+  // report; a flag above 1), or -1.
+  int field_not_adding_up() const;
+  // Collective over the ranks that saw the same wave: gathers what each rank reported
+  // and says which rank's report of field `f` does not add up (where one can tell).
+  std::string who_does_not_add_up(int f) const;
+
   MPI_Comm comm_;
+  int rank_ = 0;
+  MPI_Datatype report_type_ = MPI_DATATYPE_NULL;  // kWaveValues uint64 values, contiguous
+  MPI_Op combine_ = MPI_OP_NULL;                  // sums, maxima and their ranks
   std::uint64_t sent_ = 0, processed_ = 0;
-  std::array<std::uint64_t, 7> in_{}, out_{}, previous_{};
+  std::array<std::uint64_t, kWaveValues> in_{}, out_{};
+  std::array<std::uint64_t, kFields> previous_{};
   bool have_previous_ = false;
   MPI_Request wave_ = MPI_REQUEST_NULL;
 };
