@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -106,180 +107,238 @@ std::int64_t restart(kodo::Runtime& runtime, const jacobi::Options& opt, const s
   }
 }
 
-// `units`: the unit grid, already cut (and so checked) by main.
-int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3& units) {
-  const bool root = runtime.rank() == 0;
-  const jacobi::Grid grid{opt.x, opt.y, opt.z};
-  if (root) {
-    std::printf("jacobi3d: grid %" PRId64 " x %" PRId64 " x %" PRId64 ", %d rank(s), odf %" PRId64
-                ", %" PRId64 " units as %" PRId64 " x %" PRId64 " x %" PRId64
-                ", backend %s, iterations %" PRId64 " (+%" PRId64
-                " warm-up), %s, completion %s, comm %s, fusion %s%s%s\n",
-                grid.x, grid.y, grid.z, runtime.size(), opt.odf, units.size(), units.x, units.y,
-                units.z, KODO_BACKEND_NAME, opt.iterations, opt.warmup,
-                opt.baseline         ? "no kodo path"
-                : opt.path == "rank" ? "path rank (one device program per rank)"
-                : opt.path == "task" ? "path task (each block's loop a coroutine)"
-                                     : "path unit (each block on its own)",
-                opt.baseline ? "none (bulk-synchronous MPI baseline)"
-                : opt.sync   ? "sync (fence)"
-                             : "engine",
-                opt.baseline ? "MPI, host-staged" : opt.comm.c_str(),
-                jacobi::fusion_name(opt.fusion), opt.graphs ? ", graphs" : "",
-                opt.overlap ? ", overlap" : "");
-  }
+void print_banner(const kodo::Runtime& runtime, const jacobi::Options& opt,
+                  const jacobi::Grid& grid, const kodo::Extent3& units) {
+  std::printf("jacobi3d: grid %" PRId64 " x %" PRId64 " x %" PRId64 ", %d rank(s), odf %" PRId64
+              ", %" PRId64 " units as %" PRId64 " x %" PRId64 " x %" PRId64
+              ", backend %s, iterations %" PRId64 " (+%" PRId64
+              " warm-up), %s, completion %s, comm %s, fusion %s%s%s\n",
+              grid.x, grid.y, grid.z, runtime.size(), opt.odf, units.size(), units.x, units.y,
+              units.z, KODO_BACKEND_NAME, opt.iterations, opt.warmup,
+              opt.baseline         ? "no kodo path"
+              : opt.path == "rank" ? "path rank (one device program per rank)"
+              : opt.path == "task" ? "path task (each block's loop a coroutine)"
+                                   : "path unit (each block on its own)",
+              opt.baseline ? "none (bulk-synchronous MPI baseline)"
+              : opt.sync   ? "sync (fence)"
+                           : "engine",
+              opt.baseline ? "MPI, host-staged" : opt.comm.c_str(), jacobi::fusion_name(opt.fusion),
+              opt.graphs ? ", graphs" : "", opt.overlap ? ", overlap" : "");
+}
+
+// What a run measured, for its report.
+struct Measured {
   jacobi::RankReport report;
   double init_seconds = 0, total_seconds = 0;
-  std::int64_t timed_iterations = opt.iterations;
-  std::int64_t updates_run = opt.warmup + opt.iterations;
-  if (opt.baseline) {
-    const auto result =
-        jacobi::run_baseline(runtime.comm(), grid, units, opt.warmup, opt.iterations);
-    total_seconds = result.seconds;
-    report = result.report;
-  } else {
-    const bool rank_program = opt.path == "rank";
-    const jacobi::BlockConfig config{
-        grid, opt.sync ? jacobi::Completion::sync : jacobi::Completion::engine,
-        kodo::parse_comm_mode(opt.comm), opt.fusion, opt.graphs, opt.overlap,
-        // Units of a rank take its streams in turn: one each. On the host backend a wait
-        // holds the rank, and with it the rank's other units: one unit per rank.
-        !rank_program && opt.path != "task" && opt.device_waits &&
-            opt.odf <= runtime.streams().per_priority() && (opt.odf == 1 || !kodo::host_build),
-        rank_program, opt.path == "task", opt.imbalance, opt.path == "task" ? opt.balance_every : 0,
-        opt.measured_load, opt.batches};
-    const double t0 = now();
-    auto blocks = kodo::Collection<jacobi::JacobiBlock>::create(runtime, units, config);
-    if (opt.measured_load) kodo::measure_loads(blocks);  // from the first phase on
-    runtime.run();
-    const std::string grid_text = std::to_string(grid.x) + " " + std::to_string(grid.y) + " " +
-                                  std::to_string(grid.z);
-    std::int64_t step = 0;  // updates done
-    if (!opt.restart_dir.empty()) step = restart(runtime, opt, grid_text, blocks);
-    // The rank program starts from the blocks as they are now (A[0], restored or not).
-    std::optional<kodo::StepProgram<jacobi::JacobiBlock>> program;
-    const kodo::StepProgramOptions program_options{.phases = 2,
-                                                   .comm = kodo::parse_comm_mode(opt.comm)};
-    if (rank_program) {
-      const double built_from = now();
-      program.emplace(blocks, program_options);
-      const double build_ms = (now() - built_from) * 1e3;
-      int replays = program->replays_graphs() ? 1 : 0, ranks_replaying = 0;
-      MPI_Reduce(&replays, &ranks_replaying, 1, MPI_INT, MPI_SUM, 0, runtime.comm());
-      if (root && kodo::host_build)
-        std::printf(
-            "rank program: the host backend runs each block's iteration in turn (built "
-            "in %.2f ms on rank 0)\n",
-            build_ms);
-      else if (root)
-        std::printf(
-            "rank program: %d of %d rank(s) launch each iteration as one device graph (built "
-            "in %.2f ms on rank 0)\n",
-            ranks_replaying, runtime.size(), build_ms);
-    }
-    init_seconds = now() - t0;
-    // Runs the blocks up to update `target`, writing a checkpoint at every multiple of
-    // --checkpoint-every and balancing at every multiple of --balance-every on the way.
-    CheckpointTotals written;
-    BalanceTotals balanced;
-    std::optional<kodo::LbData> lb_data;
-    if (!opt.lb_data_dir.empty()) lb_data.emplace(runtime, opt.lb_data_dir);
-    auto next_multiple = [&](std::int64_t every, std::int64_t target) {
-      return every > 0 ? std::min(target, (step / every + 1) * every) : target;
-    };
-    // The task path balances inside run(), at the points its blocks' tasks reach (every
-    // --balance-every updates); the other paths between run() calls, below.
-    const bool points_in_run = opt.path == "task" && opt.balance_every > 0;
-    const kodo::BalanceOptions balance_options{.always = opt.balancer == "rotate"};
-    std::int64_t last_point = 0;  // the update of the latest balance point
-    auto balanced_at = [&](std::int64_t at, const kodo::BalanceReport& r) {
-      if (lb_data) lb_data->add_phase(blocks, r);
-      balanced.add(r, root, at, opt.balancer);
-    };
-    if (points_in_run)
-      kodo::balance_points(blocks, kodo::balancer_named(opt.balancer), balance_options,
-                           [&](const kodo::BalanceReport& r) {
-                             last_point = (last_point / opt.balance_every + 1) * opt.balance_every;
-                             balanced_at(last_point, r);
+  std::int64_t timed_iterations = 0, updates_run = 0;
+};
+
+jacobi::BlockConfig block_config(kodo::Runtime& runtime, const jacobi::Options& opt,
+                                 const jacobi::Grid& grid) {
+  const bool rank_program = opt.path == "rank";
+  return {grid, opt.sync ? jacobi::Completion::sync : jacobi::Completion::engine,
+          kodo::parse_comm_mode(opt.comm), opt.fusion, opt.graphs, opt.overlap,
+          // Units of a rank take its streams in turn: one each. On the host backend a wait
+          // holds the rank, and with it the rank's other units: one unit per rank.
+          !rank_program && opt.path != "task" && opt.device_waits &&
+              opt.odf <= runtime.streams().per_priority() && (opt.odf == 1 || !kodo::host_build),
+          rank_program, opt.path == "task", opt.imbalance,
+          opt.path == "task" ? opt.balance_every : 0, opt.measured_load, opt.batches};
+}
+
+using Blocks = kodo::Collection<jacobi::JacobiBlock>;
+
+// The blocks' updates from `step` on: the path's calls, a checkpoint at every multiple of
+// --checkpoint-every and a balance at every multiple of --balance-every on the way (the
+// task path balances inside run(), at the points its blocks' tasks reach), the rank
+// program built again after blocks moved.
+class BlockRun {
+ public:
+  BlockRun(kodo::Runtime& runtime, const jacobi::Options& opt, Blocks& blocks, std::int64_t step,
+           std::string grid_text)
+      : runtime_(runtime),
+        opt_(opt),
+        blocks_(blocks),
+        root_(runtime.rank() == 0),
+        step_(step),
+        grid_text_(std::move(grid_text)),
+        program_options_{.phases = 2, .comm = kodo::parse_comm_mode(opt.comm)},
+        balance_options_{.always = opt.balancer == "rotate"},
+        points_in_run_(opt.path == "task" && opt.balance_every > 0) {
+    if (!opt.lb_data_dir.empty()) lb_data_.emplace(runtime, opt.lb_data_dir);
+    if (points_in_run_)
+      kodo::balance_points(blocks, kodo::balancer_named(opt.balancer), balance_options_,
+                           [this](const kodo::BalanceReport& r) {
+                             last_point_ = (last_point_ / opt_.balance_every + 1) *
+                                           opt_.balance_every;
+                             balanced_at(last_point_, r);
                            });
-    auto advance_to = [&](std::int64_t target) {
-      while (step < target) {
-        const std::int64_t every = opt.checkpoint_every;
-        const std::int64_t next =
-            std::min(next_multiple(every, target),
-                     next_multiple(points_in_run ? 0 : opt.balance_every, target));
-        if (program) {
-          program->advance(next - step);
-          runtime.run();
-          blocks.for_each_local([&](jacobi::JacobiBlock& b) { b.ran(next - step); });
-        } else if (opt.path == "task") {
-          last_point = step;
-          blocks.broadcast_local<&jacobi::JacobiBlock::run_iterations>(next - step);
-          runtime.run();
-        } else {
-          blocks.broadcast_local<&jacobi::JacobiBlock::iterate>(next - step);
-          runtime.run();
-        }
-        step = next;
-        if (every > 0 && step % every == 0)
-          written.add(checkpoint(runtime, opt, grid_text, step, blocks), root, step);
-        // (The task path's points inside run() come before a call's last update: one
-        // that ends at a multiple balances here, as the other paths do.)
-        if (opt.balance_every > 0 && step % opt.balance_every == 0) {
-          const kodo::BalanceReport r =
-              kodo::rebalance(blocks, kodo::balancer_named(opt.balancer), balance_options);
-          balanced_at(step, r);
-          // The program recorded the blocks that were: it is built again for the new ones.
-          if (program && r.applied && r.moved > 0) {
-            program.reset();
-            program.emplace(blocks, program_options);
-          }
-        }
-      }
-    };
-    const std::int64_t first_step = step;
-    advance_to(opt.warmup);
-    const std::int64_t timed_from = step;  // warm-up done, or restarted past it
-    const double t1 = now(), written_before = written.seconds;
-    advance_to(opt.warmup + opt.iterations);
-    // Checkpoints are timed apart (the drain before each one stays in).
-    total_seconds = now() - t1 - (written.seconds - written_before);
-    timed_iterations = opt.warmup + opt.iterations - timed_from;
-    updates_run = step - first_step;
-    if (root && written.count > 0)
-      std::printf("checkpoints: %d written, %.3f s in all (%.2f GB/s)\n", written.count,
-                  written.seconds, written.bytes / 1e9 / written.seconds);
-    if (root && balanced.points > 0)
+  }
+
+  // The rank program, from the blocks as they are now (A[0], restored or not).
+  void build_program() {
+    const double built_from = now();
+    program_.emplace(blocks_, program_options_);
+    const double build_ms = (now() - built_from) * 1e3;
+    int replays = program_->replays_graphs() ? 1 : 0, ranks_replaying = 0;
+    MPI_Reduce(&replays, &ranks_replaying, 1, MPI_INT, MPI_SUM, 0, runtime_.comm());
+    if (root_ && kodo::host_build)
+      std::printf(
+          "rank program: the host backend runs each block's iteration in turn (built "
+          "in %.2f ms on rank 0)\n",
+          build_ms);
+    else if (root_)
+      std::printf(
+          "rank program: %d of %d rank(s) launch each iteration as one device graph (built "
+          "in %.2f ms on rank 0)\n",
+          ranks_replaying, runtime_.size(), build_ms);
+  }
+
+  void advance_to(std::int64_t target) {
+    while (step_ < target) {
+      const std::int64_t every = opt_.checkpoint_every;
+      const std::int64_t next =
+          std::min(next_multiple(every, target),
+                   next_multiple(points_in_run_ ? 0 : opt_.balance_every, target));
+      run_updates(next - step_);
+      step_ = next;
+      if (every > 0 && step_ % every == 0)
+        written_.add(checkpoint(runtime_, opt_, grid_text_, step_, blocks_), root_, step_);
+      // (The task path's points inside run() come before a call's last update: one that
+      // ends at a multiple balances here, as the other paths do.)
+      if (opt_.balance_every > 0 && step_ % opt_.balance_every == 0) balance();
+    }
+  }
+
+  std::int64_t step() const { return step_; }
+  double checkpoint_seconds() const { return written_.seconds; }
+  const std::optional<kodo::StepProgram<jacobi::JacobiBlock>>& program() const { return program_; }
+
+  // The checkpoints' and balances' totals, on rank 0; the LB data written.
+  void finish() {
+    if (root_ && written_.count > 0)
+      std::printf("checkpoints: %d written, %.3f s in all (%.2f GB/s)\n", written_.count,
+                  written_.seconds, written_.bytes / 1e9 / written_.seconds);
+    if (root_ && balanced_.points > 0)
       std::printf("balancing: %d balance point(s), %d applied, %" PRId64
                   " block move(s), %.4f s moving, max/avg - 1 of the ranks' loads %.3f "
                   "at the first, %.3f after the last\n",
-                  balanced.points, balanced.applied, balanced.moved, balanced.seconds,
-                  balanced.first_before, balanced.last_after);
-    if (lb_data) lb_data->write();
-    blocks.broadcast_local<&jacobi::JacobiBlock::compute_checksum>();
-    runtime.run();
-    const auto summary = blocks.reduced<jacobi::Summary>();
-    report = {summary.checksum, true, summary.residual(), true};
-    int waiting_here = 0, waiting = 0;
-    blocks.for_each_local([&](const jacobi::JacobiBlock& b) {
-      waiting_here += b.waits_on_device();
-    });
-    MPI_Reduce(&waiting_here, &waiting, 1, MPI_INT, MPI_SUM, 0, runtime.comm());
-    int on_device = program && program->transfers_on_device() ? 1 : 0, ranks_on_device = 0;
-    MPI_Reduce(&on_device, &ranks_on_device, 1, MPI_INT, MPI_SUM, 0, runtime.comm());
-    if (root && program && runtime.size() > 1)
-      std::printf(
-          "rank program: %d of %d rank(s) made their transfers with other ranks in "
-          "their graphs\n",
-          ranks_on_device, runtime.size());
-    if (root && opt.device_waits && opt.path == "unit")
-      std::printf("units whose stream awaited their faces on the device: %d of %" PRId64 "\n",
-                  waiting, units.size());
+                  balanced_.points, balanced_.applied, balanced_.moved, balanced_.seconds,
+                  balanced_.first_before, balanced_.last_after);
+    if (lb_data_) lb_data_->write();
   }
 
+ private:
+  std::int64_t next_multiple(std::int64_t every, std::int64_t target) const {
+    return every > 0 ? std::min(target, (step_ / every + 1) * every) : target;
+  }
+
+  void run_updates(std::int64_t count) {
+    if (program_) {
+      program_->advance(count);
+      runtime_.run();
+      blocks_.for_each_local([&](jacobi::JacobiBlock& b) { b.ran(count); });
+    } else if (opt_.path == "task") {
+      last_point_ = step_;
+      blocks_.broadcast_local<&jacobi::JacobiBlock::run_iterations>(count);
+      runtime_.run();
+    } else {
+      blocks_.broadcast_local<&jacobi::JacobiBlock::iterate>(count);
+      runtime_.run();
+    }
+  }
+
+  void balance() {
+    const kodo::BalanceReport r =
+        kodo::rebalance(blocks_, kodo::balancer_named(opt_.balancer), balance_options_);
+    balanced_at(step_, r);
+    // The program recorded the blocks that were: it is built again for the new ones.
+    if (program_ && r.applied && r.moved > 0) {
+      program_.reset();
+      program_.emplace(blocks_, program_options_);
+    }
+  }
+
+  void balanced_at(std::int64_t at, const kodo::BalanceReport& r) {
+    if (lb_data_) lb_data_->add_phase(blocks_, r);
+    balanced_.add(r, root_, at, opt_.balancer);
+  }
+
+  kodo::Runtime& runtime_;
+  const jacobi::Options& opt_;
+  Blocks& blocks_;
+  bool root_;
+  std::int64_t step_;  // updates done
+  std::string grid_text_;
+  kodo::StepProgramOptions program_options_;
+  kodo::BalanceOptions balance_options_;
+  bool points_in_run_;
+  std::int64_t last_point_ = 0;  // the update of the latest balance point
+  std::optional<kodo::StepProgram<jacobi::JacobiBlock>> program_;
+  CheckpointTotals written_;
+  BalanceTotals balanced_;
+  std::optional<kodo::LbData> lb_data_;
+};
+
+// Where the unit path's streams awaited faces on the device, and whether the rank
+// programs moved faces between ranks in their graphs: on rank 0.
+void print_device_use(kodo::Runtime& runtime, const jacobi::Options& opt, const Blocks& blocks,
+                      const BlockRun& run, const kodo::Extent3& units) {
+  const bool root = runtime.rank() == 0;
+  int waiting_here = 0, waiting = 0;
+  blocks.for_each_local([&](const jacobi::JacobiBlock& b) { waiting_here += b.waits_on_device(); });
+  MPI_Reduce(&waiting_here, &waiting, 1, MPI_INT, MPI_SUM, 0, runtime.comm());
+  const auto& program = run.program();
+  int on_device = program && program->transfers_on_device() ? 1 : 0, ranks_on_device = 0;
+  MPI_Reduce(&on_device, &ranks_on_device, 1, MPI_INT, MPI_SUM, 0, runtime.comm());
+  if (root && program && runtime.size() > 1)
+    std::printf(
+        "rank program: %d of %d rank(s) made their transfers with other ranks in "
+        "their graphs\n",
+        ranks_on_device, runtime.size());
+  if (root && opt.device_waits && opt.path == "unit")
+    std::printf("units whose stream awaited their faces on the device: %d of %" PRId64 "\n",
+                waiting, units.size());
+}
+
+// The kodo paths: the blocks created (and restored), the warm-up, the timed iterations.
+Measured run_blocks(kodo::Runtime& runtime, const jacobi::Options& opt, const jacobi::Grid& grid,
+                    const kodo::Extent3& units) {
+  Measured m;
+  const double t0 = now();
+  auto blocks = Blocks::create(runtime, units, block_config(runtime, opt, grid));
+  if (opt.measured_load) kodo::measure_loads(blocks);  // from the first phase on
+  runtime.run();
+  const std::string grid_text = std::to_string(grid.x) + " " + std::to_string(grid.y) + " " +
+                                std::to_string(grid.z);
+  const std::int64_t first_step =
+      opt.restart_dir.empty() ? 0 : restart(runtime, opt, grid_text, blocks);
+  BlockRun run(runtime, opt, blocks, first_step, grid_text);
+  if (opt.path == "rank") run.build_program();
+  m.init_seconds = now() - t0;
+  run.advance_to(opt.warmup);
+  const std::int64_t timed_from = run.step();  // warm-up done, or restarted past it
+  const double t1 = now(), written_before = run.checkpoint_seconds();
+  run.advance_to(opt.warmup + opt.iterations);
+  // Checkpoints are timed apart (the drain before each one stays in).
+  m.total_seconds = now() - t1 - (run.checkpoint_seconds() - written_before);
+  m.timed_iterations = opt.warmup + opt.iterations - timed_from;
+  m.updates_run = run.step() - first_step;
+  run.finish();
+  blocks.broadcast_local<&jacobi::JacobiBlock::compute_checksum>();
+  runtime.run();
+  const auto summary = blocks.reduced<jacobi::Summary>();
+  m.report = {summary.checksum, true, summary.residual(), true};
+  print_device_use(runtime, opt, blocks, run, units);
+  return m;
+}
+
+// Rank 0 prints what was measured and checks it; every rank returns 1 if that failed.
+int report(kodo::Runtime& runtime, const jacobi::Options& opt, const jacobi::Grid& grid,
+           const Measured& m) {
   int failed = 0;
   const kodo::RecordingReport recorded = runtime.recording();
-  if (root) {
+  if (runtime.rank() == 0) {
     if (recorded.turns > 0)
       std::printf("recorded turns (rank 0): %" PRIu64 ", %" PRIu64
                   " of them as an updated program, %" PRIu64 " programs built, %" PRIu64
@@ -288,24 +347,25 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
                   recorded.on ? "" : "; then stopped: ", recorded.off_because.c_str());
     else
       std::printf("recorded turns: none (%s)\n", recorded.off_because.c_str());
-    std::printf("init time: %.6f s\n", init_seconds);
-    std::printf("total time: %.6f s%s\n", total_seconds,
+    std::printf("init time: %.6f s\n", m.init_seconds);
+    std::printf("total time: %.6f s%s\n", m.total_seconds,
                 opt.checkpoint_every > 0 ? " (checkpoint writing excluded)" : "");
     std::printf("average iteration time: %.3f us\n",
-                timed_iterations > 0 ? total_seconds / static_cast<double>(timed_iterations) * 1e6
-                                     : 0.0);
-    std::printf("checksum: 0x%016" PRIx64 "\n", report.checksum);
-    if (report.have_residual && updates_run > 0)
-      std::printf("residual: %.6e (L2 norm of the last update, by %s)\n", report.residual,
+                m.timed_iterations > 0
+                    ? m.total_seconds / static_cast<double>(m.timed_iterations) * 1e6
+                    : 0.0);
+    std::printf("checksum: 0x%016" PRIx64 "\n", m.report.checksum);
+    if (m.report.have_residual && m.updates_run > 0)
+      std::printf("residual: %.6e (L2 norm of the last update, by %s)\n", m.report.residual,
                   jacobi::residual_method());
-    if (!std::isfinite(report.residual)) {  // the check that holds at every size
+    if (!std::isfinite(m.report.residual)) {  // the check that holds at every size
       std::printf("FAILED: the residual is not a finite number\n");
       failed = 1;
     }
     if (opt.verify) {
       const std::uint64_t expected =
           jacobi::serial_reference_checksum(grid, opt.warmup + opt.iterations);
-      if (expected == report.checksum) {
+      if (expected == m.report.checksum) {
         std::printf("verified: the checksum equals the serial reference's\n");
       } else {
         std::printf("FAILED: the serial reference's checksum is 0x%016" PRIx64 "\n", expected);
@@ -316,6 +376,24 @@ int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3&
   }
   MPI_Bcast(&failed, 1, MPI_INT, 0, runtime.comm());
   return failed;
+}
+
+// `units`: the unit grid, already cut (and so checked) by main.
+int run(kodo::Runtime& runtime, const jacobi::Options& opt, const kodo::Extent3& units) {
+  const jacobi::Grid grid{opt.x, opt.y, opt.z};
+  if (runtime.rank() == 0) print_banner(runtime, opt, grid, units);
+  Measured m;
+  if (opt.baseline) {
+    const auto result =
+        jacobi::run_baseline(runtime.comm(), grid, units, opt.warmup, opt.iterations);
+    m.total_seconds = result.seconds;
+    m.report = result.report;
+    m.timed_iterations = opt.iterations;
+    m.updates_run = opt.warmup + opt.iterations;
+  } else {
+    m = run_blocks(runtime, opt, grid, units);
+  }
+  return report(runtime, opt, grid, m);
 }
 
 }  // namespace
