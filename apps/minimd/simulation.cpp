@@ -42,9 +42,8 @@ void print_parameters(const kodo::Runtime& runtime, const Options& opt, const ko
   std::printf("\t# Neigh cutoff: %lf\n", p.neighbor_cutoff());
   std::printf("\t# Half neighborlists: %d%s\n", opt.half_neighbor ? 1 : 0,
               opt.half_neighbor_given ? ""
-              : opt.half_neighbor
-                  ? " (the default on host backends, miniMD's)"
-                  : " (the default on GPU backends: --half_neigh 1 for miniMD's)");
+              : opt.half_neighbor     ? " (the default on host backends, miniMD's)"
+                                  : " (the default on GPU backends: --half_neigh 1 for miniMD's)");
   std::printf("\t# Neighbor bin size: %.3lf %.3lf %.3lf\n", setup.bin_size[0], setup.bin_size[1],
               setup.bin_size[2]);
   std::printf("\t# Neighbor frequency: %" PRId64 "\n", p.reneighbor_every);
@@ -93,7 +92,8 @@ Restart open_restart(kodo::Runtime& runtime, const Options& opt, const Problem& 
 class Thermo {
  public:
   Thermo(const kodo::Runtime& runtime, const Setup& setup, std::int64_t natoms, const Restart& r)
-      : root_(runtime.rank() == 0), natoms_(natoms),
+      : root_(runtime.rank() == 0),
+        natoms_(natoms),
         volume_(setup.length[0] * setup.length[1] * setup.length[2]),
         dof_(3.0 * static_cast<double>(natoms) - 3.0) {
     if (!r.saved) round_steps_ = {-1, -1};
@@ -214,8 +214,14 @@ class Steps {
  public:
   Steps(kodo::Runtime& runtime, const Options& opt, const Setup& setup, Atoms& atoms,
         Thermo& thermo, std::int64_t step)
-      : runtime_(runtime), opt_(opt), setup_(setup), atoms_(atoms), thermo_(thermo),
-        root_(runtime.rank() == 0), step_(step), first_step_(step),
+      : runtime_(runtime),
+        opt_(opt),
+        setup_(setup),
+        atoms_(atoms),
+        thermo_(thermo),
+        root_(runtime.rank() == 0),
+        step_(step),
+        first_step_(step),
         program_comm_(setup.host_staged ? kodo::CommMode::host_staged : kodo::CommMode::device) {
     if (!opt.lb_data_dir.empty()) lb_data_.emplace(runtime, opt.lb_data_dir);
   }
@@ -315,8 +321,8 @@ class Steps {
     if (stale) {
       program_.reset();  // its graphs and channels go before the new one's
       program_ = std::make_unique<kodo::StepProgram<AtomUnit>>(
-          atoms_, kodo::StepProgramOptions{.phases = AtomUnit::program_phases,
-                                           .comm = program_comm_});
+          atoms_,
+          kodo::StepProgramOptions{.phases = AtomUnit::program_phases, .comm = program_comm_});
       ++programs_built_;
     }
     const double t1 = now();
@@ -369,8 +375,9 @@ class Steps {
   // rebuilt from its state (as by a restart), and resumes: ghosts, lists, force, and a
   // thermo round that is not printed (its step's line was).
   void balance() {
-    atoms_.for_each_local(
-        [](AtomUnit& unit) { unit.set_load(static_cast<double>(unit.own_atom_count())); });
+    atoms_.for_each_local([](AtomUnit& unit) {
+      unit.set_load(static_cast<double>(unit.own_atom_count()));
+    });
     const kodo::BalanceReport r = kodo::rebalance(atoms_, kodo::balancer_named(opt_.balancer),
                                                   {.always = opt_.balancer == "rotate"});
     if (lb_data_) lb_data_->add_phase(atoms_, r);
@@ -392,10 +399,11 @@ class Steps {
 
   void checkpoint() {
     try {
-      const auto r = kodo::write_checkpoint(
-          runtime_, opt_.checkpoint_dir,
-          {"minimd", {{"problem", problem_text(setup_.problem)}, {"step", std::to_string(step_)}}},
-          atoms_);
+      const auto r = kodo::write_checkpoint(runtime_, opt_.checkpoint_dir,
+                                            {"minimd",
+                                             {{"problem", problem_text(setup_.problem)},
+                                              {"step", std::to_string(step_)}}},
+                                            atoms_);
       thermo_.clock_start += r.seconds;  // the thermo's time column leaves checkpoints out
       if (root_)
         std::printf("# checkpoint at step %" PRId64 ": %s, %.3f MB in %.4f s (%.2f GB/s)\n", step_,
@@ -487,15 +495,16 @@ int report(kodo::Runtime& runtime, const Options& opt, const Setup& setup, std::
 
 }  // namespace
 
-int run(kodo::Runtime& runtime, const Options& opt, const kodo::Extent3& units,
-        const Setup& setup, const ThermoLog& reference) {
+int run(kodo::Runtime& runtime, const Options& opt, const kodo::Extent3& units, const Setup& setup,
+        const ThermoLog& reference) {
   const std::int64_t natoms = created_atoms(setup);
   if (runtime.rank() == 0) print_parameters(runtime, opt, units, setup, natoms);
   Restart restart = open_restart(runtime, opt, setup.problem);
   Thermo thermo(runtime, setup, natoms, restart);
   auto atoms = Atoms::create(runtime, units, setup);
-  atoms.on_reduced<std::vector<double>>(
-      [&](std::uint64_t round, const std::vector<double>& r) { thermo.add(round, r); });
+  atoms.on_reduced<std::vector<double>>([&](std::uint64_t round, const std::vector<double>& r) {
+    thermo.add(round, r);
+  });
   runtime.run();
   start(runtime, opt, setup, natoms, atoms, thermo, restart);
   thermo.clock_start = now();

@@ -30,7 +30,7 @@ std::string problem_text(const Problem& p);
 // Runs the simulation on `units` (the unit grid, cut and checked); compares the thermo
 // lines with `reference` where it holds any. Returns 1 on every rank where a check
 // failed, else 0; throws CheckpointFailure.
-int run(kodo::Runtime& runtime, const Options& opt, const kodo::Extent3& units,
-        const Setup& setup, const ThermoLog& reference);
+int run(kodo::Runtime& runtime, const Options& opt, const kodo::Extent3& units, const Setup& setup,
+        const ThermoLog& reference);
 
 }  // namespace minimd

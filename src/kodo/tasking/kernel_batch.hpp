@@ -31,6 +31,8 @@ namespace kodo {
 
 namespace detail {
 
+class BatchLauncher;  // the rank's batches (detail/batch_launcher.hpp)
+
 // One kernel of a batch, its functor's type erased; launch_group launches any number of
 // kernels of that type (the same `type`) on one instance.
 struct BatchKernel {
@@ -184,10 +186,10 @@ class KernelBatch {
   Stream& stream() const { return *stream_; }
   /// Whether no kernel waits for a launch.
   bool empty() const { return kernels_.empty(); }
-  /// The kernels added since the last launch (kodo's launcher takes them).
-  std::vector<std::unique_ptr<detail::BatchKernel>>& kernels() { return kernels_; }
 
  private:
+  friend class detail::BatchLauncher;  // takes the kernels added since the last launch
+
   Stream* stream_;
   std::vector<std::unique_ptr<detail::BatchKernel>> kernels_;
 };

@@ -40,7 +40,7 @@ void BatchLauncher::launch(std::vector<Waiting>& batches) {
   auto& all = all_;
   all.clear();
   for (auto& b : batches)
-    for (auto& k : b.batch->kernels()) all.push_back(k.get());
+    for (auto& k : b.batch->kernels_) all.push_back(k.get());
   for (std::size_t first = 0; first < all.size(); ++first) {
     if (!all[first]) continue;
     const void* type = all[first]->type;
@@ -55,7 +55,7 @@ void BatchLauncher::launch(std::vector<Waiting>& batches) {
     ++launches_;
   }
   for (Stream* s : streams_) s->wait_for(on);
-  for (auto& b : batches) b.batch->kernels().clear();
+  for (auto& b : batches) b.batch->kernels_.clear();
 }
 
 }  // namespace kodo::detail
