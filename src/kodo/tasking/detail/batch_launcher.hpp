@@ -21,6 +21,7 @@ class BatchLauncher {
   // kodo::Error if the batch waits for a launch already.
   void add(KernelBatch& batch, std::function<void()> then);
   bool pending() const { return !waiting_.empty(); }
+  std::size_t waiting() const { return waiting_.size(); }
   // Launches every waiting batch and runs what follows them, until none waits.
   void launch_all();
   // Kernels launched and launches made so far (one per functor type and turn).

@@ -412,7 +412,8 @@ bool Scheduler::turn() {
   // What the turn issues on the rank's streams is recorded and launched as one graph
   // (recording.hpp); the transport's progress above stays outside it.
   try {
-    recording_->begin(queue_.size() + (completions ? 1 : 0) + (batches_.pending() ? 2 : 0));
+    // (Batches still waiting were added outside run(), by tasks the program started.)
+    recording_->begin(queue_.size() + (completions ? 1 : 0) + batches_.waiting());
   } catch (...) {
     fatal(what_of_current());
   }
