@@ -22,6 +22,7 @@ CapturedGraph end_capture(NativeStream) { unsupported(); }
 void destroy_captured(CapturedGraph) {}
 bool update_exec(NativeGraphExec, CapturedGraph) { unsupported(); }
 NativeGraphExec instantiate_captured(CapturedGraph) { unsupported(); }
+std::uint64_t shape_key(CapturedGraph) { unsupported(); }
 void wait_event(NativeStream, NativeEvent) { unsupported(); }
 bool recordable_memory(const void*) { return true; }
 EventState event_state(NativeEvent) { return EventState::reached; }

@@ -141,7 +141,7 @@ Recording::~Recording() {
     } catch (...) {
     }
   }
-  for (auto p : programs_) backend::destroy_graph_exec(p);
+  for (const Program& p : programs_) backend::destroy_graph_exec(p.exec);
   for (auto e : stream_events_) backend::destroy_event(e);
   backend::destroy_event(origin_event_);
   backend::destroy_stream(origin_);
@@ -228,23 +228,27 @@ void Recording::launch(backend::CapturedGraph graph) {
   // driver ~4x more than updating an idle one (measured on an H200), so it is not chosen. A
   // rank's turns of one shape then take turns between two programs, and a turn whose
   // parameters repeat every second turn (a stencil's two fields) finds them unchanged.
+  // Units that wait for other ranks are served in turns of many shapes (which units a turn
+  // serves depends on when data arrives): enough programs are kept for a few dozen shapes,
+  // and only those of the graph's shape key are tried.
+  const std::uint64_t shape = backend::shape_key(graph);
   backend::NativeGraphExec program = nullptr;
   for (std::size_t i = 1; i < programs_.size() && !program; ++i) {
-    if (!backend::update_exec(programs_[i], graph)) continue;
-    program = programs_[i];
+    if (programs_[i].shape != shape || !backend::update_exec(programs_[i].exec, graph)) continue;
+    program = programs_[i].exec;
     programs_.erase(programs_.begin() + static_cast<std::ptrdiff_t>(i));
     ++report_.reused;
   }
   if (!program) {
     program = backend::instantiate_captured(graph);
     ++report_.instantiated;
-    constexpr std::size_t kPrograms = 6;  // two each for turns of a few shapes
+    constexpr std::size_t kPrograms = 64;
     if (programs_.size() == kPrograms) {
-      backend::destroy_graph_exec(programs_.back());  // freed once its launches are done
+      backend::destroy_graph_exec(programs_.back().exec);  // freed once its launches are done
       programs_.pop_back();
     }
   }
-  programs_.insert(programs_.begin(), program);
+  programs_.insert(programs_.begin(), Program{program, shape});
   backend::launch_graph(origin_, program);
   // A kernel launched through constant memory was recorded (stop() follows): Kokkos'
   // next such launch must wait for this graph, which reads the buffer.

@@ -8,6 +8,7 @@
 #include <kodo/backends/detail/cuda_check.hpp>
 #include <kodo/backends/detail/native.hpp>
 
+#include <cstdint>
 #include <string>
 
 namespace kodo::backend {
@@ -55,6 +56,18 @@ NativeGraphExec instantiate_captured(CapturedGraph graph) {
   cudaGraphExec_t exec = nullptr;
   check(cudaGraphInstantiate(&exec, static_cast<cudaGraph_t>(graph), 0), "cudaGraphInstantiate");
   return exec;
+}
+
+std::uint64_t shape_key(CapturedGraph graph) {
+  const auto g = static_cast<cudaGraph_t>(graph);
+  std::size_t nodes = 0, edges = 0;
+  check(cudaGraphGetNodes(g, nullptr, &nodes), "cudaGraphGetNodes");
+#if CUDART_VERSION >= 13000
+  check(cudaGraphGetEdges(g, nullptr, nullptr, nullptr, &edges), "cudaGraphGetEdges");
+#else
+  check(cudaGraphGetEdges(g, nullptr, nullptr, &edges), "cudaGraphGetEdges");
+#endif
+  return (static_cast<std::uint64_t>(nodes) << 32) ^ static_cast<std::uint64_t>(edges);
 }
 
 void wait_event(NativeStream stream, NativeEvent event) {

@@ -189,6 +189,9 @@ void destroy_captured(CapturedGraph graph);
 // parameters differ); false, and `exec` unchanged, if not.
 bool update_exec(NativeGraphExec exec, CapturedGraph graph);
 NativeGraphExec instantiate_captured(CapturedGraph graph);
+// A cheap key of `graph`'s shape (its numbers of nodes and edges): a program can take the
+// work of a graph only if their keys are equal.
+std::uint64_t shape_key(CapturedGraph graph);
 // `stream` waits (on the device) for the latest record of `event`.
 void wait_event(NativeStream stream, NativeEvent event);
 // Whether a copy from or to `p` may be recorded: device memory, or host memory the device

@@ -33,6 +33,7 @@
 #include <kodo/backends/recording.hpp>
 #include <kodo/backends/stream.hpp>
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -98,7 +99,11 @@ class Recording {
   backend::NativeStream default_stream_ = nullptr;  // Kokkos' default instance's (CUDA)
   backend::NativeEvent origin_event_ = nullptr;
   std::vector<backend::NativeEvent> stream_events_;  // by stream, pool order
-  std::vector<backend::NativeGraphExec> programs_;   // most recently used first
+  struct Program {
+    backend::NativeGraphExec exec;
+    std::uint64_t shape;  // backend::shape_key of the graph it was built from
+  };
+  std::vector<Program> programs_;  // most recently used first
   std::vector<std::function<void()>> after_launch_;
   std::vector<unsigned char> canary_;  // what Kokkos' constant-memory buffer held at begin()
 };
