@@ -159,12 +159,6 @@ struct TestAccess {
   static ChannelRegistry& channels(Runtime& runtime) { return *runtime.scheduler().channels_; }
   // The pool the views of this rank's calls from other ranks come from.
   static ViewPool& pool(Runtime& runtime) { return runtime.scheduler().pool_; }
-  // Makes eager data for host views take the path of device views (pinned staging, a
-  // copy on a stream, the call queued by the completion engine), which a host build
-  // would not run otherwise.
-  static void stage_host_views(Runtime& runtime, bool on) {
-    runtime.scheduler().stage_host_views_ = on;
-  }
   // Calls with views this rank has received with their data (eager) and by rendezvous,
   // and the threshold its own sends use (KODO_EAGER_BYTES).
   static std::uint64_t eager_calls(Runtime& runtime) {
