@@ -182,7 +182,6 @@ void Scheduler::on_ring_message(const Message& message) {
 }
 
 void Scheduler::fail_with_peer(int rank, const std::string& what) {
-  if (throw_peer_failures_) throw Error(what);
   print_fatal(what);
   if (rank != rank_) transport_->report_fault(rank, what);
   abort_job();
