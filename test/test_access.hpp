@@ -3,11 +3,15 @@
 #pragma once
 // What kodo's own tests reach inside the runtime: the receive path of a running rank,
 // exactly as UCX enters it for an eager active message, with errors thrown instead of
-// ending the job, so that many malformed messages can be tried in one process.
+// ending the job, so that many malformed messages can be tried in one process. The
+// runtime itself names none of this: its scheduler is reached as its channel host
+// (state_records.hpp's RuntimeAccess); the scheduler and the transport befriend
+// TestAccess for what no other path reaches (their headers say what).
 
 #include <kodo/comm/detail/ucx_transport.hpp>
 #include <kodo/kodo.hpp>
 #include <kodo/tasking/detail/scheduler.hpp>
+#include <kodo/tasking/detail/state_records.hpp>
 
 #include <cstddef>
 #include <cstring>
@@ -19,16 +23,19 @@
 namespace kodo::detail {
 
 struct TestAccess {
-  static Scheduler& scheduler(Runtime& runtime) { return runtime.scheduler(); }
+  // The runtime's channel host is its scheduler.
+  static Scheduler& scheduler(Runtime& runtime) {
+    return static_cast<Scheduler&>(RuntimeAccess::channel_host(runtime));
+  }
   // The rank's kernel batches waiting for the end of the turn (kernel_batch.hpp).
-  static BatchLauncher& batches(Runtime& runtime) { return runtime.scheduler().batches_; }
+  static BatchLauncher& batches(Runtime& runtime) { return scheduler(runtime).batches_; }
 
   // The connection a message claiming to come from the rank in `header` arrives by:
   // that rank's endpoint here (as UCX gives it for an honest sender), or `connection`'s
   // when not -1 (a sender that misstates its rank).
   static ucp_am_recv_param_t came_by(Runtime& runtime, const void* header, std::size_t bytes,
                                      int connection) {
-    UcxTransport& t = *runtime.scheduler().transport_;
+    UcxTransport& t = transport(runtime);
     int claimed = -1;
     if (bytes >= sizeof(MessageHeader))
       std::memcpy(&claimed,
@@ -64,7 +71,8 @@ struct TestAccess {
   // The same for a message that comes by rendezvous with `length` bytes of data: UCX
   // announces it before any data has moved; if it is admitted, its data lands from
   // `data` (whose size must then be `length`; empty: nothing lands, buffers keep what
-  // they held). `unnamed`: it came without UCX's reply endpoint.
+  // they held) where UCX would pull it from the sender (a made-up message has nothing
+  // to pull from). `unnamed`: it came without UCX's reply endpoint.
   static int receive_rendezvous(Runtime& runtime, const std::vector<std::byte>& header,
                                 const std::vector<std::byte>& data, std::size_t length,
                                 int connection = -1, bool unnamed = false) {
@@ -75,14 +83,15 @@ struct TestAccess {
     void* landing = data.empty() ? nullptr : const_cast<std::byte*>(data.data());
     if (landing && data.size() != length) throw std::logic_error("receive_rendezvous: data");
     return dispatch_delivered(runtime, [&](UcxTransport& t) {
-      t.rendezvous_lands_in_place_ = true;
-      try {
-        t.receive(header.data(), header.size(), landing, length, &param);
-      } catch (...) {
-        t.rendezvous_lands_in_place_ = false;
-        throw;
-      }
-      t.rendezvous_lands_in_place_ = false;
+      auto admitted = t.take(header.data(), header.size(), landing, length, &param);
+      if (!admitted) throw std::logic_error("receive_rendezvous: taken as eager");
+      for (const auto* from = static_cast<const std::byte*>(landing);
+           const Segment& s : admitted->into)
+        if (from && s.bytes != 0) {
+          std::memcpy(s.data, from, s.bytes);
+          from += s.bytes;
+        }
+      t.deliver_(std::move(admitted->message));
     });
   }
 
@@ -90,7 +99,7 @@ struct TestAccess {
   // with `header` and `text`, over the connection of `connection` (-1: none).
   static std::string fault_report(Runtime& runtime, const std::vector<std::byte>& header,
                                   const std::string& text, int connection, bool rendezvous) {
-    UcxTransport& t = *runtime.scheduler().transport_;
+    UcxTransport& t = transport(runtime);
     ucp_am_recv_param_t param{};
     if (connection >= 0) {
       param.recv_attr = UCP_AM_RECV_ATTR_FIELD_REPLY_EP;
@@ -102,23 +111,24 @@ struct TestAccess {
 
   // Announces a rendezvous message of `length` bytes without views, as UCX does before
   // any of its data has moved; only for messages that must be refused (an admitted one
-  // would be received from a descriptor that does not exist).
+  // would have nothing to pull its data from).
   static void announce_rendezvous(Runtime& runtime, const MessageHeader& h, std::size_t length) {
     ucp_am_recv_param_t param = came_by(runtime, &h, sizeof h, -1);
     param.recv_attr |= UCP_AM_RECV_ATTR_FLAG_RNDV;
-    runtime.scheduler().transport_->receive(&h, sizeof h, nullptr, length, &param);
+    if (transport(runtime).take(&h, sizeof h, nullptr, length, &param))
+      throw std::logic_error("announce_rendezvous: admitted");
   }
 
   // Runs `receive` (which hands the transport a message, or polls), then dispatches
   // what it queued. Returns the number of messages dispatched.
   template <class Receive>
   static int dispatch_delivered(Runtime& runtime, Receive&& receive) {
-    Scheduler& s = runtime.scheduler();
+    Scheduler& s = scheduler(runtime);
     const std::size_t before = s.queue_.size();
     // What was queued before a refusal runs too (a ring's transfers before a bad one).
     std::exception_ptr refusal;
     try {
-      receive(*s.transport_);
+      receive(s.transport());
     } catch (...) {
       refusal = std::current_exception();
     }
@@ -135,53 +145,37 @@ struct TestAccess {
 
   // Queues `f` as if a message had arrived that no rank counted as sent.
   static void inject_uncounted(Runtime& runtime, std::function<void()> f) {
-    Scheduler& s = runtime.scheduler();
-    s.queue_callback(std::move(f));
+    scheduler(runtime).queue_callback(std::move(f));
   }
-  static void count_sent(Runtime& runtime) { runtime.scheduler().termination_.count_sent(); }
+  static void count_sent(Runtime& runtime) { scheduler(runtime).expect_event(); }
 
-  static UcxTransport& transport(Runtime& runtime) { return *runtime.scheduler().transport_; }
-  // Makes a fault found with a peer (ChannelHost::fail_with_peer: a same-node ring's words
-  // or sizes) a kodo::Error thrown where it is found, instead of the end of the job.
-  static void throw_peer_failures(Runtime& runtime, bool on) {
-    runtime.scheduler().throw_peer_failures_ = on;
-  }
+  static UcxTransport& transport(Runtime& runtime) { return scheduler(runtime).transport(); }
   // Polls this rank's same-node links (as the loop does), then runs what that queued.
   static std::size_t poll_node_links(Runtime& runtime) {
-    Scheduler& s = runtime.scheduler();
+    Scheduler& s = scheduler(runtime);
     std::size_t moved = 0;
     dispatch_delivered(runtime, [&](UcxTransport&) {
-      moved = kodo::detail::poll_node_links(*s.channels_, *s.node_);
+      moved = kodo::detail::poll_node_links(s.channels(), *s.node());
     });
     return moved;
   }
   // The channel registry (what peers announced of links).
-  static ChannelRegistry& channels(Runtime& runtime) { return *runtime.scheduler().channels_; }
+  static ChannelRegistry& channels(Runtime& runtime) { return scheduler(runtime).channels(); }
   // The pool the views of this rank's calls from other ranks come from.
-  static ViewPool& pool(Runtime& runtime) { return runtime.scheduler().pool_; }
-  // Makes eager data for host views take the path of device views (pinned staging, a
-  // copy on a stream, the call queued by the completion engine), which a host build
-  // would not run otherwise.
-  static void stage_host_views(Runtime& runtime, bool on) {
-    runtime.scheduler().stage_host_views_ = on;
-  }
+  static ViewPool& pool(Runtime& runtime) { return scheduler(runtime).pool(); }
   // Calls with views this rank has received with their data (eager) and by rendezvous,
   // and the threshold its own sends use (KODO_EAGER_BYTES).
-  static std::uint64_t eager_calls(Runtime& runtime) {
-    return runtime.scheduler().transport_->eager_calls_;
-  }
+  static std::uint64_t eager_calls(Runtime& runtime) { return transport(runtime).eager_calls_; }
   static std::uint64_t rendezvous_calls(Runtime& runtime) {
-    return runtime.scheduler().transport_->rendezvous_calls_;
+    return transport(runtime).rendezvous_calls_;
   }
-  static std::uint64_t eager_bytes(Runtime& runtime) {
-    return runtime.scheduler().transport_->eager_bytes_;
-  }
+  static std::uint64_t eager_bytes(Runtime& runtime) { return transport(runtime).eager_bytes_; }
 
   // Runs an already built message through the checked dispatch, as if it had come
   // from another rank.
   static void dispatch_from_wire(Runtime& runtime, Message&& m) {
     m.from_wire = true;
-    runtime.scheduler().dispatch_checked(m);
+    scheduler(runtime).dispatch_checked(m);
   }
 };
 

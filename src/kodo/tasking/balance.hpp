@@ -49,8 +49,8 @@
 ///   tolerance, each to the least loaded rank that stays below that bound, heaviest
 ///   first; where that leaves the most loaded rank above the bound, it swaps a unit with
 ///   the least loaded rank (few moves);
-/// - rotate_balance: every unit to the next rank (every unit moves: a test that a unit's
-///   state() holds all it needs, as Charm++'s RotateLB).
+/// - rotate_balance: every unit to the next rank, as Charm++'s RotateLB: every unit moves,
+///   which checks that a program's units keep all they need in state().
 /// A balancer may be any function of the same type.
 ///
 /// rebalance() applies a new map only when it is worth it: the ranks' loads are out of
@@ -58,8 +58,8 @@
 /// loaded rank's load, and, where loads are measured times, that gain over one phase
 /// (the time since the last balance point) is more than the time the collection's last
 /// migration took (rebuilding the units costs more than the bytes: docs/performance.md).
-/// BalanceOptions::always skips these tests (as rotate_balance is used). Measured loads
-/// start again from zero after each call, whether it moved units or not.
+/// BalanceOptions::always skips these checks (rotate_balance, lowering no rank's load, needs
+/// it). Measured loads start again from zero after each call, whether it moved units or not.
 
 #include <kodo/core/error.hpp>
 #include <kodo/tasking/collection.hpp>
@@ -96,8 +96,8 @@ struct RefineBalance {
 };
 /// The refine balancer with the default tolerance.
 inline constexpr RefineBalance refine_balance{};
-/// Every unit to the next rank: every unit moves (with BalanceOptions::always, a test that
-/// a unit's state() holds all it needs).
+/// Every unit to the next rank: every unit moves (with BalanceOptions::always), which
+/// checks that a unit's state() holds all it needs.
 std::vector<int> rotate_balance(const BalanceInput& input);
 /// "greedy", "refine" or "rotate"; throws kodo::Error naming the choices for anything else.
 Balancer balancer_named(std::string_view name);

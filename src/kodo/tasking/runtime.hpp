@@ -27,7 +27,6 @@ class Scheduler;
 class CollectionBase;
 class ChannelHost;
 struct Message;
-struct TestAccess;     // defined by kodo's own tests only
 struct RuntimeAccess;  // what checkpoints and migration use of it (state_records.hpp)
 class RankProgram;     // step programs (step_program.hpp)
 class TaskList;        // coroutine tasks (task_list.hpp)
@@ -122,7 +121,6 @@ class Runtime {
   friend class UnitRef;
   template <class D>
   friend class WorkUnit;
-  friend struct detail::TestAccess;
   friend struct detail::RuntimeAccess;
   friend class detail::RankProgram;
   // What collections and units use of the scheduler (scheduler.hpp says more).

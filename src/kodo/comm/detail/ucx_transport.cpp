@@ -319,6 +319,13 @@ std::string UcxTransport::sender_problem(int claimed, const ucp_am_recv_param_t*
 
 void UcxTransport::receive(const void* header, size_t header_length, void* data, size_t length,
                            const ucp_am_recv_param_t* param) {
+  if (std::optional<Pending> rest = take(header, header_length, data, length, param))
+    pull(std::move(rest->message), rest->into, data);
+}
+
+std::optional<UcxTransport::Pending> UcxTransport::take(const void* header, size_t header_length,
+                                                        void* data, size_t length,
+                                                        const ucp_am_recv_param_t* param) {
   if (header_length < sizeof(MessageHeader))
     throw Error(cat("its header has ", header_length, " bytes, fewer than the ",
                     sizeof(MessageHeader), " of a message header"));
@@ -343,8 +350,10 @@ void UcxTransport::receive(const void* header, size_t header_length, void* data,
                       kMaxViewDataBytes));
     into = prepare_(message, length);
     ++(rendezvous ? rendezvous_calls_ : eager_calls_);
-    if (!rendezvous)
-      return land_eager_(std::move(message), into, static_cast<const std::byte*>(data));
+    if (!rendezvous) {
+      land_eager_(std::move(message), into, static_cast<const std::byte*>(data));
+      return std::nullopt;
+    }
   } else {
     if (header_length != sizeof(MessageHeader))
       throw Error(cat("its header has ", header_length,
@@ -358,24 +367,16 @@ void UcxTransport::receive(const void* header, size_t header_length, void* data,
       // Eager, the common case: the arguments are here already.
       if (length != 0) std::memcpy(message.payload.data(), data, length);
       deliver_(std::move(message));
-      return;
+      return std::nullopt;
     }
     into.push_back(Segment{message.payload.data(), length, MemoryKind::host});
   }
-  pull(std::move(message), into, data);
+  return Pending{std::move(message), std::move(into)};
 }
 
 // Pulls the data of a rendezvous message into `into` and delivers the message once it
 // is there.
 void UcxTransport::pull(Message&& message, const std::vector<Segment>& into, void* data) {
-  if (rendezvous_lands_in_place_) {  // tests: `data` is the data itself, or null
-    for (const auto* from = static_cast<const std::byte*>(data); const Segment& s : into)
-      if (from && s.bytes != 0) {
-        std::memcpy(s.data, from, s.bytes);
-        from += s.bytes;
-      }
-    return deliver_(std::move(message));
-  }
   auto state = std::make_unique<InFlight>(InFlight{this, std::move(message), {}, {}});
   ucp_request_param_t rparam{};
   rparam.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;

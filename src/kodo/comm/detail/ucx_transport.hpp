@@ -43,7 +43,11 @@
 
 namespace kodo::detail {
 
-struct TestAccess;  // defined by kodo's own tests only
+// kodo's receive tests and fuzz (test/test_access.hpp) enter the receive path and
+// fault_report() as UCX would, with forged input over an endpoint() they choose; they
+// land a rendezvous message's data themselves (a made-up message has nothing for UCX to
+// pull), and read the calls counted by protocol. Nothing else of theirs needs a friend.
+struct TestAccess;
 
 // KODO_EAGER_BYTES: its default, and its largest value.
 inline constexpr std::uint64_t kDefaultEagerBytes = 8192, kMaxEagerBytes = std::uint64_t{64} << 20;
@@ -119,8 +123,19 @@ class UcxTransport {
   friend struct TestAccess;
   ucp_ep_h endpoint(int rank);
   void progressing_barrier();
+  // A message as UCX hands it over: take() it, then pull() what is still to come.
   void receive(const void* header, size_t header_length, void* data, size_t length,
                const ucp_am_recv_param_t* param);
+  // A rendezvous message read and admitted, and where its data must land.
+  struct Pending {
+    Message message;
+    std::vector<Segment> into;
+  };
+  // Reads a message and checks it; delivers it (or lands its eager view data) when all
+  // of it is here, and returns what to pull when its data is still to come (rendezvous).
+  // Throws kodo::Error for a message it refuses.
+  std::optional<Pending> take(const void* header, size_t header_length, void* data, size_t length,
+                              const ucp_am_recv_param_t* param);
   // Why the message of `param` did not come over the connection of rank `claimed` (what
   // its header says), or "" when it did.
   std::string sender_problem(int claimed, const ucp_am_recv_param_t* param);
@@ -149,10 +164,6 @@ class UcxTransport {
   std::uint64_t eager_bytes_ = kDefaultEagerBytes;  // views up to this size travel eagerly
   // Calls with views received, by protocol (for tests).
   std::uint64_t eager_calls_ = 0, rendezvous_calls_ = 0;
-  // Tests: a rendezvous message's data is copied from what UCX would hand over as its
-  // descriptor (the test's bytes, or nothing when null), without asking UCX for it (a
-  // message made up by a test has no descriptor to pull from).
-  bool rendezvous_lands_in_place_ = false;
   ucp_context_h context_ = nullptr;
   std::uint64_t memory_types_ = 0;  // UCX's, a bit per ucs_memory_type_t
   ucp_worker_h worker_ = nullptr;

@@ -5,7 +5,7 @@
 // views and links), landed in the views posted for it, and dispatched to its entry
 // method, reduction, channel or ring.
 #include <kodo/backends/detail/native.hpp>
-#include <kodo/backends/detail/tool_region.hpp>
+#include <kodo/comm/detail/eager_landing.hpp>
 #include <kodo/comm/detail/node_channels.hpp>
 #include <kodo/comm/detail/ucx_transport.hpp>
 #include <kodo/tasking/detail/scheduler.hpp>
@@ -92,50 +92,15 @@ std::vector<Segment> Scheduler::prepare(Message& message, std::uint64_t view_dat
   return destinations;
 }
 
-namespace {
-// Copies `bytes` from pinned host memory to device memory, ordered on `space`.
-void copy_to_device(const ExecutionSpace& space, void* to, const std::byte* from,
-                    std::size_t bytes) {
-  using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
-  Kokkos::View<std::byte*, ExecutionSpace::memory_space, Unmanaged> device(
-      static_cast<std::byte*>(to), bytes);
-  Kokkos::View<const std::byte*, Kokkos::SharedHostPinnedSpace, Unmanaged> pinned(from, bytes);
-  static const std::string region = "kodo::call data copy";
-  const ToolRegion here(region);
-  Kokkos::deep_copy(space, device, pinned);
-}
-}  // namespace
-
 // Called by the transport, inside UCX, for a call whose view data came with it (eager)
-// into UCX's host memory, which lasts only for this call. Host views get their data at
-// once. For device views it goes to pinned memory from the pool, then to the views by an
-// asynchronous copy on a communication stream; the call is queued once that copy is
-// done (the completion engine: the loop never waits for it).
+// into UCX's host memory, which lasts only for this call (eager_landing.hpp). Data for
+// device views goes by an asynchronous copy on a communication stream; the call is
+// queued once that copy is done (the completion engine: the loop never waits for it).
 void Scheduler::land_eager(Message&& message, const std::vector<Segment>& into,
                            const std::byte* data) {
-  std::size_t device_bytes = 0;
-  for (const Segment& s : into)
-    if (s.kind != MemoryKind::host || stage_host_views_) device_bytes += s.bytes;
-  if (device_bytes == 0) {
-    for (const Segment& s : into) {
-      std::memcpy(s.data, data, s.bytes);
-      data += s.bytes;
-    }
-    return queue_.push_back(std::move(message));
-  }
-  ViewPool::Staging staging = pool_.staging(device_bytes);
   Stream& stream = streams_.communication(0);
-  std::byte* staged = staging.data();
-  for (const Segment& s : into) {
-    if (s.kind != MemoryKind::host || stage_host_views_) {
-      std::memcpy(staged, data, s.bytes);
-      copy_to_device(stream.space(), s.data, staged, s.bytes);
-      staged += s.bytes;
-    } else {
-      std::memcpy(s.data, data, s.bytes);
-    }
-    data += s.bytes;
-  }
+  ViewPool::Staging staging = land_eager_data(pool_, stream.space(), into, data);
+  if (!staging.is_allocated()) return queue_.push_back(std::move(message));
   // The continuation keeps the staging memory (and the message's views) until then.
   auto landed = std::make_shared<Message>(std::move(message));
   when_done(stream, [this, landed, staging] { queue_.push_back(std::move(*landed)); });
@@ -217,7 +182,6 @@ void Scheduler::on_ring_message(const Message& message) {
 }
 
 void Scheduler::fail_with_peer(int rank, const std::string& what) {
-  if (throw_peer_failures_) throw Error(what);
   print_fatal(what);
   if (rank != rank_) transport_->report_fault(rank, what);
   abort_job();
