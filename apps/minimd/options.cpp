@@ -137,6 +137,42 @@ void read_input_file(const std::string& path, Problem& problem) {
   }
 }
 
+namespace {
+// The options that go together, or not, once all are read.
+void check_together(const Options& o) {
+  check(o.problem);
+  if (o.step_program == 1 && (o.half_neighbor || o.sync))
+    throw std::invalid_argument(
+        "--step-program 1 runs full lists (--half_neigh 0) without --sync: its steps have no "
+        "reverse communication of forces, and no stage to fence");
+  if (o.reneighbor_program == 1 && o.step_program == 0)
+    throw std::invalid_argument(
+        "--reneighbor-program 1 goes with the step program (not "
+        "--step-program 0)");
+  if (!o.restart_dir.empty() && (o.drift[0] != 0 || o.drift[1] != 0 || o.drift[2] != 0))
+    throw std::invalid_argument(
+        "--drift applies at the start; a restart goes on with the saved velocities");
+  if ((o.checkpoint_every > 0) != !o.checkpoint_dir.empty())
+    throw std::invalid_argument("--checkpoint-every and --checkpoint-dir go together");
+  // A restart rebuilds the lists, as the run without one does at these steps only.
+  if (o.checkpoint_every % o.problem.reneighbor_every != 0)
+    throw std::invalid_argument(
+        text("--checkpoint-every must be a multiple of the neighbour "
+             "frequency (",
+             o.problem.reneighbor_every, "), so a restart continues as the run would have"));
+  // Units move between steps that rebuilt the lists, as a restart resumes.
+  if (o.balance_every % o.problem.reneighbor_every != 0)
+    throw std::invalid_argument(
+        text("--balance-every must be a multiple of the neighbour frequency (",
+             o.problem.reneighbor_every, "): units move where the lists are rebuilt"));
+  if (o.problem.slab < 1 && !o.reference.empty())
+    throw std::invalid_argument(
+        "--reference compares with miniMD's full box: a slab (--slab) is another system");
+  if (!o.lb_data_dir.empty() && o.balance_every == 0)
+    throw std::invalid_argument("--lb-data records balance points: it needs --balance-every");
+}
+}  // namespace
+
 Options parse_options(const std::vector<std::string>& args, bool gpu_backend) {
   Options o;
   o.half_neighbor = !gpu_backend;
@@ -214,36 +250,7 @@ Options parse_options(const std::vector<std::string>& args, bool gpu_backend) {
       throw std::invalid_argument("unknown option '" + a + "'");
     }
   }
-  check(o.problem);
-  if (o.step_program == 1 && (o.half_neighbor || o.sync))
-    throw std::invalid_argument(
-        "--step-program 1 runs full lists (--half_neigh 0) without --sync: its steps have no "
-        "reverse communication of forces, and no stage to fence");
-  if (o.reneighbor_program == 1 && o.step_program == 0)
-    throw std::invalid_argument(
-        "--reneighbor-program 1 goes with the step program (not "
-        "--step-program 0)");
-  if (!o.restart_dir.empty() && (o.drift[0] != 0 || o.drift[1] != 0 || o.drift[2] != 0))
-    throw std::invalid_argument(
-        "--drift applies at the start; a restart goes on with the saved velocities");
-  if ((o.checkpoint_every > 0) != !o.checkpoint_dir.empty())
-    throw std::invalid_argument("--checkpoint-every and --checkpoint-dir go together");
-  // A restart rebuilds the lists, as the run without one does at these steps only.
-  if (o.checkpoint_every % o.problem.reneighbor_every != 0)
-    throw std::invalid_argument(
-        text("--checkpoint-every must be a multiple of the neighbour "
-             "frequency (",
-             o.problem.reneighbor_every, "), so a restart continues as the run would have"));
-  // Units move between steps that rebuilt the lists, as a restart resumes.
-  if (o.balance_every % o.problem.reneighbor_every != 0)
-    throw std::invalid_argument(
-        text("--balance-every must be a multiple of the neighbour frequency (",
-             o.problem.reneighbor_every, "): units move where the lists are rebuilt"));
-  if (o.problem.slab < 1 && !o.reference.empty())
-    throw std::invalid_argument(
-        "--reference compares with miniMD's full box: a slab (--slab) is another system");
-  if (!o.lb_data_dir.empty() && o.balance_every == 0)
-    throw std::invalid_argument("--lb-data records balance points: it needs --balance-every");
+  check_together(o);
   return o;
 }
 
