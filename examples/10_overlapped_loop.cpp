@@ -41,8 +41,8 @@ struct UpdateRows {
   std::int64_t first, every;
   KOKKOS_FUNCTION void operator()(std::int64_t k) const {
     const std::int64_t i = first + (k / (kColumns - 2)) * every, j = 1 + k % (kColumns - 2);
-    u_new(i, j) = u(i, j) + kDiffusion * (u(i - 1, j) + u(i + 1, j) + u(i, j - 1) +
-                                          u(i, j + 1) - 4 * u(i, j));
+    u_new(i, j) = u(i, j) + kDiffusion * (u(i - 1, j) + u(i + 1, j) + u(i, j - 1) + u(i, j + 1) -
+                                          4 * u(i, j));
   }
 };
 
@@ -59,8 +59,11 @@ class Block : public kodo::WorkUnit<Block> {
     const std::int64_t first = rows_.begin, extent = rows_.size + 2;
     for (const Rows& u : {u_, u_new_})
       Kokkos::parallel_for(
-          "start", Kokkos::MDRangePolicy<Kokkos::Rank<2>>(stream_.space(), {0, 0}, {extent, kColumns}),
-          KOKKOS_LAMBDA(std::int64_t i, std::int64_t j) { u(i, j) = start_value(first + i - 1, j); });
+          "start",
+          Kokkos::MDRangePolicy<Kokkos::Rank<2>>(stream_.space(), {0, 0}, {extent, kColumns}),
+          KOKKOS_LAMBDA(std::int64_t i, std::int64_t j) {
+            u(i, j) = start_value(first + i - 1, j);
+          });
   }
 
   kodo::Task steps() {
@@ -77,8 +80,7 @@ class Block : public kodo::WorkUnit<Block> {
       co_await kodo::when_all(kodo::receive(below_, row(u_, n + 1)),
                               kodo::receive(above_, row(u_, 0)));
       kodo::KernelBatch edge_rows(stream_);
-      edge_rows.parallel_for("edge rows", 0, 2 * (kColumns - 2),
-                             UpdateRows{u_, u_new_, 1, n - 1});
+      edge_rows.parallel_for("edge rows", 0, 2 * (kColumns - 2), UpdateRows{u_, u_new_, 1, n - 1});
       co_await launch(edge_rows);
       std::swap(u_, u_new_);
     }

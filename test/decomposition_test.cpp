@@ -68,6 +68,25 @@ TEST(SplitGrid, RejectsImpossibleCuts) {
   }
 }
 
+TEST(UnitsForOdf, MultipliesWithinTheLimitAndRefusesTheRest) {
+  EXPECT_EQ(kodo::units_for_odf(8, 4), 32);
+  EXPECT_EQ(kodo::units_for_odf(kodo::kMostOdfUnits, 1), kodo::kMostOdfUnits);
+  EXPECT_EQ(kodo::units_for_odf(kodo::kMostOdfUnits / 3, 3), kodo::kMostOdfUnits / 3 * 3);
+  auto refused = [](std::int64_t odf, int ranks, const std::string& says) {
+    try {
+      kodo::units_for_odf(odf, ranks);
+      ADD_FAILURE() << odf << " on " << ranks << " rank(s) was accepted";
+    } catch (const kodo::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  refused(0, 4, "gives no unit");
+  refused(-8, 4, "of -8 on 4 rank(s)");
+  refused(8, 0, "gives no unit");
+  refused(kodo::kMostOdfUnits / 2 + 1, 2, "more than 2^30 units");
+  refused(std::int64_t{1} << 62, 4, "more than 2^30 units");  // no overflow on the way
+}
+
 TEST(BlockRange, CoversEveryPointOnce) {
   for (std::int64_t n : {1, 7, 40, 41}) {
     for (std::int64_t parts = 1; parts <= n && parts <= 9; ++parts) {

@@ -434,11 +434,8 @@ int main(int argc, char** argv) {
       throw std::invalid_argument(
           "--graphs submits Kokkos graphs on the blocks' streams, which CUDA refuses while kodo "
           "records a turn: run it with KODO_RECORD=off");
-    if (opt.odf > (std::int64_t{1} << 30) / runtime.size())
-      throw std::invalid_argument("--odf " + std::to_string(opt.odf) + " on " +
-                                  std::to_string(runtime.size()) +
-                                  " rank(s) asks for more than 2^30 blocks");
-    units = kodo::split_grid({opt.x, opt.y, opt.z}, opt.odf * runtime.size(), jacobi::kCutCosts);
+    units = kodo::split_grid({opt.x, opt.y, opt.z}, kodo::units_for_odf(opt.odf, runtime.size()),
+                             jacobi::kCutCosts);
   } catch (const std::exception& e) {
     if (root)
       kodo::print_error(std::string("jacobi3d: error: ") + e.what() + "\n" + jacobi::usage());

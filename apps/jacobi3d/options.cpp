@@ -3,6 +3,7 @@
 #include "options.hpp"
 
 #include <kodo/core/numeric.hpp>
+#include <kodo/tasking/decomposition.hpp>
 
 #include <algorithm>
 #include <charconv>
@@ -16,7 +17,6 @@ namespace {
 
 constexpr std::uint64_t kMostPoints = std::uint64_t{1} << 50;
 constexpr std::int64_t kMostUpdates = std::int64_t{1} << 62;
-constexpr std::int64_t kMostUnits = std::int64_t{1} << 30;
 
 std::int64_t parse_integer(const std::string& flag, const std::string& text, std::int64_t min) {
   std::int64_t v = 0;
@@ -152,7 +152,7 @@ void check_and_complete(Options& o) {
                                 " points (with its boundary) is more than 2^50 points");
   if (o.warmup > kMostUpdates - o.iterations)
     throw std::invalid_argument("-w and -i: at most 2^62 updates in all");
-  if (o.odf > kMostUnits)
+  if (o.odf > kodo::kMostOdfUnits)
     throw std::invalid_argument("--odf must be at most 2^30, not " + std::to_string(o.odf));
   if (!o.lb_data_dir.empty() && o.balance_every == 0)
     throw std::invalid_argument("--lb-data records balance points: it needs --balance-every");

@@ -30,16 +30,11 @@ using minimd::Options;
 
 // The unit grid: ranks x odf units with the least cut surface, each at least one
 // neighbour cutoff wide (so every ghost comes from an adjacent unit).
-constexpr std::int64_t kMostUnits = std::int64_t{1} << 30;
-
 kodo::Extent3 cut_box(const Options& opt, const double length[3], int ranks) {
   const double cut = opt.problem.neighbor_cutoff();
   std::int64_t most[3];
   for (int d = 0; d < 3; ++d) most[d] = static_cast<std::int64_t>(std::floor(length[d] / cut));
-  if (opt.odf > kMostUnits / ranks)
-    throw std::invalid_argument(minimd::text("--odf ", opt.odf, " on ", ranks,
-                                             " rank(s) asks for more than 2^30 units"));
-  const std::int64_t units = opt.odf * ranks;
+  const std::int64_t units = kodo::units_for_odf(opt.odf, ranks);
   const auto fail = [&] {
     return std::invalid_argument(minimd::text(units, " units (--odf ", opt.odf, " on ", ranks,
                                               " rank(s)) do not fit the box of ", length[0], " x ",

@@ -24,6 +24,8 @@
 ///   recorded and launched as one graph);
 /// - @ref kodo::split_grid "split_grid", @ref kodo::CutCosts "CutCosts",
 ///   @ref kodo::block_range "block_range" and @ref kodo::Range "Range";
+///   @ref kodo::units_for_odf "units_for_odf" (at most @ref kodo::kMostOdfUnits
+///   "kMostOdfUnits");
 ///   @ref kodo::Index3 "Index3" and @ref kodo::Extent3 "Extent3"
 ///   (@ref kodo::operator<< "operator<<"); a unit's neighbours: @ref kodo::Direction
 ///   "Direction", @ref kodo::Periodic "Periodic", the stencils @ref kodo::faces "faces",

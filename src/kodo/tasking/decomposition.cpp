@@ -10,6 +10,17 @@
 
 namespace kodo {
 
+std::int64_t units_for_odf(std::int64_t odf, int ranks) {
+  if (odf < 1 || ranks < 1 || odf > kMostOdfUnits / ranks) {
+    std::ostringstream os;
+    os << "an overdecomposition factor of " << odf << " on " << ranks << " rank(s) "
+       << (odf < 1 || ranks < 1 ? "gives no unit: both must be at least 1"
+                                : "asks for more than 2^30 units");
+    throw Error(os.str());
+  }
+  return odf * ranks;
+}
+
 Extent3 split_grid(const Extent3& grid, std::int64_t units, const CutCosts& costs) {
   std::ostringstream os;
   for (const double c : {costs.x, costs.y, costs.z})

@@ -31,6 +31,14 @@ struct CutCosts {
 /// or no such cut exists (e.g. more units than grid points).
 Extent3 split_grid(const Extent3& grid, std::int64_t units, const CutCosts& costs = {});
 
+/// The most units units_for_odf() gives: cutting a grid into more (split_grid) and keeping
+/// their map take more time and memory per rank than any run would spend.
+inline constexpr std::int64_t kMostOdfUnits = std::int64_t{1} << 30;
+/// The units of a collection with `odf` units per rank on `ranks` ranks (odf * ranks).
+/// Throws kodo::Error naming both when `odf` or `ranks` is below 1 or the product is above
+/// kMostOdfUnits (2^30).
+std::int64_t units_for_odf(std::int64_t odf, int ranks);
+
 /// A piece of a range of points (block_range).
 struct Range {
   /// Its first point, and its number of points.
