@@ -181,8 +181,9 @@ std::optional<double> seconds_setting(std::string_view name) {
 }
 
 bool flag_setting(std::string_view name) {
-  const auto text = checked_text(setting_info(name));
-  return text && *text == "1";
+  const SettingInfo& s = setting_info(name);
+  const auto text = checked_text(s);
+  return text ? *text == "1" : s.fallback == "1";
 }
 
 std::string choice_setting(std::string_view name) {
