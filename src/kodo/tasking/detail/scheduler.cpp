@@ -30,6 +30,9 @@ constexpr int kDispatchBatch = 64;
 // yields the processor between turns (for ranks sharing cores); a short wait is spent
 // polling, so a message that arrives soon is seen at once.
 constexpr unsigned kWaveTestInterval = 16, kSpinTurns = 1024;
+// Tagged messages no link will take are looked for every few turns, busy or idle: UCX
+// keeps them without bound (a probe of an empty queue costs tens of nanoseconds).
+constexpr unsigned kStrayInterval = 64;
 // Units' calls whose device time is pending before the reached ones are added up.
 constexpr std::size_t kFoldDeviceLoadsAt = 256;
 
@@ -260,8 +263,13 @@ void Scheduler::run() {
   drain_.mark_dirty();  // the program may have launched work before run()
   recording_->issued_outside();
   auto idle_since = std::chrono::steady_clock::now();
-  for (unsigned idle_turns = 0;;) {
+  for (unsigned idle_turns = 0, turns = 0;;) {
     if (watchdog_.active()) watchdog_.turned();
+    if (++turns % kStrayInterval == 0) try {
+        drop_stray_messages(*channels_, *transport_);
+      } catch (...) {
+        fatal(what_of_current());
+      }
     if (turn()) {
       idle_turns = 0;
       stall_reported_ = false;
