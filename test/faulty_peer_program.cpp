@@ -25,8 +25,8 @@
 // MPI_Allgather (the MPI profiling interface) drop, alter or hold them, as a rank built
 // from altered sources would, then pass the others on to PMPI.
 
-#include <kodo/kodo.hpp>
 #include <kodo/comm/detail/ucx_transport.hpp>
+#include <kodo/kodo.hpp>
 #include <kodo/tasking/detail/migration_impl.hpp>
 #include <kodo/tasking/detail/state_records.hpp>
 
