@@ -93,6 +93,13 @@ TEST(Settings, EachKindIsParsedStrictlyWithinItsRange) {
               std::string::npos);
   }
   {
+    // Above the most: the same whole range (issue 54: "from 0 to" stated the wrong one).
+    const Scoped s("KODO_MIGRATION_PIECE_BYTES", "2G");
+    EXPECT_EQ(error_of([] { bytes_setting("KODO_MIGRATION_PIECE_BYTES", 1 << 25); }),
+              "kodo: KODO_MIGRATION_PIECE_BYTES must be bytes 65536 to 1073741824 (digits, "
+              "optionally then K, M or G), not '2G'");
+  }
+  {
     const Scoped s("KODO_NODE_SEGMENT_BYTES", "2M");
     EXPECT_EQ(bytes_setting("KODO_NODE_SEGMENT_BYTES", 1 << 20), 2u << 20);
   }

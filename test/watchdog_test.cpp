@@ -113,3 +113,32 @@ TEST(Watchdog, ReportsAPhaseThatWaitsTooLongAndNamesIt) {
 }
 
 }  // namespace
+
+namespace {
+
+// A wait inside a phase names what it waits for (a peer's message) in the report, and
+// the next wait starts unnamed again; a wait that moves on is progress, not a stall.
+TEST(Watchdog, NamesWhatAPhaseWaitsFor) {
+  testing::internal::CaptureStderr();
+  {
+    Watchdog w(0.2, false, 2);
+    const kodo::detail::WatchdogPhase phase(w, "a migration (kodo::migrate)");
+    {
+      kodo::detail::WatchdogWait waiting(w, "the header of unit (1,0,0) from rank 1");
+      for (int i = 0; i < 40; ++i) {  // 400 ms, moving on every 10 ms: not reported
+        std::this_thread::sleep_for(10ms);
+        waiting.update("the records of unit (1,0,0) from rank 1");
+      }
+      std::this_thread::sleep_for(800ms);  // stuck: reported, once
+    }
+  }
+  const std::string out = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(count(out, "kodo: rank 2 is blocked"), 1u) << out;
+  EXPECT_EQ(count(out,
+                  " s in a migration (kodo::migrate) for the records of unit (1,0,0) "
+                  "from rank 1. "),
+            1u)
+      << out;
+}
+
+}  // namespace

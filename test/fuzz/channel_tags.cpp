@@ -5,9 +5,10 @@
 // (rank 1) over their own link; before each of its rounds, rank 2 sends rank 1 junk with
 // the tags it could make: near the link numbers rank 1 gave it (a numbering by counter
 // would hand out its neighbours to rank 0's link), and random ones. No junk may land in
-// a receive: every transfer of both links must arrive whole, with its own data, and at
-// the end every junk message must still be unmatched (rank 1 then takes them all out of
-// UCX with receives of their exact tags, and counts them).
+// a receive: every transfer of both links must arrive whole, with its own data, and every
+// junk message must be dropped by rank 1's loop (ChannelRegistry::stray_messages) or still
+// be unmatched at the end (rank 1 then takes them out of UCX with receives of their exact
+// tags). Rank 2 sends at most half the junk a rank drops before it ends the job.
 
 #include "../test_access.hpp"
 #include "fuzz.hpp"
@@ -25,6 +26,7 @@ using kodo::detail::cat;
 namespace {
 
 constexpr int kTransfers = 8;  // per link and round
+constexpr long kJunk = kodo::detail::kMostStrayMessages / 2;
 
 double value(std::int64_t from, int round, int k, std::int64_t i) {
   return from * 1e6 + round * 1e3 + k * 10.0 + static_cast<double>(i) * 0.5;
@@ -90,7 +92,7 @@ Tally fuzz_channel_tags(Context& c) {
       std::vector<std::uint32_t> given;  // the numbers rank 1 gave rank 2's links
       for (const auto& [link, number] : kodo::detail::TestAccess::channels(c.runtime).send_numbers)
         given.push_back(number);
-      for (int n = 0; n < 64 && c.more(t); ++n) {
+      for (int n = 0; n < 64 && junk_sent < kJunk && c.more(t); ++n) {
         std::uint64_t tag = c.word();
         if (!given.empty() && c.pick(0, 3) != 0) {
           const std::uint64_t near =
@@ -122,7 +124,8 @@ Tally fuzz_channel_tags(Context& c) {
   long junk = junk_sent;  // by every rank
   MPI_Allreduce(MPI_IN_PLACE, &junk, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
   if (c.self() == 1) {
-    long unmatched = 0;
+    auto unmatched =
+        static_cast<long>(kodo::detail::TestAccess::channels(c.runtime).stray_messages);
     auto buffer = std::make_shared<std::vector<std::byte>>();
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (unmatched < junk && std::chrono::steady_clock::now() < until) {
@@ -135,8 +138,8 @@ Tally fuzz_channel_tags(Context& c) {
         transport.progress();
       }
     }
-    t.check_text(cat(junk, " junk messages unmatched"), cat(unmatched, " junk messages unmatched"),
-                 true);
+    t.check_text(cat(junk, " junk messages dropped or unmatched"),
+                 cat(unmatched, " junk messages dropped or unmatched"), true);
   }
   return t;
 }

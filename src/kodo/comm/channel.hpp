@@ -212,6 +212,13 @@ void announce_link(ChannelRegistry& registry, const LinkAnnouncement& announceme
                    bool route_news = true);
 // For stall reports: one line per transfer this rank's open ends wait for, or "".
 std::string describe_waiting_transfers(const ChannelRegistry& registry);
+// Tagged messages on a number no link of this rank has (a sender's bug, or a guess: UCX
+// keeps what no receive matches, without bound) are taken out of UCX and dropped, oldest
+// first, until the oldest is a live link's (it waits for its receive). Throws kodo::Error
+// past kMostStrayMessages in the job, or at one of more than kMostStrayBytes. Counted in
+// ChannelRegistry::stray_messages.
+inline constexpr std::uint64_t kMostStrayMessages = 1024, kMostStrayBytes = 1 << 20;
+void drop_stray_messages(ChannelRegistry& registry, UcxTransport& transport);
 
 // A same-node ring offered by the receiving end (or its refusal of the route: UCX), or
 // refused by the sending end (it could not map the buffers). Travels as channel_ring.

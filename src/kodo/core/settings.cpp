@@ -72,8 +72,15 @@ double parse_seconds(const SettingInfo& s, std::string_view text) {
 std::optional<std::string> checked_value(const SettingInfo& s, std::string_view text);
 
 // A bytes setting's text within its range, both ends.
+// One error for every value out of range, naming the setting's whole range (above its
+// most, parse_bytes alone would say "from 0").
 std::uint64_t parse_bytes_in_range(const SettingInfo& s, std::string_view text) {
-  const std::uint64_t v = detail::parse_bytes(s.name, text, s.most);
+  std::uint64_t v = 0;
+  try {
+    v = detail::parse_bytes(s.name, text, s.most);
+  } catch (const Error&) {
+    refuse(s, text);
+  }
   if (v < s.least) refuse(s, text);
   return v;
 }
@@ -181,8 +188,9 @@ std::optional<double> seconds_setting(std::string_view name) {
 }
 
 bool flag_setting(std::string_view name) {
-  const auto text = checked_text(setting_info(name));
-  return text && *text == "1";
+  const SettingInfo& s = setting_info(name);
+  const auto text = checked_text(s);
+  return text ? *text == "1" : s.fallback == "1";
 }
 
 std::string choice_setting(std::string_view name) {

@@ -125,18 +125,19 @@ inline constexpr std::array<SettingInfo, 16> kSettings{{
      true,
      "after this long without progress every rank reports what it waits for, a rank whose "
      "loop has not turned (an entry method that blocks) says where, and so does a rank that "
-     "waits this long in a collective call of kodo's (a checkpoint, a migration, a balancer's "
-     "gathering of loads); set it above the longest entry method (on the host backend kernels "
-     "run inside them) and collective call"},
+     "waits this long in a collective call of kodo's (start-up and end, creating a collection, "
+     "a checkpoint, a migration, a balance point, building a step program), naming the peer "
+     "and message where it knows them; set it above the longest entry method (on the host "
+     "backend kernels run inside them) and collective call"},
     {"KODO_STALL_EXIT",
      SettingKind::flag,
      0,
      0,
      {},
-     "0",
+     "1",
      true,
      "1 ends the job after a stall report: run() throws on every rank, or a blocked rank exits "
-     "with status 3"},
+     "with status 3; 0 only reports (the job waits on)"},
     {"KODO_TRACE",
      SettingKind::text,
      0,
@@ -191,7 +192,7 @@ constexpr const SettingInfo& setting_info(std::string_view name) {
 std::uint64_t count_setting(std::string_view name, std::uint64_t fallback);
 std::uint64_t bytes_setting(std::string_view name, std::uint64_t fallback);
 std::optional<double> seconds_setting(std::string_view name);
-bool flag_setting(std::string_view name);
+bool flag_setting(std::string_view name);           // the table's fallback when unset
 std::string choice_setting(std::string_view name);  // the first choice when unset
 std::string text_setting(std::string_view name);    // empty when unset
 

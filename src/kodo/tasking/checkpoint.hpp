@@ -134,6 +134,9 @@ std::uint64_t checkpoint_checksum(const void* data, std::uint64_t bytes);
 // Throws kodo::Error naming `call` when it comes from inside run() (an entry method):
 // checkpoints are collective calls of the main program.
 void require_main_program(Runtime& runtime, const char* call);
+// Collective: every rank learns the first rank's problem in restoring (agree_and_report),
+// watched while it waits for the others.
+void agree_on_restore(Runtime& runtime, const std::string& problem);
 
 // The name a checkpoint records unit type U by: U::checkpoint_name, else typeid(U).name().
 template <class U>
@@ -253,7 +256,7 @@ class Checkpoint {
     } catch (...) {
       problem = detail::what_of_current();
     }
-    detail::agree_and_report(runtime_->comm(), problem);
+    detail::agree_on_restore(*runtime_, problem);
   }
 
  private:

@@ -4,6 +4,8 @@
 
 #include <kodo/core/agree.hpp>
 #include <kodo/tasking/collection_base.hpp>
+#include <kodo/tasking/detail/state_records.hpp>
+#include <kodo/tasking/detail/watchdog.hpp>
 
 #include <cmath>
 #include <cstdio>
@@ -25,6 +27,8 @@ std::string json_float(double v) {
 }  // namespace
 
 LbData::LbData(Runtime& runtime, std::string dir) : runtime_(runtime), dir_(std::move(dir)) {
+  const detail::WatchdogPhase watching(detail::RuntimeAccess::watchdog(runtime),
+                                       "opening LB data (kodo::LbData)");
   std::string problem;
   if (runtime.rank() == 0) {
     std::error_code ec;
@@ -60,6 +64,8 @@ void LbData::add_phase(std::uint32_t collection, const Extent3& shape,
 }
 
 void LbData::write() {
+  const detail::WatchdogPhase watching(detail::RuntimeAccess::watchdog(runtime_),
+                                       "writing LB data (kodo::LbData::write)");
   std::string problem;
   const std::string path = detail::cat(dir_, "/data.", runtime_.rank(), ".json");
   {

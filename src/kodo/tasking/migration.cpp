@@ -131,15 +131,17 @@ void Migration::Impl::move_views(const std::vector<Leaving>& leaving,
                                  std::string& problem) {
   ChannelHost& host = RuntimeAccess::channel_host(runtime);
   const std::uint64_t piece_setting = host.transport_staging().piece_bytes();
+  PieceWaits waits{RuntimeAccess::watchdog(runtime),
+                   [this](std::int64_t linear) { return unit_name(linear); }};
   if (node_view_route_open(host, comm)) {
     std::vector<ViewPiece> out, in;
     cut_into_pieces(node_view_piece_bytes(piece_setting), leaving, sizes, out, in);
-    views_on_node = move_views_on_node(host, runtime.streams(), comm, out, in);
+    views_on_node = move_views_on_node(host, runtime.streams(), comm, out, in, waits);
   }
   if (!views_on_node) {
     std::vector<ViewPiece> out, in;
     cut_into_pieces(piece_setting, leaving, sizes, out, in);
-    move_views_through_ucx(runtime, comm, out, in, problem);
+    move_views_through_ucx(runtime, comm, out, in, problem, waits);
   }
 }
 

@@ -41,6 +41,22 @@ void check_same_program(MPI_Comm comm) {
                     "); launch the same build on every rank"));
 }
 
+// The start-up's collectives are watched before the settings are agreed on, with this
+// rank's KODO_STALL_SECONDS and KODO_STALL_EXIT where they are valid (else their
+// defaults: the agreement then names the bad value on every rank).
+std::unique_ptr<detail::Watchdog> watch_start_up() {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  double limit = detail::kStallSecondsUnset;
+  bool end_job = true;
+  try {
+    limit = detail::seconds_setting("KODO_STALL_SECONDS").value_or(limit);
+    end_job = detail::flag_setting("KODO_STALL_EXIT");
+  } catch (const Error&) {
+  }
+  return std::make_unique<detail::Watchdog>(limit, end_job, rank);
+}
+
 // Kokkos answers --help by printing its options, on every rank. It is handed the
 // command line without --help (the program's to answer); argv then keeps what Kokkos
 // left, in order, and --help where it was.
@@ -127,6 +143,9 @@ void Runtime::start(int& argc, char**& argv) {
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
     own_mpi_ = true;
   }
+  // Until the scheduler watches its own start: a rank that never comes holds the others.
+  const auto start_watch = watch_start_up();
+  const detail::WatchdogPhase watching(*start_watch, "starting the runtime (kodo::Runtime)");
   detail::check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
   detail::check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &wave_comm_), "MPI_Comm_dup");
   for (MPI_Comm c : {comm_, wave_comm_})
@@ -288,6 +307,8 @@ Kokkos::View<std::byte*, Kokkos::SharedHostPinnedSpace> Runtime::pinned_staging(
 
 void Runtime::add_collection(std::unique_ptr<detail::CollectionBase> collection) {
   scheduler_->add_collection(std::move(collection));
+  const detail::WatchdogPhase watching(scheduler_->watchdog(),
+                                       "creating a collection (kodo::Collection::create)");
   detail::check_mpi(MPI_Barrier(comm_), "MPI_Barrier");
 }
 

@@ -96,6 +96,8 @@ void RankProgram::fail_planning(const std::string& problem) {
 // (step_program_build.cpp), then the graphs recorded (step_program_graphs.cpp); every rank
 // fails together on a problem any rank finds.
 void RankProgram::build() {
+  const WatchdogPhase watching(runtime_.scheduler().watchdog(),
+                               "building a step program (kodo::StepProgram)");
   Impl& m = *impl_;
   std::string problem = m.planning_problem;
   Impl::Receives receives;

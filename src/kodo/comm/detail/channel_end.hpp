@@ -157,6 +157,7 @@ class ChannelRegistry {
   }
   std::random_device draw_numbers;
   std::unordered_set<std::uint32_t> numbers_in_use;  // by receive_numbers
+  std::uint64_t stray_messages = 0;                  // drop_stray_messages()
 };
 
 // One end of a link. Shared with the continuations of its transfers in flight, so a

@@ -1,6 +1,7 @@
 // SPDX-FileCopyrightText: 2026 The kodo developers
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-// The stall report's lines on channel transfers that wait (channel_end.hpp).
+// The stall report's lines on channel transfers that wait (channel_end.hpp), and the
+// tagged messages that no transfer will ever take.
 #include <kodo/comm/detail/channel_end.hpp>
 
 #include <algorithm>
@@ -53,6 +54,27 @@ std::string describe_waiting_transfers(const ChannelRegistry& registry) {
          << " sent; any the receiving unit has not posted receives for wait on its rank";
   }
   return os.str();
+}
+
+void drop_stray_messages(ChannelRegistry& registry, UcxTransport& transport) {
+  while (const auto oldest = transport.probe(0, 0)) {
+    const auto [tag, bytes] = *oldest;
+    if (registry.numbers_in_use.contains(static_cast<std::uint32_t>(tag >> kNumberBits))) return;
+    // UCX's tagged messages do not say who sent them: the error cannot name a rank.
+    const auto refuse = [&](const auto&... why) {
+      throw Error(cat("a tagged message (tag ", std::hex, tag, std::dec, ", ", bytes,
+                      " bytes) arrived on a number no channel link of this rank has", why...,
+                      ": a rank sends on link numbers it was not given (UCX does not say which)"));
+    };
+    if (bytes > kMostStrayBytes) refuse(", more than the ", kMostStrayBytes, " bytes one may have");
+    if (++registry.stray_messages > kMostStrayMessages)
+      refuse(", the ", registry.stray_messages, "th such message (at most ", kMostStrayMessages,
+             " are dropped)");
+    // A receive of its exact tag takes it (and only it: no link has the number).
+    auto scratch = std::make_shared<std::vector<std::byte>>(std::max<std::size_t>(bytes, 1));
+    transport.tag_recv(tag, {scratch->data(), bytes, MemoryKind::host},
+                       [scratch](ucs_status_t, std::size_t) {});
+  }
 }
 
 }  // namespace kodo::detail

@@ -2,6 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include <kodo/tasking/detail/checkpoint_files.hpp>
 
+#include <kodo/core/agree.hpp>
 #include <kodo/tasking/detail/scheduler.hpp>
 
 #include <cstdio>
@@ -190,6 +191,12 @@ void require_main_program(Runtime& runtime, const char* call) {
     throw Error(cat(call,
                     " is collective: the main program of every rank calls it between "
                     "run() calls, never an entry method"));
+}
+
+void agree_on_restore(Runtime& runtime, const std::string& problem) {
+  const WatchdogPhase watching(RuntimeAccess::watchdog(runtime),
+                               "restoring units from a checkpoint (kodo::Checkpoint::restore)");
+  agree_and_report(runtime.comm(), problem);
 }
 
 std::uint64_t checkpoint_checksum(const void* data, std::uint64_t bytes) {

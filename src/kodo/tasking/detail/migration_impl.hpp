@@ -88,6 +88,7 @@ struct Migration::Impl {
   Kokkos::View<std::byte*, ExecutionSpace::memory_space> views;  // arriving units' views
   std::map<std::int64_t, std::uint64_t> view_offsets;            // ... each unit's, by linear
   std::vector<UnitLoad> old_loads;                               // by old slot
+  std::optional<std::uint64_t> round;  // the next reduction round of the collection's units
   // From the quiet job on: a rank that waits here too long for the others is reported.
   std::optional<WatchdogPhase> watching;
 
@@ -96,6 +97,8 @@ struct Migration::Impl {
   ~Impl() {
     if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
   }
+
+  std::string unit_name(std::int64_t linear) const;  // "unit (1,0,0) of collection 0"
 
   // The steps of exchange(), in order.
   struct Leaving {
@@ -108,6 +111,8 @@ struct Migration::Impl {
   std::vector<Leaving> measure_leaving(const std::function<void(std::int64_t, StateWriter&)>& visit,
                                        const std::function<std::uint64_t(std::int64_t)>& rounds);
   void trade_headers(const std::vector<Leaving>& leaving);
+  std::string check_header(std::int64_t linear, const Arrival& a);
+  std::string check_claims() const;
   void trade_tag_numbers(std::vector<Leaving>& leaving);
   void check_records_arrived(std::vector<MPI_Request>& receives,
                              const std::vector<std::pair<std::int64_t, int>>& chunks,

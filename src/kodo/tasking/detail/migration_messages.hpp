@@ -6,8 +6,15 @@
 // either route (node_view_route.hpp between ranks of one node, ucx_view_route.hpp else).
 
 #include <kodo/backends/memory.hpp>
+#include <kodo/core/error.hpp>
+#include <kodo/tasking/detail/watchdog.hpp>
+
+#include <mpi.h>
 
 #include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
 
 namespace kodo::detail {
 
@@ -31,5 +38,24 @@ struct ViewPiece {
   Segment data;                  // where it comes from (sending) or goes (receiving)
   std::uint32_t tag_number = 0;  // the UCX route: its unit's, drawn by the receiver
 };
+
+// What a route tells the watchdog while pieces move (watchdog.hpp: WatchdogWait): the
+// oldest piece it waits for and its peer, updated as pieces move (each a turn); `unit`
+// names a piece's unit ("unit (1,0,0) of collection 0").
+struct PieceWaits {
+  Watchdog& watchdog;
+  std::function<std::string(std::int64_t linear)> unit;
+  std::string piece(const ViewPiece& p) const {
+    return cat("piece ", p.number, " (of view ", p.view, " of ", unit(p.linear), ")");
+  }
+};
+
+// Waits for every request, as MPI_Waitall does, telling the watchdog what it still waits
+// for: name(i) of the first request not complete (a peer and its message), so that the
+// report of a peer that never sends, or never takes what is sent, names the peer and the
+// message. `statuses`: each request's, where wanted (migration_records.cpp).
+void wait_naming(Watchdog& watchdog, std::vector<MPI_Request>& requests,
+                 const std::function<std::string(std::size_t)>& name,
+                 MPI_Status* statuses = nullptr);
 
 }  // namespace kodo::detail

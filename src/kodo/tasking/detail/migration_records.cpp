@@ -14,6 +14,8 @@
 #include <cstring>
 #include <deque>
 #include <set>
+#include <thread>
+#include <unistd.h>
 
 namespace kodo::detail {
 namespace {
@@ -31,6 +33,30 @@ class VectorOutput final : public RecordOutput {
 };
 
 }  // namespace
+
+void wait_naming(Watchdog& watchdog, std::vector<MPI_Request>& requests,
+                 const std::function<std::string(std::size_t)>& name, MPI_Status* statuses) {
+  const std::size_t n = requests.size();
+  std::vector<int> done(n);
+  std::vector<MPI_Status> completed(statuses ? n : 0);
+  WatchdogWait waiting(watchdog, {});
+  for (std::size_t first = 0, named = n;;) {
+    while (first < n && requests[first] == MPI_REQUEST_NULL) ++first;
+    if (first == n) return;
+    if (first != named) waiting.update(name(named = first));  // progress
+    int count = 0;
+    check_mpi(MPI_Testsome(static_cast<int>(n), requests.data(), &count, done.data(),
+                           statuses ? completed.data() : MPI_STATUSES_IGNORE),
+              "MPI_Testsome");
+    if (count == MPI_UNDEFINED) return;
+    for (int k = 0; statuses && k < count; ++k) statuses[done[k]] = completed[k];
+    if (count == 0) std::this_thread::yield();  // as MPI_Waitall does for ranks sharing cores
+  }
+}
+
+std::string Migration::Impl::unit_name(std::int64_t linear) const {
+  return cat("unit ", collection.shape().delinear(linear), " of collection ", collection.id());
+}
 
 void post_chunks(MPI_Comm comm, std::span<std::byte> bytes, int peer, bool send,
                  std::vector<MPI_Request>& requests) {
@@ -56,6 +82,7 @@ std::vector<Migration::Impl::Leaving> Migration::Impl::measure_leaving(
   try {
     for (std::int64_t slot = 0; slot < static_cast<std::int64_t>(old_locals.size()); ++slot) {
       const std::int64_t linear = old_locals[static_cast<std::size_t>(slot)];
+      round = rounds(slot);  // every unit's, the job being quiet (check_header)
       const int to = after.owner(linear);
       if (to == runtime.rank()) continue;
       StateSizes size;
@@ -98,32 +125,81 @@ void Migration::Impl::trade_headers(const std::vector<Leaving>& leaving) {
     auto& a = arrivals[linear];
     a.from = before.owner(linear);
   }
-  for (auto& [linear, a] : arrivals) {
+  std::vector<const std::pair<const std::int64_t, Arrival>*> arriving;
+  for (auto& arrival : arrivals) {
+    auto& [linear, a] = arrival;
+    arriving.push_back(&arrival);
     requests.emplace_back();
     check_mpi(MPI_Irecv(&a.header, sizeof(Header), MPI_BYTE, a.from, kHeaderTag, comm,
                         &requests.back()),
               "MPI_Irecv");
   }
-  check_mpi(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE),
-            "MPI_Waitall");
+  wait_naming(RuntimeAccess::watchdog(runtime), requests, [&](std::size_t i) {
+    if (i < leaving.size())
+      return cat("rank ", leaving[i].to, " to take the header of ",
+                 unit_name(leaving[i].header.linear));
+    const auto& [linear, a] = *arriving[i - leaving.size()];
+    return cat("the header of ", unit_name(linear), " from rank ", a.from);
+  });
   std::string problem;
-  for (auto& [linear, a] : arrivals) {
-    const Header& h = a.header;
-    if (h.linear != linear || h.bytes > kMostStateBytes || h.has_stated > 1 ||
-        !std::isfinite(h.measured) || !std::isfinite(h.stated) || h.view_bytes > kMostStateBytes ||
-        h.views > kMostViews || (h.views == 0 && h.view_bytes != 0)) {
-      problem = cat("rank ", a.from, " sent a malformed header for unit ",
-                    collection.shape().delinear(linear), " of collection ", collection.id(),
-                    " (unit ", h.linear, ", ", h.bytes, " bytes of state)");
-      break;
-    }
-  }
+  for (auto& [linear, a] : arrivals)
+    if (problem.empty()) problem = check_header(linear, a);
+  if (problem.empty()) problem = check_claims();
   if (problem.empty()) try {
       for (auto& [linear, a] : arrivals) a.records.resize(a.header.bytes);
     } catch (const std::bad_alloc&) {
       problem = cat("rank ", rank, " cannot hold the state of the units moving to it");
     }
   agree_and_report(runtime.comm(), problem);
+}
+
+// A peer's header, field by field: what is wrong with it, naming the sender and the
+// field, or "". Its round must be the collection's: the job is quiet, so every unit has
+// contributed to the same rounds (a round ahead would open reductions no unit joins).
+std::string Migration::Impl::check_header(std::int64_t linear, const Arrival& a) {
+  const Header& h = a.header;
+  const auto bad = [&](const char* field, const auto& value, const auto&... why) {
+    return cat("rank ", a.from, " sent a malformed header for ", unit_name(linear), ": its field ",
+               field, " is ", value, why...);
+  };
+  if (h.linear != linear) return bad("linear", h.linear, ", the unit it moves is ", linear);
+  if (h.bytes > kMostStateBytes) return bad("bytes", h.bytes, ", above 2^44");
+  if (h.view_bytes > kMostStateBytes) return bad("view_bytes", h.view_bytes, ", above 2^44");
+  if (h.views > kMostViews) return bad("views", h.views, ", above ", kMostViews);
+  if (h.views == 0 && h.view_bytes != 0) return bad("views", 0, " with view_bytes ", h.view_bytes);
+  if (h.has_stated > 1) return bad("has_stated", h.has_stated, ", not 0 or 1");
+  if (!std::isfinite(h.measured)) return bad("measured", h.measured, ", not a load");
+  if (!std::isfinite(h.stated)) return bad("stated", h.stated, ", not a load");
+  if (!round) round = h.rounds;  // no unit stays here: the first arrival's, for the others
+  if (h.rounds != *round)
+    return bad("rounds", h.rounds, ", where the collection's units are at reduction round ",
+               *round);
+  return {};
+}
+
+// What the arriving units' headers claim, together, against this rank's memory (the
+// records are host memory; on host builds the views too): a claim no rank here could
+// hold is refused before anything is reserved, naming its largest claimant. Below that,
+// memory grows only with the bytes that arrive (ArrivingRecords).
+std::string Migration::Impl::check_claims() const {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return {};  // unknown: the allocation itself refuses
+  const auto memory = static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page);
+  const auto claim = [](const Header& h) { return h.bytes + (host_build ? h.view_bytes : 0); };
+  std::uint64_t total = 0;  // each claim below 2^45 (checked): added while within memory
+  const std::pair<const std::int64_t, Arrival>* largest = nullptr;
+  for (const auto& arrival : arrivals) {
+    if (total <= memory) total += claim(arrival.second.header);
+    if (!largest || claim(arrival.second.header) > claim(largest->second.header))
+      largest = &arrival;
+  }
+  if (total <= memory) return {};
+  const auto& [linear, a] = *largest;
+  return cat("rank ", a.from, "'s header for ", unit_name(linear), " claims ", a.header.bytes,
+             " bytes of state (field bytes)",
+             host_build ? cat(" and ", a.header.view_bytes, " of views (field view_bytes)") : "",
+             "; the units moving to rank ", runtime.rank(), " claim more than its memory (", memory,
+             " bytes) in all");
 }
 
 // Each arriving unit's views get UCX tags no other rank can aim at: a number drawn here
@@ -145,8 +221,15 @@ void Migration::Impl::trade_tag_numbers(std::vector<Leaving>& leaving) {
     check_mpi(MPI_Irecv(&l.tag_number, 1, MPI_UINT32_T, l.to, kNumberTag, comm, &requests.back()),
               "MPI_Irecv");
   }
-  check_mpi(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE),
-            "MPI_Waitall");
+  std::vector<std::pair<std::int64_t, int>> told;  // each number sent: its unit and sender
+  for (const auto& [linear, a] : arrivals) told.emplace_back(linear, a.from);
+  wait_naming(RuntimeAccess::watchdog(runtime), requests, [&](std::size_t i) {
+    if (i < told.size())
+      return cat("rank ", told[i].second, " to take the tag number of ", unit_name(told[i].first));
+    const Leaving& l = leaving[i - told.size()];
+    return cat("the tag number of ", unit_name(l.header.linear), " from rank ", l.to,
+               ", which it moves to");
+  });
 }
 
 // The arriving records, each chunk as long as its header said: the bytes of a shorter
@@ -155,8 +238,13 @@ void Migration::Impl::check_records_arrived(std::vector<MPI_Request>& receives,
                                             const std::vector<std::pair<std::int64_t, int>>& chunks,
                                             const std::string& sending_problem) {
   std::vector<MPI_Status> statuses(receives.size());
-  check_mpi(MPI_Waitall(static_cast<int>(receives.size()), receives.data(), statuses.data()),
-            "MPI_Waitall");
+  wait_naming(
+      RuntimeAccess::watchdog(runtime), receives,
+      [&](std::size_t i) {
+        const std::int64_t linear = chunks[i].first;
+        return cat("the records of ", unit_name(linear), " from rank ", arrivals.at(linear).from);
+      },
+      statuses.data());
   // A sender that failed sent empty chunks and says why: its reason is the job's, agreed
   // before a short chunk is looked at (and before any record is read).
   agree_and_report(runtime.comm(), sending_problem);
@@ -171,7 +259,6 @@ void Migration::Impl::check_records_arrived(std::vector<MPI_Request>& receives,
                     " bytes arrived of a part its header gave ", expected);
   }
   agree_and_report(runtime.comm(), missing);
-  RuntimeAccess::watchdog(runtime).turned();  // the phase moves on
 }
 
 // 3. The leaving units' records, a few units in flight at a time. A unit that fails to
@@ -181,12 +268,20 @@ void Migration::Impl::send_records(std::vector<Leaving>& leaving,
                                    const std::function<void(std::int64_t, StateWriter&)>& visit,
                                    std::string& problem) {
   std::vector<MPI_Request> requests;
-  std::deque<std::pair<std::vector<std::byte>, std::vector<MPI_Request>>> in_flight;
+  struct InFlight {
+    const Leaving* unit;
+    std::vector<std::byte> bytes;
+    std::vector<MPI_Request> sent;
+  };
+  std::deque<InFlight> in_flight;
+  const auto wait_for = [this](InFlight& f) {
+    wait_naming(RuntimeAccess::watchdog(runtime), f.sent, [&](std::size_t) {
+      return cat("rank ", f.unit->to, " to take the records of ", unit_name(f.unit->header.linear));
+    });
+  };
   for (Leaving& l : leaving) {
     if (in_flight.size() == static_cast<std::size_t>(kMigrationsInFlight)) {
-      auto& oldest = in_flight.front().second;
-      check_mpi(MPI_Waitall(static_cast<int>(oldest.size()), oldest.data(), MPI_STATUSES_IGNORE),
-                "MPI_Waitall");
+      wait_for(in_flight.front());
       in_flight.pop_front();
     }
     std::vector<std::byte> bytes;
@@ -223,12 +318,10 @@ void Migration::Impl::send_records(std::vector<Leaving>& leaving,
                   "MPI_Isend");
       }
     }
-    in_flight.emplace_back(std::move(bytes), std::move(requests));
+    in_flight.push_back({&l, std::move(bytes), std::move(requests)});
     requests.clear();
   }
-  for (auto& [bytes, sent] : in_flight)
-    check_mpi(MPI_Waitall(static_cast<int>(sent.size()), sent.data(), MPI_STATUSES_IGNORE),
-              "MPI_Waitall");
+  for (InFlight& f : in_flight) wait_for(f);
 }
 
 }  // namespace kodo::detail

@@ -81,7 +81,7 @@ struct NodeExchange {
   std::vector<MPI_Request> requests;
 
   bool offer_slots();
-  void trade_offers();
+  void trade_offers(Watchdog& watchdog);
   void map_offered_slots();
   void move_pieces(StreamPool& streams);
 };
@@ -169,24 +169,26 @@ bool NodeExchange::offer_slots() {
 }
 
 // 2. Offers go to every rank this rank receives from.
-void NodeExchange::trade_offers() {
+void NodeExchange::trade_offers(Watchdog& watchdog) {
   for (std::size_t i = 0; i < outgoing.size(); ++i) receivers[outgoing[i].peer].pieces.push_back(i);
   for (const ViewPiece& p : incoming)
     if (std::find(senders.begin(), senders.end(), p.peer) == senders.end())
       senders.push_back(p.peer);
+  std::vector<std::string> names;  // what each request waits for
   for (const int s : senders) {
     requests.emplace_back();
     check_mpi(MPI_Isend(&offer, sizeof(SlotsOffer), MPI_BYTE, s, kOfferTag, comm, &requests.back()),
               "MPI_Isend");
+    names.push_back(cat("rank ", s, " to take the slots this rank offers (the same-node route)"));
   }
   for (auto& [r, receiver] : receivers) {
     requests.emplace_back();
     check_mpi(MPI_Irecv(&receiver.offer, sizeof(SlotsOffer), MPI_BYTE, r, kOfferTag, comm,
                         &requests.back()),
               "MPI_Irecv");
+    names.push_back(cat("the slots rank ", r, " offers (the same-node route)"));
   }
-  check_mpi(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE),
-            "MPI_Waitall");
+  wait_naming(watchdog, requests, [&](std::size_t i) { return names[i]; });
   requests.clear();
 }
 
@@ -233,8 +235,10 @@ void NodeExchange::map_offered_slots() {
 // rank's slots on another, each followed by a mark the loop reads without waiting.
 class PieceMover {
  public:
-  PieceMover(NodeExchange& x, StreamPool& streams)
+  PieceMover(NodeExchange& x, StreamPool& streams, PieceWaits& waits)
       : x_(x),
+        waits_(waits),
+        waiting_(waits.watchdog, {}),
         out_(streams.communication(0)),
         in_(streams.communication(1)),
         own_slots_(static_cast<std::size_t>(x.slots)) {}
@@ -248,7 +252,12 @@ class PieceMover {
       copy_out_filled();
       free_copied_slots();
       if (turn % 4096 == 0) check_health();
+      if (const std::size_t moved = done_in_ + done_out_ + answered_; moved != moved_) {
+        moved_ = moved;
+        waiting_.update(waited_for());
+      }
     }
+    waiting_.update({});  // for the other ranks, unnamed
     check_mpi(MPI_Waitall(static_cast<int>(x_.requests.size()), x_.requests.data(),
                           MPI_STATUSES_IGNORE),
               "MPI_Waitall");
@@ -267,6 +276,25 @@ class PieceMover {
     Notice notice;
     std::uint64_t mark;
   };
+
+  // What this rank waits for from a peer: the oldest of its pieces asked for and not
+  // filled, else a receiver that has not asked for its next piece.
+  std::string waited_for() const {
+    const Slot* oldest = nullptr;
+    for (const Slot& slot : own_slots_)
+      if (slot.asked && slot.copied == 0 && (!oldest || slot.piece < oldest->piece)) oldest = &slot;
+    if (oldest) {
+      const ViewPiece& p = x_.incoming[oldest->piece];
+      return cat("rank ", p.peer, " to fill ", waits_.piece(p),
+                 " into the slot this rank asked for it (the same-node route)");
+    }
+    for (const auto& [r, receiver] : x_.receivers)
+      if (receiver.next < receiver.pieces.size())
+        return cat("rank ", r, " to ask for ",
+                   waits_.piece(x_.outgoing[receiver.pieces[receiver.next]]),
+                   " (the same-node route)");
+    return "its own copies of moving units' views";
+  }
 
   void notify(int peer, int tag, const Notice& n) {
     notices_.push_back(n);
@@ -317,6 +345,7 @@ class PieceMover {
                  Segment{r.slots_at + n.slot * r.offer.slot_bytes, p.data.bytes, x_.slot_kind},
                  p.data, p.data.bytes);
       filling_.push_back(Filling{from, n, out_.mark()});
+      ++answered_;
     }
   }
   // The receivers of the copies done are told.
@@ -361,25 +390,28 @@ class PieceMover {
   }
 
   NodeExchange& x_;
+  PieceWaits& waits_;
+  WatchdogWait waiting_;
   Stream& out_;
   Stream& in_;
   std::vector<Slot> own_slots_;
   std::deque<Filling> filling_;  // in `out_`'s order
   std::deque<Notice> notices_;   // sent, until their sends complete
   std::size_t next_in_ = 0, done_in_ = 0, done_out_ = 0;
+  std::size_t answered_ = 0, moved_ = ~std::size_t{0};  // asks answered; progress seen
 };
 
 }  // namespace
 
 bool move_views_on_node(ChannelHost& host, StreamPool& streams, MPI_Comm comm,
                         const std::vector<ViewPiece>& outgoing,
-                        const std::vector<ViewPiece>& incoming) {
+                        const std::vector<ViewPiece>& incoming, PieceWaits& waits) {
   NodeExchange x(host, comm, outgoing, incoming);
   if (!x.offer_slots()) return false;
-  x.trade_offers();
+  x.trade_offers(waits.watchdog);
   x.map_offered_slots();
   try {
-    PieceMover(x, streams).run();
+    PieceMover(x, streams, waits).run();
   } catch (...) {
     fatal(cat("moving units' views between ranks of one node failed on rank ", x.rank, ": ",
               what_of_current()));

@@ -42,9 +42,10 @@ std::uint64_t node_view_piece_bytes(std::uint64_t setting);
 // kodo::Error on every rank instead). A malformed offer from a peer is a kodo::Error on
 // every rank (nothing has moved yet); a failure, a malformed notice or a peer that exits
 // while pieces move ends the job (fatal).
+// `waits` names the piece it waits for to the watchdog.
 bool move_views_on_node(ChannelHost& host, StreamPool& streams, MPI_Comm comm,
                         const std::vector<ViewPiece>& outgoing,
-                        const std::vector<ViewPiece>& incoming);
+                        const std::vector<ViewPiece>& incoming, PieceWaits& waits);
 
 // A receiver's slots, as it tells each of its senders: `slots` of `slot_bytes` each,
 // `place` bytes into its node segment (host builds) or into the device allocation

@@ -30,9 +30,9 @@ constexpr int kDispatchBatch = 64;
 // yields the processor between turns (for ranks sharing cores); a short wait is spent
 // polling, so a message that arrives soon is seen at once.
 constexpr unsigned kWaveTestInterval = 16, kSpinTurns = 1024;
-// With KODO_STALL_SECONDS unset a rank still reports a stall or a blocked loop, after a
-// bound no healthy step or collective reaches: a job never hangs without a word.
-constexpr double kStallSecondsUnset = 600;
+// Tagged messages no link will take are looked for every few turns, busy or idle: UCX
+// keeps them without bound (a probe of an empty queue costs tens of nanoseconds).
+constexpr unsigned kStrayInterval = 64;
 // Units' calls whose device time is pending before the reached ones are added up.
 constexpr std::size_t kFoldDeviceLoadsAt = 256;
 
@@ -69,6 +69,9 @@ Scheduler::Scheduler(MPI_Comm comm, MPI_Comm wave_comm, StreamPool& streams, boo
       watchdog_(stall_limit_ ? std::optional(stall_limit_->count()) : std::nullopt, stall_exit_,
                 rank_),
       pool_(ViewPool::idle_bound_from_environment()) {
+  // Collective from here on (addresses, node segments): a rank that never gets here, or
+  // stops on the way, holds the others.
+  const WatchdogPhase watching(watchdog_, "starting the runtime (kodo::Runtime)");
   transport_ = std::make_unique<UcxTransport>(
       comm, [this](Message&& m) { queue_.push_back(std::move(m)); },
       [this](Message& m, std::uint64_t view_data) { return prepare(m, view_data); },
@@ -112,6 +115,8 @@ Scheduler::~Scheduler() = default;
 void Scheduler::shutdown() {
   // The transport goes first: what still arrives while it shuts down finds the
   // collections it names. Then the units, which own Kokkos views and channels.
+  std::optional<WatchdogPhase> watching;  // while the ranks wait for each other
+  watching.emplace(watchdog_, "ending the runtime (kodo::Runtime's destructor)");
   if (transport_) {
     std::array<std::uint64_t, 2> local{termination_.sent(), termination_.processed()}, total{};
     check_mpi(MPI_Allreduce(local.data(), total.data(), 2, MPI_UINT64_T, MPI_SUM, comm_),
@@ -129,6 +134,7 @@ void Scheduler::shutdown() {
     node_->release_imports();
     check_mpi(MPI_Barrier(comm_), "MPI_Barrier");
   }
+  watching.reset();
   batches_.drop();       // their kernels go with the tasks that added them
   tasks_.destroy_all();  // tasks still waiting after a failed run(): never resumed now
   drop_parked();
@@ -257,8 +263,13 @@ void Scheduler::run() {
   drain_.mark_dirty();  // the program may have launched work before run()
   recording_->issued_outside();
   auto idle_since = std::chrono::steady_clock::now();
-  for (unsigned idle_turns = 0;;) {
+  for (unsigned idle_turns = 0, turns = 0;;) {
     if (watchdog_.active()) watchdog_.turned();
+    if (++turns % kStrayInterval == 0) try {
+        drop_stray_messages(*channels_, *transport_);
+      } catch (...) {
+        fatal(what_of_current());
+      }
     if (turn()) {
       idle_turns = 0;
       stall_reported_ = false;
@@ -335,6 +346,8 @@ void Scheduler::balance_parked() {
   std::vector<std::uint64_t> mine, reports((n + 1) * static_cast<std::size_t>(size_)), parked(n);
   for (const auto& c : collections_) mine.push_back(c->parked.size());
   mine.push_back(termination_.reported(TerminationDetector::parked_tasks_field));
+  std::optional<WatchdogPhase> watching;  // until the balancers run: they watch their own
+  watching.emplace(watchdog_, "a balance point (each rank's count of the units there)");
   check_mpi(MPI_Allgather(mine.data(), static_cast<int>(n + 1), MPI_UINT64_T, reports.data(),
                           static_cast<int>(n + 1), MPI_UINT64_T, comm_),
             "MPI_Allgather");
@@ -365,6 +378,7 @@ void Scheduler::balance_parked() {
     c.parked.clear();
   }
   agree_and_report(comm_, problem);
+  watching.reset();
   for (std::size_t i = 0; i < parked.size(); ++i) {
     if (parked[i] == 0) continue;
     running_ = false;  // the balancer runs the quiet job as the main program would

@@ -42,8 +42,10 @@ std::uint64_t view_tag(const ViewPiece& p) {
 class UcxViewExchange {
  public:
   UcxViewExchange(Runtime& rt, MPI_Comm comm, const std::vector<ViewPiece>& out,
-                  const std::vector<ViewPiece>& in, std::string& problem)
+                  const std::vector<ViewPiece>& in, std::string& problem, PieceWaits& waits)
       : rt_(rt),
+        waits_(waits),
+        waiting_(waits.watchdog, {}),
         comm_(comm),
         problem_(problem),
         rank_(rt.rank()),
@@ -87,7 +89,12 @@ class UcxViewExchange {
       transport_.progress();
       copy_out_arrived();
       heed_stop_notice();
+      if (const std::size_t moved = done_in_ + done_out_; moved != moved_) {
+        moved_ = moved;
+        waiting_.update(waited_for());
+      }
     }
+    waiting_.update({});  // for the other ranks, unnamed
   }
 
   // The notices sent, and every rank done: peers may still need this rank's progress to
@@ -113,6 +120,18 @@ class UcxViewExchange {
     std::size_t piece = 0;
     bool busy = false, arrived = false;
   };
+
+  // What this rank waits for from a peer: its oldest piece not arrived, else the oldest
+  // it sends that its receiver has not taken.
+  std::string waited_for() const {
+    for (const Piece& p : incoming_)
+      if (!p.done && !p.skipped) return cat(waits_.piece(p), " from rank ", p.peer, " (UCX)");
+    for (const Slot& slot : send_slots_)
+      if (slot.busy)
+        return cat("rank ", outgoing_[slot.piece].peer, " to take ",
+                   waits_.piece(outgoing_[slot.piece]), " (UCX)");
+    return "its own copies of moving units' views";
+  }
 
   void failed(const char* what, ucs_status_t status) noexcept {
     if (!problem_.empty()) return;
@@ -262,6 +281,9 @@ class UcxViewExchange {
   }
 
   Runtime& rt_;
+  PieceWaits& waits_;
+  WatchdogWait waiting_;
+  std::size_t moved_ = ~std::size_t{0};  // progress seen
   MPI_Comm comm_;
   std::string& problem_;
   const int rank_;
@@ -281,8 +303,9 @@ class UcxViewExchange {
 }  // namespace
 
 void move_views_through_ucx(Runtime& runtime, MPI_Comm comm, const std::vector<ViewPiece>& outgoing,
-                            const std::vector<ViewPiece>& incoming, std::string& problem) {
-  UcxViewExchange exchange(runtime, comm, outgoing, incoming, problem);
+                            const std::vector<ViewPiece>& incoming, std::string& problem,
+                            PieceWaits& waits) {
+  UcxViewExchange exchange(runtime, comm, outgoing, incoming, problem, waits);
   exchange.take_slots();
   try {
     exchange.run();

@@ -29,8 +29,10 @@ constexpr std::uint64_t kMostViews = 255;
 // Collective over `comm` (the migration's own communicator; its tags:
 // migration_messages.hpp): moves every piece, each rank's `outgoing` and `incoming` in the
 // same order on all ranks (unit, view, piece). A failure is kept in `problem` for the
-// caller to agree on; one the job cannot go on from ends it (fatal).
+// caller to agree on; one the job cannot go on from ends it (fatal). `waits` names the
+// piece it waits for to the watchdog.
 void move_views_through_ucx(Runtime& runtime, MPI_Comm comm, const std::vector<ViewPiece>& outgoing,
-                            const std::vector<ViewPiece>& incoming, std::string& problem);
+                            const std::vector<ViewPiece>& incoming, std::string& problem,
+                            PieceWaits& waits);
 
 }  // namespace kodo::detail

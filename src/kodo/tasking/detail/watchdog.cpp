@@ -85,19 +85,29 @@ void Watchdog::watch() {
     if (reported || now - since < limit) continue;
     reported = true;
     const double waited = std::chrono::duration<double>(now - since).count();
-    if (inside_.load(std::memory_order_relaxed) == Inside::phase)
+    if (inside_.load(std::memory_order_relaxed) == Inside::phase) {
+      std::string waiting;
+      {
+        const std::lock_guard wait_lock(waiting_mutex_);
+        waiting = waiting_;
+      }
       print_error(cat("kodo: rank ", rank_, " is blocked: it has waited ", waited, " s ", where(),
-                      " for other ranks. Every rank makes this call; a rank that has stopped, "
-                      "that is blocked elsewhere or that never makes it holds the others "
-                      "(the other ranks' reports say where they are)."));
-    else
+                      " for ", waiting.empty() ? "other ranks" : waiting,
+                      ". Every rank makes this call; a rank that has stopped, that is blocked "
+                      "elsewhere, that never makes it or that never sent what this rank waits "
+                      "for holds the others (the other ranks' reports say where they are)."));
+    } else {
       print_error(cat("kodo: rank ", rank_, " is blocked: its scheduler loop has not turned for ",
                       waited, " s; it is ", where(),
                       ". A call that waits for other ranks inside run() (an MPI collective, a "
                       "fence on work another rank must release) blocks this rank and every "
                       "rank that waits for it: use the unit's all_reduce or contribute, and "
                       "channels, instead."));
+    }
     if (end_job_) {
+      // The other ranks blocked on the same peer began to wait at about the same time:
+      // a moment for their reports before this rank ends the job under them.
+      wake_.wait_for(lock, 2 * poll, [this] { return stop_; });
       print_error(cat("kodo: ending the job from rank ", rank_,
                       " (KODO_STALL_EXIT=1): exit status 3",
                       mpi_abort_ ? "" : "; the launcher ends the other ranks"));

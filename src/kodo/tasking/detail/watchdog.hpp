@@ -11,11 +11,12 @@
 // The loop tells it, with relaxed atomic stores only, that it turned and what user code
 // it is inside (an entry method of which unit, a device-completion continuation, a
 // reduction's callback). After KODO_STALL_SECONDS without a turn, the watchdog prints
-// one report on this rank; under KODO_STALL_EXIT=1 it then ends the job, since the
-// blocked thread cannot be unwound from outside: MPI_Abort(3) where MPI was started with
-// MPI_THREAD_MULTIPLE (only then may another thread call MPI), else this rank exits with
-// status 3 and the launcher ends the others (mpiexec does; Slurm's srun with
-// --kill-on-bad-exit=1). S must exceed the longest entry method: on the host backend a
+// one report on this rank; under KODO_STALL_EXIT=1 (the default) it then ends the job,
+// since the blocked thread cannot be unwound from outside, a moment after its report (so
+// that other ranks blocked on the same peer print theirs): MPI_Abort(3) where MPI was
+// started with MPI_THREAD_MULTIPLE (only then may another thread call MPI), else this
+// rank exits with status 3 and the launcher ends the others (mpiexec does; Slurm's srun
+// with --kill-on-bad-exit=1). S must exceed the longest entry method: on the host backend a
 // kernel runs inside the entry method that launches it.
 
 #include <kodo/core/index.hpp>
@@ -30,6 +31,10 @@
 #include <thread>
 
 namespace kodo::detail {
+
+// KODO_STALL_SECONDS when unset: a bound no healthy step or collective call reaches, so
+// that a job never hangs without a word.
+inline constexpr double kStallSecondsUnset = 600;
 
 class Watchdog {
  public:
@@ -86,6 +91,13 @@ class Watchdog {
 
   // What the report says the loop is inside (for tests and the report).
   std::string where() const;
+  // What a phase waits for, in words ("the header of unit (1,0,0) of collection 0 from
+  // rank 1"), until it is set again (empty: other ranks, unnamed); the report says it.
+  // Taken under a lock: set once per wait of a phase, never on run()'s paths.
+  void waiting_for(std::string what) {
+    const std::lock_guard lock(waiting_mutex_);
+    waiting_ = std::move(what);
+  }
 
  private:
   void watch();
@@ -110,6 +122,8 @@ class Watchdog {
   std::atomic<std::uint32_t> collection_{0};
   std::atomic<std::int64_t> unit_[3] = {0, 0, 0};
   std::atomic<const char*> phase_{nullptr};
+  mutable std::mutex waiting_mutex_;
+  std::string waiting_;  // waiting_for()
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stop_ = false;
@@ -152,6 +166,26 @@ class WatchdogPhase {
   Watchdog& w_;
   bool was_running_;
   Watchdog::Place before_;
+};
+
+// Names what a phase waits for (a peer's message) while a wait lasts, so that the report
+// names the peer; update() as the wait moves on (it turns the watchdog: progress).
+class WatchdogWait {
+ public:
+  WatchdogWait(Watchdog& w, std::string what) : w_(w) { w.waiting_for(std::move(what)); }
+  ~WatchdogWait() {
+    w_.waiting_for({});
+    w_.turned();
+  }
+  void update(std::string what) {
+    w_.waiting_for(std::move(what));
+    w_.turned();
+  }
+  WatchdogWait(const WatchdogWait&) = delete;
+  WatchdogWait& operator=(const WatchdogWait&) = delete;
+
+ private:
+  Watchdog& w_;
 };
 
 }  // namespace kodo::detail

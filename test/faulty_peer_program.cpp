@@ -1,0 +1,195 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+// A peer that goes silent, stays away or claims too much outside run() (issue 54: "hangs
+// with no report", "unbounded memory"): each must end the job with an error naming the
+// peer and what it did not send or claimed, never a hang. On 2 ranks; rank 1 is faulty.
+// The watched waits run with KODO_STALL_SECONDS=1 and KODO_STALL_EXIT unset (its default
+// ends the job).
+//   faulty_peer_program drop-header      rank 1 drops the header of the unit it moves to
+//                                        rank 0 in a migration
+//   faulty_peer_program drop-filled      rank 1 never says it filled the slot rank 0 asked
+//                                        it to fill with a moving unit's view (the
+//                                        same-node route)
+//   faulty_peer_program stuck-at-balance rank 1 stops in the gathering of counts at a
+//                                        balance point
+//   faulty_peer_program absent-at-start  rank 1 starts MPI but does not come to start
+//                                        the runtime
+//   faulty_peer_program absent-at-create rank 1 does not come to create a collection
+//   faulty_peer_program absent-at-end    rank 1 does not come to end the runtime
+//   faulty_peer_program claim-header     rank 1's header claims 2^43 bytes of state
+//   faulty_peer_program round-header     rank 1's header gives a reduction round ahead
+//   faulty_peer_program stray-tags       rank 1 sends rank 0 2,000 tagged messages of 2 KiB
+//                                        on numbers no link has while rank 0 is in run()
+//   faulty_peer_program honest-migration the migration of the first modes, told truthfully
+// The faults are made as the messages leave rank 1: this program's own MPI_Isend and
+// MPI_Allgather (the MPI profiling interface) drop, alter or hold them, as a rank built
+// from altered sources would, then pass the others on to PMPI.
+
+#include <kodo/comm/detail/ucx_transport.hpp>
+#include <kodo/kodo.hpp>
+#include <kodo/tasking/detail/migration_impl.hpp>
+#include <kodo/tasking/detail/state_records.hpp>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+using kodo::detail::cat;
+
+enum class Fault { none, drop_header, drop_filled, stuck_at_balance, claim_header, round_header };
+Fault fault = Fault::none;  // armed on rank 1 just before the call it spoils
+
+// A unit with a view, which travels apart from its records when it moves.
+class Mover : public kodo::WorkUnit<Mover> {
+ public:
+  explicit Mover(const kodo::UnitInit<Mover>& init) : WorkUnit(init) {}
+  void fill() { Kokkos::deep_copy(values_, static_cast<double>(index().x + 1)); }
+  bool holds_its_values() const {
+    for (std::size_t i = 0; i < values_.extent(0); ++i)
+      if (values_(i) != static_cast<double>(index().x + 1)) return false;
+    return true;
+  }
+  template <class State>
+  void state(State& s) {
+    s("values", values_);
+  }
+
+ private:
+  Kokkos::View<double*, Kokkos::HostSpace> values_{"values", 1000};
+};
+
+class Walker : public kodo::WorkUnit<Walker> {
+ public:
+  explicit Walker(const kodo::UnitInit<Walker>& init) : WorkUnit(init) {}
+  kodo::Task walk() { co_await balance_point<&Walker::finish>(); }
+  void finish() {}
+  template <class State>
+  void state(State&) {}
+};
+
+}  // namespace
+
+// Rank 1's messages as they leave it: a migration's header (64 bytes, tag 1 of the
+// migration's tags: migration_messages.hpp) and the same-node route's notice that a slot
+// is filled (2 words, tag 13).
+extern "C" int MPI_Isend(const void* data, int count, MPI_Datatype type, int to, int tag,
+                         MPI_Comm comm, MPI_Request* request) {
+  using kodo::detail::Header;
+  const bool header = tag == kodo::detail::kHeaderTag && type == MPI_BYTE &&
+                      count == static_cast<int>(sizeof(Header));
+  if ((fault == Fault::drop_header && header) ||
+      (fault == Fault::drop_filled && tag == kodo::detail::kFilledTag && count == 2)) {
+    *request = MPI_REQUEST_NULL;  // sent, as far as rank 1 knows
+    return MPI_SUCCESS;
+  }
+  Header altered{};
+  if ((fault == Fault::claim_header || fault == Fault::round_header) && header) {
+    std::memcpy(&altered, data, sizeof altered);
+    if (fault == Fault::claim_header) altered.bytes = std::uint64_t{1} << 43;
+    if (fault == Fault::round_header) altered.rounds += 1000;
+    data = &altered;  // copied by the eager protocol before this returns
+    return PMPI_Send(data, count, type, to, tag, comm) == MPI_SUCCESS
+               ? (*request = MPI_REQUEST_NULL, MPI_SUCCESS)
+               : MPI_ERR_OTHER;
+  }
+  return PMPI_Isend(data, count, type, to, tag, comm, request);
+}
+
+// The counts at a balance point: one collection's, then the wave's.
+extern "C" int MPI_Allgather(const void* send, int count, MPI_Datatype type, void* receive,
+                             int receive_count, MPI_Datatype receive_type, MPI_Comm comm) {
+  if (fault == Fault::stuck_at_balance && count == 2 && type == MPI_UINT64_T) sleep(60);
+  return PMPI_Allgather(send, count, type, receive, receive_count, receive_type, comm);
+}
+
+namespace {
+
+int migrate_or_report(kodo::Runtime& runtime, Fault armed) {
+  auto movers = kodo::Collection<Mover>::create(runtime, {2, 1, 1});
+  movers.broadcast_local<&Mover::fill>();
+  runtime.run();
+  if (runtime.rank() == 1) fault = armed;
+  try {
+    kodo::migrate(movers, {1, 0});  // the two units trade ranks
+  } catch (const kodo::Error& e) {
+    kodo::print_error(cat("rank ", runtime.rank(), ": kodo::Error: ", e.what()));
+    return 1;
+  }
+  fault = Fault::none;
+  bool whole = true;
+  movers.for_each_local([&](const Mover& m) { whole = whole && m.holds_its_values(); });
+  std::printf("rank %d: migrated, %s\n", runtime.rank(), whole ? "values whole" : "values WRONG");
+  return whole ? 0 : 3;
+}
+
+// Rank 1 sends junk before it enters run(); its sends complete only as rank 0, in run(),
+// takes them from UCX.
+int send_strays(kodo::Runtime& runtime) {
+  if (runtime.rank() == 1) {
+    auto& transport = kodo::detail::RuntimeAccess::channel_host(runtime).transport();
+    std::vector<std::byte> junk(2048, std::byte{0x5a});
+    int done = 0;
+    constexpr int kStrays = 2000;
+    for (int i = 0; i < kStrays; ++i)
+      transport.tag_send(0, (std::uint64_t{0xdead0000} + static_cast<std::uint64_t>(i)) << 32,
+                         {junk.data(), junk.size(), kodo::detail::MemoryKind::host},
+                         [&done](ucs_status_t, std::size_t) { ++done; });
+    while (done < kStrays) transport.progress();
+  }
+  runtime.run();
+  std::printf("rank %d: unexpected: the stray messages were taken\n", runtime.rank());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "absent-at-start") {  // the program starts MPI: rank 1 stays away after it
+    int provided = 0, rank = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 1) sleep(60);
+    const kodo::Runtime runtime(argc, argv);
+    std::printf("rank %d: unexpected: the runtime started\n", rank);
+    return 0;
+  }
+  kodo::Runtime runtime(argc, argv);
+  if (runtime.size() != 2) return 2;
+  if (mode == "drop-header") return migrate_or_report(runtime, Fault::drop_header);
+  if (mode == "drop-filled") return migrate_or_report(runtime, Fault::drop_filled);
+  if (mode == "claim-header") return migrate_or_report(runtime, Fault::claim_header);
+  if (mode == "round-header") return migrate_or_report(runtime, Fault::round_header);
+  if (mode == "honest-migration") return migrate_or_report(runtime, Fault::none);
+  if (mode == "stray-tags") return send_strays(runtime);
+  if (mode == "stuck-at-balance") {
+    auto walkers = kodo::Collection<Walker>::create(runtime, {2, 1, 1});
+    kodo::balance_points(walkers, [](const kodo::BalanceInput& in) { return in.owners; });
+    if (runtime.rank() == 1) fault = Fault::stuck_at_balance;
+    walkers.broadcast_local<&Walker::walk>();
+    runtime.run();
+    std::printf("rank %d: unexpected: the balance point passed\n", runtime.rank());
+    return 0;
+  }
+  if (mode == "absent-at-create") {
+    if (runtime.rank() == 1) sleep(60);
+    auto walkers = kodo::Collection<Walker>::create(runtime, {2, 1, 1});
+    std::printf("rank %d: unexpected: the collection was created\n", runtime.rank());
+    return 0;
+  }
+  if (mode == "absent-at-end") {
+    if (runtime.rank() == 1) sleep(60);
+    return 0;  // rank 0 waits in the runtime's end for rank 1
+  }
+  std::fputs(
+      "usage: faulty_peer_program drop-header|drop-filled|stuck-at-balance|absent-at-start|"
+      "absent-at-create|"
+      "absent-at-end|claim-header|round-header|stray-tags|honest-migration\n",
+      stderr);
+  return 2;
+}
