@@ -3,77 +3,16 @@
 #pragma once
 /// @file
 /// Channels: persistent links between two work units for repeated transfers of views
-/// (halos), with receives posted in advance into the views the data must land in.
-///
-/// ```
-///   kodo::Channel c = open_channel(comm_stream, neighbour_index);   // in both units
-///   c.recv(ghost_buffer, [this] { on_face(); });     // posted now, matched later
-///   pack(comm_stream, ...); c.send(face_buffer);     // sent once the pack is done
-/// ```
-///
-/// The k-th send on one end lands in the buffer of the k-th receive posted on the other
-/// end, whatever order the messages travel in; several transfers may be in flight in
-/// each direction, and their completions may run in any order. Completion reaches the
-/// unit from the scheduler loop, never from inside UCX, and no call blocks the rank.
-///
-/// The receiver always knows how much arrived: a completion taking no argument accepts
-/// only a transfer that fills its view exactly; one taking a std::size_t is told the
-/// number of elements that arrived (up to the view's size). Anything else (more than
-/// the view holds, a partial element, a short transfer to a completion that takes no
-/// count) ends the job with an error naming the link and both sizes.
-///
-/// Transport:
-/// - units on different ranks: UCX tagged messages. A receive is posted into the
-///   destination view itself (device memory stays on the device), so no metadata round
-///   trip precedes the data. The memory type of the view's Kokkos memory space is given
-///   to UCX as a hint.
-/// - a receive ring whose peer rank shares the node (same-node route, KODO_CHANNELS,
-///   node_channels.hpp): no UCX and no host on the data path. The receiver offers its
-///   ring once: each device buffer exported for the sender to map (CUDA/HIP IPC), or, on
-///   the host backend, a slot in its shared-memory segment. The sender's stream copies
-///   transfer k into buffer k % n and then publishes its size and the count k + 1 in the
-///   receiver's segment (one kernel; stores a host reads); the receiver's scheduler loop
-///   reads one count per ring, and its releases publish how far the sender may go
-///   (back-pressure, read by the sender's loop). A rank whose process exits while a ring
-///   waits on it ends the job with an error naming it. Every field of an offer is
-///   checked before use, and the published words are checked on arrival. A ring takes
-///   the route when it is opened before the scheduler's next message after its channel
-///   opened (in the same constructor or entry method); the peer's sends wait that long to
-///   learn the route, and a channel without a ring then goes by UCX.
-/// - units on the same rank: a device copy on the sending end's stream, no UCX. In a
-///   recorded turn (recording.hpp) a copy between device views is handed to both ends once
-///   the turn's graph is launched: work either end issues from then on follows the copy.
-/// - CommMode::host_staged (for comparison, or networks without GPU support): the
-///   sender copies the view to pinned host memory on its stream, sends from there, and
-///   the receiver copies from pinned host memory into the view on its stream.
-///
-/// Rules:
-/// - Receives are matched to sends in the order they are posted; completions may run in
-///   any order. To be handed transfers in order, with buffers reposted for you, use a
-///   receive ring (open_ring) instead of recv().
-/// - A receive's view must be idle on the device when the receive is posted: data from
-///   another rank, or a same-rank copy on the sender's stream, is not ordered after work
-///   on the receiver's stream.
-/// - A link is opened once at a time: to open it again, first close the old Channel
-///   (assign Channel{}). Sends made before the peer has opened its end wait for it.
-/// - Closing a channel with transfers still to come leaves them unprocessed, and run()
-///   waiting for them (KODO_STALL_SECONDS reports them).
-/// - Copies between two host views (host-staged or same-rank) are made on the calling
-///   thread after the stream's work, not asynchronously.
-///
-/// Links and tags. A link (collection, receiving unit, sending unit, port) is numbered
-/// by the rank that receives on it: the first link a rank receives on is 0, the next 1,
-/// and a link keeps its number for the runtime's life. When an end opens, it tells the
-/// peer's rank its number (one small message); the peer's sends wait for it, once. A
-/// transfer travels as a UCX tagged message with the 64-bit tag
-///   bits 63..32  the receiving rank's number of the link (< 2^32 links per rank)
-///   bits 31..0   the transfer number on the link, modulo 2^32
-/// so tags are unique at the receiving rank whatever the size of the collection (up to
-/// 2^62 units) or the job, and up to 2^32 transfers may be in flight per link. Entry-
-/// method messages travel as UCX active messages and never meet these tags.
-///
-/// A transfer that does not fit its receive ends the job with the same message on the
-/// receiving rank and on the sending rank.
+/// (halos), with receives posted in advance into the views the data must land in. Both
+/// units open their ends; a receive ring hands transfers over in order
+/// (examples/03_halo_ring.cpp):
+/// @snippet 03_halo_ring.cpp open
+/// The k-th send on one end lands in the k-th receive posted on the other, whatever order
+/// the messages travel in; completions run from the scheduler loop, never inside UCX, and
+/// no call blocks the rank. A transfer that does not fit its receive ends the job, on
+/// both ranks. The routes (UCX, same-node rings, same rank, host-staged) and the rules a
+/// program keeps: docs/concepts.md, "Channels and receive rings"; links, tags and what
+/// is checked: docs/architecture.md, "A call, and a channel transfer".
 
 #include <kodo/backends/memory.hpp>
 #include <kodo/backends/stream.hpp>
@@ -365,8 +304,8 @@ class ReceiveRing {
 };
 
 /// One end of a link between two work units (WorkUnit::open_channel), for repeated
-/// transfers of views; see this file's description for how transfers travel and the
-/// rules they follow.
+/// transfers of views. How transfers travel and the rules they follow: docs/concepts.md,
+/// "Channels and receive rings".
 class Channel {
  public:
   /// A closed channel; assigning it to an open one closes that.

@@ -2,46 +2,18 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 /// @file
-/// Collections of work units and asynchronous entry-method invocation. What a unit can ask
-/// of the runtime (streams, device completions, channels, reductions): work_unit.hpp; a
-/// reference to one unit: unit_ref.hpp; reduction operations: reduction_ops.hpp.
-///
+/// Collections of work units and asynchronous entry-method invocation (a unit's base
+/// class: work_unit.hpp; a reference to one unit: unit_ref.hpp):
 /// ```
-///   struct Block : kodo::WorkUnit<Block> {
-///     Block(const kodo::UnitInit<Block>& init, double scale) : WorkUnit(init) { ... }
-///     void receive(int step, Kokkos::View<double*> face);   // an entry method
-///   };
-///   auto blocks = kodo::Collection<Block>::create(runtime, {4, 2, 2}, 0.5);
-///   blocks[{1, 0, 1}].send<&Block::receive>(3, face);       // local or remote alike
-///   runtime.run();                                          // until the job is quiet
+///   auto blocks = kodo::Collection<Block>::create(runtime, {4, 2, 2}, 0.5);  // 16 units
+///   blocks[{1, 0, 1}].send<&Block::receive>(3, face);   // an entry method, local or remote
+///   runtime.run();                                      // until the job is quiet
 /// ```
-///
-/// Entry methods are ordinary member functions. An invocation runs later, on the rank
-/// that holds the unit. Its arguments are copied when the call is made, except views,
-/// which are handed over: a unit on the same rank receives the very same view (no copy,
-/// device memory stays on the device). For a unit on another rank, the receiving
-/// runtime takes a view of the same type from its pool of reused allocations
-/// (comm/view_pool.hpp) and the data lands in it; the entry method runs once it has.
-/// Host views of a call travel with it when they take at most KODO_EAGER_BYTES in all
-/// (default 8 KiB); device views, and larger ones, by rendezvous, straight from the
-/// sender's view into the pooled one (device to device where the memory is on a GPU).
-///
-/// Views and their owners:
-/// - The sender may drop its copy of a view at once (kodo keeps the view until it has
-///   been sent), but must not write the view until its protocol knows the receiver has
-///   the data (on the same rank the receiver holds the very view, so: until the receiver
-///   is done with it). Device work that fills a view must be complete before the view is
-///   sent (when_done).
-/// - A view an entry method receives is its own until every copy of it is dropped: it
-///   may keep one (as a member, say) as long as it likes, and no other call's data lands
-///   in that memory meanwhile. Once the last copy is gone the memory returns to the pool,
-///   and a later call may land in it.
-/// - Device work launched on a received view does not hold it (a kernel keeps no
-///   reference once launched): keep a copy until that work is done, e.g. by capturing
-///   the view in the when_done continuation that follows the work.
-///
-/// For repeated transfers between the same units into memory the receiver chose in
-/// advance, use a Channel (open_channel).
+/// Entry methods are ordinary member functions; a call runs later, on the rank that holds
+/// the unit. Its arguments are copied when it is made, except views, which are handed
+/// over: the very view on the same rank, elsewhere a view from the receiver's pool
+/// (view_pool.hpp) that the data lands in. When a view may be written again, and how long
+/// a received one stays the unit's: docs/concepts.md, "Rules a program keeps".
 
 #include <kodo/core/error.hpp>
 #include <kodo/core/index.hpp>

@@ -3,64 +3,16 @@
 #pragma once
 /// @file
 /// Coroutine units: an entry method may be a C++20 coroutine returning kodo::Task, written
-/// as the loop of the MPI program it ports, the waits where the MPI calls were:
-///
-/// ```
-///   kodo::Task Cell::solve(double tolerance) {         // parameters by value
-///     for (double residual = 1; residual >= tolerance;) {
-///       left_.send(edge_, kodo::data_ready);  right_.send(edge_, kodo::data_ready);
-///       co_await kodo::when_all(kodo::receive(left_, from_left_),
-///                               kodo::receive(right_, from_right_));
-///       update();
-///       const kodo::Reduced<double> r = co_await all_reduce(change_, kodo::Max{});
-///       residual = r.value;  // (nvcc 13 reads "(co_await x).value" as x's member)
-///     }
-///   }
-///   cells.broadcast_local<&Cell::solve>(1e-9);  runtime.run();
-/// ```
-///
-/// Called like any entry method (UnitRef::send, broadcast_local), a task runs until it
-/// awaits something not done yet; the scheduler loop resumes it once it is. No thread per
-/// unit and no blocking of the rank: the tasks of a rank's units overlap as callback units
-/// do, and callback units keep working beside them. A task may await
-/// - kodo::receive(channel, view): the peer's next send on a channel, into `view` (the
-///   receive is posted when awaited; sends and receives still match in order, so a peer
-///   one step ahead is harmless); gives the elements that arrived;
-/// - when_done(stream) (WorkUnit): the device work enqueued on a stream so far;
-/// - launch(batch) (WorkUnit): a kodo::KernelBatch's kernels launched, with the same
-///   kernels of the rank's other units (kernel_batch.hpp);
-/// - all_reduce(value, Op) (WorkUnit): every unit's value of this round combined, with the
-///   round's number (kodo::Reduced);
-/// - transfer(k) of a kodo::AwaitableRing (awaitable_ring.hpp): a receive ring's transfer
-///   by its number, "the rows of step k";
-/// - take(key) of a kodo::Inbox (inbox.hpp): a call's arrival, the value its entry method
-///   put under a key;
-/// - kodo::when_all(a, b, ...): several of these at once, giving their results as a tuple
-///   (std::monostate for those with none); kodo::when_all(std::vector) a run-time number
-///   of one kind, giving a std::vector;
-/// - another kodo::Task (a coroutine of its own, e.g. a halo exchange): it runs until it
-///   ends, and an exception that left it is rethrown in the awaiting task;
-/// - balance_point<M>(args...) (WorkUnit): a balance point of the unit's collection, where
-///   the task ends; the collection is balanced once every unit has reached it and the job
-///   is quiet, and entry method M goes on from there, on the unit's rank then (balance.hpp).
-/// The awaitables above belong to tasks: co_await them only in a kodo::Task, which awaits
-/// nothing else (another library's awaitable does not compile there).
-///
-/// The job: run() returns once every task of every rank has ended and the job is quiet. A
-/// job that goes quiet while tasks still wait (a receive no unit sends, a round some unit
-/// skips) ends run() with a kodo::Error on every rank, each naming its own waiting tasks'
-/// units, what they await and the source lines; stall reports (KODO_STALL_SECONDS) list
-/// them too. An
-/// exception that leaves a task ends the job naming the unit. A task's unit must outlive
-/// it, which units do (a collection's units live as long as the collection); its
-/// parameters are copied into the coroutine, so an entry method that is a task takes them
-/// by value (a reference would outlive the call's arguments).
-///
-/// A unit whose task loops moves at a balance point its task awaits (balance_point): the
-/// task's frame is destroyed there, the unit moves with its state() as for checkpoints,
-/// and an entry method named at the point starts anew (docs/architecture.md, "Moving a
-/// unit whose task waits"); what the loop needs to go on belongs in members that state()
-/// names, or in the arguments of that entry method, not in the coroutine's locals.
+/// as the loop of the MPI program it ports, the waits where the MPI calls were
+/// (examples/08_coroutine_loop.cpp):
+/// @snippet 08_coroutine_loop.cpp solve
+/// A task runs until it awaits something not done yet; the scheduler loop resumes it once
+/// it is, with no thread per unit and no blocking of the rank. It awaits kodo's awaitables
+/// only: kodo::receive, kodo::when_all, another kodo::Task, and those of WorkUnit
+/// (when_done, launch, all_reduce, balance_point), AwaitableRing and Inbox. Its parameters
+/// are copied into the coroutine, so it takes them by value. What each awaitable gives,
+/// and how a job ends whose tasks still wait: docs/concepts.md, "Tasks: units written as
+/// loops".
 
 #include <kodo/backends/stream.hpp>
 #include <kodo/comm/channel.hpp>

@@ -4,28 +4,15 @@
 /// @file
 /// A work unit's state, declared once and walked both ways: written to a checkpoint and
 /// restored from one (checkpoint.hpp), and sent with a unit that moves to another rank
-/// (migration.hpp). A unit declares it with one member function template that names
-/// each field, in order:
-///
-/// ```
-///   template <class State>
-///   void state(State& s) {
-///     s("step", step_);       // a trivially copyable value (std::array, a struct...)
-///     s("field", field_);     // a contiguous Kokkos view, host or device memory
-///     s("names", names_);     // a std::vector of trivially copyable values, a std::string
-///   }
-/// ```
-///
-/// The same function reads the fields when the state is written and assigns them when it
-/// is restored, so the two directions cannot drift apart. Fields are matched by order,
-/// name, kind, element size and rank; a mismatch is an error naming the field. A view
-/// being restored keeps its allocation (kernels and graphs may hold it) and must have the
-/// saved extents, unless it is a managed view with no memory (default-constructed): then
-/// it is allocated with them (an unmanaged one must have its memory). A std::vector or
-/// std::string takes the saved length.
-///
-/// A unit that keeps its state in another form than it saves it (compacted, say) asks
-/// kodo::restoring<State>, a constant, which way the walk goes.
+/// (migration.hpp). A unit names each field, in order, in one member function template
+/// (examples/06_checkpoint_restart.cpp):
+/// @snippet 06_checkpoint_restart.cpp state
+/// Fields are values (trivially copyable), contiguous Kokkos views (host or device), and
+/// std::vectors and std::strings of trivially copyable values. Restoring matches them by
+/// order, name, kind, element size and rank (a mismatch is an error naming the field); a
+/// view keeps its allocation and must have the saved extents, unless it is a managed view
+/// with no memory, which is allocated with them. A unit that keeps its state in another
+/// form than it saves it asks kodo::restoring<State> which way the walk goes.
 
 #include <kodo/backends/stream.hpp>
 #include <kodo/core/error.hpp>
