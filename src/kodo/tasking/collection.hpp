@@ -41,19 +41,7 @@ class WorkUnit;  // work_unit.hpp
 
 namespace detail {
 template <class U>
-class CollectionStore final : public CollectionBase {
- public:
-  CollectionStore(std::uint32_t id, Extent3 shape, int rank, int ranks)
-      : CollectionBase(id, shape, rank, ranks, typeid(U)) {}
-  void* unit_at(std::int64_t slot) override { return units_[static_cast<std::size_t>(slot)].get(); }
-  std::vector<std::unique_ptr<U>>& units() { return units_; }
-  // Builds a unit as create() did, with copies of its arguments (migration.hpp); empty
-  // when they cannot be copied.
-  std::function<std::unique_ptr<U>(const UnitInit<U>&)> make;
-
- private:
-  std::vector<std::unique_ptr<U>> units_;
-};
+class CollectionStore;   // a collection's units on this rank (collection_impl.hpp)
 struct MigrationAccess;  // migration.hpp
 }  // namespace detail
 
@@ -71,35 +59,7 @@ class Collection {
   /// a unit that moves to another rank (migration.hpp) the same way: pass what units must
   /// share by reference as a pointer or std::ref.
   template <class... Args>
-  static Collection create(Runtime& runtime, Extent3 shape, Args&&... args) {
-    const auto xy = detail::checked_mul(static_cast<std::uint64_t>(shape.x),
-                                        static_cast<std::uint64_t>(shape.y));
-    const auto xyz = xy ? detail::checked_mul(*xy, static_cast<std::uint64_t>(shape.z)) : xy;
-    if (shape.x < 1 || shape.y < 1 || shape.z < 1 || !xyz || *xyz > std::uint64_t{1} << 62)
-      throw Error(detail::cat(
-          "a collection needs at least one unit in each dimension and at most 2^62 in all, not ",
-          shape));
-    const std::uint32_t id = runtime.collection_count();
-    auto store =
-        std::make_unique<detail::CollectionStore<U>>(id, shape, runtime.rank(), runtime.size());
-    auto& units = store->units();
-    // Only for units that can move (they have a state()): copying an argument may not
-    // compile for every type that says it can be copied (a vector of unique_ptr).
-    if constexpr (requires(U& u, detail::StateWriter& writer) { u.state(writer); } &&
-                  (std::is_copy_constructible_v<std::decay_t<Args>> && ...))
-      store->make = [... kept = std::decay_t<Args>(args)](const UnitInit<U>& init) mutable {
-        return std::make_unique<U>(init, kept...);
-      };
-    const std::int64_t count = store->local_count();
-    // Registered before the units are built, so constructors can reach the collection
-    // (owners of other units, channels); nothing is dispatched before run().
-    runtime.add_collection(std::move(store));
-    for (std::int64_t s = 0; s < count; ++s) {
-      const UnitInit<U> init(&runtime, id, shape, shape.delinear(store_linear(runtime, id, s)));
-      units.push_back(std::make_unique<U>(init, args...));
-    }
-    return Collection(&runtime, id, shape);
-  }
+  static Collection create(Runtime& runtime, Extent3 shape, Args&&... args);
 
   /// A reference to the unit at `index`, wherever it is (unit_ref.hpp).
   UnitRef<U> operator[](const Index3& index) const { return {runtime_, id_, shape_, index}; }
@@ -150,18 +110,7 @@ class Collection {
   /// callback, taking its result type, then runs for that reduction's rounds only, so the
   /// main program can watch several reductions of one collection.
   template <class R, class F>
-  void on_reduced(F callback) const {
-    using Result = result_of<R>;
-    static_assert(std::is_invocable_v<F&, std::uint64_t, const Result&>,
-                  "kodo: on_reduced<R> takes a callback void(std::uint64_t round, const R&) (for "
-                  "a named reduction, const R::value_type&)");
-    runtime_->on_reduced(
-        store(), typeid(Result),
-        [f = std::move(callback)](std::uint64_t round, const Bytes& bytes) mutable {
-          f(round, detail::ReductionValue<Result>::load(bytes));
-        },
-        name_of<R>());
-  }
+  void on_reduced(F callback) const;
   /// The result of the latest round without a name of this collection completed on this
   /// rank (run() leaves it behind), or of named reduction R's latest round. Throws
   /// kodo::Error when no such round has completed, or when its results are not of type R.
@@ -215,3 +164,6 @@ class Collection {
 };
 
 }  // namespace kodo
+
+// The bodies of the members above, and what a collection keeps of its units.
+#include <kodo/tasking/detail/collection_impl.hpp>
