@@ -12,9 +12,12 @@ include(CMakePackageConfigHelpers)
 # The public headers (kodo.hpp and what it includes; src/CMakeLists.txt) keep their paths
 # under src/: include/kodo/..., and include/kodo.hpp (forwarding, for one release). The
 # include directory users get is include/, so only <kodo/...> (and <kodo.hpp>) resolve:
-# kodo's folder names are not top-level include names. Internal headers stay behind.
+# kodo's folder names are not top-level include names. The impl_headers file set (the
+# bodies of the public headers' templates, under detail/) goes with them; internal
+# headers stay behind.
 install(TARGETS kodo EXPORT kodoTargets COMPONENT library
-        FILE_SET HEADERS DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT library)
+        FILE_SET HEADERS DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT library
+        FILE_SET impl_headers DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT library)
 install(EXPORT kodoTargets NAMESPACE kodo:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kodo
         COMPONENT library)
 # Whether kodo links hwloc: an installed kodo's users resolve it the same way.

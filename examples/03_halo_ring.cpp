@@ -28,6 +28,7 @@ class Cell : public kodo::WorkUnit<Cell> {
     const std::int64_t n = init.shape.size(), me = init.shape.linear(init.index);
     // 1. A channel links two units; each opens its end (the stream comes first: local
     //    and staging copies run there). Both units of a link must open it.
+    // [open] (the API reference quotes the lines between these marks)
     kodo::Stream& stream = streams().communication(0);
     right_ = open_channel(stream, init.shape.delinear((me + 1) % n));
     left_ = open_channel(stream, init.shape.delinear((me + n - 1) % n));
@@ -35,6 +36,7 @@ class Cell : public kodo::WorkUnit<Cell> {
     //    is handed to the callback, in order, with its length.
     halos_ = left_.open_ring(std::vector{Halo("halo0", kMost), Halo("halo1", kMost)},
                              [this](const kodo::Arrival<Halo>& a) { on_halo(a); });
+    // [open]
   }
 
   void start() { send(0); }

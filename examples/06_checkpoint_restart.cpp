@@ -28,11 +28,13 @@ class Walker : public kodo::WorkUnit<Walker> {
   }
 
   // What a checkpoint holds of a unit, and what a restore assigns: the same walk.
+  // [state] (the API reference quotes the lines between these marks)
   template <class State>
   void state(State& s) {
     s("step", step_);
     s("values", values_);  // device memory: copied through pinned host memory
   }
+  // [state]
 
   // Steps until `until`: each scrambles every value with the step number (integers, so
   // that the sums compared at the end are exact).

@@ -29,6 +29,7 @@ class Cell : public kodo::WorkUnit<Cell> {
   //     next = (from_left + 2 * value + from_right) / 4;
   //     MPI_Allreduce(&change, &residual, 1, MPI_DOUBLE, MPI_MAX, comm);
   //   }
+  // [solve] (the API reference quotes the lines between these marks)
   kodo::Task solve(double tolerance, int most_sweeps) {
     double residual = 1;
     while (residual >= tolerance && sweeps_ < most_sweeps) {
@@ -46,6 +47,7 @@ class Cell : public kodo::WorkUnit<Cell> {
       ++sweeps_;
     }
   }
+  // [solve]
 
   double value() const { return value_; }
   int sweeps() const { return sweeps_; }

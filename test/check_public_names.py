@@ -179,7 +179,7 @@ def compare(root, names):
             f"check_public_names: namespace kodo declares {len(unlisted)} name(s) {LIST} "
             "does not list:", [f"{n}, declared in <{h}>" for h, n in unlisted],
             [f"A name users call: add it to {LIST} under its header's `# <kodo/...>` line,",
-             f"and to the list at the top of {KODO_HPP} as @ref kodo::Name with a phrase",
+             f"and to the list under namespace kodo in {KODO_HPP} as @ref kodo::Name with a phrase",
              "saying what it is for. A name only kodo's own code uses: move it into",
              "kodo::detail (a name the last release had in kodo:: keeps a [[deprecated]]",
              "form there for a minor release, listed until it goes).", RULE]))
@@ -197,7 +197,7 @@ def compare(root, names):
     missing = sorted({n for _, n in listed if not named_in_kodo_hpp(text, n)})
     if missing:
         failures.append(report(
-            f"check_public_names: the list at the top of {KODO_HPP} does not name "
+            f"check_public_names: the list under namespace kodo in {KODO_HPP} does not name "
             f"{len(missing)} listed name(s):", missing,
             ['Add each to its part of that list as @ref kodo::Name "Name", with a phrase',
              "saying what it is for.", RULE]))

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-FileCopyrightText: 2026 The kodo developers
 # SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-"""No giants: no function over 120 lines and no .cpp over 600 in src/ and apps/.
+"""No giants: no function over 120 lines and no .cpp over 600 in src/ and apps/, and no
+public header whose opening comment runs over 15 lines.
 
 usage: check_sizes.py REPOSITORY_ROOT [ALLOWED]   (ALLOWED: test/check_sizes_allowed.txt)
        check_sizes.py --self-test                 (the check refuses what it should)
@@ -13,6 +14,11 @@ blanked first, then a '{' opened in a namespace or class opens a function body w
 text before it holds a parameter list and is not a class, namespace, enum or initializer.
 Only functions at namespace or class scope are measured; a lambda counts towards the
 function that holds it.
+
+A public header is one kodo installs: under src/ but not in a detail/ folder, and
+cmake/version.hpp.in. Its opening comment (the /// @file block and any comment before
+its first line of code, less the SPDX lines) says what the header is for and the facts a
+user needs first; narratives, tables and measured numbers belong in docs/. No exceptions.
 
 ALLOWED names the exceptions, one a line, each with its reason:
     PATH: REASON             a .cpp over 600 lines
@@ -26,6 +32,7 @@ import sys
 
 MAX_FUNCTION_LINES = 120
 MAX_CPP_LINES = 600
+MAX_PREAMBLE_LINES = 15
 FOLDERS = ("src", "apps")
 SCOPE_WORDS = re.compile(r"\b(class|struct|union|enum|namespace|extern)\b")
 QUALIFIERS = {"const", "noexcept", "override", "final", "mutable", "volatile", "&", "&&"}
@@ -198,6 +205,39 @@ def scan(path):
     return functions
 
 
+def preamble_lines(text):
+    """The comment lines a header opens with, before its first line of code (the SPDX
+    lines, #pragma once and blank lines are skipped, not counted)."""
+    count = 0
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line == "#pragma once" or "SPDX-" in line:
+            continue
+        if not line.startswith("//"):
+            break
+        count += 1
+    return count
+
+
+def public_headers(root):
+    """The headers kodo installs: src/'s outside detail/ folders, and version.hpp's source."""
+    headers = [p for p in sorted((root / "src").rglob("*.hpp")) if "detail" not in p.parts]
+    version = root / "cmake" / "version.hpp.in"
+    return headers + ([version] if version.exists() else [])
+
+
+def long_preambles(root):
+    """(path, message) of each public header whose opening comment is too long."""
+    found = []
+    for path in public_headers(root):
+        rel = path.relative_to(root).as_posix()
+        lines = preamble_lines(path.read_text(encoding="utf-8"))
+        if lines > MAX_PREAMBLE_LINES:
+            found.append((rel, f"{rel}: its opening comment runs {lines} lines (at most "
+                               f"{MAX_PREAMBLE_LINES})"))
+    return found
+
+
 def read_allowed(path):
     allowed = {}
     for number, raw in enumerate(path.read_text().splitlines(), 1):
@@ -247,7 +287,33 @@ def self_test():
                   "no longer over the limit" in stale.stdout)
             print(f"check_sizes: self-test, a giant {what}: {'refused' if ok else 'NOT refused'}")
             failed = failed or not ok
-    return 1 if failed else 0
+    return 1 if failed or not self_test_preamble() else 0
+
+
+def self_test_preamble():
+    """A public header opening with 16 comment lines is refused, one with 15 passes, and a
+    detail/ header is not measured."""
+    import subprocess
+    import tempfile
+    head = "// SPDX-FileCopyrightText: x\n// SPDX-License-Identifier: x\n#pragma once\n"
+    text = lambda lines: head + "/// @file\n" + "/// words\n" * (lines - 1) + "\nint f();\n"
+    with tempfile.TemporaryDirectory() as root:
+        tree = pathlib.Path(root)
+        (tree / "src" / "kodo" / "detail").mkdir(parents=True)
+        (tree / "apps").mkdir()
+        allowed = tree / "allowed.txt"
+        allowed.write_text("")
+        run = lambda: subprocess.run([sys.executable, __file__, root, str(allowed)],
+                                     capture_output=True, text=True)
+        (tree / "src" / "kodo" / "wordy.hpp").write_text(text(MAX_PREAMBLE_LINES + 1))
+        refused = run()
+        (tree / "src" / "kodo" / "wordy.hpp").write_text(text(MAX_PREAMBLE_LINES))
+        (tree / "src" / "kodo" / "detail" / "long.hpp").write_text(text(40))
+        passed = run()
+    ok = (refused.returncode == 1 and passed.returncode == 0 and
+          "src/kodo/wordy.hpp: its opening comment runs 16 lines" in refused.stdout)
+    print(f"check_sizes: self-test, a long preamble: {'refused' if ok else 'NOT refused'}")
+    return ok
 
 
 def main():
@@ -279,9 +345,13 @@ def main():
                 if length > MAX_FUNCTION_LINES:
                     offenders.append(((rel, name), f"{rel}:{first}: {name} runs {length} lines "
                                                    f"(at most {MAX_FUNCTION_LINES})"))
+    preambles = long_preambles(root)
+    for _, message in preambles:
+        print(f"check_sizes: {message}: keep what the header is for and the facts a user "
+              f"needs first; move narratives, tables and numbers to docs/ and link there")
     for problem in unreadable:
         print(f"check_sizes: {problem}: write it so that they do")
-    bad = bool(unreadable)
+    bad = bool(unreadable) or bool(preambles)
     for key, message in offenders:
         if key in allowed:
             used.add(key)

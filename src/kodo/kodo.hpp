@@ -2,10 +2,38 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 /// @file
-/// kodo: overdecomposed work units over Kokkos, MPI and UCX. Include this header.
-///
-/// The public surface, every name in kodo:: (names in kodo::detail are internal), as
-/// docs/public_names.txt lists them by header:
+/// kodo: overdecomposed work units over Kokkos, MPI and UCX. Include this header: it
+/// brings every public name. The names, each with what it is for, are listed under
+/// namespace kodo below (by header: docs/public_names.txt); names in kodo::detail are
+/// internal.
+
+#include <kodo/backends/placement.hpp>
+#include <kodo/backends/recording.hpp>
+#include <kodo/backends/stream.hpp>
+#include <kodo/comm/channel.hpp>
+#include <kodo/comm/serialize.hpp>
+#include <kodo/core/error.hpp>
+#include <kodo/core/index.hpp>
+#include <kodo/core/settings.hpp>
+#include <kodo/tasking/awaitable_ring.hpp>
+#include <kodo/tasking/balance.hpp>
+#include <kodo/tasking/checkpoint.hpp>
+#include <kodo/tasking/collection.hpp>
+#include <kodo/tasking/decomposition.hpp>
+#include <kodo/tasking/inbox.hpp>
+#include <kodo/tasking/kernel_batch.hpp>
+#include <kodo/tasking/lb_data.hpp>
+#include <kodo/tasking/migration.hpp>
+#include <kodo/tasking/neighbours.hpp>
+#include <kodo/tasking/runtime.hpp>
+#include <kodo/tasking/step_program.hpp>
+#include <kodo/tasking/task.hpp>
+#include <kodo/tasking/work_unit.hpp>
+#include <kodo/version.hpp>
+
+/// @namespace kodo
+/// kodo's public names (those in kodo::detail are internal), as docs/public_names.txt
+/// lists them by header:
 /// - @ref kodo::Runtime "Runtime"; @ref kodo::Collection "Collection",
 ///   @ref kodo::WorkUnit "WorkUnit", @ref kodo::UnitInit "UnitInit",
 ///   @ref kodo::UnitRef "UnitRef"; the reduction operations @ref kodo::Sum "Sum",
@@ -74,30 +102,3 @@
 ///   @ref kodo::AwaitableRing "AwaitableRing"'s transfers by number);
 /// - @ref kodo::KernelBatch "KernelBatch": a unit's kernels launched with the same kernels
 ///   of the rank's other units, in one launch (@ref kodo::WorkUnit::launch "launch").
-
-/// @namespace kodo
-/// kodo's public names (those in kodo::detail are internal).
-
-#include <kodo/backends/placement.hpp>
-#include <kodo/backends/recording.hpp>
-#include <kodo/backends/stream.hpp>
-#include <kodo/comm/channel.hpp>
-#include <kodo/comm/serialize.hpp>
-#include <kodo/core/error.hpp>
-#include <kodo/core/index.hpp>
-#include <kodo/core/settings.hpp>
-#include <kodo/tasking/awaitable_ring.hpp>
-#include <kodo/tasking/balance.hpp>
-#include <kodo/tasking/checkpoint.hpp>
-#include <kodo/tasking/collection.hpp>
-#include <kodo/tasking/decomposition.hpp>
-#include <kodo/tasking/inbox.hpp>
-#include <kodo/tasking/kernel_batch.hpp>
-#include <kodo/tasking/lb_data.hpp>
-#include <kodo/tasking/migration.hpp>
-#include <kodo/tasking/neighbours.hpp>
-#include <kodo/tasking/runtime.hpp>
-#include <kodo/tasking/step_program.hpp>
-#include <kodo/tasking/task.hpp>
-#include <kodo/tasking/work_unit.hpp>
-#include <kodo/version.hpp>

@@ -2,25 +2,18 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 /// @file
-/// Byte serialization of the arguments of entry-method calls between ranks.
+/// Byte serialization of the arguments of entry-method calls between ranks (calls on the
+/// same rank are not serialized at all).
 ///
 /// Values are copied into the byte stream. A Kokkos::View is not: the stream holds its
-/// extents and the view's memory travels beside the bytes as it is (device memory
-/// straight from the device); the receiver takes a view of the same type from its
-/// runtime's pool (view_pool.hpp) and the transport lands the data in it. Calls on the
-/// same rank are not serialized at all.
-///
-/// Bytes from another rank are input: every count and extent read here is checked
-/// against the bytes that remain, the data that arrived, and the bounds below, before
-/// anything is allocated or taken from the pool; a violation throws kodo::Error naming
-/// it. (The receiving runtime reads a call's arguments twice: once to check them all,
-/// making no views, then to make them.) Other types
-/// travel by specialising Serializer<T> (pack/unpack through ByteWriter/ByteReader).
-/// Trivially copyable types are copied as their bytes: bool is checked to be 0 or 1 and
-/// a scoped enum arrives as any value of its underlying type, to be checked by the
-/// receiver like any integer. kodo cannot look inside other trivially copyable types:
-/// send only types that every byte pattern is a valid value of (no bool, enum or
-/// std::optional members), or give them a Serializer that checks.
+/// extents and the view's memory travels beside the bytes as it is (device memory straight
+/// from the device), into a view of the same type from the receiver's pool (view_pool.hpp).
+/// Other types travel by specialising Serializer<T> (pack/unpack through
+/// ByteWriter/ByteReader; examples/07_own_type.cpp). Bytes from another rank are input:
+/// every count and extent read here is checked against the bytes that remain, the data that
+/// arrived and the bounds below before anything is allocated; a violation throws
+/// kodo::Error naming it. Trivially copyable types travel as their bytes, unchecked: send
+/// only those every byte pattern is a valid value of, or give them a Serializer that checks.
 
 #include <kodo/backends/memory.hpp>
 #include <kodo/comm/view_pool.hpp>
@@ -163,8 +156,9 @@ T unpack(ByteReader& r) {
   return Serializer<T>::unpack(r);
 }
 
-/// Trivially copyable types travel as their bytes (see this file's description for which
-/// types that is safe for).
+/// Trivially copyable types travel as their bytes. kodo cannot look inside them: send only
+/// types that every byte pattern is a valid value of (no bool, enum or std::optional
+/// members), or give them a Serializer that checks.
 template <class T>
 struct Serializer<T,
                   std::enable_if_t<std::is_trivially_copyable_v<T> && !Kokkos::is_view<T>::value &&
@@ -212,14 +206,8 @@ struct Serializer<E, std::enable_if_t<std::is_enum_v<E>>> {
 
 namespace detail {
 // A count read from the wire, checked against the bytes left: every element takes at
-// least `min_bytes` of them.
-inline std::uint64_t read_count(ByteReader& r, std::size_t min_bytes, const char* what) {
-  const auto n = kodo::unpack<std::uint64_t>(r);
-  if (n > r.remaining() / (min_bytes ? min_bytes : 1))
-    throw Error(cat("a ", what, " argument claims ", n, " elements but only ", r.remaining(),
-                    " bytes of arguments remain"));
-  return n;
-}
+// least `min_bytes` of them (serialize_impl.hpp).
+inline std::uint64_t read_count(ByteReader& r, std::size_t min_bytes, const char* what);
 }  // namespace detail
 
 /// A vector travels as its size and its elements (its count checked against the bytes
@@ -352,34 +340,7 @@ struct Serializer<V, std::enable_if_t<Kokkos::is_view<V>::value>> {
     return owning_type(static_cast<value_type*>(nullptr), ext[I]...);
   }
 };
-
-namespace detail {
-
-// What the runtime and the transport use of the writer's and reader's view plumbing.
-struct WireAccess {
-  static Bytes take_bytes(ByteWriter& w) { return std::move(w.bytes_); }
-  static std::vector<Attachment> take_attachments(ByteWriter& w) {
-    return std::move(w.attachments_);
-  }
-  // Makes `r` take the views it unpacks from `pool` (allocate them, without one) and
-  // list their memory in `destinations`; together they must take exactly `view_data`
-  // bytes (the data that arrived with the message).
-  static void expect_views(ByteReader& r, std::vector<detail::Segment>& destinations,
-                           std::uint64_t view_data, ViewPool* pool = nullptr) {
-    r.carries_views_ = true;
-    r.destinations_ = &destinations;
-    r.pool_ = pool;
-    r.view_data_left_ = view_data;
-  }
-  // Makes `r` check the views it unpacks against `view_data` bytes without making any:
-  // what it returns for a view holds no memory.
-  static void check_views(ByteReader& r, std::uint64_t view_data) {
-    r.carries_views_ = true;
-    r.checking_ = true;
-    r.view_data_left_ = view_data;
-  }
-  static std::uint64_t view_data_left(const ByteReader& r) { return r.view_data_left_; }
-};
-
-}  // namespace detail
 }  // namespace kodo
+
+// How counts are read, and what the runtime and the transport use of the streams.
+#include <kodo/comm/detail/serialize_impl.hpp>

@@ -4,25 +4,10 @@
 /// @file
 /// Reused memory for the views of calls from other ranks, and for the pinned host memory
 /// their data passes through on its way to the device when it arrives with the message.
-///
-/// Allocating a view per call costs a device allocation, and dropping it a deallocation
-/// that may wait for the device. A rank's pool keeps the memory instead: one managed view
-/// per allocation, handed out again only while no other copy of it is alive (its
-/// reference count is 1). A view an entry method received therefore stays its own, and
-/// keeps its data, for as long as any copy of it exists.
-///
-/// - Rank-1 views of LayoutLeft or LayoutRight come from allocations of size classes (at
-///   least 256 bytes; above that, powers of two and the quarter steps between them): a
-///   view of n elements is the first n of an allocation of its class, a subview, which
-///   shares the allocation's reference count. Views of other ranks and layouts come from
-///   allocations of their exact type and extents.
-/// - Of the idle allocations that fit, the one used last is taken again.
-/// - Only allocation makes the pool grow, and before each allocation the pool frees idle
-///   allocations, least recently used first, until those left take at most its bound on
-///   idle bytes (KODO_CALL_POOL_BYTES, default 1 GiB). So whatever sizes arrive, what the
-///   pool holds beyond the views in use stays within that bound.
-///
-/// The pool belongs to one runtime (the scheduler) and goes before Kokkos finalizes.
+/// A rank's pool hands an allocation out again only while no other copy of it is alive, so
+/// a view an entry method received stays its own, and keeps its data, for as long as any
+/// copy of it exists. Idle allocations beyond KODO_CALL_POOL_BYTES (default 1 GiB) are
+/// freed, least recently used first, before the pool allocates.
 
 #include <Kokkos_Core.hpp>
 
@@ -40,6 +25,16 @@ namespace kodo::detail {
 
 inline constexpr std::uint64_t kDefaultCallPoolBytes = std::uint64_t{1} << 30;
 
+// Allocating a view per call costs a device allocation, and dropping it a deallocation
+// that may wait for the device: the pool keeps one managed view per allocation instead.
+// Rank-1 views of LayoutLeft or LayoutRight come from allocations of size classes (at
+// least 256 bytes; above that, powers of two and the quarter steps between them): a view
+// of n elements is the first n of its class's allocation, a subview sharing its reference
+// count. Views of other ranks and layouts come from allocations of their exact type and
+// extents. Of the idle allocations that fit, the one used last is taken again. Only
+// allocation makes the pool grow, and it first frees idle ones down to the bound, so
+// whatever sizes arrive, what it holds beyond the views in use stays within the bound. It
+// belongs to one runtime (the scheduler) and goes before Kokkos finalizes.
 class ViewPool {
  public:
   // Pinned host memory (host memory on a host-only build).

@@ -3,7 +3,6 @@
 #pragma once
 /// @file
 /// A receive ring whose transfers a task awaits by number: "the rows of step k".
-///
 /// ```
 ///   kodo::AwaitableRing<View> halos(channel, {View("a", n), View("b", n)});   // once
 ///   for (std::uint64_t k = 0; k < steps; ++k) {                             // in a task
@@ -12,13 +11,10 @@
 ///     halos.release(stream, k);   // its buffer is the sender's again once `stream` has read it
 ///   }
 /// ```
-///
 /// The ring is Channel::open_ring's (comm/channel.hpp): transfer t lands in buffer
 /// t % buffers, transfers are handed over in order and released in order. Those that arrive
 /// before a task awaits them wait here, so a neighbour one step ahead (or more, up to the
-/// buffers) is harmless and no bookkeeping is needed; awaiting a transfer that arrived
-/// already goes on at once. One task awaits a given transfer; awaiting one that another
-/// task awaits is an error.
+/// buffers) is harmless.
 
 #include <kodo/comm/channel.hpp>
 #include <kodo/core/error.hpp>
@@ -36,6 +32,8 @@
 namespace kodo {
 
 /// A receive ring whose transfers a task awaits by number (see this file's description).
+/// Awaiting a transfer that arrived already goes on at once. One task awaits a given
+/// transfer; awaiting one that another task awaits is an error.
 template <class V>
 class AwaitableRing {
  public:

@@ -3,63 +3,17 @@
 #pragma once
 /// @file
 /// Load balancing: units' measured loads, balancers that choose new owners from them, and
-/// rebalance(), which moves the units (migration.hpp) when the gain is worth it.
-///
+/// rebalance(), which moves the units (migration.hpp) when the gain is worth it:
 /// ```
 ///   // Every rank's main program, between run() calls (collective):
 ///   kodo::BalanceReport r = kodo::rebalance(blocks, kodo::refine_balance);
 ///   if (r.applied) ...;   // r.moved units moved; r.before / r.after: max/avg - 1
 /// ```
-///
-/// ```
-///   // Or inside run(), at a point every unit's task reaches (WorkUnit::balance_point):
-///   kodo::measure_loads(cells);                            // every rank, before run()
-///   kodo::balance_points(cells, kodo::refine_balance);     // (measured from the start)
-///   kodo::Task Cell::solve(int steps) {                    // (members: step_, ...)
-///     for (; step_ < steps; ++step_) {
-///       ...                                                // one step
-///       if ((step_ + 1) % 100 == 0 && step_ + 1 < steps) {
-///         ++step_;                                         // what state() holds goes on
-///         co_await balance_point<&Cell::solve>(steps);     // the task ends here; solve(steps)
-///       }                                                  // is called anew wherever the
-///     }                                                    // unit then is
-///   }
-/// ```
-///
-/// A unit's load is the time the scheduler measured in its entry methods and in the
-/// resumes of its task (task.hpp) since the collection's last balance point, or what the
-/// unit stated (WorkUnit::set_load), which holds until it states another. Time is
-/// measured for a collection once the main program asks, measure_loads(collection), and
-/// from its first rebalance() on: two clock reads per call (about 50 ns on a 2-core VM,
-/// against 40 ns for the dispatch itself), which collections never balanced do not pay.
-/// It is host time, unless the unit named a stream (WorkUnit::measure_device_load): then
-/// that stream's elapsed time from the start of each call to the end of the work the call
-/// enqueued, between two timing events (load_timing.hpp; it includes idle gaps and what the
-/// stream waited for, other streams' kernels sharing the device among them). A task's
-/// resumes are calls (after co_await when_done or a ring's transfer too); work launched
-/// from plain callbacks (when_done(stream, f), ring hand-overs) is in none: such units
-/// state their whole load instead (their cells, their atoms). On the host backend kernels
-/// run inside the calls, so the host time is the work.
-///
-/// Balancers are pure functions of a BalanceInput: the same input gives the same owners
-/// on every rank, so each rank computes them itself. The ones kodo has:
-/// - greedy_balance: the heaviest unit first, each onto the rank with the least load so
-///   far (placement is ignored: most units may move);
-/// - refine_balance: units move only off ranks above the average by more than the
-///   tolerance, each to the least loaded rank that stays below that bound, heaviest
-///   first; where that leaves the most loaded rank above the bound, it swaps a unit with
-///   the least loaded rank (few moves);
-/// - rotate_balance: every unit to the next rank, as Charm++'s RotateLB: every unit moves,
-///   which checks that a program's units keep all they need in state().
-/// A balancer may be any function of the same type.
-///
-/// rebalance() applies a new map only when it is worth it: the ranks' loads are out of
-/// balance by more than `tolerance` (max/avg - 1), the balancer's map lowers the most
-/// loaded rank's load, and, where loads are measured times, that gain over one phase
-/// (the time since the last balance point) is more than the time the collection's last
-/// migration took (rebuilding the units costs more than the bytes: docs/performance.md).
-/// BalanceOptions::always skips these checks (rotate_balance, lowering no rank's load, needs
-/// it). Measured loads start again from zero after each call, whether it moved units or not.
+/// or inside run(), at a balance point every unit's task awaits (balance_points,
+/// WorkUnit::balance_point; docs/porting.md, section 9). A unit's load is the host time of
+/// its entry methods and task resumes, the device time of a stream it names
+/// (WorkUnit::measure_device_load), or what it states (WorkUnit::set_load). What is
+/// measured, and when: docs/concepts.md, "Load balancing".
 
 #include <kodo/core/error.hpp>
 #include <kodo/tasking/collection.hpp>
@@ -85,13 +39,15 @@ struct BalanceInput {
 /// every rank).
 using Balancer = std::function<std::vector<int>(const BalanceInput&)>;
 
-/// The heaviest unit first, each onto the rank with the least load so far.
+/// The heaviest unit first, each onto the rank with the least load so far (placement is
+/// ignored: most units may move).
 std::vector<int> greedy_balance(const BalanceInput& input);
 /// refine_balance(input), or RefineBalance{tolerance}(input) for another tolerance.
 struct RefineBalance {
   double tolerance = 0.05;  ///< max/avg - 1 a rank may be above the average by
-  /// Moves units only off ranks above the average by more than `tolerance` (see this
-  /// file's description).
+  /// Moves units only off ranks above the average by more than `tolerance`, each to the
+  /// least loaded rank that stays below that bound, heaviest first; where that leaves the
+  /// most loaded rank above the bound, swaps a unit with the least loaded rank (few moves).
   std::vector<int> operator()(const BalanceInput& input) const;
 };
 /// The refine balancer with the default tolerance.
@@ -146,7 +102,11 @@ void measure_loads(const Collection<U>& units, bool on = true) {
   detail::MigrationAccess::store(units).measure_loads = on;
 }
 
-/// Collective, between run() calls: see above.
+/// Collective, between run() calls: gathers every unit's load, runs `balancer` and
+/// migrates to its map when that is worth it: the loads are out of balance by more than
+/// `options.tolerance`, the map lowers the most loaded rank's load and, for measured
+/// times, that gain over one phase exceeds the collection's last migration's time
+/// (`options.always` skips these checks). Measured loads start again from zero.
 template <class U>
 BalanceReport rebalance(const Collection<U>& units, const Balancer& balancer,
                         BalanceOptions options = {}) {

@@ -2,52 +2,19 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 /// @file
-/// Checkpoints of collections, and restarts from them on any number of ranks.
-///
+/// Checkpoints of collections, and restarts from them on any number of ranks. Units declare
+/// their state with a state() member (unit_state.hpp); every rank's main program writes and
+/// reads between run() calls (collective):
 /// ```
-///   // Between run() calls, on every rank (collective):
 ///   auto report = kodo::write_checkpoint(runtime, "ckpt", {"jacobi3d", {{"step", "20"}}}, blocks);
-///   // In a later job, on any number of ranks, after creating the collection again:
+///   // A later job, on any number of ranks, after creating the collection again:
 ///   auto saved = kodo::Checkpoint::open(runtime, "ckpt", "jacobi3d");
-///   const std::int64_t step = saved.integer("step");
-///   saved.restore(blocks);  // the same unit grid: each unit restores its own state
+///   saved.restore(blocks);  // each unit restores its own state; saved.integer("step"): 20
 /// ```
-///
-/// Units declare their state with a state() member function (unit_state.hpp). A restart
-/// may use another rank count: units keep their indices and are spread over the new
-/// ranks as any collection is. A collection cut into other units is restored by the
-/// application, which says how old units map onto new ones (restore with a function;
-/// SavedCollection::read reads any old unit's state into an object of the app's choice).
-///
-/// On disk, the directory D (one path that every rank can reach) holds:
-/// ```
-///   D/checkpoint-N/manifest       what was saved: format version, kodo version,
-///                                 application, rank count, the application's keys, each
-///                                 rank file's size and checksum, each collection's shape,
-///                                 unit type and ODF, and where each unit lies (its rank
-///                                 file, offset, size and checksum): the index
-///   D/checkpoint-N/rank-R.state   the states of the units rank R held, one after the
-///                                 other (no file for a rank without units)
-///   D/checkpoint-N/XXH3SUMS       the files' checksums for `xxhsum -c XXH3SUMS`
-///   D/latest                      the name of the newest complete checkpoint and its
-///                                 manifest's checksum
-/// ```
-/// Every checksum is XXH3-64 (xxHash), written as `xxhsum -H3` prints it (`XXH3_` and 16
-/// hex digits).
-/// A checkpoint is written under checkpoint-N.partial, made durable (fsync), renamed,
-/// and only then named in latest (written as latest.partial and renamed); the older
-/// checkpoint is removed after that. A job killed while writing leaves the previous
-/// checkpoint named in latest, intact. Files are in the writing machine's byte order.
-///
-/// A collection's unit type is recorded by the name the type gives as a static member,
-/// `static constexpr const char* checkpoint_name = "jacobi3d::Block";` (printable ASCII,
-/// no space, at most 200 bytes), which stays valid across compilers and renames; a type
-/// without one is recorded by the compiler's typeid name, which another compiler or a
-/// rename changes. A restore accepts either name of its type, so checkpoints written before
-/// the type had a name still read.
-///
-/// Every failure (a missing, truncated, corrupted or incompatible checkpoint, a full disk)
-/// throws kodo::Error on every rank, naming the file and the problem.
+/// A collection cut into other units is restored by the application, which maps old units
+/// onto new ones (restore with a function; SavedCollection::read). Every failure throws
+/// kodo::Error on every rank, naming the file. The files, the names of unit types, and why
+/// a crash leaves the previous checkpoint intact: docs/architecture.md, "Checkpoints".
 
 #include <kodo/core/agree.hpp>
 #include <kodo/core/error.hpp>

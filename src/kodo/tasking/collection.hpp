@@ -2,46 +2,18 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 /// @file
-/// Collections of work units and asynchronous entry-method invocation. What a unit can ask
-/// of the runtime (streams, device completions, channels, reductions): work_unit.hpp; a
-/// reference to one unit: unit_ref.hpp; reduction operations: reduction_ops.hpp.
-///
+/// Collections of work units and asynchronous entry-method invocation (a unit's base
+/// class: work_unit.hpp; a reference to one unit: unit_ref.hpp):
 /// ```
-///   struct Block : kodo::WorkUnit<Block> {
-///     Block(const kodo::UnitInit<Block>& init, double scale) : WorkUnit(init) { ... }
-///     void receive(int step, Kokkos::View<double*> face);   // an entry method
-///   };
-///   auto blocks = kodo::Collection<Block>::create(runtime, {4, 2, 2}, 0.5);
-///   blocks[{1, 0, 1}].send<&Block::receive>(3, face);       // local or remote alike
-///   runtime.run();                                          // until the job is quiet
+///   auto blocks = kodo::Collection<Block>::create(runtime, {4, 2, 2}, 0.5);  // 16 units
+///   blocks[{1, 0, 1}].send<&Block::receive>(3, face);   // an entry method, local or remote
+///   runtime.run();                                      // until the job is quiet
 /// ```
-///
-/// Entry methods are ordinary member functions. An invocation runs later, on the rank
-/// that holds the unit. Its arguments are copied when the call is made, except views,
-/// which are handed over: a unit on the same rank receives the very same view (no copy,
-/// device memory stays on the device). For a unit on another rank, the receiving
-/// runtime takes a view of the same type from its pool of reused allocations
-/// (comm/view_pool.hpp) and the data lands in it; the entry method runs once it has.
-/// Host views of a call travel with it when they take at most KODO_EAGER_BYTES in all
-/// (default 8 KiB); device views, and larger ones, by rendezvous, straight from the
-/// sender's view into the pooled one (device to device where the memory is on a GPU).
-///
-/// Views and their owners:
-/// - The sender may drop its copy of a view at once (kodo keeps the view until it has
-///   been sent), but must not write the view until its protocol knows the receiver has
-///   the data (on the same rank the receiver holds the very view, so: until the receiver
-///   is done with it). Device work that fills a view must be complete before the view is
-///   sent (when_done).
-/// - A view an entry method receives is its own until every copy of it is dropped: it
-///   may keep one (as a member, say) as long as it likes, and no other call's data lands
-///   in that memory meanwhile. Once the last copy is gone the memory returns to the pool,
-///   and a later call may land in it.
-/// - Device work launched on a received view does not hold it (a kernel keeps no
-///   reference once launched): keep a copy until that work is done, e.g. by capturing
-///   the view in the when_done continuation that follows the work.
-///
-/// For repeated transfers between the same units into memory the receiver chose in
-/// advance, use a Channel (open_channel).
+/// Entry methods are ordinary member functions; a call runs later, on the rank that holds
+/// the unit. Its arguments are copied when it is made, except views, which are handed
+/// over: the very view on the same rank, elsewhere a view from the receiver's pool
+/// (view_pool.hpp) that the data lands in. When a view may be written again, and how long
+/// a received one stays the unit's: docs/concepts.md, "Rules a program keeps".
 
 #include <kodo/core/error.hpp>
 #include <kodo/core/index.hpp>
@@ -69,19 +41,7 @@ class WorkUnit;  // work_unit.hpp
 
 namespace detail {
 template <class U>
-class CollectionStore final : public CollectionBase {
- public:
-  CollectionStore(std::uint32_t id, Extent3 shape, int rank, int ranks)
-      : CollectionBase(id, shape, rank, ranks, typeid(U)) {}
-  void* unit_at(std::int64_t slot) override { return units_[static_cast<std::size_t>(slot)].get(); }
-  std::vector<std::unique_ptr<U>>& units() { return units_; }
-  // Builds a unit as create() did, with copies of its arguments (migration.hpp); empty
-  // when they cannot be copied.
-  std::function<std::unique_ptr<U>(const UnitInit<U>&)> make;
-
- private:
-  std::vector<std::unique_ptr<U>> units_;
-};
+class CollectionStore;   // a collection's units on this rank (collection_impl.hpp)
 struct MigrationAccess;  // migration.hpp
 }  // namespace detail
 
@@ -99,35 +59,7 @@ class Collection {
   /// a unit that moves to another rank (migration.hpp) the same way: pass what units must
   /// share by reference as a pointer or std::ref.
   template <class... Args>
-  static Collection create(Runtime& runtime, Extent3 shape, Args&&... args) {
-    const auto xy = detail::checked_mul(static_cast<std::uint64_t>(shape.x),
-                                        static_cast<std::uint64_t>(shape.y));
-    const auto xyz = xy ? detail::checked_mul(*xy, static_cast<std::uint64_t>(shape.z)) : xy;
-    if (shape.x < 1 || shape.y < 1 || shape.z < 1 || !xyz || *xyz > std::uint64_t{1} << 62)
-      throw Error(detail::cat(
-          "a collection needs at least one unit in each dimension and at most 2^62 in all, not ",
-          shape));
-    const std::uint32_t id = runtime.collection_count();
-    auto store =
-        std::make_unique<detail::CollectionStore<U>>(id, shape, runtime.rank(), runtime.size());
-    auto& units = store->units();
-    // Only for units that can move (they have a state()): copying an argument may not
-    // compile for every type that says it can be copied (a vector of unique_ptr).
-    if constexpr (requires(U& u, detail::StateWriter& writer) { u.state(writer); } &&
-                  (std::is_copy_constructible_v<std::decay_t<Args>> && ...))
-      store->make = [... kept = std::decay_t<Args>(args)](const UnitInit<U>& init) mutable {
-        return std::make_unique<U>(init, kept...);
-      };
-    const std::int64_t count = store->local_count();
-    // Registered before the units are built, so constructors can reach the collection
-    // (owners of other units, channels); nothing is dispatched before run().
-    runtime.add_collection(std::move(store));
-    for (std::int64_t s = 0; s < count; ++s) {
-      const UnitInit<U> init(&runtime, id, shape, shape.delinear(store_linear(runtime, id, s)));
-      units.push_back(std::make_unique<U>(init, args...));
-    }
-    return Collection(&runtime, id, shape);
-  }
+  static Collection create(Runtime& runtime, Extent3 shape, Args&&... args);
 
   /// A reference to the unit at `index`, wherever it is (unit_ref.hpp).
   UnitRef<U> operator[](const Index3& index) const { return {runtime_, id_, shape_, index}; }
@@ -178,18 +110,7 @@ class Collection {
   /// callback, taking its result type, then runs for that reduction's rounds only, so the
   /// main program can watch several reductions of one collection.
   template <class R, class F>
-  void on_reduced(F callback) const {
-    using Result = result_of<R>;
-    static_assert(std::is_invocable_v<F&, std::uint64_t, const Result&>,
-                  "kodo: on_reduced<R> takes a callback void(std::uint64_t round, const R&) (for "
-                  "a named reduction, const R::value_type&)");
-    runtime_->on_reduced(
-        store(), typeid(Result),
-        [f = std::move(callback)](std::uint64_t round, const Bytes& bytes) mutable {
-          f(round, detail::ReductionValue<Result>::load(bytes));
-        },
-        name_of<R>());
-  }
+  void on_reduced(F callback) const;
   /// The result of the latest round without a name of this collection completed on this
   /// rank (run() leaves it behind), or of named reduction R's latest round. Throws
   /// kodo::Error when no such round has completed, or when its results are not of type R.
@@ -243,3 +164,6 @@ class Collection {
 };
 
 }  // namespace kodo
+
+// The bodies of the members above, and what a collection keeps of its units.
+#include <kodo/tasking/detail/collection_impl.hpp>

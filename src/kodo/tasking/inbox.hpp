@@ -5,7 +5,6 @@
 /// An inbox: values put by entry methods, awaited by a unit's task by key. It is how a task
 /// awaits a call's arrival: the call carries its data and a key (its step, say), its entry
 /// method puts them here, and the task takes the key when it needs it.
-///
 /// ```
 ///   kodo::Inbox<std::int64_t, Payload> borders_;                  // a member of the unit
 ///   void border(std::int64_t step, Payload p) {                    // an entry method
@@ -13,15 +12,8 @@
 ///   }
 ///   const Payload p = co_await borders_.take(step);                // in the unit's task
 /// ```
-///
 /// A value put before its key is awaited waits here, so a caller one step ahead is
-/// harmless; a task awaiting a key goes on from the scheduler loop once it is put (never
-/// inside put). A key holds one value at a time: putting a key that holds a value, or
-/// awaiting a key another task awaits, throws kodo::Error; once taken, the key may be put
-/// again (keys by parity, say). A task that awaits a key nobody puts is reported as any
-/// waiting task is (the key is shown where it is an integer). An inbox is not copied; one
-/// moved from throws kodo::Error when used. A task awaiting a key of an inbox that is then
-/// replaced (assigned another) waits for a put that cannot come, and is reported so.
+/// harmless. A key holds one value at a time (Inbox says what else is an error).
 
 #include <kodo/core/error.hpp>
 #include <kodo/tasking/task.hpp>
@@ -38,7 +30,14 @@
 
 namespace kodo {
 
-/// Values of type T under keys, for tasks to await (see this file's description).
+/// Values of type T under keys, for tasks to await (see this file's description). A task
+/// awaiting a key goes on from the scheduler loop once it is put (never inside put). A key
+/// holds one value at a time: putting a key that holds a value, or awaiting a key another
+/// task awaits, throws kodo::Error; once taken, the key may be put again (keys by parity,
+/// say). A task that awaits a key nobody puts is reported as any waiting task is (the key
+/// shown where it is an integer). An inbox is not copied; one moved from throws kodo::Error
+/// when used. A task awaiting a key of an inbox that is then replaced (assigned another)
+/// waits for a put that cannot come, and is reported so.
 template <class Key, class T>
 class Inbox {
  public:

@@ -16,132 +16,17 @@
 /// ("Kernels launched together") says when it pays.
 
 #include <kodo/backends/stream.hpp>
+#include <kodo/tasking/detail/kernel_batch_impl.hpp>
 
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
-#include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <new>
 #include <type_traits>
 #include <vector>
 
 namespace kodo {
-
-namespace detail {
-
-class BatchLauncher;  // the rank's batches (detail/batch_launcher.hpp)
-
-// One kernel of a batch, its functor's type erased; launch_group launches any number of
-// kernels of that type (the same `type`) on one instance.
-struct BatchKernel {
-  using LaunchGroup = void (*)(const ExecutionSpace& space, BatchKernel* const* kernels,
-                               std::size_t count);
-  virtual ~BatchKernel() = default;
-  const void* type = nullptr;  // one address per functor type
-  LaunchGroup launch_group = nullptr;
-  const char* label = "";
-  std::int64_t begin = 0, end = 0;
-};
-
-template <class F>
-struct BatchKernelOf final : BatchKernel {
-  explicit BatchKernelOf(const F& f) : functor(f) {}
-  F functor;
-};
-
-template <class Policy, class F>
-inline constexpr char batch_kernel_type = 0;
-
-// Kernels of one functor type as one: index i runs kernel k's functor at its own index,
-// where k's indices start at starts[k] (a search over at most kCapacity entries). The
-// functors travel in the launch's parameters, so nothing is copied to the device by hand
-// and a recorded launch holds them; the launch hint keeps Kokkos from passing them
-// through constant memory (kodo's recordings cannot hold that).
-template <class F>
-struct KernelsAsOne {
-  // Within Kokkos' 4 KiB of kernel parameters (CUDA), with room for the policy.
-  static constexpr int kCapacity =
-      static_cast<int>(std::min<std::size_t>(64, 3200 / (sizeof(F) + 2 * sizeof(std::int64_t))));
-  static_assert(kCapacity >= 2, "kodo::KernelBatch: functor too large to launch together");
-  union Slot {
-    KOKKOS_FUNCTION Slot() {}
-    KOKKOS_FUNCTION ~Slot() {}
-    F f;
-  };
-  Slot slots[kCapacity];
-  std::int64_t starts[kCapacity + 1];
-  std::int64_t begins[kCapacity];
-  int count = 0;
-
-  KernelsAsOne() { starts[0] = 0; }
-  KOKKOS_FUNCTION KernelsAsOne(const KernelsAsOne& other) : count(other.count) {
-    for (int k = 0; k < count; ++k) {
-      new (&slots[k].f) F(other.slots[k].f);
-      starts[k] = other.starts[k];
-      begins[k] = other.begins[k];
-    }
-    starts[count] = other.starts[count];
-  }
-  KernelsAsOne& operator=(const KernelsAsOne&) = delete;
-  KOKKOS_FUNCTION ~KernelsAsOne() {
-    for (int k = 0; k < count; ++k) slots[k].f.~F();
-  }
-  void add(const F& f, std::int64_t begin, std::int64_t end) {
-    new (&slots[count].f) F(f);
-    begins[count] = begin;
-    starts[count + 1] = starts[count] + (end - begin);
-    ++count;
-  }
-  std::int64_t size() const { return count == 0 ? 0 : starts[count]; }
-
-  KOKKOS_FUNCTION void operator()(std::int64_t i) const {
-    int lo = 0, hi = count;
-    while (hi - lo > 1) {
-      const int mid = (lo + hi) / 2;
-      if (starts[mid] <= i)
-        lo = mid;
-      else
-        hi = mid;
-    }
-    slots[lo].f(begins[lo] + (i - starts[lo]));
-  }
-};
-
-// Launches kernels of functor type F added with policies of type Policy: one alone as
-// the unit would have launched it, more as one kernel with the policy's launch bounds.
-template <class Policy, class F>
-void launch_kernels_of(const ExecutionSpace& space, BatchKernel* const* kernels,
-                       std::size_t count) {
-  using Together = Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>,
-                                       typename Policy::launch_bounds>;
-  auto of = [&](std::size_t k) -> BatchKernelOf<F>& {
-    return *static_cast<BatchKernelOf<F>*>(kernels[k]);
-  };
-  if (count == 1) {
-    using Index = typename Policy::index_type;
-    Kokkos::parallel_for(of(0).label,
-                         Policy(space, static_cast<Index>(of(0).begin),
-                                static_cast<Index>(of(0).end)),
-                         of(0).functor);
-    return;
-  }
-  for (std::size_t first = 0; first < count;) {
-    KernelsAsOne<F> one;
-    for (; first < count && one.count < KernelsAsOne<F>::kCapacity; ++first)
-      if (of(first).end > of(first).begin)
-        one.add(of(first).functor, of(first).begin, of(first).end);
-    if (one.size() == 0) continue;
-    Kokkos::parallel_for(
-        of(0).label,
-        Kokkos::Experimental::require(Together(space, 0, one.size()),
-                                      Kokkos::Experimental::WorkItemProperty::HintLightWeight),
-        one);
-  }
-}
-
-}  // namespace detail
 
 /// A unit's independent kernels on one stream, launched with the same kernels of the
 /// rank's other units by WorkUnit::launch (see this file's description). Reusable: a

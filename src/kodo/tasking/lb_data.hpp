@@ -5,20 +5,12 @@
 /// LB data: the loads and placements of every balance point, written in DARMA vt's LB
 /// data format (JSON, the schema vt's scripts/LBDatafile_schema.py checks), so that
 /// vt-tv and LBAF can show and analyse a kodo run.
-///
 /// ```
 ///   kodo::LbData lb(runtime, "lb_data");                  // collective
 ///   auto report = kodo::rebalance(blocks, kodo::refine_balance);
 ///   lb.add_phase(blocks, report);                          // every rank, each balance
 ///   lb.write();                                            // collective: DIR/data.RANK.json
 /// ```
-///
-/// Each rank's file holds, for each phase (a stretch between balance points, numbered
-/// from 0), a task per unit the rank held during it: the unit's linear index as seq_id,
-/// its collection and index, the rank it was created on as home, the rank as node, and
-/// its load as time (seconds where measured; the unit's own measure where it stated one,
-/// balance.hpp). The phase's user_defined says whether the balance was applied, the
-/// ranks' max/avg - 1 before and after it, and how many units moved.
 
 #include <kodo/tasking/balance.hpp>
 #include <kodo/tasking/collection.hpp>
@@ -29,8 +21,13 @@
 
 namespace kodo {
 
-/// Writes the loads and placements of every balance point as LB data (see this file's
-/// description).
+/// Writes the loads and placements of every balance point as LB data. Each rank's file
+/// holds, for each phase (a stretch between balance points, numbered from 0), a task per
+/// unit the rank held during it: the unit's linear index as seq_id, its collection and
+/// index, the rank it was created on as home, the rank as node, and its load as time
+/// (seconds where measured; the unit's own measure where it stated one). The phase's
+/// user_defined says whether the balance was applied, the ranks' max/avg - 1 before and
+/// after it, and how many units moved.
 class LbData {
  public:
   /// Collective: rank 0 creates `dir` (throws kodo::Error on every rank when it cannot).

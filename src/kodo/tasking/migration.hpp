@@ -4,49 +4,16 @@
 /// @file
 /// Moving units between ranks: migrate(collection, owners) gives every unit the rank
 /// `owners` names (balance.hpp chooses owners from measured loads).
-///
 /// ```
 ///   // Between run() calls, on every rank (collective), with the same owners everywhere:
-///   std::vector<int> owners = ...;           // by linear index: the unit's new rank
-///   kodo::MigrationReport r = kodo::migrate(blocks, owners);
+///   kodo::MigrationReport r = kodo::migrate(blocks, owners);  // owners[linear index]: rank
 /// ```
-///
-/// A unit moves with its state(), the fields a checkpoint holds (unit_state.hpp): the
-/// same records, written by the same walk (a unit's migration message and its checkpoint
-/// file after the header carry the same bytes). On its new rank the unit is built as
-/// Collection::create built it, by its constructor with the collection's copies of
-/// create()'s arguments (kept for unit types with a state()), and then restored from
-/// those records (after a fence: the constructor's own device work is done first); its reduction
-/// rounds continue where they were, and its load (UnitLoad) goes with it.
-///
-/// Every unit of the collection is rebuilt, those that stay too (restored from the unit
-/// they replace, device to device): constructors open channels, rings and receives
-/// afresh, so every link of the collection is re-established with its peer's new rank,
-/// and no handle of the old placement survives. Units and entry methods see nothing else;
-/// references to units (U&) taken before are invalid after (UnitRef and indices stay
-/// valid). Step programs of the collection are built again (an old one refuses to
-/// advance: StepProgram's epoch).
-///
-/// When: the job is quiet (migrate runs run() first): no message in flight, no task
-/// waiting, no device work pending on the rank's streams; or at a balance point the
-/// units' tasks reached inside run() (WorkUnit::balance_point, balance.hpp). Between ranks
-/// a unit's records travel over MPI (at most kMigrationsInFlight units' sends per rank at
-/// a time), the data of its views beside them in pieces of KODO_MIGRATION_PIECE_BYTES
-/// (32 MiB unless set: one way between two H200s, views of 256 MiB-1 GiB moved 1.2x
-/// slower in 8 MiB pieces), into one buffer on the new rank. When every rank of the job is on one
-/// node (and KODO_CHANNELS is not "ucx"), each piece is copied straight from the unit's view into
-/// one of 4 slots its new rank offers (device memory kept for the job's life, which the sender maps
-/// once; on host builds space in the node segment for the migration, pieces of at most 256 KiB),
-/// the copies same-node channels make; a rank that cannot offer slots says why and every rank takes
-/// UCX (with KODO_CHANNELS=device that is an error). Otherwise the pieces travel as UCX tagged
-/// messages, copied through a few slots of memory the runtime keeps for the transport's life
-/// (device to device on GPUs; pinned host memory where UCX does not move device memory;
-/// comm/detail/transport_staging.hpp says why). MigrationReport::views_on_node says which.
-/// A map that moves no unit changes nothing. Errors: owners of the wrong length or naming
-/// a rank outside the job, owners that differ between ranks, a unit type whose create()
-/// arguments cannot be copied, a unit that fails to build or restore: a kodo::Error on
-/// every rank; an error before any unit changed (the first three) leaves the collection
-/// as it was.
+/// A unit moves with its state() (unit_state.hpp). Every unit of the collection is rebuilt
+/// by its constructor, those that stay too, then restored: constructors open their
+/// channels afresh toward the new owners. References to units (U&) taken before are
+/// invalid after (UnitRef and indices stay valid); the collection's step programs are
+/// built again. How units and their views travel: docs/concepts.md, "Load balancing", and
+/// docs/architecture.md, "Migration and load balancing".
 
 #include <kodo/core/error.hpp>
 #include <kodo/tasking/collection.hpp>
@@ -104,7 +71,7 @@ inline constexpr int kMigrationsInFlight = 4;
 // The part of a migration that is not a template (migration.cpp).
 class Migration {
  public:
-  // Collective: runs the job until it is quiet and checks `owners` (above).
+  // Collective: runs the job until it is quiet and checks `owners` (migrate's errors).
   Migration(Runtime& runtime, CollectionBase& collection, std::vector<int> owners);
   ~Migration();
   Migration(const Migration&) = delete;
@@ -157,7 +124,11 @@ struct MigrationAccess {
 }  // namespace detail
 
 /// Collective, between run() calls: moves every unit of `units` to the rank owners[l]
-/// names (l: its linear index; every rank passes the same owners). See above.
+/// names (l: its linear index; every rank passes the same owners), once the job is quiet
+/// (it runs run() first). A map that moves no unit changes nothing. Owners of the wrong
+/// length, naming a rank outside the job or differing between ranks, and a unit type whose
+/// create() arguments cannot be copied, throw kodo::Error on every rank and leave the
+/// collection as it was; a unit that fails to build or restore throws on every rank too.
 template <class U>
 MigrationReport migrate(const Collection<U>& units, std::vector<int> owners) {
   using Access = detail::MigrationAccess;

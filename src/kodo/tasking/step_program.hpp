@@ -3,85 +3,18 @@
 #pragma once
 /// @file
 /// Step programs: the steps of every unit of a collection, run by the runtime as one
-/// device program per rank rather than as many host-driven pieces.
-///
+/// device program per rank (a CUDA or HIP graph per phase) rather than as many
+/// host-driven pieces. A unit plans each phase once, in plan_step(kodo::StepPlan&): the
+/// views a step receives and sends, and its device work. The main program of every rank
+/// builds the program and advances it between run() calls:
 /// ```
-///   struct Block : kodo::WorkUnit<Block> {
-///     // Called once per phase when a program is built: what a step of that phase reads,
-///     // does and fills.
-///     void plan_step(kodo::StepPlan& plan) {
-///       const int p = plan.phase();
-///       plan.receive(ghost_[p], left_, 0);    // filled by the left unit's previous step
-///       plan.send(edge_[1 - p], right_, 0);   // filled by this step, for the right unit's next
-///       plan.work([=, this](const kodo::ExecutionSpace& space) { update(space, p); });
-///       if (p == plan.phases() - 1) plan.prime([=, this](const kodo::ExecutionSpace& space) {
-///         fill_edge(space, 0); });           // the first step's data, made once
-///     }
-///   };
-///   kodo::StepProgram<Block> program(blocks, {.phases = 2});   // every rank, main program
+///   kodo::StepProgram<Block> program(blocks, {.phases = 2});   // collective
 ///   program.advance(100);                                      // the next 100 steps
 ///   runtime.run();                                             // ... run here
 /// ```
-///
-/// Steps 0, 1, 2, ... of every unit are of phases 0, 1, ..., phases - 1, 0, 1, ...; a
-/// unit plans each phase once. A view sent in a step of phase q is received, by the unit
-/// it names, in that unit's next step (phase q + 1, or 0 after the last): declared there
-/// with receive(view, sender, tag), the same tag. Before step 0 the sends of the last
-/// phase are made once, as if a step of that phase had run: prime() fills their views.
-///
-/// A step's work may come in two parts: work_without_receives(f), which reads none of the
-/// step's receive views and so may run while they travel (an inner box), then work(f).
-///
-/// How a rank runs its steps: the work of every local unit for a step, and the copies of
-/// the views sent between them, form one device graph per phase (CUDA and HIP graphs),
-/// recorded when the program is built and launched once per step: no host call per unit
-/// or per transfer, and the units' kernels run side by side. Where no view crosses ranks,
-/// whole periods of steps (8 to 32 steps, more for more units) are one graph, in which a unit's
-/// next step starts as soon as its own views are in. Views sent to units on other ranks travel
-/// through channels (receive rings; GPU-aware, or host-staged with CommMode::host_staged) once the
-/// step's work is done; a step that receives from another rank launches its work_without_receives
-/// at once and the rest once those views are in. Where every such channel of every rank takes the
-/// same-node route (GPU-aware, ranks of one node on GPUs of their own, graphs on every rank),
-/// the graphs make those transfers themselves: a node waits on the device for a view to land,
-/// nodes copy a view into the peer's memory and publish it, and no host stands between the
-/// steps of two ranks (transfers_on_device()). To know the routes, building such a program
-/// runs the job until it is quiet, as run() does. Not where a step sends (or copies) a view it
-/// also receives: such a view is read after the step's work, and the transfers stay with the
-/// host. A device wait is bounded (KODO_DEVICE_WAIT_SECONDS, then the job ends naming the
-/// link): that bound is also how long one rank's next run() may wait for a slower peer. The host
-/// backend, and a program whose work cannot be recorded (a fence, a host read of device data), call
-/// each unit's work every step instead, on one stream, with the same results; a program that could
-/// not record its work says so once (rank 0). Work holding a kernel whose functor exceeds Kokkos'
-/// 512 bytes of kernel arguments is refused, on every rank: Kokkos launches such a kernel through
-/// constant memory, which neither a recording nor the launches after it survive.
-///
-/// The rules that follow:
-/// - work(f), work_without_receives(f): f(space) only enqueues device work on `space`, the
-///   same every time it is called: it may be called once and replayed, or called for
-///   every step. No fences, no host reads of device data, no host state that changes from
-///   step to step, no work on another instance (that would run once, while recorded, and
-///   be missing from the replays). Each unit's work is recorded on an instance of its own,
-///   so reductions and team scratch of different units do not share memory. A step's
-///   work_without_receives runs after the unit's previous step and before its work; it
-///   reads none of the step's receive views.
-/// - Views are contiguous, in memory the device can address, and the same size on both
-///   ends of a transfer. A receive view belongs to its transfer alone (receive views of a
-///   rank's units never overlap). A view sent in step n is written again only by step
-///   n + phases, after the transfer is done; a receive view is read by its step only
-///   after its data has landed, and written by the next transfer only after that step.
-/// - Between run() calls the program is idle: units may read their views, contribute to
-///   reductions, write checkpoints. Entry methods and channels work beside it.
-/// - Every plan is checked when the program is built, on every rank: a send without its
-///   receive (or the other way round), views of different sizes, a tag outside
-///   [0, 2^30), a peer outside the collection, a unit sending in the last phase without
-///   prime(). Each is a kodo::Error naming the units, phase and tag, on every rank.
-/// - Channels of a program use ports 2^30 + tag: a unit's own channels keep below 2^29
-///   (neighbour channels take 2^29 + 0..26).
-///   Programs of one collection may exist side by side (StepProgram(units, options, plan)
-///   with another plan member), run one after another: a program's run() calls are done
-///   before another's advance(); those whose views cross ranks keep their tags apart.
-///   A program holds no data over from one run to the next where its last phase sends
-///   nothing: another program may then change the views between its runs.
+/// The rules a step's work and views keep: docs/concepts.md, "Step programs and recorded
+/// turns"; a port, step by step: docs/porting.md, section 7; how a rank runs a program:
+/// docs/architecture.md, "Step programs".
 
 #include <kodo/backends/stream.hpp>
 #include <kodo/comm/channel.hpp>
@@ -102,7 +35,7 @@ namespace kodo {
 /// Device work of a step: enqueues kernels (or copies) on the instance it is given.
 using StepWork = std::function<void(const ExecutionSpace&)>;
 
-/// How a step program runs (see this file's description).
+/// How a step program runs (docs/concepts.md, "Step programs and recorded turns").
 struct StepProgramOptions {
   int phases = 1;                    ///< steps cycle through this many plans
   CommMode comm = CommMode::device;  ///< views sent to units on other ranks
@@ -155,7 +88,8 @@ class StepPlan {
   void send(const V& view, const Index3& to, int tag = 0) {
     plan_.sends.push_back({to, tag, planned(view)});
   }
-  /// The step's device work (see the rules above).
+  /// The step's device work: it only enqueues work on the instance it is given, the same
+  /// every time (docs/concepts.md, "Step programs and recorded turns").
   void work(StepWork enqueue) { plan_.work = std::move(enqueue); }
   /// Device work of the step that reads none of its receive views: it may run while they
   /// travel, before work().
@@ -229,7 +163,8 @@ class RankProgram {
 
 }  // namespace detail
 
-/// The steps of every unit of a collection, run as one device program per rank (above).
+/// The steps of every unit of a collection, run as one device program per rank (this
+/// file's description).
 /// U has a member void plan_step(kodo::StepPlan&), or the program is given another.
 template <class U>
 class StepProgram {
@@ -272,7 +207,8 @@ class StepProgram {
   /// Whether this rank launches each step as one recorded device graph.
   bool replays_graphs() const { return core_->replays_graphs(); }
   /// Whether this rank's graphs make its transfers with other ranks themselves (from some
-  /// step of the first run() on; see above).
+  /// step of the first run() on): where every rank records graphs and every view that
+  /// crosses ranks takes the same-node route (ranks of one node, each on a GPU of its own).
   bool transfers_on_device() const { return core_->transfers_on_device(); }
 
  private:

@@ -3,87 +3,33 @@
 #pragma once
 /// @file
 /// Coroutine units: an entry method may be a C++20 coroutine returning kodo::Task, written
-/// as the loop of the MPI program it ports, the waits where the MPI calls were:
-///
-/// ```
-///   kodo::Task Cell::solve(double tolerance) {         // parameters by value
-///     for (double residual = 1; residual >= tolerance;) {
-///       left_.send(edge_, kodo::data_ready);  right_.send(edge_, kodo::data_ready);
-///       co_await kodo::when_all(kodo::receive(left_, from_left_),
-///                               kodo::receive(right_, from_right_));
-///       update();
-///       const kodo::Reduced<double> r = co_await all_reduce(change_, kodo::Max{});
-///       residual = r.value;  // (nvcc 13 reads "(co_await x).value" as x's member)
-///     }
-///   }
-///   cells.broadcast_local<&Cell::solve>(1e-9);  runtime.run();
-/// ```
-///
-/// Called like any entry method (UnitRef::send, broadcast_local), a task runs until it
-/// awaits something not done yet; the scheduler loop resumes it once it is. No thread per
-/// unit and no blocking of the rank: the tasks of a rank's units overlap as callback units
-/// do, and callback units keep working beside them. A task may await
-/// - kodo::receive(channel, view): the peer's next send on a channel, into `view` (the
-///   receive is posted when awaited; sends and receives still match in order, so a peer
-///   one step ahead is harmless); gives the elements that arrived;
-/// - when_done(stream) (WorkUnit): the device work enqueued on a stream so far;
-/// - launch(batch) (WorkUnit): a kodo::KernelBatch's kernels launched, with the same
-///   kernels of the rank's other units (kernel_batch.hpp);
-/// - all_reduce(value, Op) (WorkUnit): every unit's value of this round combined, with the
-///   round's number (kodo::Reduced);
-/// - transfer(k) of a kodo::AwaitableRing (awaitable_ring.hpp): a receive ring's transfer
-///   by its number, "the rows of step k";
-/// - take(key) of a kodo::Inbox (inbox.hpp): a call's arrival, the value its entry method
-///   put under a key;
-/// - kodo::when_all(a, b, ...): several of these at once, giving their results as a tuple
-///   (std::monostate for those with none); kodo::when_all(std::vector) a run-time number
-///   of one kind, giving a std::vector;
-/// - another kodo::Task (a coroutine of its own, e.g. a halo exchange): it runs until it
-///   ends, and an exception that left it is rethrown in the awaiting task;
-/// - balance_point<M>(args...) (WorkUnit): a balance point of the unit's collection, where
-///   the task ends; the collection is balanced once every unit has reached it and the job
-///   is quiet, and entry method M goes on from there, on the unit's rank then (balance.hpp).
-/// The awaitables above belong to tasks: co_await them only in a kodo::Task, which awaits
-/// nothing else (another library's awaitable does not compile there).
-///
-/// The job: run() returns once every task of every rank has ended and the job is quiet. A
-/// job that goes quiet while tasks still wait (a receive no unit sends, a round some unit
-/// skips) ends run() with a kodo::Error on every rank, each naming its own waiting tasks'
-/// units, what they await and the source lines; stall reports (KODO_STALL_SECONDS) list
-/// them too. An
-/// exception that leaves a task ends the job naming the unit. A task's unit must outlive
-/// it, which units do (a collection's units live as long as the collection); its
-/// parameters are copied into the coroutine, so an entry method that is a task takes them
-/// by value (a reference would outlive the call's arguments).
-///
-/// A unit whose task loops moves at a balance point its task awaits (balance_point): the
-/// task's frame is destroyed there, the unit moves with its state() as for checkpoints,
-/// and an entry method named at the point starts anew (docs/architecture.md, "Moving a
-/// unit whose task waits"); what the loop needs to go on belongs in members that state()
-/// names, or in the arguments of that entry method, not in the coroutine's locals.
+/// as the loop of the MPI program it ports, the waits where the MPI calls were
+/// (examples/08_coroutine_loop.cpp):
+/// @snippet 08_coroutine_loop.cpp solve
+/// A task runs until it awaits something not done yet; the scheduler loop resumes it once
+/// it is, with no thread per unit and no blocking of the rank. It awaits kodo's awaitables
+/// only: kodo::receive, kodo::when_all, another kodo::Task, and those of WorkUnit
+/// (when_done, launch, all_reduce, balance_point), AwaitableRing and Inbox. Its parameters
+/// are copied into the coroutine, so it takes them by value. What each awaitable gives,
+/// and how a job ends whose tasks still wait: docs/concepts.md, "Tasks: units written as
+/// loops".
 
 #include <kodo/backends/stream.hpp>
 #include <kodo/comm/channel.hpp>
 #include <kodo/comm/serialize.hpp>
 #include <kodo/core/error.hpp>
 #include <kodo/tasking/collection_base.hpp>
+#include <kodo/tasking/detail/task_record.hpp>
 #include <kodo/tasking/kernel_batch.hpp>
 #include <kodo/tasking/runtime.hpp>
 
-#include <array>
 #include <coroutine>
-#include <cstddef>
 #include <cstdint>
 #include <exception>
-#include <functional>
-#include <map>
-#include <optional>
 #include <source_location>
 #include <string>
 #include <tuple>
-#include <type_traits>
 #include <utility>
-#include <variant>
 #include <vector>
 
 namespace kodo {
@@ -97,50 +43,6 @@ struct Reduced {
   T value;              ///< the combined value
   std::uint64_t round;  ///< the round it closed
 };
-
-namespace detail {
-
-class TaskList;  // the rank's tasks (task_list.hpp)
-template <class Op>
-class Awaitable;  // what a task may await besides a Task (below)
-template <class A>
-inline constexpr bool never = false;
-
-// A started task: its unit, where it is kept, and what it waits for while suspended.
-// The top-level coroutine holds it; the coroutines it awaits share it.
-struct TaskRecord {
-  std::string unit;               // "unit (1,0,0) of collection 0"
-  std::coroutine_handle<> frame;  // the top-level coroutine
-  TaskList* list = nullptr;
-  ChannelHost* host = nullptr;
-  std::uint64_t key = 0;  // its place in the list
-  // While suspended: what it awaits, a number that goes with it (-1: none), and where.
-  const char* awaiting = nullptr;
-  std::int64_t number = -1;
-  std::source_location where;
-  // The unit's collection and slot, whose load its resumes add to (balance.hpp), or null.
-  CollectionBase* collection = nullptr;
-  std::int64_t slot = -1;
-};
-
-// Resumes a task's coroutine from the scheduler loop; throws kodo::Error naming the unit
-// when the task ended by an exception.
-void resume_task(std::coroutine_handle<> coroutine);
-// The same for `task` resumed from the scheduler loop: the time it runs is its unit's
-// measured load, where the collection's loads are measured.
-void resume_task(TaskRecord& task, std::coroutine_handle<> coroutine);
-// Starts `task` as a task of `unit` (its entry method returned it) and runs it until it
-// first waits (work_unit.hpp calls this for entry methods); `collection` and `slot`: the
-// unit's (null: no load is measured).
-void start_task(Task task, std::string unit, TaskList& list, ChannelHost& host,
-                CollectionBase* collection = nullptr, std::int64_t slot = -1);
-template <class U>
-void start_unit_task(U& unit, Task task);  // defined in work_unit.hpp
-// The suspended `task` no longer counts as waiting (a balance point keeps its frame and
-// destroys it: WorkUnit::balance_point).
-void leave_task_list(TaskRecord& task);
-
-}  // namespace detail
 
 /// A coroutine's type for a unit's entry method (above) and for the coroutines a task
 /// awaits. Lazy: a Task runs when started as an entry method or when awaited.
@@ -228,266 +130,6 @@ class [[nodiscard]] Task {
   Handle coroutine_;
 };
 
-namespace detail {
-
-// A top-level task has ended: leaves its list and is destroyed; an exception that left it
-// is rethrown by the resume_task() under way.
-std::coroutine_handle<> end_task(Task::Handle ended) noexcept;
-
-// What a task may await, built on an operation that
-//   bool ready()                      is complete already (then start() is not called)
-//   void start(TaskRecord&, done)     begins, and calls done() later from the scheduler
-//                                     loop, never from inside start()
-//   result()                          its value once done
-//   const char* what(); std::int64_t number(); std::source_location where
-//                                     describe it while a task waits for it.
-template <class Op>
-class [[nodiscard]] Awaitable {
- public:
-  explicit Awaitable(Op op) : op_(std::move(op)) {}
-  bool await_ready() { return op_.ready(); }
-  void await_suspend(Task::Handle waiting) {
-    TaskRecord* task = waiting.promise().task;
-    task->awaiting = op_.what();
-    task->where = op_.where;
-    op_.start(*task, [waiting, task] {
-      task->awaiting = nullptr;
-      resume_task(*task, waiting);
-    });
-    task->number = op_.number();  // some operations know it once started (a round)
-  }
-  decltype(auto) await_resume() { return op_.result(); }
-  Op& operation() { return op_; }
-
- private:
-  Op op_;
-};
-
-// when_done(stream): the work enqueued on a completion source so far.
-struct DeviceWorkDone {
-  Runtime* runtime;
-  CompletionSource* source;
-  std::source_location where;
-  bool ready() const { return false; }
-  void start(TaskRecord&, std::function<void()> done) {
-    runtime->when_done(*source, std::move(done));
-  }
-  void result() const {}
-  const char* what() const { return "the device work enqueued on a stream (when_done)"; }
-  std::int64_t number() const { return -1; }
-};
-
-// launch(batch): a unit's kernel batch, launched with the rank's other batches at the
-// end of the scheduler's turn.
-struct BatchLaunched {
-  Runtime* runtime;
-  KernelBatch* batch;
-  std::source_location where;
-  bool ready() const { return batch->empty(); }
-  void start(TaskRecord&, std::function<void()> done) { runtime->launch(*batch, std::move(done)); }
-  void result() const {}
-  const char* what() const { return "the launch of a kernel batch (launch)"; }
-  std::int64_t number() const { return -1; }
-};
-
-// receive(channel, view): the peer's next send on the channel.
-template <class V>
-struct ChannelReceive {
-  Channel* channel;
-  V into;
-  std::source_location where;
-  std::size_t count = 0;
-  bool ready() const { return false; }
-  void start(TaskRecord&, std::function<void()> done) {
-    channel->recv(into, [this, done = std::move(done)](std::size_t n) {
-      count = n;
-      done();
-    });
-  }
-  std::size_t result() const { return count; }
-  const char* what() const { return "a receive posted on a channel (kodo::receive)"; }
-  std::int64_t number() const { return -1; }
-};
-
-// Values that come by key and the tasks that await them (AwaitableRing, Inbox): a value
-// that comes first is held until its key is awaited, an await that comes first waits.
-template <class Key, class T>
-class KeyedArrivals {
- public:
-  struct Waiter {
-    std::optional<T>* into;
-    TaskRecord* task;
-    std::function<void()> done;
-  };
-  // The waiter of `key`, given `value`, or nothing (no task awaits it yet).
-  std::optional<Waiter> deliver(const Key& key, T& value) {
-    auto found = waiting_.find(key);
-    if (found == waiting_.end()) return std::nullopt;
-    *found->second.into = std::move(value);
-    Waiter w = std::move(found->second);
-    waiting_.erase(found);
-    return w;
-  }
-  // Holds `value` until `key` is awaited; false when `key` holds one already.
-  bool hold(const Key& key, T value) { return held_.emplace(key, std::move(value)).second; }
-  // Moves the value held under `key` into `into`; false when there is none.
-  bool take_held(const Key& key, std::optional<T>& into) {
-    auto found = held_.find(key);
-    if (found == held_.end()) return false;
-    into = std::move(found->second);
-    held_.erase(found);
-    return true;
-  }
-  // Awaits `key`; false when another task awaits it already.
-  bool await(const Key& key, Waiter w) { return waiting_.emplace(key, std::move(w)).second; }
-  bool holds(const Key& key) const { return held_.count(key) != 0; }
-  std::size_t held() const { return held_.size(); }
-
- private:
-  std::map<Key, T> held_;
-  std::map<Key, Waiter> waiting_;
-};
-
-// The rounds of all_reduce a unit awaits: the reduction tree hands each its result.
-class AwaitedRounds {
- public:
-  void expect(std::uint64_t round, std::function<void(const Bytes&)> take) {
-    waiting_[round] = std::move(take);
-  }
-  void deliver(std::uint64_t round, const Bytes& value) {
-    auto found = waiting_.find(round);
-    if (found == waiting_.end())
-      throw Error("kodo: an all_reduce result came for a round no task of the unit awaits");
-    auto take = std::move(found->second);
-    waiting_.erase(found);
-    take(value);
-  }
-
- private:
-  std::map<std::uint64_t, std::function<void(const Bytes&)>> waiting_;
-};
-
-template <class U>
-AwaitedRounds& awaited_rounds(U& unit);  // defined in work_unit.hpp
-
-// when_all(a, b, ...): done when every operation is.
-// Starts, through `each(start_one)`, every operation of a when_all not complete already,
-// and calls `done` once all of them have completed; `left` (the awaiter's) counts them.
-template <class ForEach>
-void start_all(TaskRecord& task, std::function<void()> done, std::size_t& left, ForEach&& each) {
-  auto finished = [&left, done] {
-    if (--left == 0) done();
-  };
-  left = 1;  // held until every operation has started, so none ends the wait early
-  try {
-    each([&](auto& op) {
-      ++left;
-      op.start(task, finished);
-    });
-  } catch (...) {
-    // Those started will complete into this frame, which the exception unwinds.
-    if (left > 2)
-      fatal(cat(task.unit,
-                ": a when_all could not start all of its operations: ", what_of_current()));
-    throw;
-  }
-  finished();
-}
-
-template <class... Ops>
-struct AllOf {
-  static_assert((!requires { Ops::ends_task; } && ...),
-                "kodo: a balance point ends its task: await it alone, not in a when_all");
-  explicit AllOf(std::tuple<Ops...> operations)
-      : ops(std::move(operations)), where(std::get<0>(ops).where) {}
-  std::tuple<Ops...> ops;
-  std::source_location where;  // the first operation's
-  std::size_t left = 0;
-  // Which operations were complete when asked: asked once each (asking may take what
-  // completed them, as an inbox's take does).
-  std::array<bool, sizeof...(Ops)> complete{};
-
-  bool ready() {
-    std::size_t i = 0;
-    std::apply([&](auto&... op) { ((complete[i] = op.ready(), ++i), ...); }, ops);
-    for (bool c : complete)
-      if (!c) return false;
-    return true;
-  }
-  void start(TaskRecord& task, std::function<void()> done) {
-    start_all(task, std::move(done), left, [&](auto&& start_one) {
-      std::size_t i = 0;
-      std::apply([&](auto&... op) { ((complete[i++] ? void() : start_one(op)), ...); }, ops);
-    });
-  }
-  auto result() {
-    return std::apply(
-        [](auto&... op) { return std::tuple<decltype(result_of(op))...>{result_of(op)...}; }, ops);
-  }
-  const char* what() const { return "every operation of a when_all"; }
-  std::int64_t number() const { return -1; }
-
- private:
-  template <class Op>
-  static auto result_of(Op& op) {
-    if constexpr (std::is_void_v<decltype(op.result())>) {
-      op.result();
-      return std::monostate{};
-    } else {
-      return op.result();
-    }
-  }
-};
-
-// when_all(operations): done when every one of a run-time number of operations is.
-template <class Op>
-struct AllOfRange {
-  static_assert(
-      !requires { Op::ends_task; },
-      "kodo: a balance point ends its task: await it alone, not in a when_all");
-  using Result = decltype(std::declval<Op&>().result());
-  AllOfRange(std::vector<Op> operations, std::source_location at)
-      : ops(std::move(operations)), where(at) {}
-  std::vector<Op> ops;  // not moved once started: an operation may point into itself
-  std::source_location where;
-  std::size_t left = 0;
-  std::vector<char> complete;  // asked once each, as in AllOf
-
-  bool ready() {
-    complete.assign(ops.size(), 0);
-    bool all = true;
-    for (std::size_t i = 0; i < ops.size(); ++i) all = (complete[i] = ops[i].ready()) && all;
-    return all;
-  }
-  void start(TaskRecord& task, std::function<void()> done) {
-    start_all(task, std::move(done), left, [&](auto&& start_one) {
-      for (std::size_t i = 0; i < ops.size(); ++i)
-        if (!complete[i]) start_one(ops[i]);
-    });
-  }
-  auto result() {
-    if constexpr (std::is_void_v<Result>) {
-      for (auto& op : ops) op.result();
-    } else {
-      std::vector<std::decay_t<Result>> results;
-      results.reserve(ops.size());
-      for (auto& op : ops) results.push_back(op.result());
-      return results;
-    }
-  }
-  const char* what() const { return "every operation of a when_all"; }
-  std::int64_t number() const { return -1; }
-};
-
-}  // namespace detail
-
-/// @cond
-inline std::coroutine_handle<> Task::promise_type::Final::await_suspend(Handle ended) noexcept {
-  if (auto next = ended.promise().continuation) return next;
-  return detail::end_task(ended);
-}
-/// @endcond
-
 /// Awaited in a task: the peer's next send on `channel`, into `into` (which must be idle
 /// on the device, as for Channel::recv); gives the elements that arrived.
 template <class V>
@@ -523,3 +165,6 @@ auto when_all(std::vector<detail::Awaitable<Op>> operations,
 }
 
 }  // namespace kodo
+
+// What the awaitables above are made of (after Task: they name its handle).
+#include <kodo/tasking/detail/task_impl.hpp>

@@ -19,17 +19,13 @@
 #include <kodo/tasking/task.hpp>
 #include <kodo/tasking/unit_ref.hpp>
 
-#include <Kokkos_Profiling_ScopedRegion.hpp>
+#include <Kokkos_Core.hpp>
 
-#include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <functional>
 #include <optional>
 #include <source_location>
-#include <type_traits>
 #include <utility>
-#include <vector>
 
 namespace kodo {
 
@@ -104,16 +100,7 @@ class WorkUnit {
   /// `port` is below 2^29: ports from 2^29 up are the runtime's (neighbour channels, and
   /// from 2^30 step programs').
   Channel open_channel(Stream& stream, const Index3& peer, CommMode mode = CommMode::device,
-                       int port = 0) const {
-    if (port >= detail::kNeighbourPorts)
-      throw Error(detail::cat(
-          "unit ", index_, " opened a channel on port ", port,
-          ": ports from 2^29 up are the runtime's (neighbour channels, step programs)"));
-    const int peer_rank = collection_.shape().contains(peer) ? collection_.owner(peer) : -1;
-    return Channel(runtime().channel_host(),
-                   detail::LinkSpec{collection_.id(), collection_.shape(), index_, peer, peer_rank,
-                                    port, &stream, mode});
-  }
+                       int port = 0) const;
   /// The 0.1 argument order, kept for one release (CHANGELOG, "Deprecated").
   [[deprecated("kodo 0.2 takes the stream first: open_channel(stream, peer, mode, port)")]]
   Channel open_channel(const Index3& peer, Stream& stream, CommMode mode = CommMode::device,
@@ -132,32 +119,13 @@ class WorkUnit {
   /// own neighbour gets a loopback link (neighbours.hpp). Throws kodo::Error when there is
   /// no neighbour in `direction`.
   Channel open_neighbour_channel(Stream& stream, Direction direction, Periodic periodic = {},
-                                 CommMode mode = CommMode::device) const {
-    const std::optional<Index3> peer = neighbour(direction, periodic);
-    if (!peer)
-      throw Error(detail::cat("unit ", index_, " has no neighbour in direction ", direction,
-                              " on its collection's grid of shape ", collection_.shape(),
-                              " (a dimension that is not periodic ends there)"));
-    const auto& shape = collection_.shape();
-    const auto ports =
-        detail::neighbour_ports(shape.linear(index_), shape.linear(*peer), direction);
-    return Channel(runtime().channel_host(),
-                   detail::LinkSpec{collection_.id(), shape, index_, *peer,
-                                    collection_.owner(*peer), ports.receive, &stream, mode,
-                                    ports.send});
-  }
+                                 CommMode mode = CommMode::device) const;
 
   /// States this unit's load for the balancers (balance.hpp), in any unit that is the
   /// same for every unit of the collection (seconds, cells, atoms): it replaces the time
   /// (host or device) the runtime measures in the unit's calls, and holds until stated
   /// again, across moves.
-  void set_load(double load) const {
-    if (!(load >= 0) || !std::isfinite(load))
-      throw Error(detail::cat("unit ", index_, " stated a load of ", load,
-                              ": a load is finite and not negative"));
-    auto& store = collection_.store();
-    store.load(store.slot_of(store.shape().linear(index_))).stated = load;
-  }
+  void set_load(double load) const;
 
   /// Measures this unit's load, while its collection's loads are measured (measure_loads,
   /// balance.hpp) and the unit states none (set_load wins), as `stream`'s elapsed time from
@@ -166,10 +134,7 @@ class WorkUnit {
   /// waited for), instead of the calls' host time, which on a GPU is the time to launch.
   /// Called by the constructor, as the unit is rebuilt where it moves. On the host backend
   /// the work runs inside the calls: the host time is kept.
-  void measure_device_load(Stream& stream) const {
-    auto& store = collection_.store();
-    store.load(store.slot_of(store.shape().linear(index_))).device_stream = stream.native_handle();
-  }
+  void measure_device_load(Stream& stream) const;
 
   /// Contributes `value` to this unit's next reduction round. When every unit of the
   /// collection has contributed to the round, the values combined with Op are delivered
@@ -234,18 +199,7 @@ class WorkUnit {
   /// collection awaits the point in the same phase. Code after the co_await never runs. In
   /// a unit type that is a class template: this->template balance_point<&U::m>(...).
   template <auto M, class... A>
-  auto balance_point(A&&... args) {
-    using E = detail::Entry<Derived, M>;
-    static_assert(sizeof...(A) == std::tuple_size_v<typename E::Arguments>,
-                  "kodo: wrong number of arguments for this entry method");
-    // Kept as the entry method's parameters (a pointer into the unit would not outlive a
-    // move), sent as a call once the collection is balanced.
-    return detail::Awaitable<BalancePoint>(
-        {this, [collection = collection_, index = index_,
-                kept = typename E::Arguments(std::forward<A>(args)...)] {
-           std::apply([&](const auto&... a) { collection[index].template send<M>(a...); }, kept);
-         }});
-  }
+  auto balance_point(A&&... args);
 
   /// Contributes the contents of a device (or host) view to this unit's next round,
   /// once the work enqueued on `stream` so far is done: no fence is needed. A rank-0
@@ -256,30 +210,7 @@ class WorkUnit {
   template <auto Target, class V, class Op = Sum>
     requires Kokkos::is_view<V>::value
   void contribute(Stream& stream, const V& view, Op = {}) {
-    static_assert(V::rank() <= 1, "kodo: a view contributed to a reduction has rank 0 or 1");
-    using E = typename V::non_const_value_type;
-    using T = std::conditional_t<V::rank() == 0, E, std::vector<E>>;
-    using R = detail::Reducer<Derived, T, Op, Target>;
-    if (!view.span_is_contiguous())
-      throw Error(detail::cat("unit ", index_, " contributed a non-contiguous view (", view.label(),
-                              ") to a reduction"));
-    const std::uint64_t round = next_round_++;
-    const std::size_t count = view.size(), bytes = count * sizeof(E);
-    auto staging = runtime().pinned_staging(bytes);
-    using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
-    static const std::string region = "kodo::reduction contribution copy";
-    Kokkos::Profiling::ScopedRegion here(region);  // unmanaged views: no label of their own
-    Kokkos::deep_copy(stream.space(),
-                      Kokkos::View<E*, Kokkos::LayoutRight, Kokkos::SharedHostPinnedSpace,
-                                   Unmanaged>(reinterpret_cast<E*>(staging.data()), count),
-                      Kokkos::View<const E*, Kokkos::LayoutRight, typename V::memory_space,
-                                   Unmanaged>(view.data(), count));
-    // The view and the staging buffer stay alive until the copy is done.
-    when_done(stream, [this, view, staging, bytes, round] {
-      Bytes value(bytes);
-      if (bytes) std::memcpy(value.data(), staging.data(), bytes);
-      contribute_to_round<R>(round, std::move(value));
-    });
+    contribute_view<Target, Op>(stream, view);
   }
   /// The same with the result for the main program only.
   template <class V, class Op = Sum>
@@ -301,63 +232,15 @@ class WorkUnit {
                          std::move(value));
   }
 
-  void start_task(Task task) {
-    auto& store = collection_.store();
-    detail::start_task(std::move(task),
-                       detail::cat("unit ", index_, " of collection ", collection_.id()),
-                       runtime().tasks(), runtime().channel_host(), &store,
-                       store.slot_of(store.shape().linear(index_)));
-  }
+  // The unit's contribution of a view's contents (contribute(stream, view) above).
+  template <auto Target, class Op, class V>
+  void contribute_view(Stream& stream, const V& view);
+  void start_task(Task task);
 
-  // all_reduce(value): contributes when awaited; the result resumes the task from the
-  // scheduler loop (not from inside the reduction tree, which may be delivering to the
-  // unit's neighbours).
+  // What all_reduce and balance_point await (work_unit_impl.hpp).
   template <class T, class Op, class Name = void>
-  struct AllReduce {
-    using Reducer = detail::Reducer<Derived, T, Op, detail::awaiting_task, Name>;
-    using Result = typename Reducer::Result;
-    WorkUnit* unit;
-    T value;
-    std::source_location where;
-    std::uint64_t round = 0;
-    std::optional<Result> reduced{};
-    bool ready() const { return false; }
-    void start(detail::TaskRecord& task, std::function<void()> done) {
-      round = unit->next_round_++;
-      unit->awaited_rounds_.expect(round, [this, host = task.host, done](const Bytes& bytes) {
-        reduced = detail::ReductionValue<T>::load(bytes);
-        host->expect_event();
-        host->queue_callback(done);
-      });
-      unit->template contribute_to_round<Reducer>(round, detail::ReductionValue<T>::bytes(value));
-    }
-    Reduced<Result> result() { return {std::move(*reduced), round}; }
-    const char* what() const { return "the result of all_reduce round"; }
-    std::int64_t number() const { return static_cast<std::int64_t>(round); }
-  };
-  // balance_point: the task leaves the rank's list of waiting tasks (the job may go quiet
-  // with it) and is kept by the collection until the scheduler balances it.
-  struct BalancePoint {
-    static constexpr bool ends_task = true;  ///< not in a when_all (task.hpp)
-    WorkUnit* unit;
-    std::function<void()> go_on;
-    std::source_location where{};
-    bool ready() const { return false; }
-    void start(detail::TaskRecord& task, const std::function<void()>&) {
-      auto& store = unit->collection_.store();
-      const std::int64_t linear = store.shape().linear(unit->index_);
-      if (!store.parked
-               .emplace(linear, detail::CollectionBase::Parked{task.frame, std::move(go_on)})
-               .second)
-        throw Error(detail::cat("unit ", unit->index_,
-                                " awaits a balance point in two tasks at once (one task per unit "
-                                "reaches a balance point)"));
-      detail::leave_task_list(task);
-    }
-    void result() const {}
-    const char* what() const { return "a balance point (balance_point)"; }
-    std::int64_t number() const { return -1; }
-  };
+  struct AllReduce;
+  struct BalancePoint;
   template <class U>
   friend detail::AwaitedRounds& detail::awaited_rounds(U& unit);
   template <class U>
@@ -370,15 +253,7 @@ class WorkUnit {
   detail::AwaitedRounds awaited_rounds_;
 };
 
-namespace detail {
-template <class U>
-AwaitedRounds& awaited_rounds(U& unit) {
-  return static_cast<WorkUnit<U>&>(unit).awaited_rounds_;
-}
-template <class U>
-void start_unit_task(U& unit, Task task) {
-  static_cast<WorkUnit<U>&>(unit).start_task(std::move(task));
-}
-}  // namespace detail
-
 }  // namespace kodo
+
+// The bodies of the members above (after WorkUnit: they define its members).
+#include <kodo/tasking/detail/work_unit_impl.hpp>
