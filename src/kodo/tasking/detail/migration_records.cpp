@@ -5,6 +5,7 @@
 // records sent and checked as they arrive.
 #include <kodo/comm/detail/channel_end.hpp>
 #include <kodo/core/agree.hpp>
+#include <kodo/core/detail/mpi_check.hpp>
 #include <kodo/tasking/detail/migration_impl.hpp>
 #include <kodo/tasking/detail/migration_messages.hpp>
 #include <kodo/tasking/detail/ucx_view_route.hpp>
@@ -38,11 +39,11 @@ void post_chunks(MPI_Comm comm, std::span<std::byte> bytes, int peer, bool send,
     const int n = static_cast<int>(std::min<std::uint64_t>(kChunkBytes, bytes.size() - at));
     requests.emplace_back();
     if (send)
-      check_mpi(MPI_Isend(bytes.data() + at, n, MPI_BYTE, peer, kDataTag, comm, &requests.back()),
-                "MPI_Isend");
+      KODO_MPI_CHECK(MPI_Isend(bytes.data() + at, n, MPI_BYTE, peer, kDataTag, comm,
+                               &requests.back()));
     else
-      check_mpi(MPI_Irecv(bytes.data() + at, n, MPI_BYTE, peer, kDataTag, comm, &requests.back()),
-                "MPI_Irecv");
+      KODO_MPI_CHECK(MPI_Irecv(bytes.data() + at, n, MPI_BYTE, peer, kDataTag, comm,
+                               &requests.back()));
   }
 }
 
@@ -89,9 +90,8 @@ void Migration::Impl::trade_headers(const std::vector<Leaving>& leaving) {
   std::vector<MPI_Request> requests;
   for (const Leaving& l : leaving) {
     requests.emplace_back();
-    check_mpi(MPI_Isend(&l.header, sizeof(Header), MPI_BYTE, l.to, kHeaderTag, comm,
-                        &requests.back()),
-              "MPI_Isend");
+    KODO_MPI_CHECK(MPI_Isend(&l.header, sizeof(Header), MPI_BYTE, l.to, kHeaderTag, comm,
+                             &requests.back()));
   }
   for (std::int64_t linear = 0; linear < after.units(); ++linear) {
     if (after.owner(linear) != rank || before.owner(linear) == rank) continue;
@@ -100,12 +100,11 @@ void Migration::Impl::trade_headers(const std::vector<Leaving>& leaving) {
   }
   for (auto& [linear, a] : arrivals) {
     requests.emplace_back();
-    check_mpi(MPI_Irecv(&a.header, sizeof(Header), MPI_BYTE, a.from, kHeaderTag, comm,
-                        &requests.back()),
-              "MPI_Irecv");
+    KODO_MPI_CHECK(MPI_Irecv(&a.header, sizeof(Header), MPI_BYTE, a.from, kHeaderTag, comm,
+                             &requests.back()));
   }
-  check_mpi(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE),
-            "MPI_Waitall");
+  KODO_MPI_CHECK(MPI_Waitall(static_cast<int>(requests.size()), requests.data(),
+                             MPI_STATUSES_IGNORE));
   std::string problem;
   for (auto& [linear, a] : arrivals) {
     const Header& h = a.header;
@@ -137,16 +136,16 @@ void Migration::Impl::trade_tag_numbers(std::vector<Leaving>& leaving) {
     do a.tag_number = registry.unused_number();
     while (!drawn.insert(a.tag_number).second);
     requests.emplace_back();
-    check_mpi(MPI_Isend(&a.tag_number, 1, MPI_UINT32_T, a.from, kNumberTag, comm, &requests.back()),
-              "MPI_Isend");
+    KODO_MPI_CHECK(MPI_Isend(&a.tag_number, 1, MPI_UINT32_T, a.from, kNumberTag, comm,
+                             &requests.back()));
   }
   for (Leaving& l : leaving) {
     requests.emplace_back();
-    check_mpi(MPI_Irecv(&l.tag_number, 1, MPI_UINT32_T, l.to, kNumberTag, comm, &requests.back()),
-              "MPI_Irecv");
+    KODO_MPI_CHECK(MPI_Irecv(&l.tag_number, 1, MPI_UINT32_T, l.to, kNumberTag, comm,
+                             &requests.back()));
   }
-  check_mpi(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE),
-            "MPI_Waitall");
+  KODO_MPI_CHECK(MPI_Waitall(static_cast<int>(requests.size()), requests.data(),
+                             MPI_STATUSES_IGNORE));
 }
 
 // The arriving records, each chunk as long as its header said: the bytes of a shorter
@@ -155,15 +154,14 @@ void Migration::Impl::check_records_arrived(std::vector<MPI_Request>& receives,
                                             const std::vector<std::pair<std::int64_t, int>>& chunks,
                                             const std::string& sending_problem) {
   std::vector<MPI_Status> statuses(receives.size());
-  check_mpi(MPI_Waitall(static_cast<int>(receives.size()), receives.data(), statuses.data()),
-            "MPI_Waitall");
+  KODO_MPI_CHECK(MPI_Waitall(static_cast<int>(receives.size()), receives.data(), statuses.data()));
   // A sender that failed sent empty chunks and says why: its reason is the job's, agreed
   // before a short chunk is looked at (and before any record is read).
   agree_and_report(runtime.comm(), sending_problem);
   std::string missing;
   for (std::size_t i = 0; i < chunks.size() && missing.empty(); ++i) {
     int count = 0;
-    check_mpi(MPI_Get_count(&statuses[i], MPI_BYTE, &count), "MPI_Get_count");
+    KODO_MPI_CHECK(MPI_Get_count(&statuses[i], MPI_BYTE, &count));
     const auto [linear, expected] = chunks[i];
     if (count != expected)
       missing = cat("the records of unit ", collection.shape().delinear(linear), " of collection ",
@@ -185,8 +183,8 @@ void Migration::Impl::send_records(std::vector<Leaving>& leaving,
   for (Leaving& l : leaving) {
     if (in_flight.size() == static_cast<std::size_t>(kMigrationsInFlight)) {
       auto& oldest = in_flight.front().second;
-      check_mpi(MPI_Waitall(static_cast<int>(oldest.size()), oldest.data(), MPI_STATUSES_IGNORE),
-                "MPI_Waitall");
+      KODO_MPI_CHECK(MPI_Waitall(static_cast<int>(oldest.size()), oldest.data(),
+                                 MPI_STATUSES_IGNORE));
       in_flight.pop_front();
     }
     std::vector<std::byte> bytes;
@@ -219,16 +217,14 @@ void Migration::Impl::send_records(std::vector<Leaving>& leaving,
       // receiver does not wait, and the failure is agreed on below.
       for (std::uint64_t at = 0; at < l.header.bytes; at += kChunkBytes) {
         requests.emplace_back();
-        check_mpi(MPI_Isend(nullptr, 0, MPI_BYTE, l.to, kDataTag, comm, &requests.back()),
-                  "MPI_Isend");
+        KODO_MPI_CHECK(MPI_Isend(nullptr, 0, MPI_BYTE, l.to, kDataTag, comm, &requests.back()));
       }
     }
     in_flight.emplace_back(std::move(bytes), std::move(requests));
     requests.clear();
   }
   for (auto& [bytes, sent] : in_flight)
-    check_mpi(MPI_Waitall(static_cast<int>(sent.size()), sent.data(), MPI_STATUSES_IGNORE),
-              "MPI_Waitall");
+    KODO_MPI_CHECK(MPI_Waitall(static_cast<int>(sent.size()), sent.data(), MPI_STATUSES_IGNORE));
 }
 
 }  // namespace kodo::detail
