@@ -5,6 +5,7 @@
 #include <kodo/backends/detail/native.hpp>
 #include <kodo/backends/stream.hpp>
 #include <kodo/core/agree.hpp>
+#include <kodo/core/detail/mpi_check.hpp>
 #include <kodo/core/error.hpp>
 #include <kodo/core/numeric.hpp>
 #include <kodo/core/settings.hpp>
@@ -50,10 +51,9 @@ void read_binding(Placement&) {}
 Placement detail::place_rank(MPI_Comm comm, int device) {
   Placement p;
   MPI_Comm node;
-  detail::check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node),
-                    "MPI_Comm_split_type");
-  MPI_Comm_rank(node, &p.local_rank);
-  MPI_Comm_size(node, &p.local_ranks);
+  KODO_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  KODO_MPI_CHECK(MPI_Comm_rank(node, &p.local_rank));
+  KODO_MPI_CHECK(MPI_Comm_size(node, &p.local_ranks));
   read_binding(p);
 
   std::string problem;
@@ -89,8 +89,7 @@ Placement detail::place_rank(MPI_Comm comm, int device) {
   }
   // Collective on every rank of the node, whatever happened above.
   std::vector<std::uint64_t> sets(p.local_ranks);
-  detail::check_mpi(MPI_Allgather(&key, 1, MPI_UINT64_T, sets.data(), 1, MPI_UINT64_T, node),
-                    "MPI_Allgather");
+  KODO_MPI_CHECK(MPI_Allgather(&key, 1, MPI_UINT64_T, sets.data(), 1, MPI_UINT64_T, node));
   if (problem.empty() && device_build) {
     try {
       const bool sharing = detail::flag_setting("KODO_SHARE_GPUS");
@@ -112,8 +111,7 @@ Placement detail::place_rank(MPI_Comm comm, int device) {
   // Ranks sharing a GPU are time-sliced by it: a kernel that waits for another rank holds
   // the GPU for a whole slice (the channels then wait on the host).
   std::vector<int> devices(p.local_ranks);
-  detail::check_mpi(MPI_Allgather(&p.device, 1, MPI_INT, devices.data(), 1, MPI_INT, node),
-                    "MPI_Allgather");
+  KODO_MPI_CHECK(MPI_Allgather(&p.device, 1, MPI_INT, devices.data(), 1, MPI_INT, node));
   // The same GPU: the same index among the same visible GPUs (ranks given a GPU each by
   // the launcher all see theirs as GPU 0, but see different sets).
   for (int r = 0; r < p.local_ranks; ++r)

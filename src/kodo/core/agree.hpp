@@ -14,7 +14,8 @@ namespace kodo::detail {
 
 // Ends the job when an MPI call did not succeed, naming the call, where it was made
 // and MPI's reason. kodo's communicators return errors (MPI_ERRORS_RETURN) so that
-// they arrive here rather than abort inside MPI.
+// they arrive here rather than abort inside MPI. kodo's sources call it through
+// KODO_MPI_CHECK (core/detail/mpi_check.hpp), which names the call as written.
 void check_mpi(int result, const char* call,
                std::source_location at = std::source_location::current());
 

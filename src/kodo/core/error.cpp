@@ -3,6 +3,7 @@
 #include <kodo/core/error.hpp>
 
 #include <kodo/core/agree.hpp>
+#include <kodo/core/detail/mpi_check.hpp>
 
 #include <mpi.h>
 
@@ -76,21 +77,21 @@ void detail::check_mpi(int result, const char* call, std::source_location at) {
 void detail::agree_on_failure(MPI_Comm comm, const std::string& problem,
                               const std::string& what_failed) {
   int failed = problem.empty() ? 0 : 1, any = 0;
-  detail::check_mpi(MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
+  KODO_MPI_CHECK(MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, comm));
   if (failed) throw Error(problem);
   if (any) throw Error("another rank " + what_failed + " (see its message)");
 }
 
 void detail::agree_and_report(MPI_Comm comm, const std::string& problem) {
   int rank = 0;
-  detail::check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  KODO_MPI_CHECK(MPI_Comm_rank(comm, &rank));
   int mine = problem.empty() ? INT_MAX : rank, first = INT_MAX;
-  detail::check_mpi(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+  KODO_MPI_CHECK(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm));
   if (first == INT_MAX) return;
   int length = static_cast<int>(problem.size());
-  detail::check_mpi(MPI_Bcast(&length, 1, MPI_INT, first, comm), "MPI_Bcast");
+  KODO_MPI_CHECK(MPI_Bcast(&length, 1, MPI_INT, first, comm));
   std::string text = rank == first ? problem : std::string(static_cast<std::size_t>(length), ' ');
-  detail::check_mpi(MPI_Bcast(text.data(), length, MPI_CHAR, first, comm), "MPI_Bcast");
+  KODO_MPI_CHECK(MPI_Bcast(text.data(), length, MPI_CHAR, first, comm));
   if (rank == first) throw Error(text);
   std::string_view bare = text;
   if (bare.starts_with("kodo: ")) bare.remove_prefix(6);

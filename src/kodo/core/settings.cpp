@@ -3,6 +3,7 @@
 #include <kodo/core/settings.hpp>
 
 #include <kodo/core/agree.hpp>
+#include <kodo/core/detail/mpi_check.hpp>
 #include <kodo/core/error.hpp>
 #include <kodo/core/numeric.hpp>
 
@@ -215,7 +216,7 @@ std::optional<std::string_view> setting_like(std::string_view name) {
 
 void agree_on_settings(MPI_Comm comm) {
   int rank = 0;
-  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  KODO_MPI_CHECK(MPI_Comm_rank(comm, &rank));
   // This rank's settings as one text, "NAME=value\n" for each that must agree ("NAME\n"
   // when unset), and the first problem with them.
   std::string mine, problem;
@@ -231,9 +232,9 @@ void agree_on_settings(MPI_Comm comm) {
   // Rank 0's, to every rank, which names the first setting that differs from it.
   std::string root = mine;
   unsigned long long length = root.size();
-  check_mpi(MPI_Bcast(&length, 1, MPI_UNSIGNED_LONG_LONG, 0, comm), "MPI_Bcast");
+  KODO_MPI_CHECK(MPI_Bcast(&length, 1, MPI_UNSIGNED_LONG_LONG, 0, comm));
   root.resize(length);
-  check_mpi(MPI_Bcast(root.data(), static_cast<int>(length), MPI_CHAR, 0, comm), "MPI_Bcast");
+  KODO_MPI_CHECK(MPI_Bcast(root.data(), static_cast<int>(length), MPI_CHAR, 0, comm));
   if (problem.empty() && root != mine) {
     const auto lines = [](const std::string& all) {
       std::vector<std::string> out;

@@ -4,7 +4,7 @@
 // moving units for, and the gathering of loads (balance.hpp).
 #include <kodo/tasking/balance.hpp>
 
-#include <kodo/core/agree.hpp>
+#include <kodo/core/detail/mpi_check.hpp>
 #include <kodo/tasking/detail/state_records.hpp>
 #include <kodo/tasking/detail/watchdog.hpp>
 
@@ -202,8 +202,7 @@ BalanceInput gather_loads(Runtime& runtime, CollectionBase& c,
   int count = static_cast<int>(mine.size() * sizeof(Entry));
   std::vector<int> counts(static_cast<std::size_t>(ranks)),
       offsets(static_cast<std::size_t>(ranks));
-  check_mpi(MPI_Allgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, runtime.comm()),
-            "MPI_Allgather");
+  KODO_MPI_CHECK(MPI_Allgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, runtime.comm()));
   // What another rank sends is checked before it is used: each rank's count is its units'
   // (every rank sees the same counts and entries, so every rank refuses the same way).
   for (int r = 0; r < ranks; ++r)
@@ -217,9 +216,8 @@ BalanceInput gather_loads(Runtime& runtime, CollectionBase& c,
     offsets[static_cast<std::size_t>(r)] = offsets[static_cast<std::size_t>(r - 1)] +
                                            counts[static_cast<std::size_t>(r - 1)];
   std::vector<Entry> all(units);
-  check_mpi(MPI_Allgatherv(mine.data(), count, MPI_BYTE, all.data(), counts.data(), offsets.data(),
-                           MPI_BYTE, runtime.comm()),
-            "MPI_Allgatherv");
+  KODO_MPI_CHECK(MPI_Allgatherv(mine.data(), count, MPI_BYTE, all.data(), counts.data(),
+                                offsets.data(), MPI_BYTE, runtime.comm()));
   in.loads.assign(units, -1.0);
   in.bytes.assign(units, 0);
   std::size_t at = 0;
@@ -238,6 +236,12 @@ BalanceInput gather_loads(Runtime& runtime, CollectionBase& c,
       in.bytes[static_cast<std::size_t>(e.linear)] = e.bytes;
     }
   return in;
+}
+
+bool on_every_rank(Runtime& runtime, bool mine) {
+  int all = mine ? 1 : 0;
+  KODO_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, runtime.comm()));
+  return all == 1;
 }
 
 BalanceReport judge(const BalanceInput& input, std::vector<int> owners,

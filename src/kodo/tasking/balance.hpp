@@ -90,6 +90,8 @@ void quiesce(Runtime& runtime, const char* call);
 // loads start again (balance.cpp).
 BalanceInput gather_loads(Runtime& runtime, CollectionBase& collection,
                           const std::vector<std::uint64_t>& local_bytes);
+// Collective: whether `mine` holds on every rank (balance.cpp).
+bool on_every_rank(Runtime& runtime, bool mine);
 // Whether to apply `owners`, and the report's numbers (balance.cpp).
 BalanceReport judge(const BalanceInput& input, std::vector<int> owners,
                     const BalanceOptions& options, double moving_seconds, bool measured);
@@ -124,11 +126,10 @@ BalanceReport rebalance(const Collection<U>& units, const Balancer& balancer,
   for (std::int64_t s = 0; s < store.local_count(); ++s) measured &= !store.load(s).stated;
   BalanceInput input = detail::gather_loads(units.runtime(), store, bytes);
   store.measure_loads = true;  // the next phases are measured
-  int measured_everywhere = measured ? 1 : 0;
-  MPI_Allreduce(MPI_IN_PLACE, &measured_everywhere, 1, MPI_INT, MPI_MIN, units.runtime().comm());
+  const bool measured_everywhere = detail::on_every_rank(units.runtime(), measured);
   std::vector<int> owners = balancer(input);
   BalanceReport report = detail::judge(input, std::move(owners), options,
-                                       store.last_migration_seconds, measured_everywhere == 1);
+                                       store.last_migration_seconds, measured_everywhere);
   if (report.applied) {
     report.migration = migrate(units, report.owners);
     if (report.migration.moved > 0) store.last_migration_seconds = report.migration.seconds;

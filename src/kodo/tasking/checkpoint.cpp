@@ -8,6 +8,7 @@
 
 #include <kodo/backends/detail/tool_region.hpp>
 #include <kodo/core/agree.hpp>
+#include <kodo/core/detail/mpi_check.hpp>
 #include <kodo/tasking/detail/checkpoint_files.hpp>
 #include <kodo/tasking/detail/checkpoint_manifest.hpp>
 #include <kodo/tasking/detail/state_records.hpp>
@@ -66,7 +67,7 @@ CheckpointWrite::CheckpointWrite(Runtime& runtime, const std::string& dir,
     }
   }
   detail::agree_and_report(runtime.comm(), problem);
-  detail::check_mpi(MPI_Bcast(&number, 1, MPI_LONG_LONG, 0, runtime.comm()), "MPI_Bcast");
+  KODO_MPI_CHECK(MPI_Bcast(&number, 1, MPI_LONG_LONG, 0, runtime.comm()));
   final_ = cat(dir, "/checkpoint-", number);
   partial_ = final_ + ".partial";
 }
@@ -123,8 +124,7 @@ std::vector<ManifestUnit> gather_entries(MPI_Comm comm, int rank, int ranks,
                                          std::vector<int>& counts) {
   std::string problem;
   std::uint64_t units = written.size(), all_units = 0;
-  detail::check_mpi(MPI_Allreduce(&units, &all_units, 1, MPI_UINT64_T, MPI_SUM, comm),
-                    "MPI_Allreduce");
+  KODO_MPI_CHECK(MPI_Allreduce(&units, &all_units, 1, MPI_UINT64_T, MPI_SUM, comm));
   constexpr std::uint64_t kMostUnits = INT_MAX / sizeof(ManifestUnit);
   if (all_units > kMostUnits)
     problem = cat("a checkpoint holds at most ", kMostUnits,
@@ -134,8 +134,7 @@ std::vector<ManifestUnit> gather_entries(MPI_Comm comm, int rank, int ranks,
   int count = static_cast<int>(written.size() * sizeof(ManifestUnit));
   counts.assign(static_cast<std::size_t>(ranks), 0);
   std::vector<int> offsets(static_cast<std::size_t>(ranks));
-  detail::check_mpi(MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, comm),
-                    "MPI_Gather");
+  KODO_MPI_CHECK(MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, comm));
   std::vector<ManifestUnit> all;
   if (rank == 0) {
     std::int64_t total = 0;
@@ -149,9 +148,8 @@ std::vector<ManifestUnit> gather_entries(MPI_Comm comm, int rank, int ranks,
     if (problem.empty()) all.resize(static_cast<std::size_t>(total) / sizeof(ManifestUnit));
   }
   detail::agree_and_report(comm, problem);
-  detail::check_mpi(MPI_Gatherv(written.data(), count, MPI_BYTE, all.data(), counts.data(),
-                                offsets.data(), MPI_BYTE, 0, comm),
-                    "MPI_Gatherv");
+  KODO_MPI_CHECK(MPI_Gatherv(written.data(), count, MPI_BYTE, all.data(), counts.data(),
+                             offsets.data(), MPI_BYTE, 0, comm));
   return all;
 }
 
@@ -234,9 +232,8 @@ CheckpointReport CheckpointWrite::finish(const std::string& problem_in) {
   // Every rank's file and every unit's place, size and checksum, to rank 0.
   const int ranks = runtime_.size(), rank = runtime_.rank();
   std::vector<FileEntry> files(rank == 0 ? static_cast<std::size_t>(ranks) : 0);
-  detail::check_mpi(MPI_Gather(&mine, sizeof mine, MPI_BYTE, files.data(), sizeof mine, MPI_BYTE, 0,
-                               comm),
-                    "MPI_Gather");
+  KODO_MPI_CHECK(MPI_Gather(&mine, sizeof mine, MPI_BYTE, files.data(), sizeof mine, MPI_BYTE, 0,
+                            comm));
   std::vector<int> counts;
   const std::vector<ManifestUnit> all = gather_entries(comm, rank, ranks, written_, counts);
   std::string failed;
@@ -263,12 +260,10 @@ CheckpointReport CheckpointWrite::finish(const std::string& problem_in) {
   CheckpointReport report;
   report.path = final_;
   const double seconds = MPI_Wtime() - started_;
-  detail::check_mpi(MPI_Allreduce(&seconds, &report.seconds, 1, MPI_DOUBLE, MPI_MAX, comm),
-                    "MPI_Allreduce");
+  KODO_MPI_CHECK(MPI_Allreduce(&seconds, &report.seconds, 1, MPI_DOUBLE, MPI_MAX, comm));
   unsigned long long bytes = 0, total = 0;
   for (const auto& u : written_) bytes += u.bytes;
-  detail::check_mpi(MPI_Allreduce(&bytes, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, comm),
-                    "MPI_Allreduce");
+  KODO_MPI_CHECK(MPI_Allreduce(&bytes, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, comm));
   report.bytes = total;
   watching.reset();
   if (rank == 0) remove_older(dir_, final_);  // no rank waits for this
@@ -283,11 +278,11 @@ namespace {
 
 void broadcast_string(std::string& s, MPI_Comm comm) {
   unsigned long long length = s.size();
-  detail::check_mpi(MPI_Bcast(&length, 1, MPI_UNSIGNED_LONG_LONG, 0, comm), "MPI_Bcast");
+  KODO_MPI_CHECK(MPI_Bcast(&length, 1, MPI_UNSIGNED_LONG_LONG, 0, comm));
   s.resize(length);
   for (unsigned long long at = 0; at < length; at += 1 << 30) {
     const int n = static_cast<int>(std::min<unsigned long long>(length - at, 1 << 30));
-    detail::check_mpi(MPI_Bcast(s.data() + at, n, MPI_CHAR, 0, comm), "MPI_Bcast");
+    KODO_MPI_CHECK(MPI_Bcast(s.data() + at, n, MPI_CHAR, 0, comm));
   }
 }
 

@@ -9,6 +9,7 @@
 #include <kodo/comm/detail/channel_end.hpp>
 #include <kodo/comm/detail/transport_staging.hpp>
 #include <kodo/core/agree.hpp>
+#include <kodo/core/detail/mpi_check.hpp>
 #include <kodo/tasking/detail/held_state.hpp>
 #include <kodo/tasking/detail/migration_impl.hpp>
 #include <kodo/tasking/detail/migration_messages.hpp>
@@ -73,7 +74,7 @@ Migration::Migration(Runtime& runtime, CollectionBase& collection, std::vector<i
                       owners[l], ", outside the job's ", runtime.size(), " rank(s)");
   agree_and_report(runtime.comm(), problem);
   std::uint64_t hash[2] = {owners_hash(owners), ~owners_hash(owners)}, most[2];
-  check_mpi(MPI_Allreduce(hash, most, 2, MPI_UINT64_T, MPI_MAX, runtime.comm()), "MPI_Allreduce");
+  KODO_MPI_CHECK(MPI_Allreduce(hash, most, 2, MPI_UINT64_T, MPI_MAX, runtime.comm()));
   if (most[0] != hash[0] || most[1] != hash[1])
     problem = cat("the ranks passed different unit maps for collection ", collection.id(),
                   " (every rank passes the same owners)");
@@ -182,7 +183,7 @@ void Migration::exchange(const std::function<void(std::int64_t, StateWriter&)>& 
   static const std::string region = "kodo::migrate";
   const detail::ToolRegion here(region);
   Impl& m = *impl_;
-  check_mpi(MPI_Comm_dup(m.runtime.comm(), &m.comm), "MPI_Comm_dup");
+  KODO_MPI_CHECK(MPI_Comm_dup(m.runtime.comm(), &m.comm));
   for (std::int64_t slot = 0; slot < m.collection.local_count(); ++slot)
     m.old_loads.push_back(m.collection.load(slot));
   std::vector<Impl::Leaving> leaving = m.measure_leaving(visit, rounds);
@@ -226,9 +227,9 @@ void Migration::install() {
   // What the closed same-node ends leave goes once every rank has closed its ends: the
   // peers' buffers unmapped everywhere first, then the rings' memory freed.
   ChannelHost& host = RuntimeAccess::channel_host(m.runtime);
-  check_mpi(MPI_Barrier(m.runtime.comm()), "MPI_Barrier");
+  KODO_MPI_CHECK(MPI_Barrier(m.runtime.comm()));
   reclaim_closed_links(registry, host.node(), id, 0);
-  check_mpi(MPI_Barrier(m.runtime.comm()), "MPI_Barrier");
+  KODO_MPI_CHECK(MPI_Barrier(m.runtime.comm()));
   reclaim_closed_links(registry, host.node(), id, 1);
   // What peers said of the old links: their numbers and routes, per opening, start over.
   std::erase_if(registry.send_numbers, [&](const auto& kv) { return kv.first.collection == id; });
@@ -316,9 +317,8 @@ MigrationReport Migration::finish(const std::string& problem) {
                        exchanged ? parts[3] : 0};
   double slowest[9];
   std::uint64_t bytes[2] = {m.bytes_sent, m.view_bytes_sent}, all[2];
-  check_mpi(MPI_Allreduce(seconds, slowest, 9, MPI_DOUBLE, MPI_MAX, m.runtime.comm()),
-            "MPI_Allreduce");
-  check_mpi(MPI_Allreduce(bytes, all, 2, MPI_UINT64_T, MPI_SUM, m.runtime.comm()), "MPI_Allreduce");
+  KODO_MPI_CHECK(MPI_Allreduce(seconds, slowest, 9, MPI_DOUBLE, MPI_MAX, m.runtime.comm()));
+  KODO_MPI_CHECK(MPI_Allreduce(bytes, all, 2, MPI_UINT64_T, MPI_SUM, m.runtime.comm()));
   r.seconds = slowest[0];
   r.phases = {slowest[1], slowest[2], slowest[3], slowest[4],
               slowest[5], slowest[6], slowest[7], slowest[8]};

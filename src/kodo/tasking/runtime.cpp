@@ -3,6 +3,7 @@
 #include <kodo/tasking/runtime.hpp>
 
 #include <kodo/core/agree.hpp>
+#include <kodo/core/detail/mpi_check.hpp>
 #include <kodo/core/settings.hpp>
 #include <kodo/tasking/detail/scheduler.hpp>
 #include <kodo/tasking/registry.hpp>
@@ -31,8 +32,7 @@ std::atomic<bool> runtime_exists{false};
 void check_same_program(MPI_Comm comm) {
   const std::uint64_t mine = detail::handler_fingerprint();
   std::array<std::uint64_t, 2> local{mine, ~mine}, extremes{};
-  detail::check_mpi(MPI_Allreduce(local.data(), extremes.data(), 2, MPI_UINT64_T, MPI_MIN, comm),
-                    "MPI_Allreduce");
+  KODO_MPI_CHECK(MPI_Allreduce(local.data(), extremes.data(), 2, MPI_UINT64_T, MPI_MIN, comm));
   if (extremes[0] != ~extremes[1])
     throw Error(
         detail::cat("the ranks run different programs: their entry methods and reducers differ "
@@ -146,12 +146,12 @@ void Runtime::start(int& argc, char**& argv) {
   // Until the scheduler watches its own start: a rank that never comes holds the others.
   const auto start_watch = watch_start_up();
   const detail::WatchdogPhase watching(*start_watch, "starting the runtime (kodo::Runtime)");
-  detail::check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
-  detail::check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &wave_comm_), "MPI_Comm_dup");
+  KODO_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &comm_));
+  KODO_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &wave_comm_));
   for (MPI_Comm c : {comm_, wave_comm_})
-    detail::check_mpi(MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
-  MPI_Comm_rank(comm_, &rank_);
-  MPI_Comm_size(comm_, &size_);
+    KODO_MPI_CHECK(MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN));
+  KODO_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
+  KODO_MPI_CHECK(MPI_Comm_size(comm_, &size_));
   check_same_program(comm_);
   // The listing before the settings' check: a bad setting must not hide what they are.
   for (int i = 1; argv && i < argc; ++i)
@@ -241,9 +241,8 @@ void Runtime::print_placement() const {
   const std::string where = describe(placement_, rank_);
   where.copy(line.data(), width - 1);
   std::vector<char> all(rank_ == 0 ? width * static_cast<std::size_t>(size_) : 0);
-  detail::check_mpi(MPI_Gather(line.data(), static_cast<int>(width), MPI_CHAR, all.data(),
-                               static_cast<int>(width), MPI_CHAR, 0, comm_),
-                    "MPI_Gather");
+  KODO_MPI_CHECK(MPI_Gather(line.data(), static_cast<int>(width), MPI_CHAR, all.data(),
+                            static_cast<int>(width), MPI_CHAR, 0, comm_));
   for (int r = 0; rank_ == 0 && r < size_; ++r)
     print_error(detail::cat("placement: ", all.data() + static_cast<std::size_t>(r) * width));
 }
@@ -309,7 +308,7 @@ void Runtime::add_collection(std::unique_ptr<detail::CollectionBase> collection)
   scheduler_->add_collection(std::move(collection));
   const detail::WatchdogPhase watching(scheduler_->watchdog(),
                                        "creating a collection (kodo::Collection::create)");
-  detail::check_mpi(MPI_Barrier(comm_), "MPI_Barrier");
+  KODO_MPI_CHECK(MPI_Barrier(comm_));
 }
 
 }  // namespace kodo

@@ -16,8 +16,8 @@ namespace kodo::backend {
 bool capture_supported() { return true; }
 
 void begin_capture(NativeStream origin) {
-  check(cudaStreamBeginCapture(static_cast<cudaStream_t>(origin), cudaStreamCaptureModeRelaxed),
-        "cudaStreamBeginCapture");
+  KODO_CUDA_CHECK(cudaStreamBeginCapture(static_cast<cudaStream_t>(origin),
+                                         cudaStreamCaptureModeRelaxed));
 }
 
 CapturedGraph end_capture(NativeStream origin) {
@@ -31,7 +31,7 @@ CapturedGraph end_capture(NativeStream origin) {
                 "recorded it; KODO_RECORD=off issues every call as it is made");
   }
   std::size_t nodes = 0;
-  check(cudaGraphGetNodes(graph, nullptr, &nodes), "cudaGraphGetNodes");
+  KODO_CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &nodes));
   if (nodes == 0) {
     cudaGraphDestroy(graph);
     return nullptr;
@@ -54,25 +54,25 @@ bool update_exec(NativeGraphExec exec, CapturedGraph graph) {
 
 NativeGraphExec instantiate_captured(CapturedGraph graph) {
   cudaGraphExec_t exec = nullptr;
-  check(cudaGraphInstantiate(&exec, static_cast<cudaGraph_t>(graph), 0), "cudaGraphInstantiate");
+  KODO_CUDA_CHECK(cudaGraphInstantiate(&exec, static_cast<cudaGraph_t>(graph), 0));
   return exec;
 }
 
 std::uint64_t shape_key(CapturedGraph graph) {
   const auto g = static_cast<cudaGraph_t>(graph);
   std::size_t nodes = 0, edges = 0;
-  check(cudaGraphGetNodes(g, nullptr, &nodes), "cudaGraphGetNodes");
+  KODO_CUDA_CHECK(cudaGraphGetNodes(g, nullptr, &nodes));
 #if CUDART_VERSION >= 13000
-  check(cudaGraphGetEdges(g, nullptr, nullptr, nullptr, &edges), "cudaGraphGetEdges");
+  KODO_CUDA_CHECK(cudaGraphGetEdges(g, nullptr, nullptr, nullptr, &edges));
 #else
-  check(cudaGraphGetEdges(g, nullptr, nullptr, &edges), "cudaGraphGetEdges");
+  KODO_CUDA_CHECK(cudaGraphGetEdges(g, nullptr, nullptr, &edges));
 #endif
   return (static_cast<std::uint64_t>(nodes) << 32) ^ static_cast<std::uint64_t>(edges);
 }
 
 void wait_event(NativeStream stream, NativeEvent event) {
-  check(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), static_cast<cudaEvent_t>(event), 0),
-        "cudaStreamWaitEvent");
+  KODO_CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream),
+                                      static_cast<cudaEvent_t>(event), 0));
 }
 
 bool recordable_memory(const void* p) {
@@ -90,7 +90,7 @@ EventState event_state(NativeEvent event) {
   if (e == cudaErrorNotReady) return EventState::pending;
   cudaGetLastError();
   if (e == cudaErrorCapturedEvent) return EventState::captured;
-  check(e, "cudaEventQuery");
+  check_cuda(e, "cudaEventQuery");
   return EventState::pending;
 }
 

@@ -31,38 +31,38 @@ int device_count() {
   int n = 0;
   const cudaError_t e = cudaGetDeviceCount(&n);
   if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver) return 0;
-  check(e, "cudaGetDeviceCount");
+  check_cuda(e, "cudaGetDeviceCount");
   return n;
 }
 
-void select_device(int device) { check(cudaSetDevice(device), "cudaSetDevice"); }
+void select_device(int device) { KODO_CUDA_CHECK(cudaSetDevice(device)); }
 
 std::string device_name(int device) {
   cudaDeviceProp p{};
-  check(cudaGetDeviceProperties(&p, device), "cudaGetDeviceProperties");
+  KODO_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
   return p.name;
 }
 
 std::string device_bus_id(int device) {
   char id[32] = {};
-  check(cudaDeviceGetPCIBusId(id, sizeof id, device), "cudaDeviceGetPCIBusId");
+  KODO_CUDA_CHECK(cudaDeviceGetPCIBusId(id, sizeof id, device));
   return id;
 }
 
 NativeStream create_stream(Priority priority) {
   int least = 0, greatest = 0;
-  check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "cudaDeviceGetStreamPriorityRange");
+  KODO_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   cudaStream_t s = nullptr;
-  check(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking,
-                                     priority == Priority::communication ? greatest : least),
-        "cudaStreamCreateWithPriority");
+  KODO_CUDA_CHECK(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking,
+                                               priority == Priority::communication ? greatest
+                                                                                   : least));
   return s;
 }
 void destroy_stream(NativeStream stream) { cudaStreamDestroy(static_cast<cudaStream_t>(stream)); }
 
 NativeEvent create_event() {
   cudaEvent_t e = nullptr;
-  check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+  KODO_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   return e;
 }
 void destroy_event(NativeEvent event) { cudaEventDestroy(static_cast<cudaEvent_t>(event)); }
@@ -70,49 +70,49 @@ void destroy_event(NativeEvent event) { cudaEventDestroy(static_cast<cudaEvent_t
 void order_after(NativeStream waiter, NativeStream source, NativeEvent event) {
   // A wait captures the event's latest record when it is enqueued, so the event can be
   // recorded again right away.
-  check(cudaEventRecord(static_cast<cudaEvent_t>(event), static_cast<cudaStream_t>(source)),
-        "cudaEventRecord");
-  check(cudaStreamWaitEvent(static_cast<cudaStream_t>(waiter), static_cast<cudaEvent_t>(event), 0),
-        "cudaStreamWaitEvent");
+  KODO_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(event),
+                                  static_cast<cudaStream_t>(source)));
+  KODO_CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(waiter),
+                                      static_cast<cudaEvent_t>(event), 0));
 }
 
 void check_stream(NativeStream stream) {
   const cudaError_t e = cudaStreamQuery(static_cast<cudaStream_t>(stream));
-  if (e != cudaSuccess && e != cudaErrorNotReady) check(e, "cudaStreamQuery (the stream failed)");
+  if (e != cudaSuccess && e != cudaErrorNotReady)
+    check_cuda(e, "cudaStreamQuery (the stream failed)");
 }
 
 void record_event(NativeStream stream, NativeEvent event) {
-  check(cudaEventRecord(static_cast<cudaEvent_t>(event), static_cast<cudaStream_t>(stream)),
-        "cudaEventRecord");
+  KODO_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(event),
+                                  static_cast<cudaStream_t>(stream)));
 }
 bool event_reached(NativeEvent event) {
   const cudaError_t e = cudaEventQuery(static_cast<cudaEvent_t>(event));
   if (e == cudaErrorNotReady) return false;
-  check(e, "cudaEventQuery");
+  check_cuda(e, "cudaEventQuery");
   return true;
 }
 
 NativeEvent create_timing_event() {
   cudaEvent_t e = nullptr;
-  check(cudaEventCreate(&e), "cudaEventCreate");
+  KODO_CUDA_CHECK(cudaEventCreate(&e));
   return e;
 }
 double seconds_between(NativeEvent start, NativeEvent end) {
   float ms = 0;
-  check(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start), static_cast<cudaEvent_t>(end)),
-        "cudaEventElapsedTime");
+  KODO_CUDA_CHECK(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start),
+                                       static_cast<cudaEvent_t>(end)));
   return ms * 1e-3;
 }
 
 std::uint64_t* allocate_counters(std::size_t count, std::uint64_t** device_address) {
   void* host = nullptr;
-  check(cudaHostAlloc(&host, count * sizeof(std::uint64_t),
-                      cudaHostAllocMapped | cudaHostAllocPortable),
-        "cudaHostAlloc");
+  KODO_CUDA_CHECK(cudaHostAlloc(&host, count * sizeof(std::uint64_t),
+                                cudaHostAllocMapped | cudaHostAllocPortable));
   auto* p = static_cast<std::uint64_t*>(host);
   for (std::size_t i = 0; i < count; ++i) p[i] = 0;
   void* dev = nullptr;
-  check(cudaHostGetDevicePointer(&dev, host, 0), "cudaHostGetDevicePointer");
+  KODO_CUDA_CHECK(cudaHostGetDevicePointer(&dev, host, 0));
   *device_address = static_cast<std::uint64_t*>(dev);
   return p;
 }
@@ -120,17 +120,15 @@ void free_counters(std::uint64_t* host_address) { cudaFreeHost(host_address); }
 
 void enqueue_counter_write(NativeStream stream, std::uint64_t* device_address,
                            std::uint64_t value) {
-  check(cuStreamWriteValue64(static_cast<CUstream>(stream),
-                             reinterpret_cast<CUdeviceptr>(device_address), value,
-                             CU_STREAM_WRITE_VALUE_DEFAULT),
-        "cuStreamWriteValue64");
+  KODO_CUDA_CHECK(cuStreamWriteValue64(static_cast<CUstream>(stream),
+                                       reinterpret_cast<CUdeviceptr>(device_address), value,
+                                       CU_STREAM_WRITE_VALUE_DEFAULT));
 }
 
 void* register_shared_host(void* host, std::size_t bytes) {
-  check(cudaHostRegister(host, bytes, cudaHostRegisterPortable | cudaHostRegisterMapped),
-        "cudaHostRegister");
+  KODO_CUDA_CHECK(cudaHostRegister(host, bytes, cudaHostRegisterPortable | cudaHostRegisterMapped));
   void* device = nullptr;
-  check(cudaHostGetDevicePointer(&device, host, 0), "cudaHostGetDevicePointer");
+  KODO_CUDA_CHECK(cudaHostGetDevicePointer(&device, host, 0));
   return device;
 }
 void unregister_shared_host(void* host) { cudaHostUnregister(host); }
@@ -182,7 +180,7 @@ bool streams_run_in_call() { return false; }
 bool enqueue_wait(NativeStream stream, const DeviceWait& wait) {
   if (!wait.word) return true;
   kernels::wait_kernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(wait);
-  check(cudaGetLastError(), "a kernel launch (channel wait)");
+  check_cuda(cudaGetLastError(), "a kernel launch (channel wait)");
   return true;
 }
 
@@ -208,12 +206,12 @@ void enqueue_copy_and_publish(NativeStream stream, const DeviceWait& first, void
                                                                     f, bytes);
     } else if (bytes != 0) {
       kernels::wait_kernel<<<1, 1, 0, s>>>(first);
-      check(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDefault, s), "cudaMemcpyAsync");
+      KODO_CUDA_CHECK(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDefault, s));
     }
     const std::uint64_t* gated = from_device && first.word ? gate : nullptr;
     kernels::publish_kernel<<<1, 32, 0, s>>>(first, gated, size_word, size, count_word, count);
   }
-  check(cudaGetLastError(), "a kernel launch (channel copy)");
+  check_cuda(cudaGetLastError(), "a kernel launch (channel copy)");
 }
 
 // --- device graphs ------------------------------------------------------------------
@@ -251,13 +249,13 @@ bool device_addressable(const void* p) {
 // constant memory (see add_recorded).
 std::string unreplayable(cudaGraph_t graph, bool& for_good) {
   std::size_t count = 0;
-  check(cudaGraphGetNodes(graph, nullptr, &count), "cudaGraphGetNodes");
+  KODO_CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &count));
   std::vector<cudaGraphNode_t> nodes(count);
-  check(cudaGraphGetNodes(graph, nodes.data(), &count), "cudaGraphGetNodes");
+  KODO_CUDA_CHECK(cudaGraphGetNodes(graph, nodes.data(), &count));
   std::string why;
   for (cudaGraphNode_t node : nodes) {
     cudaGraphNodeType type{};
-    check(cudaGraphNodeGetType(node, &type), "cudaGraphNodeGetType");
+    KODO_CUDA_CHECK(cudaGraphNodeGetType(node, &type));
     std::string found;
     switch (type) {
       case cudaGraphNodeTypeKernel:
@@ -265,7 +263,7 @@ std::string unreplayable(cudaGraph_t graph, bool& for_good) {
       case cudaGraphNodeTypeEmpty: break;
       case cudaGraphNodeTypeMemcpy: {
         cudaMemcpy3DParms p{};
-        check(cudaGraphMemcpyNodeGetParams(node, &p), "cudaGraphMemcpyNodeGetParams");
+        KODO_CUDA_CHECK(cudaGraphMemcpyNodeGetParams(node, &p));
         const bool from_host = !p.srcArray && !device_addressable(p.srcPtr.ptr);
         const bool to_host = !p.dstArray && !device_addressable(p.dstPtr.ptr);
         if (from_host && !to_host) {
@@ -279,7 +277,7 @@ std::string unreplayable(cudaGraph_t graph, bool& for_good) {
       }
       case cudaGraphNodeTypeGraph: {
         cudaGraph_t child = nullptr;
-        check(cudaGraphChildGraphNodeGetGraph(node, &child), "cudaGraphChildGraphNodeGetGraph");
+        KODO_CUDA_CHECK(cudaGraphChildGraphNodeGetGraph(node, &child));
         found = unreplayable(child, for_good);
         break;
       }
@@ -299,7 +297,7 @@ bool graphs_supported() { return true; }
 
 NativeGraph create_graph() {
   auto build = std::make_unique<GraphBuild>();
-  check(cudaGraphCreate(&build->graph, 0), "cudaGraphCreate");
+  KODO_CUDA_CHECK(cudaGraphCreate(&build->graph, 0));
   return build.release();
 }
 
@@ -356,13 +354,13 @@ NativeGraphNode add_recorded(NativeGraph graph, NativeStream stream,
   }
   const auto deps = nodes_of(after);
   std::size_t count = 0;
-  if (recorded) check(cudaGraphGetNodes(recorded, nullptr, &count), "cudaGraphGetNodes");
+  if (recorded) KODO_CUDA_CHECK(cudaGraphGetNodes(recorded, nullptr, &count));
   cudaGraphNode_t node = nullptr;
   e = count == 0 ? cudaGraphAddEmptyNode(&node, build_of(graph).graph, deps.data(), deps.size())
                  : cudaGraphAddChildGraphNode(&node, build_of(graph).graph, deps.data(),
                                               deps.size(), recorded);
   if (recorded) cudaGraphDestroy(recorded);  // the node holds a copy
-  check(e, "cudaGraphAddChildGraphNode");
+  check_cuda(e, "cudaGraphAddChildGraphNode");
   return node;
 }
 
@@ -374,16 +372,15 @@ NativeGraphNode add_copies(NativeGraph graph, const std::vector<DeviceCopy>& cop
   std::size_t largest = 0;
   for (const DeviceCopy& c : copies) largest = std::max(largest, c.bytes);
   if (copies.empty() || largest == 0) {
-    check(cudaGraphAddEmptyNode(&node, build.graph, deps.data(), deps.size()),
-          "cudaGraphAddEmptyNode");
+    KODO_CUDA_CHECK(cudaGraphAddEmptyNode(&node, build.graph, deps.data(), deps.size()));
     return node;
   }
   if (copies.size() > 65535) throw Error("a graph's copy node takes at most 65535 copies");
   void* list = nullptr;
-  check(cudaMalloc(&list, copies.size() * sizeof(DeviceCopy)), "cudaMalloc");
+  KODO_CUDA_CHECK(cudaMalloc(&list, copies.size() * sizeof(DeviceCopy)));
   build.lists.push_back(list);
-  check(cudaMemcpy(list, copies.data(), copies.size() * sizeof(DeviceCopy), cudaMemcpyHostToDevice),
-        "cudaMemcpy");
+  KODO_CUDA_CHECK(cudaMemcpy(list, copies.data(), copies.size() * sizeof(DeviceCopy),
+                             cudaMemcpyHostToDevice));
   const auto* first = static_cast<const DeviceCopy*>(list);
   void* arguments[] = {&first};
   cudaKernelNodeParams p{};
@@ -391,8 +388,7 @@ NativeGraphNode add_copies(NativeGraph graph, const std::vector<DeviceCopy>& cop
   p.gridDim = dim3(kernels::copy_blocks(largest), static_cast<unsigned>(copies.size()));
   p.blockDim = dim3(kernels::kCopyThreads);
   p.kernelParams = arguments;
-  check(cudaGraphAddKernelNode(&node, build.graph, deps.data(), deps.size(), &p),
-        "cudaGraphAddKernelNode");
+  KODO_CUDA_CHECK(cudaGraphAddKernelNode(&node, build.graph, deps.data(), deps.size(), &p));
   return node;
 }
 
@@ -407,8 +403,8 @@ cudaGraphNode_t add_kernel(NativeGraph graph, const void* kernel, unsigned block
   p.blockDim = dim3(threads);
   p.kernelParams = arguments;
   cudaGraphNode_t node = nullptr;
-  check(cudaGraphAddKernelNode(&node, build_of(graph).graph, deps.data(), deps.size(), &p),
-        "cudaGraphAddKernelNode");
+  KODO_CUDA_CHECK(cudaGraphAddKernelNode(&node, build_of(graph).graph, deps.data(), deps.size(),
+                                         &p));
   return node;
 }
 }  // namespace
@@ -442,16 +438,16 @@ NativeGraphNode add_step_advance(NativeGraph graph, std::uint64_t* step, std::ui
 namespace {
 std::size_t kernels_in(cudaGraph_t graph) {
   std::size_t count = 0, kernels = 0;
-  check(cudaGraphGetNodes(graph, nullptr, &count), "cudaGraphGetNodes");
+  KODO_CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &count));
   std::vector<cudaGraphNode_t> nodes(count);
-  check(cudaGraphGetNodes(graph, nodes.data(), &count), "cudaGraphGetNodes");
+  KODO_CUDA_CHECK(cudaGraphGetNodes(graph, nodes.data(), &count));
   for (cudaGraphNode_t node : nodes) {
     cudaGraphNodeType type{};
-    check(cudaGraphNodeGetType(node, &type), "cudaGraphNodeGetType");
+    KODO_CUDA_CHECK(cudaGraphNodeGetType(node, &type));
     if (type == cudaGraphNodeTypeKernel) ++kernels;
     if (type == cudaGraphNodeTypeGraph) {
       cudaGraph_t child = nullptr;
-      check(cudaGraphChildGraphNodeGetGraph(node, &child), "cudaGraphChildGraphNodeGetGraph");
+      KODO_CUDA_CHECK(cudaGraphChildGraphNodeGetGraph(node, &child));
       kernels += kernels_in(child);
     }
   }
@@ -463,7 +459,7 @@ std::size_t graph_kernels(NativeGraph graph) { return kernels_in(build_of(graph)
 
 NativeGraphExec instantiate_graph(NativeGraph graph) {
   cudaGraphExec_t exec = nullptr;
-  check(cudaGraphInstantiate(&exec, build_of(graph).graph, 0), "cudaGraphInstantiate");
+  KODO_CUDA_CHECK(cudaGraphInstantiate(&exec, build_of(graph).graph, 0));
   return exec;
 }
 
@@ -472,14 +468,14 @@ void destroy_graph_exec(NativeGraphExec exec) {
 }
 
 void launch_graph(NativeStream stream, NativeGraphExec exec) {
-  check(cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec), static_cast<cudaStream_t>(stream)),
-        "cudaGraphLaunch");
+  KODO_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec),
+                                  static_cast<cudaStream_t>(stream)));
 }
 
 void enqueue_copy(NativeStream stream, void* to, const void* from, std::size_t bytes) {
   if (bytes != 0)
-    check(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDefault, static_cast<cudaStream_t>(stream)),
-          "cudaMemcpyAsync");
+    KODO_CUDA_CHECK(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDefault,
+                                    static_cast<cudaStream_t>(stream)));
 }
 
 void enqueue_copies(NativeStream stream, const std::vector<DeviceCopy>& copies) {

@@ -1,7 +1,9 @@
 // SPDX-FileCopyrightText: 2026 The kodo developers
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
-// The CUDA backend's check of a runtime or driver call (cuda/native.cpp, cuda/capture.cpp).
+// The check of a CUDA runtime or driver call (cuda/native.cpp, cuda/capture.cpp):
+// KODO_CUDA_CHECK(cudaSetDevice(device)). A failure throws kodo::Error naming the call as
+// written, where it was made and CUDA's reason.
 
 #include <kodo/core/error.hpp>
 
@@ -12,15 +14,16 @@
 
 namespace kodo::backend {
 
-// A failed call becomes an Error naming the call and where it was made.
-inline void check(cudaError_t e, const char* call,
-                  std::source_location at = std::source_location::current()) {
+// Throws for a failed call; `call` names it (for a result the code looks at first, such
+// as not ready or no device).
+inline void check_cuda(cudaError_t e, const char* call,
+                       std::source_location at = std::source_location::current()) {
   if (e != cudaSuccess)
     throw Error(detail::call_failed("CUDA", call, at.file_name(), static_cast<int>(at.line()),
                                     cudaGetErrorString(e)));
 }
-inline void check(CUresult r, const char* call,
-                  std::source_location at = std::source_location::current()) {
+inline void check_cuda(CUresult r, const char* call,
+                       std::source_location at = std::source_location::current()) {
   if (r != CUDA_SUCCESS) {
     const char* s = nullptr;
     cuGetErrorString(r, &s);
@@ -30,3 +33,5 @@ inline void check(CUresult r, const char* call,
 }
 
 }  // namespace kodo::backend
+
+#define KODO_CUDA_CHECK(call) ::kodo::backend::check_cuda((call), #call)

@@ -5,6 +5,7 @@
 #include <kodo/backends/detail/native.hpp>
 
 #include <kodo/backends/detail/channel_kernels.hpp>
+#include <kodo/backends/detail/hip_check.hpp>
 #include <kodo/core/error.hpp>
 
 #include <hip/hip_runtime.h>
@@ -12,22 +13,10 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
-#include <source_location>
 #include <string>
 #include <vector>
 
 namespace kodo::backend {
-namespace {
-
-// A failed call becomes an Error naming the call and where it was made.
-void check(hipError_t e, const char* call,
-           std::source_location at = std::source_location::current()) {
-  if (e != hipSuccess)
-    throw Error(detail::call_failed("HIP", call, at.file_name(), static_cast<int>(at.line()),
-                                    hipGetErrorString(e)));
-}
-
-}  // namespace
 
 const char* name() { return "hip"; }
 
@@ -35,31 +24,31 @@ int device_count() {
   int n = 0;
   const hipError_t e = hipGetDeviceCount(&n);
   if (e == hipErrorNoDevice || e == hipErrorInsufficientDriver) return 0;
-  check(e, "hipGetDeviceCount");
+  check_hip(e, "hipGetDeviceCount");
   return n;
 }
 
-void select_device(int device) { check(hipSetDevice(device), "hipSetDevice"); }
+void select_device(int device) { KODO_HIP_CHECK(hipSetDevice(device)); }
 
 std::string device_name(int device) {
   hipDeviceProp_t p{};
-  check(hipGetDeviceProperties(&p, device), "hipGetDeviceProperties");
+  KODO_HIP_CHECK(hipGetDeviceProperties(&p, device));
   return p.name;
 }
 
 std::string device_bus_id(int device) {
   char id[32] = {};
-  check(hipDeviceGetPCIBusId(id, sizeof id, device), "hipDeviceGetPCIBusId");
+  KODO_HIP_CHECK(hipDeviceGetPCIBusId(id, sizeof id, device));
   return id;
 }
 
 NativeStream create_stream(Priority priority) {
   int least = 0, greatest = 0;
-  check(hipDeviceGetStreamPriorityRange(&least, &greatest), "hipDeviceGetStreamPriorityRange");
+  KODO_HIP_CHECK(hipDeviceGetStreamPriorityRange(&least, &greatest));
   hipStream_t s = nullptr;
-  check(hipStreamCreateWithPriority(&s, hipStreamNonBlocking,
-                                    priority == Priority::communication ? greatest : least),
-        "hipStreamCreateWithPriority");
+  KODO_HIP_CHECK(hipStreamCreateWithPriority(&s, hipStreamNonBlocking,
+                                             priority == Priority::communication ? greatest
+                                                                                 : least));
   return s;
 }
 void destroy_stream(NativeStream stream) {
@@ -68,56 +57,54 @@ void destroy_stream(NativeStream stream) {
 
 NativeEvent create_event() {
   hipEvent_t e = nullptr;
-  check(hipEventCreateWithFlags(&e, hipEventDisableTiming), "hipEventCreateWithFlags");
+  KODO_HIP_CHECK(hipEventCreateWithFlags(&e, hipEventDisableTiming));
   return e;
 }
 void destroy_event(NativeEvent event) { (void)hipEventDestroy(static_cast<hipEvent_t>(event)); }
 
 void order_after(NativeStream waiter, NativeStream source, NativeEvent event) {
-  check(hipEventRecord(static_cast<hipEvent_t>(event), static_cast<hipStream_t>(source)),
-        "hipEventRecord");
-  check(hipStreamWaitEvent(static_cast<hipStream_t>(waiter), static_cast<hipEvent_t>(event), 0),
-        "hipStreamWaitEvent");
+  KODO_HIP_CHECK(hipEventRecord(static_cast<hipEvent_t>(event), static_cast<hipStream_t>(source)));
+  KODO_HIP_CHECK(hipStreamWaitEvent(static_cast<hipStream_t>(waiter),
+                                    static_cast<hipEvent_t>(event), 0));
 }
 
 void check_stream(NativeStream stream) {
   const hipError_t e = hipStreamQuery(static_cast<hipStream_t>(stream));
-  if (e != hipSuccess && e != hipErrorNotReady) check(e, "hipStreamQuery (the stream failed)");
+  if (e != hipSuccess && e != hipErrorNotReady) check_hip(e, "hipStreamQuery (the stream failed)");
 }
 
 void record_event(NativeStream stream, NativeEvent event) {
-  check(hipEventRecord(static_cast<hipEvent_t>(event), static_cast<hipStream_t>(stream)),
-        "hipEventRecord");
+  KODO_HIP_CHECK(hipEventRecord(static_cast<hipEvent_t>(event), static_cast<hipStream_t>(stream)));
 }
 bool event_reached(NativeEvent event) {
   const hipError_t e = hipEventQuery(static_cast<hipEvent_t>(event));
   if (e == hipErrorNotReady) return false;
-  check(e, "hipEventQuery");
+  check_hip(e, "hipEventQuery");
   return true;
 }
 
 NativeEvent create_timing_event() {
   hipEvent_t e = nullptr;
-  check(hipEventCreate(&e), "hipEventCreate");
+  KODO_HIP_CHECK(hipEventCreate(&e));
   return e;
 }
 double seconds_between(NativeEvent start, NativeEvent end) {
   float ms = 0;
-  check(hipEventElapsedTime(&ms, static_cast<hipEvent_t>(start), static_cast<hipEvent_t>(end)),
-        "hipEventElapsedTime");
+  KODO_HIP_CHECK(hipEventElapsedTime(&ms, static_cast<hipEvent_t>(start),
+                                     static_cast<hipEvent_t>(end)));
   return ms * 1e-3;
 }
 
 // Coherent: the host spins on values the device writes, which must not sit in a cache.
 std::uint64_t* allocate_counters(std::size_t count, std::uint64_t** device_address) {
   void* host = nullptr;
-  check(hipHostMalloc(&host, count * sizeof(std::uint64_t),
-                      hipHostMallocMapped | hipHostMallocPortable | hipHostMallocCoherent),
-        "hipHostMalloc");
+  KODO_HIP_CHECK(hipHostMalloc(&host, count * sizeof(std::uint64_t),
+                               hipHostMallocMapped | hipHostMallocPortable |
+                                   hipHostMallocCoherent));
   auto* p = static_cast<std::uint64_t*>(host);
   for (std::size_t i = 0; i < count; ++i) p[i] = 0;
   void* dev = nullptr;
-  check(hipHostGetDevicePointer(&dev, host, 0), "hipHostGetDevicePointer");
+  KODO_HIP_CHECK(hipHostGetDevicePointer(&dev, host, 0));
   *device_address = static_cast<std::uint64_t*>(dev);
   return p;
 }
@@ -125,15 +112,13 @@ void free_counters(std::uint64_t* host_address) { (void)hipHostFree(host_address
 
 void enqueue_counter_write(NativeStream stream, std::uint64_t* device_address,
                            std::uint64_t value) {
-  check(hipStreamWriteValue64(static_cast<hipStream_t>(stream), device_address, value, 0),
-        "hipStreamWriteValue64");
+  KODO_HIP_CHECK(hipStreamWriteValue64(static_cast<hipStream_t>(stream), device_address, value, 0));
 }
 
 void* register_shared_host(void* host, std::size_t bytes) {
-  check(hipHostRegister(host, bytes, hipHostRegisterPortable | hipHostRegisterMapped),
-        "hipHostRegister");
+  KODO_HIP_CHECK(hipHostRegister(host, bytes, hipHostRegisterPortable | hipHostRegisterMapped));
   void* device = nullptr;
-  check(hipHostGetDevicePointer(&device, host, 0), "hipHostGetDevicePointer");
+  KODO_HIP_CHECK(hipHostGetDevicePointer(&device, host, 0));
   return device;
 }
 void unregister_shared_host(void* host) { (void)hipHostUnregister(host); }
@@ -192,9 +177,8 @@ namespace {
 DeviceWait in_ticks(DeviceWait wait) {
   static const std::uint64_t khz = [] {
     int device = 0, rate = 0;
-    check(hipGetDevice(&device), "hipGetDevice");
-    check(hipDeviceGetAttribute(&rate, hipDeviceAttributeWallClockRate, device),
-          "hipDeviceGetAttribute(wall clock rate)");
+    KODO_HIP_CHECK(hipGetDevice(&device));
+    KODO_HIP_CHECK(hipDeviceGetAttribute(&rate, hipDeviceAttributeWallClockRate, device));
     return static_cast<std::uint64_t>(rate);
   }();
   if (wait.word) wait.timeout_ns = std::max<std::uint64_t>(1, wait.timeout_ns / 1000000 * khz);
@@ -206,7 +190,7 @@ bool enqueue_wait(NativeStream stream, const DeviceWait& wait) {
   if (!wait.word) return true;
   hipLaunchKernelGGL(kernels::wait_kernel, dim3(1), dim3(1), 0, static_cast<hipStream_t>(stream),
                      in_ticks(wait));
-  check(hipGetLastError(), "a kernel launch (channel wait)");
+  check_hip(hipGetLastError(), "a kernel launch (channel wait)");
   return true;
 }
 
@@ -231,13 +215,13 @@ void enqueue_copy_and_publish(NativeStream stream, const DeviceWait& wait, void*
                          bytes);
     } else if (bytes != 0) {
       hipLaunchKernelGGL(kernels::wait_kernel, dim3(1), dim3(1), 0, s, first);
-      check(hipMemcpyAsync(to, from, bytes, hipMemcpyDefault, s), "hipMemcpyAsync");
+      KODO_HIP_CHECK(hipMemcpyAsync(to, from, bytes, hipMemcpyDefault, s));
     }
     const std::uint64_t* gated = from_device && first.word ? gate : nullptr;
     hipLaunchKernelGGL(kernels::publish_kernel, dim3(1), dim3(32), 0, s, first, gated, size_word,
                        size, count_word, count);
   }
-  check(hipGetLastError(), "a kernel launch (channel copy)");
+  check_hip(hipGetLastError(), "a kernel launch (channel copy)");
 }
 
 // --- device graphs (as in cuda/native.cpp) ---------------------------------------------
@@ -277,13 +261,13 @@ bool device_addressable(const void* p) {
 // reason found), as in cuda/native.cpp.
 std::string unreplayable(hipGraph_t graph, bool& for_good) {
   std::size_t count = 0;
-  check(hipGraphGetNodes(graph, nullptr, &count), "hipGraphGetNodes");
+  KODO_HIP_CHECK(hipGraphGetNodes(graph, nullptr, &count));
   std::vector<hipGraphNode_t> nodes(count);
-  check(hipGraphGetNodes(graph, nodes.data(), &count), "hipGraphGetNodes");
+  KODO_HIP_CHECK(hipGraphGetNodes(graph, nodes.data(), &count));
   std::string why;
   for (hipGraphNode_t node : nodes) {
     hipGraphNodeType type{};
-    check(hipGraphNodeGetType(node, &type), "hipGraphNodeGetType");
+    KODO_HIP_CHECK(hipGraphNodeGetType(node, &type));
     std::string found;
     switch (type) {
       case hipGraphNodeTypeKernel:
@@ -291,7 +275,7 @@ std::string unreplayable(hipGraph_t graph, bool& for_good) {
       case hipGraphNodeTypeEmpty: break;
       case hipGraphNodeTypeMemcpy: {
         hipMemcpy3DParms p{};
-        check(hipGraphMemcpyNodeGetParams(node, &p), "hipGraphMemcpyNodeGetParams");
+        KODO_HIP_CHECK(hipGraphMemcpyNodeGetParams(node, &p));
         const bool from_host = !p.srcArray && !device_addressable(p.srcPtr.ptr);
         const bool to_host = !p.dstArray && !device_addressable(p.dstPtr.ptr);
         if (from_host && !to_host) {
@@ -305,7 +289,7 @@ std::string unreplayable(hipGraph_t graph, bool& for_good) {
       }
       case hipGraphNodeTypeGraph: {
         hipGraph_t child = nullptr;
-        check(hipGraphChildGraphNodeGetGraph(node, &child), "hipGraphChildGraphNodeGetGraph");
+        KODO_HIP_CHECK(hipGraphChildGraphNodeGetGraph(node, &child));
         found = unreplayable(child, for_good);
         break;
       }
@@ -325,7 +309,7 @@ bool graphs_supported() { return true; }
 
 NativeGraph create_graph() {
   auto build = std::make_unique<GraphBuild>();
-  check(hipGraphCreate(&build->graph, 0), "hipGraphCreate");
+  KODO_HIP_CHECK(hipGraphCreate(&build->graph, 0));
   return build.release();
 }
 
@@ -381,13 +365,13 @@ NativeGraphNode add_recorded(NativeGraph graph, NativeStream stream,
   }
   const auto deps = nodes_of(after);
   std::size_t count = 0;
-  if (recorded) check(hipGraphGetNodes(recorded, nullptr, &count), "hipGraphGetNodes");
+  if (recorded) KODO_HIP_CHECK(hipGraphGetNodes(recorded, nullptr, &count));
   hipGraphNode_t node = nullptr;
   e = count == 0 ? hipGraphAddEmptyNode(&node, build_of(graph).graph, deps.data(), deps.size())
                  : hipGraphAddChildGraphNode(&node, build_of(graph).graph, deps.data(), deps.size(),
                                              recorded);
   if (recorded) (void)hipGraphDestroy(recorded);
-  check(e, "hipGraphAddChildGraphNode");
+  check_hip(e, "hipGraphAddChildGraphNode");
   return node;
 }
 
@@ -399,16 +383,15 @@ NativeGraphNode add_copies(NativeGraph graph, const std::vector<DeviceCopy>& cop
   std::size_t largest = 0;
   for (const DeviceCopy& c : copies) largest = std::max(largest, c.bytes);
   if (copies.empty() || largest == 0) {
-    check(hipGraphAddEmptyNode(&node, build.graph, deps.data(), deps.size()),
-          "hipGraphAddEmptyNode");
+    KODO_HIP_CHECK(hipGraphAddEmptyNode(&node, build.graph, deps.data(), deps.size()));
     return node;
   }
   if (copies.size() > 65535) throw Error("a graph's copy node takes at most 65535 copies");
   void* list = nullptr;
-  check(hipMalloc(&list, copies.size() * sizeof(DeviceCopy)), "hipMalloc");
+  KODO_HIP_CHECK(hipMalloc(&list, copies.size() * sizeof(DeviceCopy)));
   build.lists.push_back(list);
-  check(hipMemcpy(list, copies.data(), copies.size() * sizeof(DeviceCopy), hipMemcpyHostToDevice),
-        "hipMemcpy");
+  KODO_HIP_CHECK(hipMemcpy(list, copies.data(), copies.size() * sizeof(DeviceCopy),
+                           hipMemcpyHostToDevice));
   const auto* first = static_cast<const DeviceCopy*>(list);
   void* arguments[] = {&first};
   hipKernelNodeParams p{};
@@ -416,8 +399,7 @@ NativeGraphNode add_copies(NativeGraph graph, const std::vector<DeviceCopy>& cop
   p.gridDim = dim3(kernels::copy_blocks(largest), static_cast<unsigned>(copies.size()));
   p.blockDim = dim3(kernels::kCopyThreads);
   p.kernelParams = arguments;
-  check(hipGraphAddKernelNode(&node, build.graph, deps.data(), deps.size(), &p),
-        "hipGraphAddKernelNode");
+  KODO_HIP_CHECK(hipGraphAddKernelNode(&node, build.graph, deps.data(), deps.size(), &p));
   return node;
 }
 
@@ -432,8 +414,7 @@ hipGraphNode_t add_kernel(NativeGraph graph, const void* kernel, unsigned blocks
   p.blockDim = dim3(threads);
   p.kernelParams = arguments;
   hipGraphNode_t node = nullptr;
-  check(hipGraphAddKernelNode(&node, build_of(graph).graph, deps.data(), deps.size(), &p),
-        "hipGraphAddKernelNode");
+  KODO_HIP_CHECK(hipGraphAddKernelNode(&node, build_of(graph).graph, deps.data(), deps.size(), &p));
   return node;
 }
 }  // namespace
@@ -467,16 +448,16 @@ NativeGraphNode add_step_advance(NativeGraph graph, std::uint64_t* step, std::ui
 namespace {
 std::size_t kernels_in(hipGraph_t graph) {
   std::size_t count = 0, kernels = 0;
-  check(hipGraphGetNodes(graph, nullptr, &count), "hipGraphGetNodes");
+  KODO_HIP_CHECK(hipGraphGetNodes(graph, nullptr, &count));
   std::vector<hipGraphNode_t> nodes(count);
-  check(hipGraphGetNodes(graph, nodes.data(), &count), "hipGraphGetNodes");
+  KODO_HIP_CHECK(hipGraphGetNodes(graph, nodes.data(), &count));
   for (hipGraphNode_t node : nodes) {
     hipGraphNodeType type{};
-    check(hipGraphNodeGetType(node, &type), "hipGraphNodeGetType");
+    KODO_HIP_CHECK(hipGraphNodeGetType(node, &type));
     if (type == hipGraphNodeTypeKernel) ++kernels;
     if (type == hipGraphNodeTypeGraph) {
       hipGraph_t child = nullptr;
-      check(hipGraphChildGraphNodeGetGraph(node, &child), "hipGraphChildGraphNodeGetGraph");
+      KODO_HIP_CHECK(hipGraphChildGraphNodeGetGraph(node, &child));
       kernels += kernels_in(child);
     }
   }
@@ -488,8 +469,7 @@ std::size_t graph_kernels(NativeGraph graph) { return kernels_in(build_of(graph)
 
 NativeGraphExec instantiate_graph(NativeGraph graph) {
   hipGraphExec_t exec = nullptr;
-  check(hipGraphInstantiate(&exec, build_of(graph).graph, nullptr, nullptr, 0),
-        "hipGraphInstantiate");
+  KODO_HIP_CHECK(hipGraphInstantiate(&exec, build_of(graph).graph, nullptr, nullptr, 0));
   return exec;
 }
 
@@ -498,14 +478,14 @@ void destroy_graph_exec(NativeGraphExec exec) {
 }
 
 void launch_graph(NativeStream stream, NativeGraphExec exec) {
-  check(hipGraphLaunch(static_cast<hipGraphExec_t>(exec), static_cast<hipStream_t>(stream)),
-        "hipGraphLaunch");
+  KODO_HIP_CHECK(hipGraphLaunch(static_cast<hipGraphExec_t>(exec),
+                                static_cast<hipStream_t>(stream)));
 }
 
 void enqueue_copy(NativeStream stream, void* to, const void* from, std::size_t bytes) {
   if (bytes != 0)
-    check(hipMemcpyAsync(to, from, bytes, hipMemcpyDefault, static_cast<hipStream_t>(stream)),
-          "hipMemcpyAsync");
+    KODO_HIP_CHECK(hipMemcpyAsync(to, from, bytes, hipMemcpyDefault,
+                                  static_cast<hipStream_t>(stream)));
 }
 
 void enqueue_copies(NativeStream stream, const std::vector<DeviceCopy>& copies) {

@@ -3,6 +3,7 @@
 #include <kodo/comm/detail/node_channels.hpp>
 
 #include <kodo/core/agree.hpp>
+#include <kodo/core/detail/mpi_check.hpp>
 #include <kodo/core/error.hpp>
 #include <kodo/core/settings.hpp>
 
@@ -16,7 +17,7 @@ namespace {
 
 int rank_of(MPI_Comm comm) {
   int rank = 0;
-  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  KODO_MPI_CHECK(MPI_Comm_rank(comm, &rank));
   return rank;
 }
 

@@ -3,6 +3,7 @@
 #include <kodo/comm/detail/node_segment.hpp>
 
 #include <kodo/core/agree.hpp>
+#include <kodo/core/detail/mpi_check.hpp>
 #include <kodo/core/error.hpp>
 
 #include <algorithm>
@@ -119,12 +120,11 @@ void* map_segment(const std::string& path, int owner, std::int64_t pid, std::siz
 
 NodeSegments::NodeSegments(MPI_Comm world, std::size_t bytes) : bytes_((bytes + 63) / 64 * 64) {
   int rank = 0;
-  check_mpi(MPI_Comm_rank(world, &rank), "MPI_Comm_rank");
+  KODO_MPI_CHECK(MPI_Comm_rank(world, &rank));
   MPI_Comm node = MPI_COMM_NULL;
-  check_mpi(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node),
-            "MPI_Comm_split_type");
+  KODO_MPI_CHECK(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
   int node_size = 0;
-  check_mpi(MPI_Comm_size(node, &node_size), "MPI_Comm_size");
+  KODO_MPI_CHECK(MPI_Comm_size(node, &node_size));
 
   // 1. Each rank's own segment.
   OwnSegment own{};
@@ -151,9 +151,8 @@ NodeSegments::NodeSegments(MPI_Comm world, std::size_t bytes) : bytes_((bytes + 
   };
   const Entry entry{rank, getpid(), own.fd};
   std::vector<Entry> entries(static_cast<std::size_t>(node_size));
-  check_mpi(MPI_Allgather(&entry, sizeof entry, MPI_BYTE, entries.data(), sizeof entry, MPI_BYTE,
-                          node),
-            "MPI_Allgather");
+  KODO_MPI_CHECK(MPI_Allgather(&entry, sizeof entry, MPI_BYTE, entries.data(), sizeof entry,
+                               MPI_BYTE, node));
   std::sort(entries.begin(), entries.end(),
             [](const Entry& a, const Entry& b) { return a.rank < b.rank; });
   for (const Entry& e : entries) {
@@ -175,7 +174,7 @@ NodeSegments::NodeSegments(MPI_Comm world, std::size_t bytes) : bytes_((bytes + 
 
   // 3. Every rank of the node has mapped every segment (or failed): the descriptor can go,
   // and with it the only way to open the segment again.
-  check_mpi(MPI_Barrier(node), "MPI_Barrier");
+  KODO_MPI_CHECK(MPI_Barrier(node));
   close(own.fd);
   try {
     agree_on_failure(world, problem, "could not map its node's shared-memory segments");

@@ -3,7 +3,7 @@
 // The start-up lines on UCX's transports (transport_report.hpp).
 #include <kodo/comm/detail/transport_report.hpp>
 
-#include <kodo/core/agree.hpp>
+#include <kodo/core/detail/mpi_check.hpp>
 #include <kodo/core/error.hpp>
 
 #include <sstream>
@@ -12,17 +12,16 @@ namespace kodo::detail {
 
 TransportsInUse transports_in_use(UcxTransport& transport, MPI_Comm comm) {
   int rank = 0, size = 1;
-  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
-  check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  KODO_MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  KODO_MPI_CHECK(MPI_Comm_size(comm, &size));
   // A rank's node, named by the lowest rank on it: rank 0 learns every rank's.
   MPI_Comm node = MPI_COMM_NULL;
-  check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node),
-            "MPI_Comm_split_type");
+  KODO_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
   int leader = rank;
-  check_mpi(MPI_Allreduce(&rank, &leader, 1, MPI_INT, MPI_MIN, node), "MPI_Allreduce");
-  check_mpi(MPI_Comm_free(&node), "MPI_Comm_free");
+  KODO_MPI_CHECK(MPI_Allreduce(&rank, &leader, 1, MPI_INT, MPI_MIN, node));
+  KODO_MPI_CHECK(MPI_Comm_free(&node));
   std::vector<int> leaders(rank == 0 ? size : 0);
-  check_mpi(MPI_Gather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, 0, comm), "MPI_Gather");
+  KODO_MPI_CHECK(MPI_Gather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, 0, comm));
   TransportsInUse in_use;
   if (rank != 0) return in_use;
   for (int r = 1; r < size; ++r) {

@@ -2,7 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include <kodo/comm/detail/ucx_transport.hpp>
 
-#include <kodo/core/agree.hpp>
+#include <kodo/comm/detail/ucx_check.hpp>
+#include <kodo/core/detail/mpi_check.hpp>
 #include <kodo/core/error.hpp>
 #include <kodo/core/settings.hpp>
 
@@ -20,22 +21,6 @@ namespace {
 constexpr unsigned kMessageAmId = 0;
 constexpr unsigned kFaultAmId = 1;             // a peer's report of a fault that ends the job
 constexpr std::size_t kMaxFaultReport = 4096;  // bytes of text
-
-// A failed UCX call ends the job, naming the call and where it was made.
-#define KODO_UCX(call)                                                                      \
-  do {                                                                                      \
-    if (const ucs_status_t kodo_status = (call); kodo_status != UCS_OK)                     \
-      fatal(call_failed("UCX", #call, __FILE__, __LINE__, ucs_status_string(kodo_status))); \
-  } while (false)
-// The same for a call that returns a request (the ..._nbx calls): an error pointer ends the
-// job. Failures a caller reports itself (a channel send's completion, the fault report)
-// are handled where they are made.
-#define KODO_UCX_REQUEST(request, call)                               \
-  do {                                                                \
-    if (UCS_PTR_IS_ERR(request))                                      \
-      fatal(call_failed("UCX", call, __FILE__, __LINE__,              \
-                        ucs_status_string(UCS_PTR_STATUS(request)))); \
-  } while (false)
 
 ucs_memory_type_t ucs_type(MemoryKind kind) {
   switch (kind) {
@@ -108,30 +93,30 @@ UcxTransport::UcxTransport(MPI_Comm comm, Deliver deliver, Prepare prepare, Land
       eager_bytes_(bytes_setting("KODO_EAGER_BYTES", kDefaultEagerBytes)),
       peer_errors_(choice_setting("KODO_UCX_ERROR_MODE") == "peer") {
   static_assert(setting_info("KODO_EAGER_BYTES").most == kMaxEagerBytes);
-  MPI_Comm_rank(comm_, &rank_);
-  MPI_Comm_size(comm_, &size_);
+  KODO_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
+  KODO_MPI_CHECK(MPI_Comm_size(comm_, &size_));
 
   ucp_config_t* config = nullptr;
-  KODO_UCX(ucp_config_read(nullptr, nullptr, &config));
+  KODO_UCX_CHECK(ucp_config_read(nullptr, nullptr, &config));
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME;
   params.features = UCP_FEATURE_AM | UCP_FEATURE_TAG;
   params.name = "kodo";
-  const ucs_status_t status = ucp_init(&params, config, &context_);  // KODO_UCX below
-  ucp_config_release(config);
-  KODO_UCX(status);
+  const ucs_status_t status = ucp_init(&params, config, &context_);
+  ucp_config_release(config);  // whether or not ucp_init succeeded
+  check_ucx(status, "ucp_init");
   ucp_context_attr_t cattr{};
   cattr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
-  KODO_UCX(ucp_context_query(context_, &cattr));
+  KODO_UCX_CHECK(ucp_context_query(context_, &cattr));
   memory_types_ = cattr.memory_types;
 
   ucp_worker_params_t wparams{};
   wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
   wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
-  KODO_UCX(ucp_worker_create(context_, &wparams, &worker_));
+  KODO_UCX_CHECK(ucp_worker_create(context_, &wparams, &worker_));
   ucp_worker_attr_t wattr{};
   wattr.field_mask = UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER;
-  KODO_UCX(ucp_worker_query(worker_, &wattr));
+  KODO_UCX_CHECK(ucp_worker_query(worker_, &wattr));
   max_am_header_ = wattr.max_am_header;
 
   ucp_am_handler_param_t am{};
@@ -141,28 +126,26 @@ UcxTransport::UcxTransport(MPI_Comm comm, Deliver deliver, Prepare prepare, Land
   am.cb = &UcxTransport::on_am;
   am.arg = this;
   am.flags = UCP_AM_FLAG_WHOLE_MSG;
-  KODO_UCX(ucp_worker_set_am_recv_handler(worker_, &am));
+  KODO_UCX_CHECK(ucp_worker_set_am_recv_handler(worker_, &am));
   am.id = kFaultAmId;
   am.cb = &UcxTransport::on_fault;
-  KODO_UCX(ucp_worker_set_am_recv_handler(worker_, &am));
+  KODO_UCX_CHECK(ucp_worker_set_am_recv_handler(worker_, &am));
 
   // Bootstrap: every rank learns every worker address through MPI.
   ucp_address_t* address = nullptr;
   size_t address_length = 0;
-  KODO_UCX(ucp_worker_get_address(worker_, &address, &address_length));
+  KODO_UCX_CHECK(ucp_worker_get_address(worker_, &address, &address_length));
   int my_length = static_cast<int>(address_length);
   std::vector<int> lengths(size_), offsets(size_);
-  check_mpi(MPI_Allgather(&my_length, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm_),
-            "MPI_Allgather");
+  KODO_MPI_CHECK(MPI_Allgather(&my_length, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm_));
   int total = 0;
   for (int r = 0; r < size_; ++r) {
     offsets[r] = total;
     total += lengths[r];
   }
   std::vector<std::byte> all(total);
-  check_mpi(MPI_Allgatherv(address, my_length, MPI_BYTE, all.data(), lengths.data(), offsets.data(),
-                           MPI_BYTE, comm_),
-            "MPI_Allgatherv");
+  KODO_MPI_CHECK(MPI_Allgatherv(address, my_length, MPI_BYTE, all.data(), lengths.data(),
+                                offsets.data(), MPI_BYTE, comm_));
   ucp_worker_release_address(worker_, address);
   peer_addresses_.resize(size_);
   for (int r = 0; r < size_; ++r)
@@ -190,10 +173,9 @@ ucp_ep_h UcxTransport::endpoint(int rank) {
   params.err_mode = peer_errors_ ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
   params.err_handler.cb = &UcxTransport::on_ep_error;
   params.err_handler.arg = &peers_[rank];
-  const ucs_status_t status = ucp_ep_create(worker_, &params, &endpoints_[rank]);
-  if (status != UCS_OK)
-    fatal("cannot connect to rank " + std::to_string(rank) +
-          " over UCX: " + ucs_status_string(status));
+  if (const ucs_status_t status = ucp_ep_create(worker_, &params, &endpoints_[rank]);
+      status != UCS_OK)
+    ucx_failed(status, cat("ucp_ep_create (connecting to rank ", rank, ")"));
   endpoint_ranks_.emplace(endpoints_[rank], rank);
   return endpoints_[rank];
 }
@@ -205,7 +187,7 @@ std::string UcxTransport::transports_to(int rank) {
   attr.transports.entries = entries.data();
   attr.transports.num_entries = static_cast<unsigned>(entries.size());
   attr.transports.entry_size = sizeof(ucp_transport_entry_t);
-  KODO_UCX(ucp_ep_query(endpoint(rank), &attr));
+  KODO_UCX_CHECK(ucp_ep_query(endpoint(rank), &attr));
   std::string names;
   for (unsigned i = 0; i < attr.transports.num_entries && i < entries.size(); ++i) {
     const ucp_transport_entry_t& e = entries[i];
@@ -266,7 +248,8 @@ void UcxTransport::send(int rank, Message&& message) {
                               state->header.size(), buffer, count, &param);
   }
   if (request == nullptr) return;  // completed in place; `state` frees the message
-  KODO_UCX_REQUEST(request, cat("ucp_am_send_nbx (a message to rank ", rank, ")").c_str());
+  if (UCS_PTR_IS_ERR(request))
+    ucx_failed(UCS_PTR_STATUS(request), cat("ucp_am_send_nbx (a message to rank ", rank, ")"));
   ++pending_sends_;
   state.release();  // on_send_done owns it now
 }
@@ -383,11 +366,11 @@ void UcxTransport::pull(Message&& message, const std::vector<Segment>& into, voi
   rparam.cb.recv_am = &UcxTransport::on_recv_done;
   rparam.user_data = state.get();
   const auto [buffer, count] = describe(into, state->iov, rparam);
-  ucs_status_ptr_t request = ucp_am_recv_data_nbx(worker_, data, buffer, count, &rparam);
+  ucs_status_ptr_t request =
+      KODO_UCX_CHECK(ucp_am_recv_data_nbx(worker_, data, buffer, count, &rparam));
   if (request == nullptr) {
     deliver_(std::move(state->message));
   } else {
-    KODO_UCX_REQUEST(request, "ucp_am_recv_data_nbx");
     state.release();  // on_recv_done owns it now
   }
 }
@@ -428,9 +411,8 @@ void* UcxTransport::tag_recv(std::uint64_t tag, const Segment& into, TagDone don
   param.user_data = op.get();
   param.memory_type = ucs_type(into.kind);
   TagOp* posted = op.release();  // on_tag_recv_done owns it now
-  ucs_status_ptr_t request =
-      ucp_tag_recv_nbx(worker_, into.data, into.bytes, tag, ~std::uint64_t{0}, &param);
-  KODO_UCX_REQUEST(request, "ucp_tag_recv_nbx");
+  ucs_status_ptr_t request = KODO_UCX_CHECK(ucp_tag_recv_nbx(worker_, into.data, into.bytes, tag,
+                                                             ~std::uint64_t{0}, &param));
   if (completed_while_posting_) {  // `posted` is gone
     completed_while_posting_ = false;
     return nullptr;
@@ -532,8 +514,8 @@ unsigned UcxTransport::progress() { return ucp_worker_progress(worker_); }
 // own sends (rendezvous acknowledgements) before it can reach the barrier.
 void UcxTransport::progressing_barrier() {
   MPI_Request request;
-  check_mpi(MPI_Ibarrier(comm_, &request), "MPI_Ibarrier");
-  for (int done = 0; !done; check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test"))
+  KODO_MPI_CHECK(MPI_Ibarrier(comm_, &request));
+  for (int done = 0; !done; KODO_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE)))
     progress();
 }
 

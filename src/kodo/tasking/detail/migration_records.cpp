@@ -5,6 +5,7 @@
 // records sent and checked as they arrive.
 #include <kodo/comm/detail/channel_end.hpp>
 #include <kodo/core/agree.hpp>
+#include <kodo/core/detail/mpi_check.hpp>
 #include <kodo/tasking/detail/migration_impl.hpp>
 #include <kodo/tasking/detail/migration_messages.hpp>
 #include <kodo/tasking/detail/ucx_view_route.hpp>
@@ -64,11 +65,11 @@ void post_chunks(MPI_Comm comm, std::span<std::byte> bytes, int peer, bool send,
     const int n = static_cast<int>(std::min<std::uint64_t>(kChunkBytes, bytes.size() - at));
     requests.emplace_back();
     if (send)
-      check_mpi(MPI_Isend(bytes.data() + at, n, MPI_BYTE, peer, kDataTag, comm, &requests.back()),
-                "MPI_Isend");
+      KODO_MPI_CHECK(MPI_Isend(bytes.data() + at, n, MPI_BYTE, peer, kDataTag, comm,
+                               &requests.back()));
     else
-      check_mpi(MPI_Irecv(bytes.data() + at, n, MPI_BYTE, peer, kDataTag, comm, &requests.back()),
-                "MPI_Irecv");
+      KODO_MPI_CHECK(MPI_Irecv(bytes.data() + at, n, MPI_BYTE, peer, kDataTag, comm,
+                               &requests.back()));
   }
 }
 
@@ -116,9 +117,8 @@ void Migration::Impl::trade_headers(const std::vector<Leaving>& leaving) {
   std::vector<MPI_Request> requests;
   for (const Leaving& l : leaving) {
     requests.emplace_back();
-    check_mpi(MPI_Isend(&l.header, sizeof(Header), MPI_BYTE, l.to, kHeaderTag, comm,
-                        &requests.back()),
-              "MPI_Isend");
+    KODO_MPI_CHECK(MPI_Isend(&l.header, sizeof(Header), MPI_BYTE, l.to, kHeaderTag, comm,
+                             &requests.back()));
   }
   for (std::int64_t linear = 0; linear < after.units(); ++linear) {
     if (after.owner(linear) != rank || before.owner(linear) == rank) continue;
@@ -130,9 +130,8 @@ void Migration::Impl::trade_headers(const std::vector<Leaving>& leaving) {
     auto& [linear, a] = arrival;
     arriving.push_back(&arrival);
     requests.emplace_back();
-    check_mpi(MPI_Irecv(&a.header, sizeof(Header), MPI_BYTE, a.from, kHeaderTag, comm,
-                        &requests.back()),
-              "MPI_Irecv");
+    KODO_MPI_CHECK(MPI_Irecv(&a.header, sizeof(Header), MPI_BYTE, a.from, kHeaderTag, comm,
+                             &requests.back()));
   }
   wait_naming(RuntimeAccess::watchdog(runtime), requests, [&](std::size_t i) {
     if (i < leaving.size())
@@ -213,13 +212,13 @@ void Migration::Impl::trade_tag_numbers(std::vector<Leaving>& leaving) {
     do a.tag_number = registry.unused_number();
     while (!drawn.insert(a.tag_number).second);
     requests.emplace_back();
-    check_mpi(MPI_Isend(&a.tag_number, 1, MPI_UINT32_T, a.from, kNumberTag, comm, &requests.back()),
-              "MPI_Isend");
+    KODO_MPI_CHECK(MPI_Isend(&a.tag_number, 1, MPI_UINT32_T, a.from, kNumberTag, comm,
+                             &requests.back()));
   }
   for (Leaving& l : leaving) {
     requests.emplace_back();
-    check_mpi(MPI_Irecv(&l.tag_number, 1, MPI_UINT32_T, l.to, kNumberTag, comm, &requests.back()),
-              "MPI_Irecv");
+    KODO_MPI_CHECK(MPI_Irecv(&l.tag_number, 1, MPI_UINT32_T, l.to, kNumberTag, comm,
+                             &requests.back()));
   }
   std::vector<std::pair<std::int64_t, int>> told;  // each number sent: its unit and sender
   for (const auto& [linear, a] : arrivals) told.emplace_back(linear, a.from);
@@ -251,7 +250,7 @@ void Migration::Impl::check_records_arrived(std::vector<MPI_Request>& receives,
   std::string missing;
   for (std::size_t i = 0; i < chunks.size() && missing.empty(); ++i) {
     int count = 0;
-    check_mpi(MPI_Get_count(&statuses[i], MPI_BYTE, &count), "MPI_Get_count");
+    KODO_MPI_CHECK(MPI_Get_count(&statuses[i], MPI_BYTE, &count));
     const auto [linear, expected] = chunks[i];
     if (count != expected)
       missing = cat("the records of unit ", collection.shape().delinear(linear), " of collection ",
@@ -314,8 +313,7 @@ void Migration::Impl::send_records(std::vector<Leaving>& leaving,
       // receiver does not wait, and the failure is agreed on below.
       for (std::uint64_t at = 0; at < l.header.bytes; at += kChunkBytes) {
         requests.emplace_back();
-        check_mpi(MPI_Isend(nullptr, 0, MPI_BYTE, l.to, kDataTag, comm, &requests.back()),
-                  "MPI_Isend");
+        KODO_MPI_CHECK(MPI_Isend(nullptr, 0, MPI_BYTE, l.to, kDataTag, comm, &requests.back()));
       }
     }
     in_flight.push_back({&l, std::move(bytes), std::move(requests)});

@@ -9,6 +9,7 @@
 #include <kodo/comm/detail/node_channels.hpp>
 #include <kodo/comm/detail/transport_staging.hpp>
 #include <kodo/core/agree.hpp>
+#include <kodo/core/detail/mpi_check.hpp>
 #include <kodo/core/error.hpp>
 
 #include <algorithm>
@@ -60,7 +61,7 @@ struct NodeExchange {
         comm(comm),
         outgoing(outgoing),
         incoming(incoming) {
-    check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+    KODO_MPI_CHECK(MPI_Comm_rank(comm, &rank));
   }
 
   NodeChannels& node;
@@ -100,13 +101,13 @@ void check_offer(const SlotsOffer& o, std::uint64_t largest, std::uint64_t room,
 
 bool node_view_route_open(ChannelHost& host, MPI_Comm comm) {
   int rank = 0, size = 0;
-  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
-  check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  KODO_MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  KODO_MPI_CHECK(MPI_Comm_size(comm, &size));
   NodeChannels* node = host.node();
   int open = node != nullptr && node->selection() != ChannelSelection::ucx;
   for (int r = 0; open && r < size; ++r) open = r == rank || node->reaches(r);
   int all = 0;
-  check_mpi(MPI_Allreduce(&open, &all, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+  KODO_MPI_CHECK(MPI_Allreduce(&open, &all, 1, MPI_INT, MPI_MIN, comm));
   return all == 1;
 }
 
@@ -155,7 +156,7 @@ bool NodeExchange::offer_slots() {
       problem = what_of_current();
     }
   int ready = why.empty(), all_ready = 0;
-  check_mpi(MPI_Allreduce(&ready, &all_ready, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+  KODO_MPI_CHECK(MPI_Allreduce(&ready, &all_ready, 1, MPI_INT, MPI_MIN, comm));
   if (!all_ready && node.selection() == ChannelSelection::device && problem.empty() && !ready)
     problem = cat("rank ", rank, " cannot offer slots for moving units' views by the same-node ",
                   "route (KODO_CHANNELS=device): ", why);
@@ -177,15 +178,14 @@ void NodeExchange::trade_offers(Watchdog& watchdog) {
   std::vector<std::string> names;  // what each request waits for
   for (const int s : senders) {
     requests.emplace_back();
-    check_mpi(MPI_Isend(&offer, sizeof(SlotsOffer), MPI_BYTE, s, kOfferTag, comm, &requests.back()),
-              "MPI_Isend");
+    KODO_MPI_CHECK(MPI_Isend(&offer, sizeof(SlotsOffer), MPI_BYTE, s, kOfferTag, comm,
+                             &requests.back()));
     names.push_back(cat("rank ", s, " to take the slots this rank offers (the same-node route)"));
   }
   for (auto& [r, receiver] : receivers) {
     requests.emplace_back();
-    check_mpi(MPI_Irecv(&receiver.offer, sizeof(SlotsOffer), MPI_BYTE, r, kOfferTag, comm,
-                        &requests.back()),
-              "MPI_Irecv");
+    KODO_MPI_CHECK(MPI_Irecv(&receiver.offer, sizeof(SlotsOffer), MPI_BYTE, r, kOfferTag, comm,
+                             &requests.back()));
     names.push_back(cat("the slots rank ", r, " offers (the same-node route)"));
   }
   wait_naming(watchdog, requests, [&](std::size_t i) { return names[i]; });
@@ -258,11 +258,10 @@ class PieceMover {
       }
     }
     waiting_.update({});  // for the other ranks, unnamed
-    check_mpi(MPI_Waitall(static_cast<int>(x_.requests.size()), x_.requests.data(),
-                          MPI_STATUSES_IGNORE),
-              "MPI_Waitall");
+    KODO_MPI_CHECK(MPI_Waitall(static_cast<int>(x_.requests.size()), x_.requests.data(),
+                               MPI_STATUSES_IGNORE));
     // Senders write into these slots until every rank is done.
-    check_mpi(MPI_Barrier(x_.comm), "MPI_Barrier");
+    KODO_MPI_CHECK(MPI_Barrier(x_.comm));
   }
 
  private:
@@ -299,22 +298,22 @@ class PieceMover {
   void notify(int peer, int tag, const Notice& n) {
     notices_.push_back(n);
     x_.requests.emplace_back();
-    check_mpi(MPI_Isend(&notices_.back(), 2, MPI_UINT64_T, peer, tag, x_.comm, &x_.requests.back()),
-              "MPI_Isend");
+    KODO_MPI_CHECK(MPI_Isend(&notices_.back(), 2, MPI_UINT64_T, peer, tag, x_.comm,
+                             &x_.requests.back()));
   }
   // The rank of the next notice of `tag`, received into `n`, or -1: none yet.
   int next_notice(int tag, Notice& n) {
     int there = 0;
     MPI_Status status;
-    check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, tag, x_.comm, &there, &status), "MPI_Iprobe");
+    KODO_MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, tag, x_.comm, &there, &status));
     if (!there) return -1;
     int count = 0;
-    check_mpi(MPI_Get_count(&status, MPI_UINT64_T, &count), "MPI_Get_count");
+    KODO_MPI_CHECK(MPI_Get_count(&status, MPI_UINT64_T, &count));
     if (count != 2)
       throw Error(cat("rank ", status.MPI_SOURCE, " sent a notice of ", count,
                       " words about moving units' views"));
-    check_mpi(MPI_Recv(&n, 2, MPI_UINT64_T, status.MPI_SOURCE, tag, x_.comm, MPI_STATUS_IGNORE),
-              "MPI_Recv");
+    KODO_MPI_CHECK(MPI_Recv(&n, 2, MPI_UINT64_T, status.MPI_SOURCE, tag, x_.comm,
+                            MPI_STATUS_IGNORE));
     return status.MPI_SOURCE;
   }
 

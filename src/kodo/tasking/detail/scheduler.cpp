@@ -8,6 +8,7 @@
 #include <kodo/comm/detail/transport_report.hpp>
 #include <kodo/comm/detail/ucx_transport.hpp>
 #include <kodo/core/agree.hpp>
+#include <kodo/core/detail/mpi_check.hpp>
 #include <kodo/core/settings.hpp>
 #include <kodo/tasking/entry.hpp>
 
@@ -38,12 +39,12 @@ constexpr std::size_t kFoldDeviceLoadsAt = 256;
 
 int rank_in(MPI_Comm comm) {
   int rank = 0;
-  MPI_Comm_rank(comm, &rank);
+  KODO_MPI_CHECK(MPI_Comm_rank(comm, &rank));
   return rank;
 }
 int size_of(MPI_Comm comm) {
   int size = 0;
-  MPI_Comm_size(comm, &size);
+  KODO_MPI_CHECK(MPI_Comm_size(comm, &size));
   return size;
 }
 
@@ -119,8 +120,7 @@ void Scheduler::shutdown() {
   watching.emplace(watchdog_, "ending the runtime (kodo::Runtime's destructor)");
   if (transport_) {
     std::array<std::uint64_t, 2> local{termination_.sent(), termination_.processed()}, total{};
-    check_mpi(MPI_Allreduce(local.data(), total.data(), 2, MPI_UINT64_T, MPI_SUM, comm_),
-              "MPI_Allreduce");
+    KODO_MPI_CHECK(MPI_Allreduce(local.data(), total.data(), 2, MPI_UINT64_T, MPI_SUM, comm_));
     if (rank_ == 0 && total[0] > total[1])
       print_error(cat("kodo: warning: ", total[0] - total[1],
                       " message(s) were sent but never run (call run() before the runtime ends)"));
@@ -132,7 +132,7 @@ void Scheduler::shutdown() {
     abandon_node_routes(*channels_);
     Kokkos::fence("kodo: same-node channels end");
     node_->release_imports();
-    check_mpi(MPI_Barrier(comm_), "MPI_Barrier");
+    KODO_MPI_CHECK(MPI_Barrier(comm_));
   }
   watching.reset();
   batches_.drop();       // their kernels go with the tasks that added them
@@ -348,9 +348,8 @@ void Scheduler::balance_parked() {
   mine.push_back(termination_.reported(TerminationDetector::parked_tasks_field));
   std::optional<WatchdogPhase> watching;  // until the balancers run: they watch their own
   watching.emplace(watchdog_, "a balance point (each rank's count of the units there)");
-  check_mpi(MPI_Allgather(mine.data(), static_cast<int>(n + 1), MPI_UINT64_T, reports.data(),
-                          static_cast<int>(n + 1), MPI_UINT64_T, comm_),
-            "MPI_Allgather");
+  KODO_MPI_CHECK(MPI_Allgather(mine.data(), static_cast<int>(n + 1), MPI_UINT64_T, reports.data(),
+                               static_cast<int>(n + 1), MPI_UINT64_T, comm_));
   // Every rank has the same reports: all throw alike (run() drops the parked tasks).
   if (const std::string lie = check_parked_reports(reports, parked_at_quiet_, parked); !lie.empty())
     throw Error(lie);

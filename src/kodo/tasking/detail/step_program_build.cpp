@@ -3,7 +3,7 @@
 // The steps of RankProgram::build before its graphs: each plan checked on its own, the
 // transfers matched (within the rank they become copies; across ranks each rank checks
 // those sent to its units), then a channel opened for each unit, peer and tag.
-#include <kodo/core/agree.hpp>
+#include <kodo/core/detail/mpi_check.hpp>
 #include <kodo/tasking/detail/step_program_impl.hpp>
 
 #include <set>
@@ -23,8 +23,7 @@ std::vector<SendRecord> exchange_sends(MPI_Comm comm,
   std::vector<int> counts_out(outgoing.size()), counts_in(counts_out.size());
   for (std::size_t r = 0; r < outgoing.size(); ++r)
     counts_out[r] = static_cast<int>(outgoing[r].size() * sizeof(SendRecord));
-  check_mpi(MPI_Alltoall(counts_out.data(), 1, MPI_INT, counts_in.data(), 1, MPI_INT, comm),
-            "MPI_Alltoall");
+  KODO_MPI_CHECK(MPI_Alltoall(counts_out.data(), 1, MPI_INT, counts_in.data(), 1, MPI_INT, comm));
   std::vector<int> displs_out(counts_out.size()), displs_in(counts_in.size());
   std::vector<SendRecord> flat_out, flat_in;
   int total_in = 0;
@@ -35,9 +34,8 @@ std::vector<SendRecord> exchange_sends(MPI_Comm comm,
     total_in += counts_in[r];
   }
   flat_in.resize(static_cast<std::size_t>(total_in) / sizeof(SendRecord));
-  check_mpi(MPI_Alltoallv(flat_out.data(), counts_out.data(), displs_out.data(), MPI_BYTE,
-                          flat_in.data(), counts_in.data(), displs_in.data(), MPI_BYTE, comm),
-            "MPI_Alltoallv");
+  KODO_MPI_CHECK(MPI_Alltoallv(flat_out.data(), counts_out.data(), displs_out.data(), MPI_BYTE,
+                               flat_in.data(), counts_in.data(), displs_in.data(), MPI_BYTE, comm));
   return flat_in;
 }
 

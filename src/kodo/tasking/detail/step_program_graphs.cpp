@@ -4,6 +4,7 @@
 // records graphs), whole periods recorded when first launched, and, where every rank's
 // transfers with other ranks go by same-node routes, those transfers inside the graphs.
 #include <kodo/core/agree.hpp>
+#include <kodo/core/detail/mpi_check.hpp>
 #include <kodo/tasking/detail/step_program_impl.hpp>
 #include <kodo/tasking/runtime.hpp>
 
@@ -91,8 +92,8 @@ void RankProgram::Impl::report_graphs(const std::string& why, bool for_good) con
                        : std::string());
   const int mine = why.empty() ? ranks : rank;
   int first = ranks, count = 0, one = why.empty() ? 0 : 1;
-  check_mpi(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
-  check_mpi(MPI_Allreduce(&one, &count, 1, MPI_INT, MPI_SUM, comm), "MPI_Allreduce");
+  KODO_MPI_CHECK(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm));
+  KODO_MPI_CHECK(MPI_Allreduce(&one, &count, 1, MPI_INT, MPI_SUM, comm));
   if (rank == first)
     print_error(cat("kodo: the step program of collection ", collection, " runs without device ",
                     "graphs on ", count, " rank(s), calling each unit's work every step: on rank ",
@@ -108,13 +109,12 @@ void RankProgram::Impl::take_device_links_where_all_can(Runtime& runtime) {
                       ? 1
                       : 0,
       remote_here = remote() ? 1 : 0, all_candidates = 0, remote_anywhere = 0;
-  check_mpi(MPI_Allreduce(&candidate, &all_candidates, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
-  check_mpi(MPI_Allreduce(&remote_here, &remote_anywhere, 1, MPI_INT, MPI_MAX, comm),
-            "MPI_Allreduce");
+  KODO_MPI_CHECK(MPI_Allreduce(&candidate, &all_candidates, 1, MPI_INT, MPI_MIN, comm));
+  KODO_MPI_CHECK(MPI_Allreduce(&remote_here, &remote_anywhere, 1, MPI_INT, MPI_MAX, comm));
   if (all_candidates == 0 || remote_anywhere == 0) return;
   runtime.run();
   int ready = device_routes_ready() ? 1 : 0, all_ready = 0;
-  check_mpi(MPI_Allreduce(&ready, &all_ready, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+  KODO_MPI_CHECK(MPI_Allreduce(&ready, &all_ready, 1, MPI_INT, MPI_MIN, comm));
   std::string failure;
   if (all_ready != 0 && remote()) {
     try {

@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include <kodo/tasking/detail/termination.hpp>
 
-#include <kodo/core/agree.hpp>
+#include <kodo/core/detail/mpi_check.hpp>
 #include <kodo/core/error.hpp>
 
 #include <algorithm>
@@ -51,10 +51,10 @@ const char* TerminationDetector::field_name(int field) {
 }
 
 TerminationDetector::TerminationDetector(MPI_Comm comm) : comm_(comm) {
-  check_mpi(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
-  check_mpi(MPI_Type_contiguous(kValues, MPI_UINT64_T, &report_type_), "MPI_Type_contiguous");
-  check_mpi(MPI_Type_commit(&report_type_), "MPI_Type_commit");
-  check_mpi(MPI_Op_create(combine_reports, 1, &combine_), "MPI_Op_create");
+  KODO_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
+  KODO_MPI_CHECK(MPI_Type_contiguous(kValues, MPI_UINT64_T, &report_type_));
+  KODO_MPI_CHECK(MPI_Type_commit(&report_type_));
+  KODO_MPI_CHECK(MPI_Op_create(combine_reports, 1, &combine_));
 }
 
 TerminationDetector::~TerminationDetector() {
@@ -79,11 +79,11 @@ std::optional<TerminationDetector::Wave> TerminationDetector::test(std::uint64_t
           mine[static_cast<std::size_t>(f)];
       in_[static_cast<std::size_t>(2 * kFields + f)] = static_cast<std::uint64_t>(rank_);
     }
-    check_mpi(MPI_Iallreduce(in_.data(), out_.data(), 1, report_type_, combine_, comm_, &wave_),
-              "MPI_Iallreduce");
+    KODO_MPI_CHECK(MPI_Iallreduce(in_.data(), out_.data(), 1, report_type_, combine_, comm_,
+                                  &wave_));
   }
   int done = 0;
-  check_mpi(MPI_Test(&wave_, &done, MPI_STATUS_IGNORE), "MPI_Test");
+  KODO_MPI_CHECK(MPI_Test(&wave_, &done, MPI_STATUS_IGNORE));
   if (!done) return std::nullopt;
   // Every rank sees the same wave: all of them find the same field and throw alike.
   if (const int f = field_not_adding_up(); f >= 0) throw Error(who_does_not_add_up(f));
@@ -108,12 +108,11 @@ int TerminationDetector::field_not_adding_up() const {
 
 std::string TerminationDetector::who_does_not_add_up(int f) const {
   int ranks = 0;
-  check_mpi(MPI_Comm_size(comm_, &ranks), "MPI_Comm_size");
+  KODO_MPI_CHECK(MPI_Comm_size(comm_, &ranks));
   std::vector<std::uint64_t> all(static_cast<std::size_t>(ranks) * kFields);
   // Each rank's own counts, as it sent them in this wave.
-  check_mpi(MPI_Allgather(in_.data(), kFields, MPI_UINT64_T, all.data(), kFields, MPI_UINT64_T,
-                          comm_),
-            "MPI_Allgather");
+  KODO_MPI_CHECK(MPI_Allgather(in_.data(), kFields, MPI_UINT64_T, all.data(), kFields, MPI_UINT64_T,
+                               comm_));
   const auto value = [&](int rank) { return all[static_cast<std::size_t>(rank * kFields + f)]; };
   const bool flag = f == dirty_field || f == idle_field;  // a rank counts 0 or 1
   const std::uint64_t sum = out_[static_cast<std::size_t>(f)];

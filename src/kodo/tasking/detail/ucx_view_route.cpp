@@ -7,6 +7,7 @@
 #include <kodo/comm/detail/transport_staging.hpp>
 #include <kodo/comm/detail/ucx_transport.hpp>
 #include <kodo/core/agree.hpp>
+#include <kodo/core/detail/mpi_check.hpp>
 #include <kodo/tasking/detail/state_records.hpp>
 
 #include <algorithm>
@@ -100,11 +101,11 @@ class UcxViewExchange {
   // The notices sent, and every rank done: peers may still need this rank's progress to
   // finish theirs.
   void finish() {
-    check_mpi(MPI_Waitall(static_cast<int>(notices_.size()), notices_.data(), MPI_STATUSES_IGNORE),
-              "MPI_Waitall");
+    KODO_MPI_CHECK(MPI_Waitall(static_cast<int>(notices_.size()), notices_.data(),
+                               MPI_STATUSES_IGNORE));
     MPI_Request all;
-    check_mpi(MPI_Ibarrier(rt_.comm(), &all), "MPI_Ibarrier");
-    for (int over = 0; !over; check_mpi(MPI_Test(&all, &over, MPI_STATUS_IGNORE), "MPI_Test"))
+    KODO_MPI_CHECK(MPI_Ibarrier(rt_.comm(), &all));
+    for (int over = 0; !over; KODO_MPI_CHECK(MPI_Test(&all, &over, MPI_STATUS_IGNORE)))
       transport_.progress();
   }
 
@@ -238,9 +239,8 @@ class UcxViewExchange {
     stopped_at_[p.peer] = p.number;
     notice_numbers_.push_back(p.number);
     notices_.emplace_back();
-    check_mpi(MPI_Isend(&notice_numbers_.back(), 1, MPI_UINT64_T, p.peer, kFailedTag, comm_,
-                        &notices_.back()),
-              "MPI_Isend");
+    KODO_MPI_CHECK(MPI_Isend(&notice_numbers_.back(), 1, MPI_UINT64_T, p.peer, kFailedTag, comm_,
+                             &notices_.back()));
   }
 
   void copy_out_arrived() {
@@ -263,12 +263,11 @@ class UcxViewExchange {
   void heed_stop_notice() {
     int notice = 0;
     MPI_Status status;
-    check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, kFailedTag, comm_, &notice, &status), "MPI_Iprobe");
+    KODO_MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, kFailedTag, comm_, &notice, &status));
     if (!notice) return;
     std::uint64_t from = 0;
     const int sender = status.MPI_SOURCE;
-    check_mpi(MPI_Recv(&from, 1, MPI_UINT64_T, sender, kFailedTag, comm_, MPI_STATUS_IGNORE),
-              "MPI_Recv");
+    KODO_MPI_CHECK(MPI_Recv(&from, 1, MPI_UINT64_T, sender, kFailedTag, comm_, MPI_STATUS_IGNORE));
     failed("a rank could not send a moving unit's views", UCS_ERR_CANCELED);
     for (std::size_t i = 0; i < incoming_.size(); ++i) {
       Piece& p = incoming_[i];
