@@ -46,9 +46,8 @@ void wait_naming(Watchdog& watchdog, std::vector<MPI_Request>& requests,
     if (first == n) return;
     if (first != named) waiting.update(name(named = first));  // progress
     int count = 0;
-    check_mpi(MPI_Testsome(static_cast<int>(n), requests.data(), &count, done.data(),
-                           statuses ? completed.data() : MPI_STATUSES_IGNORE),
-              "MPI_Testsome");
+    KODO_MPI_CHECK(MPI_Testsome(static_cast<int>(n), requests.data(), &count, done.data(),
+                                statuses ? completed.data() : MPI_STATUSES_IGNORE));
     if (count == MPI_UNDEFINED) return;
     for (int k = 0; statuses && k < count; ++k) statuses[done[k]] = completed[k];
     if (count == 0) std::this_thread::yield();  // as MPI_Waitall does for ranks sharing cores
