@@ -54,7 +54,10 @@ bool update_exec(NativeGraphExec exec, CapturedGraph graph) {
 
 NativeGraphExec instantiate_captured(CapturedGraph graph) {
   cudaGraphExec_t exec = nullptr;
-  KODO_CUDA_CHECK(cudaGraphInstantiate(&exec, static_cast<cudaGraph_t>(graph), 0));
+  // Captured kernels keep their streams' priorities (communication over compute), as they
+  // have when launched one by one.
+  KODO_CUDA_CHECK(cudaGraphInstantiateWithFlags(&exec, static_cast<cudaGraph_t>(graph),
+                                                cudaGraphInstantiateFlagUseNodePriority));
   return exec;
 }
 

@@ -405,6 +405,13 @@ cudaGraphNode_t add_kernel(NativeGraph graph, const void* kernel, unsigned block
   cudaGraphNode_t node = nullptr;
   KODO_CUDA_CHECK(cudaGraphAddKernelNode(&node, build_of(graph).graph, deps.data(), deps.size(),
                                          &p));
+  // A transfer's nodes take the device's greatest priority, as a communication stream's
+  // kernels do: else a face waits for the whole of a kernel the graph started beside it.
+  int least = 0, greatest = 0;
+  KODO_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  cudaKernelNodeAttrValue first{};
+  first.priority = greatest;
+  KODO_CUDA_CHECK(cudaGraphKernelNodeSetAttribute(node, cudaKernelNodeAttributePriority, &first));
   return node;
 }
 }  // namespace
@@ -459,7 +466,10 @@ std::size_t graph_kernels(NativeGraph graph) { return kernels_in(build_of(graph)
 
 NativeGraphExec instantiate_graph(NativeGraph graph) {
   cudaGraphExec_t exec = nullptr;
-  KODO_CUDA_CHECK(cudaGraphInstantiate(&exec, build_of(graph).graph, 0));
+  // Each kernel node runs at its own priority (a transfer's the greatest, a captured
+  // kernel its stream's), not at the priority of the stream the graph is launched into.
+  KODO_CUDA_CHECK(cudaGraphInstantiateWithFlags(&exec, build_of(graph).graph,
+                                                cudaGraphInstantiateFlagUseNodePriority));
   return exec;
 }
 
