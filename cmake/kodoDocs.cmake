@@ -16,13 +16,19 @@ if(NOT KODO_DOXYGEN OR NOT KODO_AWK)
   return()
 endif()
 
-# kodo.hpp beside kodo/ only forwards (deprecated) and declares nothing.
+# A forwarding header declares nothing and is left out: it says it is deprecated in a
+# #pragma message (kodo.hpp beside kodo/; the old paths of headers that held only
+# kodo::detail names).
 get_target_property(kodo_header_set kodo HEADER_SET)
 set(KODO_DOCS_INPUT)
 set(KODO_DOCS_HEADERS)
 foreach(header IN LISTS kodo_header_set)
   cmake_path(ABSOLUTE_PATH header BASE_DIRECTORY ${PROJECT_SOURCE_DIR}/src)
-  if(NOT header STREQUAL "${PROJECT_SOURCE_DIR}/src/kodo.hpp")
+  set(forwards)
+  if(EXISTS ${header})
+    file(STRINGS ${header} forwards REGEX "^#pragma message\\(\"kodo: <[^>]+> is deprecated")
+  endif()
+  if(NOT forwards)
     string(APPEND KODO_DOCS_INPUT " \"${header}\"")
     list(APPEND KODO_DOCS_HEADERS ${header})
   endif()

@@ -41,7 +41,7 @@
 #include "test_access.hpp"
 
 #include <kodo/kodo.hpp>
-#include <kodo/tasking/registry.hpp>
+#include <kodo/tasking/detail/registry.hpp>
 
 #include <cstdint>
 #include <cstdio>

@@ -7,7 +7,7 @@
 #include "expect_error.hpp"
 #include "test_runtime.hpp"
 
-#include <kodo/comm/wire.hpp>
+#include <kodo/comm/detail/wire.hpp>
 #include <kodo/tasking/detail/reductions.hpp>
 
 #include <gtest/gtest.h>

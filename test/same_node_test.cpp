@@ -11,7 +11,7 @@
 #include "test_views.hpp"
 
 #include <kodo/comm/detail/node_channels.hpp>
-#include <kodo/comm/wire.hpp>
+#include <kodo/comm/detail/wire.hpp>
 #include <kodo/kodo.hpp>
 
 #include <gtest/gtest.h>

@@ -9,7 +9,7 @@
 #include "test_access.hpp"
 #include "test_runtime.hpp"
 
-#include <kodo/comm/wire.hpp>
+#include <kodo/comm/detail/wire.hpp>
 
 #include <gtest/gtest.h>
 

@@ -11,7 +11,7 @@
 #include "test_access.hpp"
 #include "test_runtime.hpp"
 
-#include <kodo/comm/wire.hpp>
+#include <kodo/comm/detail/wire.hpp>
 
 #include <gtest/gtest.h>
 

@@ -1,8 +1,8 @@
 // SPDX-FileCopyrightText: 2026 The kodo developers
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-// Received message headers (comm/wire.hpp): every field is checked against its range.
+// Received message headers (comm/detail/wire.hpp): every field is checked against its range.
 
-#include <kodo/comm/wire.hpp>
+#include <kodo/comm/detail/wire.hpp>
 
 #include <gtest/gtest.h>
 

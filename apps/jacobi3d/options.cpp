@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "options.hpp"
 
-#include <kodo/core/numeric.hpp>
+#include <kodo/core/detail/numeric.hpp>
 #include <kodo/tasking/decomposition.hpp>
 
 #include <algorithm>

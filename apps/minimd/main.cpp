@@ -9,7 +9,7 @@
 #include "simulation.hpp"
 #include "thermo_log.hpp"
 
-#include <kodo/core/numeric.hpp>
+#include <kodo/core/detail/numeric.hpp>
 #include <kodo/kodo.hpp>
 
 #include <algorithm>

@@ -4,10 +4,10 @@
 
 #include <kodo/backends/detail/native.hpp>
 #include <kodo/backends/stream.hpp>
-#include <kodo/core/agree.hpp>
+#include <kodo/core/detail/agree.hpp>
 #include <kodo/core/detail/mpi_check.hpp>
+#include <kodo/core/detail/numeric.hpp>
 #include <kodo/core/error.hpp>
-#include <kodo/core/numeric.hpp>
 #include <kodo/core/settings.hpp>
 
 #include <cstdlib>

@@ -14,7 +14,7 @@
 /// program keeps: docs/concepts.md, "Channels and receive rings"; links, tags and what
 /// is checked: docs/architecture.md, "A call, and a channel transfer".
 
-#include <kodo/backends/memory.hpp>
+#include <kodo/backends/detail/memory.hpp>
 #include <kodo/backends/stream.hpp>
 #include <kodo/core/error.hpp>
 #include <kodo/core/index.hpp>

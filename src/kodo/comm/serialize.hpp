@@ -15,10 +15,10 @@
 /// kodo::Error naming it. Trivially copyable types travel as their bytes, unchecked: send
 /// only those every byte pattern is a valid value of, or give them a Serializer that checks.
 
-#include <kodo/backends/memory.hpp>
-#include <kodo/comm/view_pool.hpp>
+#include <kodo/backends/detail/memory.hpp>
+#include <kodo/comm/detail/view_pool.hpp>
+#include <kodo/core/detail/numeric.hpp>
 #include <kodo/core/error.hpp>
-#include <kodo/core/numeric.hpp>
 
 #include <Kokkos_Core.hpp>
 

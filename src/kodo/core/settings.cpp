@@ -2,10 +2,10 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include <kodo/core/settings.hpp>
 
-#include <kodo/core/agree.hpp>
+#include <kodo/core/detail/agree.hpp>
 #include <kodo/core/detail/mpi_check.hpp>
+#include <kodo/core/detail/numeric.hpp>
 #include <kodo/core/error.hpp>
-#include <kodo/core/numeric.hpp>
 
 #include <algorithm>
 #include <charconv>

@@ -3,12 +3,9 @@
 #pragma once
 /// @file
 /// Load balancing: units' measured loads, balancers that choose new owners from them, and
-/// rebalance(), which moves the units (migration.hpp) when the gain is worth it:
-/// ```
-///   // Every rank's main program, between run() calls (collective):
-///   kodo::BalanceReport r = kodo::rebalance(blocks, kodo::refine_balance);
-///   if (r.applied) ...;   // r.moved units moved; r.before / r.after: max/avg - 1
-/// ```
+/// rebalance(), which moves the units (migration.hpp) when the gain is worth it, called
+/// by every rank's main program between run() calls (examples/12_migration_balance.cpp):
+/// @snippet 12_migration_balance.cpp rebalance
 /// or inside run(), at a balance point every unit's task awaits (balance_points,
 /// WorkUnit::balance_point; docs/porting.md, section 9). A unit's load is the host time of
 /// its entry methods and task resumes, the device time of a stream it names

@@ -7,7 +7,7 @@
 #include <kodo/tasking/checkpoint.hpp>
 
 #include <kodo/backends/detail/tool_region.hpp>
-#include <kodo/core/agree.hpp>
+#include <kodo/core/detail/agree.hpp>
 #include <kodo/core/detail/mpi_check.hpp>
 #include <kodo/tasking/detail/checkpoint_files.hpp>
 #include <kodo/tasking/detail/checkpoint_manifest.hpp>

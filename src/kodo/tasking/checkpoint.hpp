@@ -16,7 +16,7 @@
 /// kodo::Error on every rank, naming the file. The files, the names of unit types, and why
 /// a crash leaves the previous checkpoint intact: docs/architecture.md, "Checkpoints".
 
-#include <kodo/core/agree.hpp>
+#include <kodo/core/detail/agree.hpp>
 #include <kodo/core/error.hpp>
 #include <kodo/core/index.hpp>
 #include <kodo/tasking/collection.hpp>

@@ -15,11 +15,11 @@
 /// (view_pool.hpp) that the data lands in. When a view may be written again, and how long
 /// a received one stays the unit's: docs/concepts.md, "Rules a program keeps".
 
+#include <kodo/core/detail/numeric.hpp>
 #include <kodo/core/error.hpp>
 #include <kodo/core/index.hpp>
-#include <kodo/core/numeric.hpp>
-#include <kodo/tasking/collection_base.hpp>
-#include <kodo/tasking/entry.hpp>
+#include <kodo/tasking/detail/collection_base.hpp>
+#include <kodo/tasking/detail/entry.hpp>
 #include <kodo/tasking/runtime.hpp>
 #include <kodo/tasking/unit_ref.hpp>
 #include <kodo/tasking/unit_state.hpp>

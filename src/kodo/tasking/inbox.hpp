@@ -4,14 +4,9 @@
 /// @file
 /// An inbox: values put by entry methods, awaited by a unit's task by key. It is how a task
 /// awaits a call's arrival: the call carries its data and a key (its step, say), its entry
-/// method puts them here, and the task takes the key when it needs it.
-/// ```
-///   kodo::Inbox<std::int64_t, Payload> borders_;                  // a member of the unit
-///   void border(std::int64_t step, Payload p) {                    // an entry method
-///     borders_.put(step, std::move(p));
-///   }
-///   const Payload p = co_await borders_.take(step);                // in the unit's task
-/// ```
+/// method puts them here, and the task takes the key when it needs it
+/// (examples/13_inbox.cpp, a scan across units whose partners change from step to step):
+/// @snippet 13_inbox.cpp inbox
 /// A value put before its key is awaited waits here, so a caller one step ahead is
 /// harmless. A key holds one value at a time (Inbox says what else is an error).
 

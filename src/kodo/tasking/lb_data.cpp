@@ -2,8 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include <kodo/tasking/lb_data.hpp>
 
-#include <kodo/core/agree.hpp>
-#include <kodo/tasking/collection_base.hpp>
+#include <kodo/core/detail/agree.hpp>
+#include <kodo/tasking/detail/collection_base.hpp>
 #include <kodo/tasking/detail/state_records.hpp>
 #include <kodo/tasking/detail/watchdog.hpp>
 

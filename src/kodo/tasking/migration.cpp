@@ -8,7 +8,7 @@
 #include <kodo/backends/detail/tool_region.hpp>
 #include <kodo/comm/detail/channel_end.hpp>
 #include <kodo/comm/detail/transport_staging.hpp>
-#include <kodo/core/agree.hpp>
+#include <kodo/core/detail/agree.hpp>
 #include <kodo/core/detail/mpi_check.hpp>
 #include <kodo/tasking/detail/held_state.hpp>
 #include <kodo/tasking/detail/migration_impl.hpp>

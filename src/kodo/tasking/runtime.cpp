@@ -2,11 +2,11 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include <kodo/tasking/runtime.hpp>
 
-#include <kodo/core/agree.hpp>
+#include <kodo/core/detail/agree.hpp>
 #include <kodo/core/detail/mpi_check.hpp>
 #include <kodo/core/settings.hpp>
+#include <kodo/tasking/detail/registry.hpp>
 #include <kodo/tasking/detail/scheduler.hpp>
-#include <kodo/tasking/registry.hpp>
 #include <kodo/version.hpp>
 
 #include <Kokkos_Core.hpp>

@@ -4,7 +4,7 @@
 
 #include <kodo/backends/detail/native.hpp>
 #include <kodo/backends/detail/tool_region.hpp>
-#include <kodo/core/agree.hpp>
+#include <kodo/core/detail/agree.hpp>
 #include <kodo/tasking/detail/scheduler.hpp>
 #include <kodo/tasking/detail/step_program_impl.hpp>
 #include <kodo/tasking/runtime.hpp>

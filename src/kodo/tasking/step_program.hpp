@@ -5,13 +5,11 @@
 /// Step programs: the steps of every unit of a collection, run by the runtime as one
 /// device program per rank (a CUDA or HIP graph per phase) rather than as many
 /// host-driven pieces. A unit plans each phase once, in plan_step(kodo::StepPlan&): the
-/// views a step receives and sends, and its device work. The main program of every rank
-/// builds the program and advances it between run() calls:
-/// ```
-///   kodo::StepProgram<Block> program(blocks, {.phases = 2});   // collective
-///   program.advance(100);                                      // the next 100 steps
-///   runtime.run();                                             // ... run here
-/// ```
+/// views a step receives and sends, and its device work (examples/11_step_program.cpp):
+/// @snippet 11_step_program.cpp plan
+/// The main program of every rank builds the program, collectively, once the units exist,
+/// and advances it between run() calls: `kodo::StepProgram<Block> program(blocks,
+/// {.phases = 2}); program.advance(100); runtime.run();` runs the next 100 steps.
 /// The rules a step's work and views keep: docs/concepts.md, "Step programs and recorded
 /// turns"; a port, step by step: docs/porting.md, section 7; how a rank runs a program:
 /// docs/architecture.md, "Step programs".

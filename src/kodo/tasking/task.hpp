@@ -18,7 +18,7 @@
 #include <kodo/comm/channel.hpp>
 #include <kodo/comm/serialize.hpp>
 #include <kodo/core/error.hpp>
-#include <kodo/tasking/collection_base.hpp>
+#include <kodo/tasking/detail/collection_base.hpp>
 #include <kodo/tasking/detail/task_record.hpp>
 #include <kodo/tasking/kernel_batch.hpp>
 #include <kodo/tasking/runtime.hpp>

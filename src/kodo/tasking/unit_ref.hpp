@@ -7,7 +7,7 @@
 
 #include <kodo/core/error.hpp>
 #include <kodo/core/index.hpp>
-#include <kodo/tasking/entry.hpp>
+#include <kodo/tasking/detail/entry.hpp>
 #include <kodo/tasking/runtime.hpp>
 
 #include <cstdint>

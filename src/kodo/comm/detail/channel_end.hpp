@@ -17,8 +17,8 @@
 #include <kodo/comm/channel.hpp>
 #include <kodo/comm/detail/node_channels.hpp>
 #include <kodo/comm/detail/ucx_transport.hpp>
-#include <kodo/comm/view_pool.hpp>
-#include <kodo/comm/wire.hpp>
+#include <kodo/comm/detail/view_pool.hpp>
+#include <kodo/comm/detail/wire.hpp>
 
 #include <atomic>
 #include <chrono>

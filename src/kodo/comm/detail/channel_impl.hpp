@@ -6,7 +6,7 @@
 // same-node ring messages, their checks and upkeep. Installed: WorkUnit and the task
 // awaitables, templates of the user's types, open channels and post completions.
 
-#include <kodo/backends/memory.hpp>
+#include <kodo/backends/detail/memory.hpp>
 #include <kodo/backends/stream.hpp>
 #include <kodo/comm/channel.hpp>
 #include <kodo/core/error.hpp>

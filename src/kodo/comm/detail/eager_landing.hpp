@@ -5,9 +5,9 @@
 // lasts only for its callback, so host views get their bytes at once and device views
 // theirs through pinned memory from the pool and an asynchronous copy on a stream.
 
-#include <kodo/backends/memory.hpp>
+#include <kodo/backends/detail/memory.hpp>
 #include <kodo/backends/stream.hpp>
-#include <kodo/comm/view_pool.hpp>
+#include <kodo/comm/detail/view_pool.hpp>
 
 #include <cstddef>
 #include <vector>

@@ -28,7 +28,7 @@
 // UCX callback becomes a job-ending error naming the peer and the problem, never an
 // exception through UCX.
 
-#include <kodo/comm/wire.hpp>
+#include <kodo/comm/detail/wire.hpp>
 
 #include <mpi.h>
 #include <ucp/api/ucp.h>

@@ -5,6 +5,6 @@
 // (fatal), naming the call as written, where it was made and MPI's reason. A macro so
 // that the message quotes the call; internal, so that it is not a name users get.
 
-#include <kodo/core/agree.hpp>  // detail::check_mpi, which the macro calls
+#include <kodo/core/detail/agree.hpp>  // detail::check_mpi, which the macro calls
 
 #define KODO_MPI_CHECK(call) ::kodo::detail::check_mpi((call), #call)

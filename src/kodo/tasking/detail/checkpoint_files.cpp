@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include <kodo/tasking/detail/checkpoint_files.hpp>
 
-#include <kodo/core/agree.hpp>
+#include <kodo/core/detail/agree.hpp>
 #include <kodo/tasking/detail/scheduler.hpp>
 
 #include <cstdio>

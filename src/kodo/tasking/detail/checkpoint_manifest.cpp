@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include <kodo/tasking/detail/checkpoint_manifest.hpp>
 
-#include <kodo/core/numeric.hpp>
+#include <kodo/core/detail/numeric.hpp>
 #include <kodo/tasking/detail/checkpoint_files.hpp>
 #include <kodo/version.hpp>
 

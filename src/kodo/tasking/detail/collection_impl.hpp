@@ -4,11 +4,11 @@
 // What a collection keeps of its units on this rank, and the bodies of the members
 // tasking/collection.hpp declares. Installed: they are templates of the user's unit type.
 
+#include <kodo/core/detail/numeric.hpp>
 #include <kodo/core/error.hpp>
 #include <kodo/core/index.hpp>
-#include <kodo/core/numeric.hpp>
 #include <kodo/tasking/collection.hpp>
-#include <kodo/tasking/collection_base.hpp>
+#include <kodo/tasking/detail/collection_base.hpp>
 #include <kodo/tasking/runtime.hpp>
 #include <kodo/tasking/unit_state.hpp>
 

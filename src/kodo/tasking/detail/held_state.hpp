@@ -5,7 +5,7 @@
 // (Migration::copy): written by the unit it replaces (HeldSink), read by the new one
 // (HeldSource), field by field, with no records in between.
 
-#include <kodo/backends/memory.hpp>
+#include <kodo/backends/detail/memory.hpp>
 #include <kodo/tasking/unit_state.hpp>
 
 #include <cstddef>

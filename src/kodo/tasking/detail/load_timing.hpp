@@ -11,7 +11,7 @@
 
 #include <kodo/backends/detail/native.hpp>
 #include <kodo/backends/detail/recording.hpp>
-#include <kodo/tasking/collection_base.hpp>
+#include <kodo/tasking/detail/collection_base.hpp>
 
 #include <chrono>
 #include <cstddef>

@@ -5,7 +5,7 @@
 // (a duplicate of the job's), in one table, and the pieces its units' views travel in by
 // either route (node_view_route.hpp between ranks of one node, ucx_view_route.hpp else).
 
-#include <kodo/backends/memory.hpp>
+#include <kodo/backends/detail/memory.hpp>
 #include <kodo/core/error.hpp>
 #include <kodo/tasking/detail/watchdog.hpp>
 

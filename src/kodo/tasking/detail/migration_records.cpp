@@ -4,7 +4,7 @@
 // headers traded and checked, their views' tag numbers drawn by their receivers, their
 // records sent and checked as they arrive.
 #include <kodo/comm/detail/channel_end.hpp>
-#include <kodo/core/agree.hpp>
+#include <kodo/core/detail/agree.hpp>
 #include <kodo/core/detail/mpi_check.hpp>
 #include <kodo/tasking/detail/migration_impl.hpp>
 #include <kodo/tasking/detail/migration_messages.hpp>

@@ -8,7 +8,7 @@
 #include <kodo/comm/detail/channel_end.hpp>
 #include <kodo/comm/detail/node_channels.hpp>
 #include <kodo/comm/detail/transport_staging.hpp>
-#include <kodo/core/agree.hpp>
+#include <kodo/core/detail/agree.hpp>
 #include <kodo/core/detail/mpi_check.hpp>
 #include <kodo/core/error.hpp>
 

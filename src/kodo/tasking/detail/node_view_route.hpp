@@ -11,7 +11,7 @@
 // copies the piece out to where it goes and asks for the next. Receivers drive, senders
 // only answer: no rank waits on another that waits on it. Notices travel over MPI.
 
-#include <kodo/backends/memory.hpp>
+#include <kodo/backends/detail/memory.hpp>
 #include <kodo/backends/stream.hpp>
 #include <kodo/tasking/detail/migration_messages.hpp>
 

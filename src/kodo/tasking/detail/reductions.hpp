@@ -23,10 +23,10 @@
 // collection's unit type and the value of its size (a whole number of elements for
 // runtime-length arrays).
 
-#include <kodo/comm/wire.hpp>
-#include <kodo/tasking/collection_base.hpp>
-#include <kodo/tasking/entry.hpp>
-#include <kodo/tasking/registry.hpp>
+#include <kodo/comm/detail/wire.hpp>
+#include <kodo/tasking/detail/collection_base.hpp>
+#include <kodo/tasking/detail/entry.hpp>
+#include <kodo/tasking/detail/registry.hpp>
 
 #include <array>
 #include <cstdint>

@@ -7,10 +7,10 @@
 #include <kodo/comm/detail/node_channels.hpp>
 #include <kodo/comm/detail/transport_report.hpp>
 #include <kodo/comm/detail/ucx_transport.hpp>
-#include <kodo/core/agree.hpp>
+#include <kodo/core/detail/agree.hpp>
 #include <kodo/core/detail/mpi_check.hpp>
 #include <kodo/core/settings.hpp>
-#include <kodo/tasking/entry.hpp>
+#include <kodo/tasking/detail/entry.hpp>
 
 #include <array>
 #include <cstdlib>

@@ -12,10 +12,10 @@
 #include <kodo/backends/stream.hpp>
 #include <kodo/comm/channel.hpp>
 #include <kodo/comm/detail/transport_staging.hpp>
-#include <kodo/comm/view_pool.hpp>
-#include <kodo/comm/wire.hpp>
-#include <kodo/tasking/collection_base.hpp>
+#include <kodo/comm/detail/view_pool.hpp>
+#include <kodo/comm/detail/wire.hpp>
 #include <kodo/tasking/detail/batch_launcher.hpp>
+#include <kodo/tasking/detail/collection_base.hpp>
 #include <kodo/tasking/detail/completion_engine.hpp>
 #include <kodo/tasking/detail/load_timing.hpp>
 #include <kodo/tasking/detail/reductions.hpp>

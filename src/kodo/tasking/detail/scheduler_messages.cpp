@@ -8,8 +8,8 @@
 #include <kodo/comm/detail/eager_landing.hpp>
 #include <kodo/comm/detail/node_channels.hpp>
 #include <kodo/comm/detail/ucx_transport.hpp>
+#include <kodo/tasking/detail/entry.hpp>
 #include <kodo/tasking/detail/scheduler.hpp>
-#include <kodo/tasking/entry.hpp>
 
 #include <cstring>
 #include <string_view>

@@ -4,8 +4,8 @@
 
 #include <kodo/backends/detail/tool_region.hpp>
 #include <kodo/comm/detail/channel_end.hpp>
+#include <kodo/core/detail/numeric.hpp>
 #include <kodo/core/error.hpp>
-#include <kodo/core/numeric.hpp>
 #include <kodo/tasking/detail/scheduler.hpp>
 
 #include <algorithm>

@@ -8,7 +8,7 @@
 // (u32), the rank (u32) and that many extents (i64), the data's bytes (u64), the data.
 // Device fields pass through two pinned host chunks. Internal (not installed).
 
-#include <kodo/backends/memory.hpp>
+#include <kodo/backends/detail/memory.hpp>
 #include <kodo/tasking/runtime.hpp>
 #include <kodo/tasking/unit_state.hpp>
 

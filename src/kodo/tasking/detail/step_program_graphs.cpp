@@ -3,7 +3,7 @@
 // A step program's device graphs: each phase's step recorded at build (where the backend
 // records graphs), whole periods recorded when first launched, and, where every rank's
 // transfers with other ranks go by same-node routes, those transfers inside the graphs.
-#include <kodo/core/agree.hpp>
+#include <kodo/core/detail/agree.hpp>
 #include <kodo/core/detail/mpi_check.hpp>
 #include <kodo/tasking/detail/step_program_impl.hpp>
 #include <kodo/tasking/runtime.hpp>

@@ -4,7 +4,7 @@
 
 #include <kodo/core/error.hpp>
 #include <kodo/core/settings.hpp>
-#include <kodo/tasking/registry.hpp>
+#include <kodo/tasking/detail/registry.hpp>
 
 #include <cstdlib>
 #include <fstream>

@@ -6,7 +6,7 @@
 #include <kodo/comm/detail/channel_end.hpp>
 #include <kodo/comm/detail/transport_staging.hpp>
 #include <kodo/comm/detail/ucx_transport.hpp>
-#include <kodo/core/agree.hpp>
+#include <kodo/core/detail/agree.hpp>
 #include <kodo/core/detail/mpi_check.hpp>
 #include <kodo/tasking/detail/state_records.hpp>
 

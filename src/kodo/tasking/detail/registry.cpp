@@ -1,9 +1,9 @@
 // SPDX-FileCopyrightText: 2026 The kodo developers
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-#include <kodo/tasking/registry.hpp>
+#include <kodo/tasking/detail/registry.hpp>
 
+#include <kodo/core/detail/numeric.hpp>
 #include <kodo/core/error.hpp>
-#include <kodo/core/numeric.hpp>
 
 #include <algorithm>
 #include <cstdlib>

@@ -1,6 +1,6 @@
 // SPDX-FileCopyrightText: 2026 The kodo developers
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-#include <kodo/comm/wire.hpp>
+#include <kodo/comm/detail/wire.hpp>
 
 #include <kodo/core/error.hpp>
 

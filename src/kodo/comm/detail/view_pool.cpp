@@ -1,6 +1,6 @@
 // SPDX-FileCopyrightText: 2026 The kodo developers
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-#include <kodo/comm/view_pool.hpp>
+#include <kodo/comm/detail/view_pool.hpp>
 
 #include <kodo/core/settings.hpp>
 

@@ -1,6 +1,6 @@
 // SPDX-FileCopyrightText: 2026 The kodo developers
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-#include <kodo/tasking/collection_base.hpp>
+#include <kodo/tasking/detail/collection_base.hpp>
 
 #include <kodo/core/error.hpp>
 
