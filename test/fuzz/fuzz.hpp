@@ -112,5 +112,6 @@ Tally fuzz_reductions(Context& c);    // reduction partials and results
 Tally fuzz_faults(Context& c);        // a peer's fault report
 Tally fuzz_channel_tags(Context& c);  // tagged transfers aimed at another link's receives
 Tally fuzz_ring_words(Context& c);    // the words of a same-node ring its sender writes
+Tally fuzz_counts(Context& c);        // a peer's report to the termination wave
 
 }  // namespace fuzz

@@ -28,6 +28,7 @@ constexpr const char* kUsage =
     "  faults        a peer's fault report (what this rank prints for it)\n"
     "  channel_tags  3 ranks: tagged transfers aimed at another rank's link\n"
     "  ring_words    the words of a same-node ring its sender writes (host backend)\n"
+    "  counts        a peer's report to the termination wave (sums, flags, sent to each)\n"
     "  --seed     seed of the generators (default 1)\n"
     "  --seconds  time per surface (default 20)\n"
     "  --inputs   most inputs per surface and rank (default 10000000)\n"
@@ -43,7 +44,7 @@ const Surface kSurfaces[] = {
     {"calls", 2, fuzz::fuzz_calls},           {"rendezvous", 2, fuzz::fuzz_rendezvous},
     {"links", 2, fuzz::fuzz_links},           {"reductions", 2, fuzz::fuzz_reductions},
     {"faults", 2, fuzz::fuzz_faults},         {"channel_tags", 3, fuzz::fuzz_channel_tags},
-    {"ring_words", 2, fuzz::fuzz_ring_words},
+    {"ring_words", 2, fuzz::fuzz_ring_words}, {"counts", 2, fuzz::fuzz_counts},
 };
 
 // A strictly parsed number, or exit 2 naming the option.
