@@ -17,6 +17,9 @@
 //   lying_rank_program processed-count unit 0 sends unit 1 (both on rank 0) a transfer that
 //                                      unit 1 never receives; rank 1 reports one message
 //                                      more processed than it ran to every wave
+//   lying_rank_program sent-count      rank 1 reports one message more sent to rank 0 than
+//                                      it sent, to every wave (the job cannot end: the
+//                                      stall report of rank 0 says what it was not sent)
 //   lying_rank_program honest-round | honest-parked | honest-wave | honest-processed
 //                                      the same programs, told truthfully: they finish
 // The lie is made as the rank's report leaves it: this program's own MPI_Iallreduce and
@@ -36,7 +39,7 @@ namespace {
 
 using Detector = kodo::detail::TerminationDetector;
 
-enum class Lie { none, withheld_round, parked_count, parked_wave, processed_count };
+enum class Lie { none, withheld_round, parked_count, parked_wave, processed_count, sent_count };
 Lie lie = Lie::none;               // armed on rank 1 once the runtime is up
 bool balance_report_lied = false;  // the report at the balance point is altered once
 
@@ -109,9 +112,14 @@ extern "C" int MPI_Iallreduce(const void* send, void* receive, int count, MPI_Da
   if (lie != Lie::none && is_wave_report(count, type, comm)) {
     void* report = const_cast<void*>(send);
     if (lie == Lie::withheld_round) alter(report, Detector::pending_rounds_field, ~0ull);
-    if (lie == Lie::parked_count || lie == Lie::parked_wave)
+    // (Until the balance point's report: the lie is about the tasks there.)
+    if ((lie == Lie::parked_count && !balance_report_lied) || lie == Lie::parked_wave)
       alter(report, Detector::parked_tasks_field, 1);
     if (lie == Lie::processed_count) alter(report, Detector::processed_field, 1);
+    if (lie == Lie::sent_count) {  // one message more, to rank 0, than rank 1 sent
+      alter(report, Detector::sent_field, 1);
+      static_cast<std::uint64_t*>(report)[Detector::kWaveValues] += 1;
+    }
   }
   return PMPI_Iallreduce(send, receive, count, type, op, comm, request);
 }
@@ -153,9 +161,9 @@ int main(int argc, char** argv) {
                 Walker::finished);
     return Walker::finished == 2 ? 0 : 3;
   }
-  if (mode == "parked-wave" || mode == "honest-wave") {
+  if (mode == "parked-wave" || mode == "honest-wave" || mode == "sent-count") {
     auto voters = kodo::Collection<Voter>::create(runtime, {2, 1, 1});
-    if (liar) lie = Lie::parked_wave;
+    if (liar) lie = mode == "sent-count" ? Lie::sent_count : Lie::parked_wave;
     voters.broadcast_local<&Voter::vote>(false);
     return run_or_report(runtime);
   }
@@ -169,7 +177,7 @@ int main(int argc, char** argv) {
   }
   std::fputs(
       "usage: lying_rank_program withheld-round|parked-count|parked-wave|parked-held|"
-      "processed-count|honest-round|honest-parked|honest-wave|honest-processed\n",
+      "processed-count|sent-count|honest-round|honest-parked|honest-wave|honest-processed\n",
       stderr);
   return 2;
 }

@@ -569,6 +569,16 @@ void Scheduler::report_stall(const TerminationDetector::Wave& wave) {
      << stall_limit_->count() << " s and the job is not done (its ranks have sent " << wave.sent
      << " messages and transfers and processed " << wave.processed << "). This rank waits for:";
   const std::size_t heading = os.str().size();
+  // What the others count as sent to this rank, against what it ran (a rank that counts
+  // messages it never sent keeps the job from its end: the rank they were counted to says so).
+  if (const std::uint64_t to_it = termination_.sent_to_this_rank();
+      to_it != termination_.processed())
+    os << "\n  messages: the ranks count " << to_it
+       << " message(s) and event(s) sent to this rank, which has processed "
+       << termination_.processed()
+       << (to_it > termination_.processed()
+               ? " (the rest are in flight, lost, or counted by a rank that did not send them)"
+               : "");
   os << describe_waiting_transfers(*channels_);
   if (reductions_.pending_rounds() != 0) os << reductions_.describe_pending(rank_);
   if (engine_.pending() != 0)

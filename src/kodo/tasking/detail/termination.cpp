@@ -213,12 +213,18 @@ std::string TerminationDetector::who_does_not_add_up(int f) const {
                each, ranks > 16 ? ", ..." : "",
                " (a rank sent the wave another count than it reports now; a report like it "
                "could end run() early, or never)");
-  // Every rank's count is plausible and they add up: the largest report was forged.
+  // Every rank's count is plausible and they add up: the largest report was forged, and
+  // the rank it names with it too (that rank's own report is no larger than the sum).
   const std::uint64_t largest = out_[static_cast<std::size_t>(kFields + f)];
-  return cat("rank ", out_[static_cast<std::size_t>(2 * kFields + f)],
-             "'s report to the termination wave does not add up: it gave ", as_reported(largest),
-             " as the largest report of ", field_name(f),
-             ", though every rank's reports of it sum to ", as_reported(sum));
+  const std::uint64_t by = out_[static_cast<std::size_t>(2 * kFields + f)];
+  return cat("a rank's report to the termination wave does not add up: the wave carried ",
+             as_reported(largest), " as the largest report of ", field_name(f), ", naming rank ",
+             by,
+             by < static_cast<std::uint64_t>(ranks)
+                 ? cat(", whose own report is ", value(static_cast<int>(by)))
+                 : std::string(", which the job does not have"),
+             ", though every rank's reports of it sum to ", as_reported(sum),
+             " (a rank forged it; the wave cannot tell which)");
 }
 
 void TerminationDetector::reset() { have_previous_ = false; }

@@ -109,6 +109,10 @@ class TerminationDetector {
   // Collective over the ranks that saw the same wave: which rank counts more processed
   // than the wave counted as sent to it (the error's text), or an empty string.
   std::string who_overcounts() const;
+  // The messages and events the last completed wave counted as sent to this rank.
+  std::uint64_t sent_to_this_rank() const {
+    return previous_[static_cast<std::size_t>(kFields + rank_)];
+  }
   // This rank's own report of `field` in the last wave it started.
   std::uint64_t reported(Field field) const { return in_[static_cast<std::size_t>(field)]; }
   // Whether a wave is in flight (else the next test() starts one with this rank's state).
