@@ -25,6 +25,8 @@
 // MPI_Allgather (the MPI profiling interface) drop, alter or hold them, as a rank built
 // from altered sources would, then pass the others on to PMPI.
 
+#include "filled_unit.hpp"
+
 #include <kodo/comm/detail/ucx_transport.hpp>
 #include <kodo/kodo.hpp>
 #include <kodo/tasking/detail/migration_impl.hpp>
@@ -45,23 +47,7 @@ enum class Fault { none, drop_header, drop_filled, stuck_at_balance, claim_heade
 Fault fault = Fault::none;  // armed on rank 1 just before the call it spoils
 
 // A unit with a view, which travels apart from its records when it moves.
-class Mover : public kodo::WorkUnit<Mover> {
- public:
-  explicit Mover(const kodo::UnitInit<Mover>& init) : WorkUnit(init) {}
-  void fill() { Kokkos::deep_copy(values_, static_cast<double>(index().x + 1)); }
-  bool holds_its_values() const {
-    for (std::size_t i = 0; i < values_.extent(0); ++i)
-      if (values_(i) != static_cast<double>(index().x + 1)) return false;
-    return true;
-  }
-  template <class State>
-  void state(State& s) {
-    s("values", values_);
-  }
-
- private:
-  Kokkos::View<double*, Kokkos::HostSpace> values_{"values", 1000};
-};
+using Mover = FilledUnit;
 
 class Walker : public kodo::WorkUnit<Walker> {
  public:
@@ -111,7 +97,6 @@ namespace {
 
 int migrate_or_report(kodo::Runtime& runtime, Fault armed) {
   auto movers = kodo::Collection<Mover>::create(runtime, {2, 1, 1});
-  movers.broadcast_local<&Mover::fill>();
   runtime.run();
   if (runtime.rank() == 1) fault = armed;
   try {
@@ -122,7 +107,7 @@ int migrate_or_report(kodo::Runtime& runtime, Fault armed) {
   }
   fault = Fault::none;
   bool whole = true;
-  movers.for_each_local([&](const Mover& m) { whole = whole && m.holds_its_values(); });
+  movers.for_each_local([&](const Mover& m) { whole = whole && m.whole(); });
   std::printf("rank %d: migrated, %s\n", runtime.rank(), whole ? "values whole" : "values WRONG");
   return whole ? 0 : 3;
 }

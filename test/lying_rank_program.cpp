@@ -11,11 +11,22 @@
 //                                      point than it holds, to the waves and at the point
 //   lying_rank_program parked-wave     rank 1 reports a task at a balance point to every
 //                                      wave, though no unit has one
-//   lying_rank_program honest-round | honest-parked | honest-wave
+//   lying_rank_program parked-held     unit 2 (rank 1) ends its task before the balance
+//                                      point; rank 1 reports its 2 units at the point (the
+//                                      count the map places there), to the wave and at it
+//   lying_rank_program processed-count unit 0 sends unit 1 (both on rank 0) a transfer that
+//                                      unit 1 never receives; rank 1 reports one message
+//                                      more processed than it ran to every wave
+//   lying_rank_program sent-count      rank 1 reports one message more sent to rank 0 than
+//                                      it sent, to every wave (the job cannot end: the
+//                                      stall report of rank 0 says what it was not sent)
+//   lying_rank_program honest-round | honest-parked | honest-wave | honest-processed
 //                                      the same programs, told truthfully: they finish
 // The lie is made as the rank's report leaves it: this program's own MPI_Iallreduce and
 // MPI_Allgather (the MPI profiling interface) alter rank 1's buffer in place, as a rank
 // built from altered sources would hold it, then pass it on to PMPI.
+
+#include "wave_report.hpp"
 
 #include <kodo/kodo.hpp>
 #include <kodo/tasking/detail/termination.hpp>
@@ -28,7 +39,7 @@ namespace {
 
 using Detector = kodo::detail::TerminationDetector;
 
-enum class Lie { none, withheld_round, parked_count, parked_wave };
+enum class Lie { none, withheld_round, parked_count, parked_wave, processed_count, sent_count };
 Lie lie = Lie::none;               // armed on rank 1 once the runtime is up
 bool balance_report_lied = false;  // the report at the balance point is altered once
 
@@ -51,8 +62,8 @@ class Voter : public kodo::WorkUnit<Voter> {
 class Walker : public kodo::WorkUnit<Walker> {
  public:
   explicit Walker(const kodo::UnitInit<Walker>& init) : WorkUnit(init) {}
-  kodo::Task walk(bool first_stops) {
-    if (first_stops && index().x == 0) co_return;  // never reaches the balance point
+  kodo::Task walk(int stops) {
+    if (index().x == stops) co_return;  // never reaches the balance point
     co_await balance_point<&Walker::finish>();
   }
   void finish() { ++finished; }
@@ -64,6 +75,24 @@ class Walker : public kodo::WorkUnit<Walker> {
 
  private:
   int walked_ = 0;
+};
+
+// Unit 0 sends unit 1 one transfer on a channel of rank 0; unit 1 receives it, or never.
+class Sender : public kodo::WorkUnit<Sender> {
+ public:
+  explicit Sender(const kodo::UnitInit<Sender>& init) : WorkUnit(init) {
+    if (index().x < 2) link_ = open_channel(streams().communication(0), {1 - index().x, 0, 0});
+  }
+  void go(bool receive) {
+    data_ = Kokkos::View<long*>("data", 1);
+    if (index().x == 0) link_.send(data_, kodo::data_ready);
+    if (index().x == 1 && receive) link_.recv(data_, [] { ++received; });
+  }
+  static inline int received = 0;
+
+ private:
+  kodo::Channel link_;
+  Kokkos::View<long*> data_;
 };
 
 int run_or_report(kodo::Runtime& runtime) {
@@ -80,13 +109,17 @@ int run_or_report(kodo::Runtime& runtime) {
 
 extern "C" int MPI_Iallreduce(const void* send, void* receive, int count, MPI_Datatype type,
                               MPI_Op op, MPI_Comm comm, MPI_Request* request) {
-  int bytes = 0;
-  MPI_Type_size(type, &bytes);
-  if (lie != Lie::none && count == 1 && bytes == Detector::kWaveValues * 8) {
+  if (lie != Lie::none && is_wave_report(count, type, comm)) {
     void* report = const_cast<void*>(send);
     if (lie == Lie::withheld_round) alter(report, Detector::pending_rounds_field, ~0ull);
-    if (lie == Lie::parked_count || lie == Lie::parked_wave)
+    // (Until the balance point's report: the lie is about the tasks there.)
+    if ((lie == Lie::parked_count && !balance_report_lied) || lie == Lie::parked_wave)
       alter(report, Detector::parked_tasks_field, 1);
+    if (lie == Lie::processed_count) alter(report, Detector::processed_field, 1);
+    if (lie == Lie::sent_count) {  // one message more, to rank 0, than rank 1 sent
+      alter(report, Detector::sent_field, 1);
+      static_cast<std::uint64_t*>(report)[Detector::kWaveValues] += 1;
+    }
   }
   return PMPI_Iallreduce(send, receive, count, type, op, comm, request);
 }
@@ -116,25 +149,35 @@ int main(int argc, char** argv) {
                 static_cast<long long>(rounds));
     return rounds == 1 ? 0 : 3;
   }
-  if (mode == "parked-count" || mode == "honest-parked") {
+  if (mode == "parked-count" || mode == "honest-parked" || mode == "parked-held") {
     auto walkers = kodo::Collection<Walker>::create(runtime, {4, 1, 1});
     kodo::balance_points(walkers, [](const kodo::BalanceInput& in) { return in.owners; });
     if (liar) lie = Lie::parked_count;
-    walkers.broadcast_local<&Walker::walk>(mode == "parked-count");
+    // The unit whose task ends early: 0 (rank 0's), 2 (the liar's own), or none.
+    const bool held = mode == "parked-held";
+    walkers.broadcast_local<&Walker::walk>(mode == "parked-count" ? 0 : held ? 2 : -1);
     if (const int rc = run_or_report(runtime)) return rc;
     std::printf("rank %d: %d unit(s) went on from the balance point\n", runtime.rank(),
                 Walker::finished);
     return Walker::finished == 2 ? 0 : 3;
   }
-  if (mode == "parked-wave" || mode == "honest-wave") {
+  if (mode == "parked-wave" || mode == "honest-wave" || mode == "sent-count") {
     auto voters = kodo::Collection<Voter>::create(runtime, {2, 1, 1});
-    if (liar) lie = Lie::parked_wave;
+    if (liar) lie = mode == "sent-count" ? Lie::sent_count : Lie::parked_wave;
     voters.broadcast_local<&Voter::vote>(false);
     return run_or_report(runtime);
   }
+  if (mode == "processed-count" || mode == "honest-processed") {
+    auto senders = kodo::Collection<Sender>::create(runtime, {4, 1, 1});
+    if (liar) lie = Lie::processed_count;
+    senders.broadcast_local<&Sender::go>(mode == "honest-processed");
+    if (const int rc = run_or_report(runtime)) return rc;
+    std::printf("rank %d: %d transfer(s) received\n", runtime.rank(), Sender::received);
+    return Sender::received == (runtime.rank() == 0 && mode == "honest-processed" ? 1 : 0) ? 0 : 3;
+  }
   std::fputs(
-      "usage: lying_rank_program withheld-round|parked-count|parked-wave|honest-round|"
-      "honest-parked|honest-wave\n",
+      "usage: lying_rank_program withheld-round|parked-count|parked-wave|parked-held|"
+      "processed-count|sent-count|honest-round|honest-parked|honest-wave|honest-processed\n",
       stderr);
   return 2;
 }

@@ -75,4 +75,33 @@ TEST(TerminationDetector, AReportBelowZeroIsAnErrorOnEveryRank) {
   MPI_Comm_free(&comm);
 }
 
+// A rank that counts one message more processed than was sent to it, while a message to
+// rank 0 is in flight: the sums balance, but rank 0 says in the next wave that it has not
+// processed what was sent to it. Two such equal waves are an error on every rank, naming
+// the rank that counts more than was sent to it, not the end of the job.
+TEST(TerminationDetector, AnOvercountCannotCoverAMessageInFlight) {
+  const int ranks = test_runtime().size();
+  if (ranks < 2) GTEST_SKIP() << "a lie needs another rank's message to cover";
+  MPI_Comm comm;
+  MPI_Comm_dup(test_runtime().comm(), &comm);
+  {
+    kodo::detail::TerminationDetector d(comm);
+    const int rank = test_runtime().rank();
+    if (rank == 0) d.count_sent();               // in flight, to itself
+    if (rank == ranks - 1) d.count_processed();  // the lie
+    try {
+      for (int w = 0; w < 3; ++w) EXPECT_FALSE(wave_of(d, 0, false).quiet());
+      ADD_FAILURE() << "the waves were believed";
+    } catch (const kodo::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(kodo::detail::cat(
+                    "rank ", ranks - 1,
+                    "'s report to the termination wave does not add up: its field processed is "
+                    "1, but the ranks count 0 message(s) and event(s) sent to it")),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  MPI_Comm_free(&comm);
+}
+
 }  // namespace

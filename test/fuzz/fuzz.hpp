@@ -104,13 +104,44 @@ struct Context {
   std::int64_t edge();
 };
 
+// For the surfaces where rank 1 alters what it sends over MPI: rank 1 chooses each input
+// and tells rank 0 first, on a communicator of their own.
+class Told {
+ public:
+  Told() { MPI_Comm_dup(MPI_COMM_WORLD, &comm_); }
+  ~Told() { MPI_Comm_free(&comm_); }
+  Told(const Told&) = delete;
+  Told& operator=(const Told&) = delete;
+  // Whether rank 1 goes on to another input (within its budget).
+  bool more(const Context& c, const Tally& t) {
+    int more = c.self() == 1 && c.more(t) ? 1 : 0;
+    MPI_Bcast(&more, 1, MPI_INT, 1, comm_);
+    return more != 0;
+  }
+  // `value` as rank 1 has it (trivially copyable).
+  template <class T>
+  T operator()(T value) {
+    MPI_Bcast(&value, sizeof value, MPI_BYTE, 1, comm_);
+    return value;
+  }
+  MPI_Comm comm() const { return comm_; }
+
+ private:
+  MPI_Comm comm_ = MPI_COMM_NULL;
+};
+
 // The surfaces (one file each). Each returns its tally; all run on both ranks at once.
-Tally fuzz_calls(Context& c);         // entry-method calls by eager active message
-Tally fuzz_rendezvous(Context& c);    // the same announced by rendezvous
-Tally fuzz_links(Context& c);         // channel link announcements and ring messages
-Tally fuzz_reductions(Context& c);    // reduction partials and results
-Tally fuzz_faults(Context& c);        // a peer's fault report
-Tally fuzz_channel_tags(Context& c);  // tagged transfers aimed at another link's receives
-Tally fuzz_ring_words(Context& c);    // the words of a same-node ring its sender writes
+Tally fuzz_calls(Context& c);              // entry-method calls by eager active message
+Tally fuzz_rendezvous(Context& c);         // the same announced by rendezvous
+Tally fuzz_links(Context& c);              // channel link announcements and ring messages
+Tally fuzz_reductions(Context& c);         // reduction partials and results
+Tally fuzz_faults(Context& c);             // a peer's fault report
+Tally fuzz_channel_tags(Context& c);       // tagged transfers aimed at another link's receives
+Tally fuzz_ring_words(Context& c);         // the words of a same-node ring its sender writes
+Tally fuzz_counts(Context& c);             // a peer's report to the termination wave
+Tally fuzz_balance_counts(Context& c);     // a peer's report at a balance point
+Tally fuzz_migration_headers(Context& c);  // a peer's migration headers
+Tally fuzz_route_offers(Context& c);       // the slots a peer offers for moving views (same node)
+Tally fuzz_checkpoint_gather(Context& c);  // a peer's checkpoint entries, gathered to rank 0
 
 }  // namespace fuzz

@@ -28,6 +28,12 @@ constexpr const char* kUsage =
     "  faults        a peer's fault report (what this rank prints for it)\n"
     "  channel_tags  3 ranks: tagged transfers aimed at another rank's link\n"
     "  ring_words    the words of a same-node ring its sender writes (host backend)\n"
+    "  counts        a peer's report to the termination wave (sums, flags, sent to each)\n"
+    "  balance_counts  a peer's report at a balance point (its units there, its wave's)\n"
+    "  migration_headers  a peer's header for the unit it moves here (kodo::migrate)\n"
+    "  checkpoint_gather  a peer's checkpoint entries as rank 0 gathers them\n"
+    "  route_offers  the slots a peer offers for moving units' views (same-node route;\n"
+    "                host backend)\n"
     "  --seed     seed of the generators (default 1)\n"
     "  --seconds  time per surface (default 20)\n"
     "  --inputs   most inputs per surface and rank (default 10000000)\n"
@@ -40,10 +46,18 @@ struct Surface {
 };
 
 const Surface kSurfaces[] = {
-    {"calls", 2, fuzz::fuzz_calls},           {"rendezvous", 2, fuzz::fuzz_rendezvous},
-    {"links", 2, fuzz::fuzz_links},           {"reductions", 2, fuzz::fuzz_reductions},
-    {"faults", 2, fuzz::fuzz_faults},         {"channel_tags", 3, fuzz::fuzz_channel_tags},
+    {"calls", 2, fuzz::fuzz_calls},
+    {"rendezvous", 2, fuzz::fuzz_rendezvous},
+    {"links", 2, fuzz::fuzz_links},
+    {"reductions", 2, fuzz::fuzz_reductions},
+    {"faults", 2, fuzz::fuzz_faults},
+    {"channel_tags", 3, fuzz::fuzz_channel_tags},
     {"ring_words", 2, fuzz::fuzz_ring_words},
+    {"counts", 2, fuzz::fuzz_counts},
+    {"balance_counts", 2, fuzz::fuzz_balance_counts},
+    {"migration_headers", 2, fuzz::fuzz_migration_headers},
+    {"checkpoint_gather", 2, fuzz::fuzz_checkpoint_gather},
+    {"route_offers", 2, fuzz::fuzz_route_offers},
 };
 
 // A strictly parsed number, or exit 2 naming the option.

@@ -70,6 +70,7 @@ class ThrowingHost final : public kodo::detail::ChannelHost {
   }
   int rank() const override { return host_.rank(); }
   void expect_event() override { host_.expect_event(); }
+  void expect_event(int rank) override { host_.expect_event(rank); }
   void queue_callback(std::function<void()> callback) override {
     host_.queue_callback(std::move(callback));
   }

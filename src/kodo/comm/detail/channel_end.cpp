@@ -13,8 +13,8 @@ std::shared_ptr<ChannelRegistry> make_channel_registry() {
 }
 
 void ChannelEnd::send(Send t) {
-  host->expect_event();              // the receiver's completion
-  if (t.done) host->expect_event();  // and ours
+  host->expect_event(link.peer_rank);  // the receiver's completion
+  if (t.done) host->expect_event();    // and ours
   t.transfer = sends++;
   if (local()) {
     t.stream = link.stream;

@@ -50,6 +50,8 @@ class ChannelHost {
   // Announces an event that some rank will run later through queue_callback(): it
   // counts as a message in flight for termination until it has run.
   virtual void expect_event() = 0;
+  // The same for an event that rank `rank` will run (a transfer's receiver).
+  virtual void expect_event(int rank) = 0;
   // Runs `callback` from the scheduler loop, in arrival order with messages; completes
   // an event announced by expect_event() (here or on another rank).
   virtual void queue_callback(std::function<void()> callback) = 0;

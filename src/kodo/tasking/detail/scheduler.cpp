@@ -169,7 +169,7 @@ void Scheduler::post(int rank, Message&& message) {
     queue_.push_back(std::move(message));
   else
     transport_->send(rank, std::move(message));  // may refuse it: then it was never sent
-  termination_.count_sent();
+  termination_.count_sent(rank);
 }
 
 void Scheduler::contribute(CollectionBase& c, std::int64_t slot, std::uint64_t round,
@@ -357,8 +357,16 @@ void Scheduler::balance_parked() {
   // rebuilds), and no collection is balanced from a run() nested in another's balancing.
   std::string problem;
   std::vector<std::vector<std::function<void()>>> go_on(parked.size());
+  const std::uint64_t* own = reports.data() + static_cast<std::size_t>(rank_) * (n + 1);
   for (std::size_t i = 0; i < parked.size(); ++i) {
     CollectionBase& c = *collections_[i];
+    // What this rank's report said, as every rank received it, against the tasks it holds.
+    if (problem.empty() && own[i] != c.parked.size())
+      problem = cat("rank ", rank_,
+                    "'s report at a balance point does not add up: its field parked_tasks "
+                    "counts ",
+                    own[i], " of its units of collection ", i, " at a balance point, but it holds ",
+                    c.parked.size(), " task(s) there");
     if (parked[i] == 0) continue;
     if (problem.empty() && parked[i] != static_cast<std::uint64_t>(c.shape().size()))
       problem = cat("the job went quiet with ", parked[i], " of the ", c.shape().size(),
@@ -516,10 +524,13 @@ bool Scheduler::job_is_quiet(std::chrono::steady_clock::duration idle_for) {
     throw Error(cat("the job went quiet with ", wave->pending_rounds,
                     " reduction round(s) incomplete: some units never contributed", rounds));
   }
-  if (wave->overprocessed())
+  if (wave->overprocessed()) {
+    const std::string who = termination_.who_overcounts();  // every rank saw this wave
     throw Error(cat("the job processed ", wave->processed - wave->sent,
                     " message(s) more than its ranks sent: a message arrived that no rank sent "
-                    "(corrupted or duplicated)"));
+                    "(corrupted or duplicated)",
+                    who.empty() ? std::string() : "; " + who));
+  }
   if (wave->balanced() && drain_.dirty() && engine_.pending() == 0) {
     try {
       drain_.start(streams_,
@@ -558,6 +569,16 @@ void Scheduler::report_stall(const TerminationDetector::Wave& wave) {
      << stall_limit_->count() << " s and the job is not done (its ranks have sent " << wave.sent
      << " messages and transfers and processed " << wave.processed << "). This rank waits for:";
   const std::size_t heading = os.str().size();
+  // What the others count as sent to this rank, against what it ran (a rank that counts
+  // messages it never sent keeps the job from its end: the rank they were counted to says so).
+  if (const std::uint64_t to_it = termination_.sent_to_this_rank();
+      to_it != termination_.processed())
+    os << "\n  messages: the ranks count " << to_it
+       << " message(s) and event(s) sent to this rank, which has processed "
+       << termination_.processed()
+       << (to_it > termination_.processed()
+               ? " (the rest are in flight, lost, or counted by a rank that did not send them)"
+               : "");
   os << describe_waiting_transfers(*channels_);
   if (reductions_.pending_rounds() != 0) os << reductions_.describe_pending(rank_);
   if (engine_.pending() != 0)

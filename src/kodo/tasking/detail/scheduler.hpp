@@ -100,6 +100,7 @@ class Scheduler final : public ChannelHost {
 
   // --- ChannelHost ---------------------------------------------------------------
   void expect_event() override { termination_.count_sent(); }
+  void expect_event(int rank) override { termination_.count_sent(rank); }
   void queue_callback(std::function<void()> callback) override;
   void queue_callback(std::function<void(std::size_t)> callback, std::size_t value) override;
   void when_done(Stream& stream, std::function<void()> continuation) override {
