@@ -13,7 +13,7 @@
 
 #include <kodo/kodo.hpp>
 
-#include <tuned_kernels.hpp>
+#include <jacobi3d/tuned_kernels.hpp>
 
 #include <array>
 #include <cinttypes>

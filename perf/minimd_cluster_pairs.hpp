@@ -14,8 +14,9 @@
 // The price: pairs beyond the cutoff are computed and masked, several times as many as
 // an atom list holds. Clusters and lists are built on the host here (setup, untimed).
 
-#include <kernels.hpp>
 #include <kodo/kodo.hpp>
+
+#include <minimd/kernels.hpp>
 
 #include <algorithm>
 #include <array>

@@ -25,8 +25,9 @@
 #include "options.hpp"
 #include "report.hpp"
 
-#include <kernels.hpp>
 #include <kodo/kodo.hpp>
+
+#include <minimd/kernels.hpp>
 
 #include <algorithm>
 #include <cinttypes>

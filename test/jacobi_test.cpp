@@ -2,10 +2,9 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "test_runtime.hpp"
 
-#include <block.hpp>
-#include <options.hpp>
-
 #include <gtest/gtest.h>
+#include <jacobi3d/block.hpp>
+#include <jacobi3d/options.hpp>
 
 #include <cmath>
 #include <limits>

@@ -8,10 +8,9 @@
 // the neighbour lists in quads.
 #include "test_runtime.hpp"
 
-#include <kernels.hpp>
-#include <options.hpp>
-
 #include <gtest/gtest.h>
+#include <minimd/kernels.hpp>
+#include <minimd/options.hpp>
 
 #include <algorithm>
 #include <cmath>

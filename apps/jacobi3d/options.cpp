@@ -2,7 +2,6 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "options.hpp"
 
-#include <kodo/core/detail/numeric.hpp>
 #include <kodo/tasking/decomposition.hpp>
 
 #include <algorithm>
@@ -143,10 +142,10 @@ namespace {
 void check_and_complete(Options& o) {
   if (o.imbalance > 64) throw std::invalid_argument("--imbalance takes 1 to 64");
   // Products that overflow, or grids no machine holds, are errors here, not crashes later.
-  const auto xy = kodo::detail::checked_mul(static_cast<std::uint64_t>(o.x) + 2,
-                                            static_cast<std::uint64_t>(o.y) + 2);
-  const auto xyz = xy ? kodo::detail::checked_mul(*xy, static_cast<std::uint64_t>(o.z) + 2) : xy;
-  if (!xyz || *xyz > kMostPoints)
+  // (x + 2)(y + 2)(z + 2) <= kMostPoints, by divisions that cannot overflow.
+  const auto nx = static_cast<std::uint64_t>(o.x) + 2, ny = static_cast<std::uint64_t>(o.y) + 2,
+             nz = static_cast<std::uint64_t>(o.z) + 2;
+  if (nx > kMostPoints / ny || nx * ny > kMostPoints / nz)
     throw std::invalid_argument("-x, -y, -z: a grid of " + std::to_string(o.x) + " x " +
                                 std::to_string(o.y) + " x " + std::to_string(o.z) +
                                 " points (with its boundary) is more than 2^50 points");

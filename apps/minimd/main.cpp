@@ -9,7 +9,6 @@
 #include "simulation.hpp"
 #include "thermo_log.hpp"
 
-#include <kodo/core/detail/numeric.hpp>
 #include <kodo/kodo.hpp>
 
 #include <algorithm>
@@ -43,17 +42,17 @@ kodo::Extent3 cut_box(const Options& opt, const double length[3], int ranks) {
                                               cut, ") wide, so at most ", most[0], " x ", most[1],
                                               " x ", most[2], " units"));
   };
-  const auto fits =
-      kodo::detail::checked_mul(static_cast<std::uint64_t>(std::max<std::int64_t>(most[0], 0)),
-                                static_cast<std::uint64_t>(std::max<std::int64_t>(most[1], 0)));
-  const auto room =
-      fits ? kodo::detail::checked_mul(*fits,
-                                       static_cast<std::uint64_t>(std::max<std::int64_t>(most[2],
-                                                                                         0)))
-           : fits;
-  if (most[0] < 1 || most[1] < 1 || most[2] < 1 ||
-      (room && static_cast<std::uint64_t>(units) > *room))
-    throw fail();
+  // units <= most[0] * most[1] * most[2] (each at least 1), without forming the product:
+  // divided up by each in turn, what is left is at most 1.
+  const auto units_fit = [&] {
+    auto left = static_cast<std::uint64_t>(units);
+    for (const std::int64_t m : most) {
+      const auto by = static_cast<std::uint64_t>(m);
+      left = left / by + (left % by != 0);
+    }
+    return left <= 1;
+  };
+  if (most[0] < 1 || most[1] < 1 || most[2] < 1 || !units_fit()) throw fail();
   // A unit's atoms are indexed by 32-bit integers: the box's atoms, spread over the units,
   // must fit (a box too large for them would only be found after creating its atoms).
   if (opt.problem.atoms() / units > INT_MAX / 2)

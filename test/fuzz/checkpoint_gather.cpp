@@ -10,9 +10,9 @@
 // file, no file, a count of bytes that is not whole entries within the units: refused on
 // both ranks with exactly its error (rank 0 finds it; rank 1 hears "rank 0: ...").
 
-#include <kodo/tasking/detail/checkpoint_manifest.hpp>
-
 #include "fuzz.hpp"
+
+#include <kodo/tasking/detail/checkpoint_manifest.hpp>
 
 #include <array>
 #include <filesystem>
@@ -23,8 +23,18 @@ namespace {
 using kodo::detail::ManifestUnit;
 using FileEntry = std::array<std::uint64_t, 3>;  // bytes, checksum, written (checkpoint.cpp)
 
-enum What : int { honest, writer, collection, unit_out, unit_twice, outside, no_file, file_short,
-                  count_bad, kWhats };
+enum What : int {
+  honest,
+  writer,
+  collection,
+  unit_out,
+  unit_twice,
+  outside,
+  no_file,
+  file_short,
+  count_bad,
+  kWhats
+};
 struct Alteration {
   int what;
   std::int64_t value;
@@ -45,7 +55,8 @@ extern "C" int MPI_Gather(const void* send, int count, MPI_Datatype type, void* 
     std::memcpy(&file_sent, send, sizeof file);
     file = file_sent;
     if (altering && altering->what == no_file) file[2] = 0;
-    if (altering && altering->what == file_short) file[0] = static_cast<std::uint64_t>(altering->value);
+    if (altering && altering->what == file_short)
+      file[0] = static_cast<std::uint64_t>(altering->value);
     send = &file;
   }
   if (writing && type == MPI_INT && count == 1 && altering && altering->what == count_bad) {
@@ -108,8 +119,7 @@ Alteration choose(Context& c, const std::vector<ManifestUnit>& e, const FileEntr
                         : static_cast<std::uint32_t>(any)};
     case unit_out: return {what, c.pick(0, 1) ? -1 - (any & 0xffff) : 4 + (any & 0xffff)};
     case unit_twice: return {what, c.pick(0, 1)};  // rank 0's, gathered first
-    case outside:
-      return {what, static_cast<std::int64_t>(f[0] - e[0].bytes + 1 + (any & 0xffff))};
+    case outside: return {what, static_cast<std::int64_t>(f[0] - e[0].bytes + 1 + (any & 0xffff))};
     case file_short: return {what, c.pick(0, static_cast<int>(e[0].offset + e[0].bytes) - 1)};
     case count_bad: {
       const int whole = static_cast<int>(sizeof(ManifestUnit));
@@ -128,8 +138,8 @@ Expect expected(const Alteration& a, const std::vector<ManifestUnit>& e, const F
   const std::string from = "a checkpoint entry from rank 1 ";
   const ManifestUnit& u = e[0];
   switch (a.what) {
-    case writer: return refused(from, "names rank ", static_cast<std::uint32_t>(a.value),
-                                " as its writer");
+    case writer:
+      return refused(from, "names rank ", static_cast<std::uint32_t>(a.value), " as its writer");
     case collection:
       return refused(from, "names collection ", a.value, ", which the checkpoint does not hold");
     case unit_out:
@@ -143,8 +153,8 @@ Expect expected(const Alteration& a, const std::vector<ManifestUnit>& e, const F
                      " of a file of ", f[0]);
     case no_file: return refused(from, "places the unit in the file of rank 1, which wrote none");
     case file_short:
-      return refused(from, "places the unit at bytes ", u.offset, " to ", u.offset, " + ",
-                     u.bytes, " of a file of ", a.value);
+      return refused(from, "places the unit at bytes ", u.offset, " to ", u.offset, " + ", u.bytes,
+                     " of a file of ", a.value);
     case count_bad:
       return refused("rank 1 reported ", a.value,
                      " bytes of checkpoint entries: not a whole number of entries within the 4 "

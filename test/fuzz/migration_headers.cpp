@@ -13,14 +13,14 @@
 // is a wait the watchdog ends, peer_drops_migration_header), and the route's asks and
 // notices of filled slots (a wrong one ends the job: it is one input a process).
 
+#include "../filled_unit.hpp"
+#include "fuzz.hpp"
+
 #include <kodo/comm/detail/node_channels.hpp>
 #include <kodo/tasking/detail/migration_impl.hpp>
 #include <kodo/tasking/detail/node_view_route.hpp>
 #include <kodo/tasking/detail/state_records.hpp>
 #include <kodo/tasking/detail/ucx_view_route.hpp>
-
-#include "../filled_unit.hpp"
-#include "fuzz.hpp"
 
 #include <cmath>
 #include <limits>
@@ -32,14 +32,25 @@ using kodo::detail::Header;
 
 struct Alteration {
   int field;
-  std::uint64_t bits;                 // the field's new value, as its bytes
+  std::uint64_t bits;                // the field's new value, as its bytes
   kodo::detail::SlotsOffer offer{};  // an offer's: its place, slot_bytes and slots
 };
 std::optional<Alteration> altering;  // set on rank 1 around its migration
 
 // The fields the receiver checks, in the order it checks them.
-enum Field : int { linear, bytes, view_bytes, views, no_views, has_stated, measured, stated, rounds,
-                   kFieldCount, offer = kFieldCount };
+enum Field : int {
+  linear,
+  bytes,
+  view_bytes,
+  views,
+  no_views,
+  has_stated,
+  measured,
+  stated,
+  rounds,
+  kFieldCount,
+  offer = kFieldCount
+};
 
 void alter(Header& h, const Alteration& a) {
   switch (a.field) {
@@ -61,8 +72,8 @@ void alter(Header& h, const Alteration& a) {
 extern "C" int MPI_Isend(const void* data, int count, MPI_Datatype type, int to, int tag,
                          MPI_Comm comm, MPI_Request* request) {
   using kodo::detail::SlotsOffer;
-  if (altering && altering->field == offer && tag == kodo::detail::kOfferTag &&
-      type == MPI_BYTE && count == static_cast<int>(sizeof(SlotsOffer))) {
+  if (altering && altering->field == offer && tag == kodo::detail::kOfferTag && type == MPI_BYTE &&
+      count == static_cast<int>(sizeof(SlotsOffer))) {
     SlotsOffer o{};
     std::memcpy(&o, data, sizeof o);
     o.place = altering->offer.place;
@@ -94,8 +105,12 @@ Alteration choose(Context& c) {
   const int field = c.pick(-1, kFieldCount - 1);  // -1: honest
   const auto any = static_cast<std::uint64_t>(c.edge());
   const auto above = [&](std::uint64_t most) { return most + 1 + (c.word() >> (c.pick(2, 63))); };
-  const double loads[] = {std::nan(""), std::numeric_limits<double>::infinity(),
-                          -std::numeric_limits<double>::infinity(), 0.0, 1e300, -1.0};
+  const double loads[] = {std::nan(""),
+                          std::numeric_limits<double>::infinity(),
+                          -std::numeric_limits<double>::infinity(),
+                          0.0,
+                          1e300,
+                          -1.0};
   Alteration a{field, any};
   if (field == bytes || field == view_bytes) a.bits = above(kodo::detail::kMostStateBytes);
   if (field == views) a.bits = above(kodo::detail::kMostViews);

@@ -48,7 +48,7 @@ class AwaitableRing {
 
   /// Awaited in a task: transfer `k` (0, 1, 2, ... on the channel), once it is in.
   auto transfer(std::uint64_t k, std::source_location where = std::source_location::current()) {
-    if (!state_) throw Error("kodo: transfer() of an AwaitableRing that is not open");
+    if (!state_) throw Error("transfer() of an AwaitableRing that is not open");
     return detail::Awaitable<Transfer>(Transfer{state_.get(), k, where});
   }
   /// The buffer of transfer `k` may be written again: now, or once the work enqueued on
@@ -82,7 +82,7 @@ class AwaitableRing {
     }
     void start(detail::TaskRecord& task, std::function<void()> done) {
       if (!state->await(k, {&arrival, &task, std::move(done)}))
-        throw Error(detail::cat("kodo: transfer ", k,
+        throw Error(detail::cat("transfer ", k,
                                 " of a receive ring is awaited by two tasks at once"));
     }
     Arrival<V> result() { return std::move(*arrival); }

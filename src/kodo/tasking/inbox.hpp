@@ -55,7 +55,7 @@ class Inbox {
       return;
     }
     if (!s.hold(key, std::move(value)))
-      throw Error(detail::cat("kodo: an inbox was given key ", describe(key),
+      throw Error(detail::cat("an inbox was given key ", describe(key),
                               " twice before a task took it"));
   }
 
@@ -74,7 +74,7 @@ class Inbox {
  private:
   using State = detail::KeyedArrivals<Key, T>;
   State& state() const {
-    if (!state_) throw Error("kodo: an Inbox was used after it was moved from");
+    if (!state_) throw Error("an Inbox was used after it was moved from");
     return *state_;
   }
   static std::int64_t number_of(const Key& key) {
@@ -99,7 +99,7 @@ class Inbox {
     }
     void start(detail::TaskRecord& task, std::function<void()> done) {
       if (!state->await(key, {&value, &task, std::move(done)}))
-        throw Error(detail::cat("kodo: key ", describe(key),
+        throw Error(detail::cat("key ", describe(key),
                                 " of an inbox is awaited by two tasks at once"));
     }
     T result() { return std::move(*value); }
