@@ -49,13 +49,19 @@ std::string device_bus_id(int device) {
   return id;
 }
 
-NativeStream create_stream(Priority priority) {
+namespace {
+// The device's priority for `priority`: communication the greatest, compute the least.
+int device_priority(Priority priority) {
   int least = 0, greatest = 0;
   KODO_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  return priority == Priority::communication ? greatest : least;
+}
+}  // namespace
+
+NativeStream create_stream(Priority priority) {
   cudaStream_t s = nullptr;
   KODO_CUDA_CHECK(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking,
-                                               priority == Priority::communication ? greatest
-                                                                                   : least));
+                                               device_priority(priority)));
   return s;
 }
 void destroy_stream(NativeStream stream) { cudaStreamDestroy(static_cast<cudaStream_t>(stream)); }
@@ -407,10 +413,8 @@ cudaGraphNode_t add_kernel(NativeGraph graph, const void* kernel, unsigned block
                                          &p));
   // A transfer's nodes take the device's greatest priority, as a communication stream's
   // kernels do: else a face waits for the whole of a kernel the graph started beside it.
-  int least = 0, greatest = 0;
-  KODO_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   cudaKernelNodeAttrValue first{};
-  first.priority = greatest;
+  first.priority = device_priority(Priority::communication);
   KODO_CUDA_CHECK(cudaGraphKernelNodeSetAttribute(node, cudaKernelNodeAttributePriority, &first));
   return node;
 }
