@@ -42,6 +42,17 @@ TEST(Recording, TheReportSaysWhetherTheRankRecordsAndWhy) {
 // send when turns are recorded: the count must come out the same.
 using Count = Kokkos::View<std::int64_t[1], kodo::ExecutionSpace::memory_space>;
 
+// A unit's place in the ring of its collection's units, and the unit `i` places along.
+template <class U>
+std::int64_t place(const U& unit) {
+  return unit.collection().shape().linear(unit.index());
+}
+template <class U>
+kodo::Index3 at_place(const U& unit, std::int64_t i) {
+  const std::int64_t n = unit.collection().size();
+  return unit.collection().shape().delinear((i + n) % n);
+}
+
 class Relay : public kodo::WorkUnit<Relay> {
  public:
   explicit Relay(const kodo::UnitInit<Relay>& init)
@@ -69,14 +80,11 @@ class Relay : public kodo::WorkUnit<Relay> {
     final_count = host(0);
   }
 
-  std::int64_t me() const { return collection().shape().linear(index()); }
+  std::int64_t me() const { return place(*this); }
   std::int64_t final_count = -1;
 
  private:
-  kodo::Index3 at(std::int64_t i) const {
-    const std::int64_t n = collection().size();
-    return collection().shape().delinear((i + n) % n);
-  }
+  kodo::Index3 at(std::int64_t i) const { return at_place(*this, i); }
   kodo::Stream* stream_;
   kodo::Channel next_, previous_;
   Count in_{"in"}, out_{"out"};
@@ -117,5 +125,64 @@ void relay(bool fence_each_lap) {
 
 TEST(Recording, TransfersBetweenUnitsOfARankArriveAfterTheirTurn) { relay(false); }
 TEST(Recording, AFenceInsideATurnEndsItsRecordingAndTheRestRunsAsIssued) { relay(true); }
+
+// Many transfers between units in one turn, each of its own size into a view of its own
+// (more than one launch of a recorded turn's copies takes on a GPU): each arrives whole,
+// and a sender that writes its view again once `sent` runs does not change what arrived.
+using Values = Kokkos::View<std::int64_t*, kodo::ExecutionSpace::memory_space>;
+
+class Fan : public kodo::WorkUnit<Fan> {
+ public:
+  static constexpr int kTransfers = 150;
+  explicit Fan(const kodo::UnitInit<Fan>& init)
+      : WorkUnit(init),
+        stream_(&streams().communication(static_cast<std::size_t>(me()))),
+        next_(open_channel(*stream_, at(me() + 1))),
+        previous_(open_channel(*stream_, at(me() - 1))) {
+    for (int i = 0; i < kTransfers; ++i) {
+      out_.emplace_back("out", i + 1);
+      in_.emplace_back("in", i + 1);
+    }
+  }
+
+  static std::int64_t value(std::int64_t unit, int transfer) { return 1000 * unit + transfer; }
+
+  kodo::Task exchange() {
+    for (int i = 0; i < kTransfers - 1; ++i) previous_.recv(in_[i], [] {});
+    for (int i = 0; i < kTransfers; ++i) {
+      Kokkos::deep_copy(stream_->space(), out_[i], value(me(), i));
+      next_.send(out_[i], [this, i] { Kokkos::deep_copy(stream_->space(), out_[i], -1); });
+    }
+    co_await kodo::receive(previous_, in_[kTransfers - 1]);
+    co_await when_done(*stream_);
+  }
+
+  // The transfers that did not arrive whole from the previous unit.
+  int wrong() const {
+    int bad = 0;
+    const std::int64_t from = (me() - 1 + collection().size()) % collection().size();
+    for (int i = 0; i < kTransfers; ++i) {
+      auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, in_[i]);
+      for (std::size_t k = 0; k < host.extent(0); ++k) bad += host(k) != value(from, i);
+    }
+    return bad;
+  }
+
+  std::int64_t me() const { return place(*this); }
+
+ private:
+  kodo::Index3 at(std::int64_t i) const { return at_place(*this, i); }
+  kodo::Stream* stream_;
+  kodo::Channel next_, previous_;
+  std::vector<Values> out_, in_;
+};
+
+TEST(Recording, ManyTransfersInOneTurnEachArriveWhole) {
+  auto& rt = test_runtime();
+  auto fans = kodo::Collection<Fan>::create(rt, {3 * rt.size(), 1, 1});
+  fans.broadcast_local<&Fan::exchange>();
+  rt.run();
+  fans.for_each_local([&](const Fan& f) { EXPECT_EQ(f.wrong(), 0) << "unit " << f.me(); });
+}
 
 }  // namespace

@@ -2,6 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include <kodo/backends/detail/recording.hpp>
 
+#include <kodo/backends/detail/tool_region.hpp>
 #include <kodo/core/error.hpp>
 #include <kodo/core/settings.hpp>
 
@@ -195,6 +196,7 @@ void Recording::close() {
       pool_.for_each([&](Stream& s) {
         backend::order_after(origin_, s.native_handle(), stream_events_[i++]);
       });
+      make_copies();
       const backend::CapturedGraph graph = backend::end_capture(origin_);
       if (graph) launch(graph);
       // Work issued from now on, recorded or not, comes after what the origin ran or
@@ -206,12 +208,15 @@ void Recording::close() {
       // What the recording held is lost: nothing waits for it, and nothing is recorded
       // again (the caller ends the job).
       after_launch_.clear();
+      copies_.clear();
       mode_ = Mode::off;
       report_.on = false;
       report_.off_because = "a recording failed: " + what_of_current();
       throw;
     }
     check_constant_memory();
+  } else {
+    make_copies();  // grouped: the work ran as issued, the copies now
   }
   ++report_.turns;
   std::vector<std::function<void()>> waiting;
@@ -262,6 +267,24 @@ void Recording::after_launch(std::function<void()> f) {
     after_launch_.push_back(std::move(f));
   else
     f();
+}
+
+bool Recording::defer_copy(const Stream& after, void* to, const void* from, std::size_t bytes) {
+  if (!open_) return false;
+  bool pooled = false;
+  pool_.for_each([&](Stream& s) { pooled = pooled || &s == &after; });
+  if (!pooled) return false;
+  copies_.push_back({to, from, bytes});
+  return true;
+}
+
+void Recording::make_copies() {
+  if (copies_.empty()) return;
+  static const std::string region = "kodo::channel copy";
+  const ToolRegion here(region);
+  std::vector<backend::DeviceCopy> copies;
+  copies.swap(copies_);
+  backend::enqueue_copies(origin_, copies);
 }
 
 void Recording::hold() {

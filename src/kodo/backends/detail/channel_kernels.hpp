@@ -178,6 +178,18 @@ __global__ void copy_list_kernel(const DeviceCopy* copies) {
             std::size_t(blockIdx.x) * blockDim.x + threadIdx.x,
             std::size_t(gridDim.x) * blockDim.x);
 }
+// Copies passed by value, as a kernel's parameters (no list in device memory to fill
+// first): enqueue_copies launches one kernel for up to kCopiesPerLaunch of them.
+inline constexpr unsigned kCopiesPerLaunch = 64;  // 1.5 KiB of parameters
+struct CopyBatch {
+  DeviceCopy copies[kCopiesPerLaunch];
+};
+__global__ void copy_batch_kernel(CopyBatch batch) {
+  const DeviceCopy c = batch.copies[blockIdx.y];
+  copy_part(static_cast<unsigned char*>(c.to), static_cast<const unsigned char*>(c.from), c.bytes,
+            std::size_t(blockIdx.x) * blockDim.x + threadIdx.x,
+            std::size_t(gridDim.x) * blockDim.x);
+}
 // Blocks of kCopyThreads for a copy of `bytes` (16 bytes a thread), or for a list of copies
 // whose largest is `bytes`.
 inline constexpr unsigned kCopyThreads = 512;

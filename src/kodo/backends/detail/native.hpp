@@ -166,7 +166,8 @@ std::size_t graph_kernels(NativeGraph graph);
 NativeGraphExec instantiate_graph(NativeGraph graph);
 void destroy_graph_exec(NativeGraphExec exec);
 void launch_graph(NativeStream stream, NativeGraphExec exec);
-// Enqueues `copies` on `stream`, one after another (no graph).
+// Enqueues `copies` on `stream` (no graph), to be made together: no copy's source may be
+// another's destination. CUDA: one kernel for up to 64 of them.
 void enqueue_copies(NativeStream stream, const std::vector<DeviceCopy>& copies);
 // Enqueues one copy of `bytes` between two places the device can address (no-op for 0).
 void enqueue_copy(NativeStream stream, void* to, const void* from, std::size_t bytes);

@@ -25,6 +25,12 @@
 // Work issued outside a recording (a turn not recorded, the transport's progress, the
 // main program) is joined first: the next recording's graph follows it on the origin.
 //
+// Copies between units of the rank (same-rank channel transfers) are not issued one call
+// each: the turn's are made at close, after the streams join, by one kernel (a call of
+// ~1 us each on the host was a third of a recorded unit-step's calls). Their ends learn
+// of them after the launch, as before; a sender may write its view again only then
+// (Channel::send's `sent`), so the source is read as the turn left it.
+//
 // On the host backend (mode group) nothing is captured: a turn's work runs as it is
 // issued, and recording only groups it, so that the scheduling it implies (transfers
 // handed over after the turn) is tested where CI runs.
@@ -66,6 +72,11 @@ class Recording {
   void close();
   // Runs `f` once the open recording's work is launched (at close), or now.
   void after_launch(std::function<void()> f);
+  // Takes a copy between two places the device addresses, to be made after all the work
+  // the open recording holds on the pool's streams, with the turn's other such copies in
+  // one launch (a same-rank channel transfer: its ends learn of it after_launch). False,
+  // taking nothing, when no recording is open or `after` is not one of the pool's streams.
+  bool defer_copy(const Stream& after, void* to, const void* from, std::size_t bytes);
   // While held (a step program launches its own graphs; units' device times are taken
   // with events), no recording opens. Closes an open one.
   void hold();
@@ -85,6 +96,7 @@ class Recording {
 
  private:
   void check_constant_memory();
+  void make_copies();
   void launch(backend::CapturedGraph graph);
   void join_first();
 
@@ -105,7 +117,8 @@ class Recording {
   };
   std::vector<Program> programs_;  // most recently used first
   std::vector<std::function<void()>> after_launch_;
-  std::vector<unsigned char> canary_;  // what Kokkos' constant-memory buffer held at begin()
+  std::vector<backend::DeviceCopy> copies_;  // defer_copy's, made at close
+  std::vector<unsigned char> canary_;        // what Kokkos' constant-memory buffer held at begin()
 };
 
 }  // namespace kodo::detail

@@ -136,24 +136,28 @@ void ChannelEnd::match_local() {
     const std::size_t bytes = from.segment.bytes;
     if (const std::string problem = misfit(into, bytes); !problem.empty()) fatal(problem);
     Stream& order = *from.stream;
-    if (bytes != 0) copy_on(order, into.segment, from.segment, bytes);
+    const Segment to_segment = into.segment, from_segment = from.segment;
     ChannelHost* h = host;
     auto hand_over = [h, bytes, into = std::move(into), from = std::move(from)]() mutable {
       h->queue_callback(std::move(into.done), bytes);
       if (from.done) h->queue_callback(std::move(from.done));
     };
-    // In a recorded turn, a copy between device views is in the turn's graph, and all
-    // work issued after the graph's launch runs after it on every stream: both ends learn
-    // of the transfer then, without waiting for the device. (The host may read a host or
-    // managed view as soon as it learns: that waits for the copy. On the host backend,
-    // whose recordings only group a turn's work, every copy was made in the call.)
+    // In a recorded turn, a copy between device views is made with the turn's other such
+    // copies after all its work (Recording::defer_copy), and all work issued after the
+    // graph's launch runs after it on every stream: both ends learn of the transfer then,
+    // without waiting for the device. (The host may read a host or managed view as soon
+    // as it learns: that waits for the copy. On the host backend, whose recordings only
+    // group a turn's work, the turn's copies are made when it ends.)
     Recording* recording = h->recording();
     auto device_only = [](MemoryKind k) { return k == MemoryKind::cuda || k == MemoryKind::rocm; };
     if (recording && recording->open() &&
-        (recording->groups() || (device_only(into.segment.kind) && device_only(from.segment.kind))))
+        (recording->groups() || (device_only(to_segment.kind) && device_only(from_segment.kind))) &&
+        (bytes == 0 || recording->defer_copy(order, to_segment.data, from_segment.data, bytes))) {
       recording->after_launch(std::move(hand_over));
-    else
-      h->when_done(order, std::move(hand_over));
+      continue;
+    }
+    if (bytes != 0) copy_on(order, to_segment, from_segment, bytes);
+    h->when_done(order, std::move(hand_over));
   }
 }
 
