@@ -4,11 +4,14 @@
 
 #include <gtest/gtest.h>
 #include <jacobi3d/block.hpp>
+#include <jacobi3d/error.hpp>
 #include <jacobi3d/options.hpp>
 
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -354,6 +357,37 @@ TEST(JacobiBlockConfig, OverlapRefusesFusionAndGraphs) {
                      jacobi::BlockConfig{grid, jacobi::Completion::engine, kodo::CommMode::device,
                                          fusion, graphs, true}),
                  std::invalid_argument);
+}
+
+// jacobi3d's own problems are jacobi::Error, not kodo::Error (which comes only from kodo):
+// here, restoring the blocks from a checkpoint of step 0 as if it were of step 3.
+TEST(JacobiRestore, ASavedBlockOfAnotherStepIsAJacobiError) {
+  auto& rt = test_runtime();
+  auto blocks = kodo::Collection<jacobi::JacobiBlock>::create(rt, kodo::Extent3{rt.size(), 1, 1},
+                                                              jacobi::BlockConfig{{8, 8, 8}});
+  rt.run();  // the blocks' set-up messages (their channels), no iteration
+  // A directory of this job alone: jobs of other rank counts may run at the same time.
+  int job = getpid();
+  MPI_Bcast(&job, 1, MPI_INT, 0, rt.comm());
+  const std::string dir = "jacobi_test_restore_" + std::to_string(job);
+  kodo::write_checkpoint(rt, dir, {"jacobi3d", {}}, blocks);
+  const auto checkpoint = kodo::Checkpoint::open(rt, dir, "jacobi3d");
+  const kodo::SavedCollection saved = checkpoint.collection(blocks);
+  blocks.for_each_local([&](jacobi::JacobiBlock& b) {
+    const std::string at = std::to_string(b.index().x) + "," + std::to_string(b.index().y) + "," +
+                           std::to_string(b.index().z);
+    try {
+      b.restore(saved, 3);
+      ADD_FAILURE() << "block " << at << " of step 0 was restored as of step 3";
+    } catch (const jacobi::Error& e) {
+      EXPECT_EQ(std::string(e.what()),
+                "jacobi3d: saved block " + at + " is at step 0, the checkpoint at step 3");
+    } catch (const kodo::Error& e) {
+      ADD_FAILURE() << "a kodo::Error for jacobi3d's own problem: " << e.what();
+    }
+  });
+  MPI_Barrier(rt.comm());
+  if (rt.rank() == 0) std::filesystem::remove_all(dir);
 }
 
 }  // namespace

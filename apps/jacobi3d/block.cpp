@@ -2,6 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "block.hpp"
 
+#include "error.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -12,9 +14,8 @@ namespace {
 // A face fills its receive buffer exactly.
 void check_whole(const kodo::Arrival<Field>& face) {
   if (face.count != face.view.size())
-    throw kodo::Error("jacobi3d: a face of " + std::to_string(face.count) +
-                      " values arrived where " + std::to_string(face.view.size()) +
-                      " were expected");
+    throw Error("jacobi3d: a face of " + std::to_string(face.count) + " values arrived where " +
+                std::to_string(face.view.size()) + " were expected");
 }
 }  // namespace
 
@@ -351,8 +352,8 @@ void JacobiBlock::on_face(std::int64_t n, int f) {
     return;
   }
   if (n != iteration_ && n != iteration_ + 1)
-    throw kodo::Error("jacobi3d: a face for iteration " + std::to_string(n) +
-                      " reached a block at iteration " + std::to_string(iteration_));
+    throw Error("jacobi3d: a face for iteration " + std::to_string(n) +
+                " reached a block at iteration " + std::to_string(iteration_));
   // Our face f is filled from the neighbour's opposite face (with fusion B, all faces
   // of the iteration at once in advance(); in whole steps, by the step).
   if (config_.fusion != Fusion::B && !faces_read_from_buffers())
@@ -378,12 +379,11 @@ struct SavedBlock {
 }  // namespace
 
 void JacobiBlock::restore(const kodo::SavedCollection& saved, std::int64_t step) {
-  if (iteration_ != 0)
-    throw kodo::Error("jacobi3d: a block is restored before its first iteration");
+  if (iteration_ != 0) throw Error("jacobi3d: a block is restored before its first iteration");
   auto wrong_step = [&](std::int64_t found, const kodo::Index3& block) {
-    return kodo::Error("jacobi3d: saved block " + std::to_string(block.x) + "," +
-                       std::to_string(block.y) + "," + std::to_string(block.z) + " is at step " +
-                       std::to_string(found) + ", the checkpoint at step " + std::to_string(step));
+    return Error("jacobi3d: saved block " + std::to_string(block.x) + "," +
+                 std::to_string(block.y) + "," + std::to_string(block.z) + " is at step " +
+                 std::to_string(found) + ", the checkpoint at step " + std::to_string(step));
   };
   if (saved.shape() == collection().shape()) {
     saved.read(index(), *this);  // into A[0], in place
@@ -408,9 +408,9 @@ void JacobiBlock::restore(const kodo::SavedCollection& saved, std::int64_t step)
     saved.read(at, b);
     if (b.step != step) throw wrong_step(b.step, at);
     if (static_cast<std::int64_t>(b.field.size()) != p.shape.padded_size())
-      throw kodo::Error("jacobi3d: a saved block holds " + std::to_string(b.field.size()) +
-                        " points where its place in the grid has " +
-                        std::to_string(p.shape.padded_size()));
+      throw Error("jacobi3d: a saved block holds " + std::to_string(b.field.size()) +
+                  " points where its place in the grid has " +
+                  std::to_string(p.shape.padded_size()));
     for (std::int64_t x = lo[0]; x < hi[0]; ++x)
       for (std::int64_t y = lo[1]; y < hi[1]; ++y)
         for (std::int64_t z = lo[2]; z < hi[2]; ++z)

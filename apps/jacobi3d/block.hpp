@@ -147,6 +147,8 @@ class JacobiBlock : public kodo::WorkUnit<JacobiBlock> {
   // Restores this block, before its first iteration, from the checkpoint's blocks at
   // step `step`: its own saved state when the unit grid is the saved one, else the
   // interior points of every saved block that overlaps it (another rank count or ODF).
+  // Throws jacobi::Error where the saved blocks are not of that step or that grid, and
+  // kodo::Error where kodo cannot read them.
   void restore(const kodo::SavedCollection& saved, std::int64_t step);
 
  private:

@@ -5,6 +5,7 @@
 
 #include "baseline.hpp"
 #include "block.hpp"
+#include "error.hpp"
 #include "options.hpp"
 
 #include <kodo/kodo.hpp>
@@ -26,8 +27,10 @@ namespace {
 
 double now() { return MPI_Wtime(); }
 
-// A checkpoint that cannot be written or read is the same kodo::Error on every rank:
-// rank 0 says what is wrong, and every rank exits with status 1.
+// A checkpoint that cannot be written or read fails alike on every rank: with a
+// kodo::Error from kodo (which reports a block's failed restore so too), or with a
+// jacobi::Error where the checkpoint is not of this run. Rank 0 says what is wrong, and
+// every rank exits with status 1.
 struct CheckpointFailure : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
@@ -86,13 +89,13 @@ std::int64_t restart(kodo::Runtime& runtime, const jacobi::Options& opt, const s
     const double started = now();
     const auto saved = kodo::Checkpoint::open(runtime, opt.restart_dir, "jacobi3d");
     if (saved.value("grid") != grid)
-      throw kodo::Error("checkpoint " + saved.path() + " is of grid " + saved.value("grid") +
-                        ", not this run's " + grid);
+      throw jacobi::Error("checkpoint " + saved.path() + " is of grid " + saved.value("grid") +
+                          ", not this run's " + grid);
     const std::int64_t step = saved.integer("step");
     if (step < 0 || step > opt.warmup + opt.iterations)
-      throw kodo::Error("checkpoint " + saved.path() + " is at update " + std::to_string(step) +
-                        ", past this run's last (" + std::to_string(opt.warmup + opt.iterations) +
-                        ")");
+      throw jacobi::Error("checkpoint " + saved.path() + " is at update " + std::to_string(step) +
+                          ", past this run's last (" + std::to_string(opt.warmup + opt.iterations) +
+                          ")");
     saved.restore(blocks, [&](jacobi::JacobiBlock& block, const kodo::SavedCollection& old) {
       block.restore(old, step);
     });
@@ -102,7 +105,9 @@ std::int64_t restart(kodo::Runtime& runtime, const jacobi::Options& opt, const s
       std::printf("restarted from %s at update %" PRId64 " (written by %d rank(s)) in %.4f s\n",
                   saved.path().c_str(), step, saved.ranks(), seconds);
     return step;
-  } catch (const kodo::Error& e) {
+  } catch (const kodo::Error& e) {  // the files, the keys, the blocks' restores
+    throw CheckpointFailure(e.what());
+  } catch (const jacobi::Error& e) {  // a checkpoint of another run
     throw CheckpointFailure(e.what());
   }
 }

@@ -3,13 +3,13 @@
 #include "atom_unit.hpp"
 
 #include "atom_unit_parts.hpp"
+#include "error.hpp"
 
 #include <mpi.h>
 
 #include <algorithm>
 #include <climits>
 #include <cmath>
-#include <stdexcept>
 #include <string>
 
 namespace minimd {
@@ -52,9 +52,9 @@ void fill_rows(const Vectors& into, const std::vector<double>& xyz) {
 int room_for(std::int64_t atoms, const char* what) {
   const std::int64_t wanted = atoms + atoms / 5 + 64;
   if (wanted > INT_MAX)
-    throw std::runtime_error(text("minimd: a unit would hold ", atoms, " ", what,
-                                  ", more than its 32-bit indices allow: use more units "
-                                  "(--odf or ranks)"));
+    throw Error(text("minimd: a unit would hold ", atoms, " ", what,
+                     ", more than its 32-bit indices allow: use more units "
+                     "(--odf or ranks)"));
   return static_cast<int>(wanted);
 }
 
@@ -167,7 +167,7 @@ void AtomUnit::report_momentum() {
 }
 
 void AtomUnit::remove_drift(std::vector<double> mean) {
-  if (mean.size() != 3) throw std::runtime_error("minimd: the mean velocity needs 3 components");
+  if (mean.size() != 3) throw Error("minimd: the mean velocity needs 3 components");
   subtract(compute_->space(), v_, nlocal_, mean[0], mean[1], mean[2]);
   Kokkos::deep_copy(compute_->space(), setup_sums_, 0.0);
   kinetic(compute_->space(), v_, nlocal_, setup_sums_);
@@ -175,7 +175,7 @@ void AtomUnit::remove_drift(std::vector<double> mean) {
 }
 
 kodo::Task AtomUnit::start(double factor, std::vector<double> drift) {
-  if (drift.size() != 3) throw std::runtime_error("minimd: the drift needs 3 components");
+  if (drift.size() != 3) throw Error("minimd: the drift needs 3 components");
   scale(compute_->space(), v_, nlocal_, factor);
   subtract(compute_->space(), v_, nlocal_, -drift[0], -drift[1], -drift[2]);
   step_ = 0;
@@ -211,10 +211,10 @@ SavedAtoms<Memory> AtomUnit::own_atoms() const {
 }
 
 void AtomUnit::take_atoms(std::int64_t step, const Vectors& x, const Vectors& v) {
-  if (started_) throw std::runtime_error("minimd: a unit is restored before it starts");
+  if (started_) throw Error("minimd: a unit is restored before it starts");
   if (x.extent(0) != v.extent(0))
-    throw std::runtime_error(text("minimd: unit ", index(), " was saved with ", x.extent(0),
-                                  " positions and ", v.extent(0), " velocities"));
+    throw Error(text("minimd: unit ", index(), " was saved with ", x.extent(0), " positions and ",
+                     v.extent(0), " velocities"));
   const auto n = static_cast<std::int64_t>(x.extent(0));
   // Saved atoms are input: each finite, and inside this unit's box.
   auto hx = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, x);
@@ -222,10 +222,9 @@ void AtomUnit::take_atoms(std::int64_t step, const Vectors& x, const Vectors& v)
   for (std::int64_t a = 0; a < n; ++a)
     for (int d = 0; d < 3; ++d)
       if (!std::isfinite(hv(a, d)) || !(hx(a, d) >= box_.lo[d] && hx(a, d) < box_.hi[d]))
-        throw std::runtime_error(text("minimd: a restored atom of unit ", index(), " at (",
-                                      hx(a, 0), ", ", hx(a, 1), ", ", hx(a, 2), ") with velocity (",
-                                      hv(a, 0), ", ", hv(a, 1), ", ", hv(a, 2),
-                                      ") is not a finite atom inside the unit's box"));
+        throw Error(text("minimd: a restored atom of unit ", index(), " at (", hx(a, 0), ", ",
+                         hx(a, 1), ", ", hx(a, 2), ") with velocity (", hv(a, 0), ", ", hv(a, 1),
+                         ", ", hv(a, 2), ") is not a finite atom inside the unit's box"));
   ensure_locals(n, 0);
   spares_for(n);
   comm_->space().fence("minimd::take_atoms");
@@ -239,8 +238,8 @@ void AtomUnit::take_atoms(std::int64_t step, const Vectors& x, const Vectors& v)
 
 void AtomUnit::restore(const kodo::SavedCollection& saved, std::int64_t step) {
   auto wrong_step = [&](std::int64_t found, const kodo::Index3& unit) {
-    return std::runtime_error(text("minimd: saved unit ", unit, " is at step ", found,
-                                   ", the checkpoint at step ", step));
+    return Error(text("minimd: saved unit ", unit, " is at step ", found,
+                      ", the checkpoint at step ", step));
   };
   if (saved.shape() == units_) {
     saved.read(index(), *this);
@@ -260,16 +259,15 @@ void AtomUnit::restore(const kodo::SavedCollection& saved, std::int64_t step) {
     saved.read(at, a);
     if (a.step != step) throw wrong_step(a.step, at);
     if (a.x.extent(0) != a.v.extent(0))
-      throw std::runtime_error(text("minimd: saved unit ", at, " holds ", a.x.extent(0),
-                                    " positions and ", a.v.extent(0), " velocities"));
+      throw Error(text("minimd: saved unit ", at, " holds ", a.x.extent(0), " positions and ",
+                       a.v.extent(0), " velocities"));
     for (std::size_t i = 0; i < a.x.extent(0); ++i) {
       // Each saved atom inside its own unit's box (so in exactly one new box), finite.
       for (int d = 0; d < 3; ++d)
         if (!std::isfinite(a.v(i, d)) || !(a.x(i, d) >= old.lo[d] && a.x(i, d) < old.hi[d]))
-          throw std::runtime_error(text("minimd: saved unit ", at, " holds an atom at (", a.x(i, 0),
-                                        ", ", a.x(i, 1), ", ", a.x(i, 2), ") with velocity (",
-                                        a.v(i, 0), ", ", a.v(i, 1), ", ", a.v(i, 2),
-                                        "): not a finite atom inside its box"));
+          throw Error(text("minimd: saved unit ", at, " holds an atom at (", a.x(i, 0), ", ",
+                           a.x(i, 1), ", ", a.x(i, 2), ") with velocity (", a.v(i, 0), ", ",
+                           a.v(i, 1), ", ", a.v(i, 2), "): not a finite atom inside its box"));
       bool inside = true;
       for (int d = 0; d < 3; ++d)
         inside = inside && a.x(i, d) >= box_.lo[d] && a.x(i, d) < box_.hi[d];
@@ -293,14 +291,14 @@ void AtomUnit::restore(const kodo::SavedCollection& saved, std::int64_t step) {
 // Bytes from another unit are input: every field is checked before it is used.
 void AtomUnit::check_message(std::int64_t step, int kind, int dim, int side) const {
   if (kind < 0 || kind >= kinds || dim < 0 || dim > 2 || side < 0 || side > 1)
-    throw std::runtime_error(text("minimd: a message of kind ", kind, ", dimension ", dim,
-                                  ", side ", side, " reached unit ", index()));
+    throw Error(text("minimd: a message of kind ", kind, ", dimension ", dim, ", side ", side,
+                     " reached unit ", index()));
   if (step < step_ || step > step_ + 2)
-    throw std::runtime_error(text("minimd: ", kind_names[kind], " of step ", step, " reached unit ",
-                                  index(), " at step ", step_));
+    throw Error(text("minimd: ", kind_names[kind], " of step ", step, " reached unit ", index(),
+                     " at step ", step_));
   if (arrived_.holds(Key{step, kind, dim, side}))
-    throw std::runtime_error(text("minimd: ", kind_names[kind], " of step ", step,
-                                  " arrived twice from one side at unit ", index()));
+    throw Error(text("minimd: ", kind_names[kind], " of step ", step,
+                     " arrived twice from one side at unit ", index()));
 }
 
 void AtomUnit::receive(std::int64_t step, int kind, int dim, int side, Payload data) {

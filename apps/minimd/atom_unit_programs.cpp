@@ -3,9 +3,9 @@
 // A unit's step programs (atom_unit_parts.hpp).
 #include "atom_unit.hpp"
 #include "atom_unit_parts.hpp"
+#include "error.hpp"
 
 #include <algorithm>
-#include <stdexcept>
 #include <string>
 
 namespace minimd {
@@ -116,8 +116,8 @@ bool AtomUnit::plan_current() const { return !planned_.empty() && planned_ == pl
 
 void AtomUnit::program_runs(std::int64_t steps) {
   if (in_step_ || completed_ != step_)
-    throw std::runtime_error(text("minimd: unit ", index(), " runs the step program at step ",
-                                  step_, " in the middle of a step of its own"));
+    throw Error(text("minimd: unit ", index(), " runs the step program at step ", step_,
+                     " in the middle of a step of its own"));
   step_ += steps;
   completed_ = step_;
 }
@@ -126,7 +126,7 @@ void AtomUnit::program_runs(std::int64_t steps) {
 // here, by value: the program replays it as recorded.
 void AtomUnit::plan_step(kodo::StepPlan& plan) {
   if (!setup_.step_program || setup_.list != ListKind::full)
-    throw std::runtime_error("minimd: the step program runs full lists only");
+    throw Error("minimd: the step program runs full lists only");
   const int q = plan.phase();
   planned_ = planned_views();
   program_x_ = x_.data();
@@ -235,7 +235,7 @@ struct AtomUnit::ReneighborPhase {
 // collection share its channels to other ranks).
 void AtomUnit::plan_reneighbor(kodo::StepPlan& plan) {
   if (!setup_.reneighbor_program || setup_.list != ListKind::full)
-    throw std::runtime_error("minimd: the reneighboring program runs full lists only");
+    throw Error("minimd: the reneighboring program runs full lists only");
   const int q = plan.phase();
   ReneighborPhase phase;
   phase.rows = static_cast<int>(std::min(x_.extent(0), f_.extent(0)));

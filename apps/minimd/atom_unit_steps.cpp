@@ -3,12 +3,12 @@
 // A unit's steps (atom_unit_parts.hpp).
 #include "atom_unit.hpp"
 #include "atom_unit_parts.hpp"
+#include "error.hpp"
 
 #include <mpi.h>
 
 #include <algorithm>
 #include <climits>
-#include <stdexcept>
 #include <string>
 
 namespace minimd {
@@ -67,9 +67,9 @@ kodo::Task AtomUnit::arrivals(Kind kind, int d, std::size_t multiple, Payload (&
     Payload data = co_await arrived_.take(Key{step_, kind, d, side});
     if (setup_.sync) waited_ += now() - t;
     if (data.size() % multiple != 0 || data.size() / multiple > INT_MAX)
-      throw std::runtime_error(text("minimd: ", kind_names[kind], " of ", data.size(),
-                                    " values reached unit ", index(), " along ", axis[d],
-                                    ": not a whole number of ", multiple, "-value records"));
+      throw Error(text("minimd: ", kind_names[kind], " of ", data.size(), " values reached unit ",
+                       index(), " along ", axis[d], ": not a whole number of ", multiple,
+                       "-value records"));
     held_[kind][parity()][d][side] = data;
     in[side] = data;
   }
@@ -82,7 +82,7 @@ void AtomUnit::send_both(Kind kind, int d, std::size_t per_atom, const int (&cou
 
 void AtomUnit::check_lost(const char* when, int lost) {
   if (lost == 0) return;
-  throw std::runtime_error(text(
+  throw Error(text(
       "minimd: ", lost, " atom(s) lost ", when, " at step ", step_, " in unit ", index(), " (box ",
       box_.lo[0], "..", box_.hi[0], " x ", box_.lo[1], "..", box_.hi[1], " x ", box_.lo[2], "..",
       box_.hi[2],
@@ -305,9 +305,8 @@ kodo::Task AtomUnit::migrate(int d) {
   const auto lo = counters_host_(to_lo), hi = counters_host_(to_hi),
              stay = counters_host_(Counter::staying);
   if (lo + hi + stay != nlocal_)
-    throw std::runtime_error(text("minimd: ", nlocal_ - lo - hi - stay, " atom(s) of unit ",
-                                  index(), " at step ", step_,
-                                  " have a position that is not a finite number"));
+    throw Error(text("minimd: ", nlocal_ - lo - hi - stay, " atom(s) of unit ", index(),
+                     " at step ", step_, " have a position that is not a finite number"));
   const int counts[2] = {static_cast<int>(lo), static_cast<int>(hi)};
   border_count_[d][0] = migrants_[d][0] = counts[0];
   border_count_[d][1] = migrants_[d][1] = counts[1];
@@ -424,9 +423,8 @@ kodo::Task AtomUnit::update_ghosts(int d) {
   co_await arrivals(ghosts, d, 3, in);
   for (int side = 0; side < 2; ++side)
     if (in[side].size() != 3 * static_cast<std::size_t>(count_[d][side]))
-      throw std::runtime_error(text("minimd: ", in[side].size() / 3,
-                                    " ghost positions reached unit ", index(), " along ", axis[d],
-                                    " where ", count_[d][side], " were expected"));
+      throw Error(text("minimd: ", in[side].size() / 3, " ghost positions reached unit ", index(),
+                       " along ", axis[d], " where ", count_[d][side], " were expected"));
   unpack_rows(comm_->space(), in, count_[d], first_[d], x_);
   charge(&Timers::comm, c);
 }
@@ -454,9 +452,8 @@ kodo::Task AtomUnit::return_forces(int d) {
   for (int side = 0; side < 2; ++side) {
     // From the lower neighbour: forces on the copies of what we sent toward it.
     if (in[side].size() != 3 * static_cast<std::size_t>(border_count_[d][side]))
-      throw std::runtime_error(text("minimd: ", in[side].size() / 3, " ghost forces reached unit ",
-                                    index(), " along ", axis[d], " where ", border_count_[d][side],
-                                    " were expected"));
+      throw Error(text("minimd: ", in[side].size() / 3, " ghost forces reached unit ", index(),
+                       " along ", axis[d], " where ", border_count_[d][side], " were expected"));
     add_forces(comm_->space(), in[side], border_[d][side], border_count_[d][side], f_);
   }
   charge(&Timers::comm, c);

@@ -4,12 +4,12 @@
 // (kernels.hpp).
 #include "kernels.hpp"
 
+#include "error.hpp"
 #include "kernel_policies.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -156,9 +156,8 @@ void scan_windows(const Device& space, Vectors x, Count n, int d, double below, 
   using Team = Kokkos::TeamPolicy<Device>::member_type;
   const int count_tiles = tiles_of(n.bound);
   if (tiles.size() < static_cast<std::size_t>(3 * count_tiles))
-    throw std::runtime_error("minimd: the selection's tile counts need " +
-                             std::to_string(3 * count_tiles) + " ints, not " +
-                             std::to_string(tiles.size()));
+    throw Error("minimd: the selection's tile counts need " + std::to_string(3 * count_tiles) +
+                " ints, not " + std::to_string(tiles.size()));
   const Windows<staying> windows{x, d, below, above, std::numeric_limits<double>::infinity()};
   const int bound = n.bound;
   const auto tile_range = KOKKOS_LAMBDA(int t) {

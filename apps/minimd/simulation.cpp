@@ -2,6 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "simulation.hpp"
 
+#include "error.hpp"
+
 #include <algorithm>
 #include <cinttypes>
 #include <cmath>
@@ -73,14 +75,17 @@ Restart open_restart(kodo::Runtime& runtime, const Options& opt, const Problem& 
   try {
     r.saved = kodo::Checkpoint::open(runtime, opt.restart_dir, "minimd");
     if (r.saved->value("problem") != problem_text(p))
-      throw kodo::Error("checkpoint " + r.saved->path() + " is of another problem (" +
-                        r.saved->value("problem") + ") than this run's (" + problem_text(p) + ")");
+      throw minimd::Error("checkpoint " + r.saved->path() + " is of another problem (" +
+                          r.saved->value("problem") + ") than this run's (" + problem_text(p) +
+                          ")");
     r.step = r.saved->integer("step");
     if (r.step < 0 || r.step > p.steps || r.step % p.reneighbor_every != 0)
-      throw kodo::Error("checkpoint " + r.saved->path() + " is at step " + std::to_string(r.step) +
-                        ": not a step of this run (-n " + std::to_string(p.steps) +
-                        ") that rebuilt the lists");
-  } catch (const kodo::Error& e) {
+      throw minimd::Error("checkpoint " + r.saved->path() + " is at step " +
+                          std::to_string(r.step) + ": not a step of this run (-n " +
+                          std::to_string(p.steps) + ") that rebuilt the lists");
+  } catch (const kodo::Error& e) {  // the files, the keys
+    throw CheckpointFailure(e.what());
+  } catch (const minimd::Error& e) {  // a checkpoint of another run
     throw CheckpointFailure(e.what());
   }
   return r;
@@ -172,10 +177,12 @@ void start(kodo::Runtime& runtime, const Options& opt, const Setup& setup, std::
       atoms.for_each_local([&](const AtomUnit& unit) { restored += unit.own_atom_count(); });
       MPI_Allreduce(MPI_IN_PLACE, &restored, 1, MPI_INT64_T, MPI_SUM, runtime.comm());
       if (restored != natoms)
-        throw kodo::Error("checkpoint " + restart.saved->path() + " holds " +
-                          std::to_string(restored) + " atoms where the problem has " +
-                          std::to_string(natoms));
-    } catch (const kodo::Error& e) {
+        throw minimd::Error("checkpoint " + restart.saved->path() + " holds " +
+                            std::to_string(restored) + " atoms where the problem has " +
+                            std::to_string(natoms));
+    } catch (const kodo::Error& e) {  // the files, the units' restores
+      throw CheckpointFailure(e.what());
+    } catch (const minimd::Error& e) {  // atoms lost or gained, counted over every rank
       throw CheckpointFailure(e.what());
     }
     if (root) {

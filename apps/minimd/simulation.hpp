@@ -18,8 +18,10 @@
 
 namespace minimd {
 
-// A checkpoint that cannot be written or read is the same kodo::Error on every rank:
-// rank 0 says what is wrong, and every rank exits with status 1.
+// A checkpoint that cannot be written or read fails alike on every rank: with a
+// kodo::Error from kodo (which reports a unit's failed restore so too), or with a
+// minimd::Error where the checkpoint is not of this run. Rank 0 says what is wrong, and
+// every rank exits with status 1.
 struct CheckpointFailure : std::runtime_error {
   using std::runtime_error::runtime_error;
 };

@@ -1,0 +1,16 @@
+// SPDX-FileCopyrightText: 2026 The kodo developers
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+#pragma once
+// What minimd throws for its own problems (a checkpoint of another run, atoms or
+// messages that do not fit), as any application on kodo would: kodo::Error comes only
+// from kodo.
+
+#include <stdexcept>
+
+namespace minimd {
+
+struct Error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace minimd
