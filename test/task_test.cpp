@@ -163,6 +163,62 @@ TEST(Tasks, WhenAllAwaitsARunTimeNumberOfOperations) {
   });
 }
 
+// Sends awaited with the receives, as MPI_Waitall on MPI_Isend and MPI_Irecv requests: once
+// the await is over a unit writes its send views again, and what its neighbours received
+// is each round's value, never the overwritten one.
+class WaitallCell : public kodo::WorkUnit<WaitallCell> {
+ public:
+  static constexpr int kRounds = 6;
+  explicit WaitallCell(const kodo::UnitInit<WaitallCell>& init) : WorkUnit(init) {
+    const std::int64_t n = collection().size();
+    for (const std::int64_t side : {-1, 1})
+      if (linear() + side >= 0 && linear() + side < n) {
+        neighbours_.push_back(linear() + side);
+        channels_.push_back(open_channel(streams().communication(0),
+                                         collection().shape().delinear(linear() + side)));
+        out_.emplace_back("out");
+        in_.emplace_back("in");
+      }
+  }
+  static double value(std::int64_t unit, int round) { return 100.0 * round + unit; }
+  kodo::Task exchange() {
+    for (int round = 0; round < kRounds; ++round) {
+      using Send = decltype(kodo::send(channels_[0], out_[0]));
+      using Receive = decltype(kodo::receive(channels_[0], in_[0]));
+      std::vector<Send> sends;
+      std::vector<Receive> receives;
+      for (std::size_t i = 0; i < channels_.size(); ++i) {
+        out_[i](0) = value(linear(), round);
+        sends.push_back(kodo::send(channels_[i], out_[i]));
+        receives.push_back(kodo::receive(channels_[i], in_[i]));
+      }
+      co_await kodo::when_all(kodo::when_all(std::move(sends)),
+                              kodo::when_all(std::move(receives)));
+      for (std::size_t i = 0; i < channels_.size(); ++i) {
+        out_[i](0) = -1;  // sent: free to write
+        wrong += in_[i](0) != value(neighbours_[i], round);
+      }
+    }
+  }
+  std::int64_t linear() const { return collection().shape().linear(index()); }
+  int wrong = 0;
+
+ private:
+  std::vector<std::int64_t> neighbours_;
+  std::vector<kodo::Channel> channels_;
+  std::vector<HostValue> out_, in_;
+};
+
+TEST(Tasks, SendsAwaitedWithReceivesMayBeWrittenAgainOnceDone) {
+  auto& rt = test_runtime();
+  auto cells = kodo::Collection<WaitallCell>::create(rt, {3 * rt.size(), 1, 1});
+  cells.broadcast_local<&WaitallCell::exchange>();
+  rt.run();
+  cells.for_each_local([&](const WaitallCell& c) {
+    EXPECT_EQ(c.wrong, 0) << "unit " << c.linear();
+  });
+}
+
 // Device work awaited, tasks awaiting tasks (one of them twice), an exception caught
 // across them, when_all of operations without a result, a runtime-length all_reduce, and
 // a reduction target told its round.

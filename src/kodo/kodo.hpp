@@ -93,7 +93,8 @@
 /// - @ref kodo::StepProgram "StepProgram", @ref kodo::StepPlan "StepPlan",
 ///   @ref kodo::StepWork "StepWork" and @ref kodo::StepProgramOptions
 ///   "StepProgramOptions" (a rank's unit steps as one device program);
-/// - @ref kodo::Task "Task", @ref kodo::receive "receive", @ref kodo::when_all "when_all",
+/// - @ref kodo::Task "Task", @ref kodo::receive "receive", @ref kodo::send "send", @ref
+/// kodo::when_all "when_all",
 ///   @ref kodo::Reduced "Reduced", @ref kodo::AwaitableRing "AwaitableRing" and
 ///   @ref kodo::Inbox "Inbox" (values a task awaits by key, inbox.hpp): entry
 ///   methods written as C++20 coroutines (task.hpp; @ref kodo::WorkUnit "WorkUnit"'s

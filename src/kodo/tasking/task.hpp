@@ -8,7 +8,7 @@
 /// @snippet 08_coroutine_loop.cpp solve
 /// A task runs until it awaits something not done yet; the scheduler loop resumes it once
 /// it is, with no thread per unit and no blocking of the rank. It awaits kodo's awaitables
-/// only: kodo::receive, kodo::when_all, another kodo::Task, and those of WorkUnit
+/// only: kodo::receive, kodo::send, kodo::when_all, another kodo::Task, and those of WorkUnit
 /// (when_done, launch, all_reduce, balance_point), AwaitableRing and Inbox. Its parameters
 /// are copied into the coroutine, so it takes them by value. What each awaitable gives,
 /// and how a job ends whose tasks still wait: docs/concepts.md, "Tasks: units written as
@@ -136,6 +136,16 @@ template <class V>
 auto receive(Channel& channel, const V& into,
              std::source_location where = std::source_location::current()) {
   return detail::Awaitable<detail::ChannelReceive<V>>({&channel, into, where});
+}
+
+/// Awaited in a task: a send of `data` on `channel`, made when awaited, as Channel::send
+/// makes it (once the work enqueued on the channel's stream so far is done); the task goes
+/// on once `data` may be written again (the send's `sent`), as an MPI_Wait on an MPI_Isend
+/// would. Several at once: kodo::when_all.
+template <class V>
+auto send(Channel& channel, const V& data,
+          std::source_location where = std::source_location::current()) {
+  return detail::Awaitable<detail::ChannelSend<V>>({&channel, data, where});
 }
 
 /// Awaited in a task: every operation given, at once; their results as a tuple, in order

@@ -111,6 +111,19 @@ struct ChannelReceive {
   std::int64_t number() const { return -1; }
 };
 
+// send(channel, view): a send on the channel, done once the view may be written again.
+template <class V>
+struct ChannelSend {
+  Channel* channel;
+  V from;
+  std::source_location where;
+  bool ready() const { return false; }
+  void start(TaskRecord&, std::function<void()> done) { channel->send(from, std::move(done)); }
+  void result() const {}
+  const char* what() const { return "a send on a channel (kodo::send)"; }
+  std::int64_t number() const { return -1; }
+};
+
 // Values that come by key and the tasks that await them (AwaitableRing, Inbox): a value
 // that comes first is held until its key is awaited, an await that comes first waits.
 template <class Key, class T>

@@ -25,6 +25,8 @@ template <class Op>
 class Awaitable;
 template <class V>
 struct ChannelReceive;
+template <class V>
+struct ChannelSend;
 template <class... Ops>
 struct AllOf;
 template <class Op>
