@@ -71,6 +71,22 @@ TEST(CompletionEngine, PollReadsOneCounterPerBusySource) {
   EXPECT_EQ(engine.poll(), 512u);
 }
 
+TEST(CompletionEngine, ReadyCountsWhatAPollWouldRunUpToALimit) {
+  kodo::CompletionEngine engine;
+  ManualSource a, b;
+  for (int i = 0; i < 3; ++i) engine.when_done(a, [] {});
+  engine.when_done(b, [] {});
+  EXPECT_EQ(engine.ready_count(8), 0u);
+  a.done = 2;  // two of a's three
+  EXPECT_EQ(engine.ready_count(8), 2u);
+  EXPECT_EQ(engine.ready_count(1), 1u);
+  b.done = 1;
+  EXPECT_EQ(engine.ready_count(8), 3u);
+  EXPECT_EQ(engine.ready_count(2), 2u);
+  EXPECT_EQ(engine.poll(), 3u);  // as counted
+  EXPECT_EQ(engine.ready_count(8), 0u);
+}
+
 TEST(CompletionEngine, ContinuationsMayWaitAgain) {
   kodo::CompletionEngine engine;
   ManualSource s, t;

@@ -45,6 +45,13 @@ ConstantMemory constant_memory() {
 }
 ConstantMemory constant;
 constexpr std::size_t kCanaryBytes = 64;
+// Turns in a row that find the buffer still in use by a launch outside a recording before
+// recording stops: such a program would never be recorded.
+constexpr int kConstantMemorySkips = 64;
+constexpr const char* kConstantMemoryWhy =
+    "a kernel was launched through Kokkos' constant memory (a functor and policy of 512 bytes "
+    "or more), which a recording cannot hold; a smaller functor, or the policy's "
+    "Kokkos::Experimental::WorkItemProperty::HintLightWeight, lets it be recorded";
 
 void on_fence(const char* name, const std::uint32_t device, std::uint64_t* handle) {
   if (earlier.begin_fence) earlier.begin_fence(name, device, handle);
@@ -171,10 +178,16 @@ void Recording::begin(std::size_t pieces) {
     if (pieces < 2) return;
     if (constant.staging && std::memcmp(constant.staging, canary_.data(), kCanaryBytes) != 0) {
       // A launch through constant memory overwrote the canary outside a recording; the
-      // buffer may be written again only once that launch has read it.
-      if (backend::event_state(constant.reusable) != backend::EventState::reached) return;
+      // buffer may be written again only once that launch has read it. Turns that keep
+      // launching so, each before the last such launch ran, are never recorded: said.
+      if (backend::event_state(constant.reusable) != backend::EventState::reached) {
+        if (++constant_skips_ == kConstantMemorySkips)
+          stop(cat(kConstantMemorySkips, " turns in a row: ", kConstantMemoryWhy));
+        return;
+      }
       std::memcpy(constant.staging, canary_.data(), kCanaryBytes);
     }
+    constant_skips_ = 0;
     if (outside) join_first();
     join_first_ = false;
     backend::begin_capture(origin_);
@@ -305,10 +318,7 @@ void Recording::close_early() {
 
 void Recording::check_constant_memory() {
   if (constant.staging && std::memcmp(constant.staging, canary_.data(), kCanaryBytes) != 0)
-    stop(
-        "a kernel was launched through Kokkos' constant memory (a functor and policy of 512 "
-        "bytes or more), which a recording cannot hold; a smaller functor, or the policy's "
-        "Kokkos::Experimental::WorkItemProperty::HintLightWeight, lets it be recorded");
+    stop(kConstantMemoryWhy);
 }
 
 void Recording::stop(const std::string& why) {

@@ -17,10 +17,12 @@
 // tool watches.) A kernel launched through Kokkos' constant memory (a functor and policy
 // of 512 bytes or more: its arguments come from one host buffer that the next such launch
 // overwrites) is found at close, by a canary in that buffer, and stops recording on the
-// rank for good; two such launches in one turn cannot be recorded at all (Kokkos' wait for
-// the buffer fails, and the job ends with CUDA's error). So does a stream's wait on the
-// device for another rank (the same-node route): a graph after it would hold the rank's
-// next turn behind it. Other callbacks a tool library set are kept and called first.
+// rank for good (as do 64 turns in a row that each begin while such a launch made outside
+// a recording has not yet read the buffer: they cannot be recorded); two such launches in one turn
+// cannot be recorded at all (Kokkos' wait for the buffer fails, and the job ends with CUDA's
+// error). So does a stream's wait on the device for another rank (the same-node route): a graph
+// after it would hold the rank's next turn behind it. Other callbacks a tool library set are kept
+// and called first.
 //
 // Work issued outside a recording (a turn not recorded, the transport's progress, the
 // main program) is joined first: the next recording's graph follows it on the origin.
@@ -106,6 +108,7 @@ class Recording {
   bool open_ = false, join_first_ = true;
   bool captures_ = false;  // the origin, events and programs exist
   int holds_ = 0;
+  int constant_skips_ = 0;  // turns in a row not recorded for a constant-memory launch
   RecordingReport report_;
   backend::NativeStream origin_ = nullptr;
   backend::NativeStream default_stream_ = nullptr;  // Kokkos' default instance's (CUDA)

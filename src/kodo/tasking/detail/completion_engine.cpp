@@ -37,6 +37,19 @@ bool CompletionEngine::ready() const {
   return false;
 }
 
+std::size_t CompletionEngine::ready_count(std::size_t limit) const {
+  std::size_t n = 0;
+  for (const auto& w : watches_) {
+    if (w.queue.empty()) continue;
+    const std::uint64_t reached = w.source->reached();
+    for (const Waiting& c : w.queue) {
+      if (n >= limit || c.mark > reached) break;
+      ++n;
+    }
+  }
+  return n;
+}
+
 void CompletionEngine::check_health() const {
   for (const auto& w : watches_)
     if (!w.queue.empty()) w.source->check_health();

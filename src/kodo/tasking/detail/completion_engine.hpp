@@ -35,6 +35,8 @@ class CompletionEngine {
   std::size_t pending() const { return pending_; }
   // Whether a poll now would run a continuation (one counter read per busy source).
   bool ready() const;
+  // How many continuations a poll now would run, counted up to `limit`.
+  std::size_t ready_count(std::size_t limit) const;
 
   // Asks every source with waiting continuations whether its work can still complete;
   // throws kodo::Error if not. For when nothing has completed for a long while.

@@ -412,6 +412,21 @@ void Scheduler::drop_parked() {
   }
 }
 
+// The pieces of work a turn starts with, counted up to 2 (a recording is opened for two or
+// more): each queued message, and each continuation of device work done; a reduction's
+// result resumes every local unit of its collection that awaits it, so it counts as many.
+std::size_t Scheduler::turn_pieces() const {
+  std::size_t pieces = batches_.waiting() + engine_.ready_count(2);
+  for (const Message& m : queue_) {
+    if (pieces >= 2) break;
+    const bool result = m.header.kind == MessageKind::reduction_result &&
+                        m.header.collection < collections_.size();
+    pieces += result ? static_cast<std::size_t>(collections_[m.header.collection]->local_count())
+                     : 1;
+  }
+  return pieces;
+}
+
 bool Scheduler::turn() {
   std::size_t events = 0;
   try {
@@ -434,7 +449,7 @@ bool Scheduler::turn() {
   // (recording.hpp); the transport's progress above stays outside it.
   try {
     // (Batches still waiting were added outside run(), by tasks the program started.)
-    recording_->begin(queue_.size() + (completions ? 1 : 0) + batches_.waiting());
+    recording_->begin(turn_pieces());
   } catch (...) {
     fatal(what_of_current());
   }
