@@ -6,6 +6,7 @@
 // recording, values equal to an unrecorded run) and the report. ctest runs this binary
 // with KODO_RECORD unset and =on, on 1, 2 and 4 ranks.
 
+#include "test_access.hpp"
 #include "test_runtime.hpp"
 
 #include <gtest/gtest.h>
@@ -124,6 +125,39 @@ void relay(bool fence_each_lap) {
 }
 
 TEST(Recording, TransfersBetweenUnitsOfARankArriveAfterTheirTurn) { relay(false); }
+
+// A turn is recorded once two or more pieces of work are left in it (on a GPU; the host
+// backend groups every turn): a reduction's result resumes each local unit of its
+// collection, so it counts as many as the rank holds; another message counts as one.
+class Idle : public kodo::WorkUnit<Idle> {
+ public:
+  explicit Idle(const kodo::UnitInit<Idle>& init) : WorkUnit(init) {}
+};
+
+TEST(Recording, AReductionsResultCountsAsTheUnitsItResumes) {
+  using kodo::detail::MessageHeader;
+  using kodo::detail::MessageKind;
+  using kodo::detail::TestAccess;
+  auto& rt = test_runtime();
+  const auto one_each = kodo::Collection<Idle>::create(rt, {rt.size(), 1, 1});
+  const auto two_each = kodo::Collection<Idle>::create(rt, {2 * rt.size(), 1, 1});
+  const std::uint32_t one = one_each.id(), two = two_each.id();
+  int held = 0;
+  two_each.for_each_local([&](const Idle&) { ++held; });
+  ASSERT_EQ(held, 2);
+  auto result = [&](std::uint32_t collection) {
+    return MessageHeader{MessageKind::reduction_result, collection, 0, 0, 0};
+  };
+  const MessageHeader call{MessageKind::callback, 0, 0, 0, rt.rank()};
+  EXPECT_EQ(TestAccess::turn_pieces_with(rt, {}), 0u);
+  EXPECT_EQ(TestAccess::turn_pieces_with(rt, {call}), 1u);
+  EXPECT_EQ(TestAccess::turn_pieces_with(rt, {call, call}), 2u);
+  EXPECT_EQ(TestAccess::turn_pieces_with(rt, {result(one)}), 1u);
+  EXPECT_EQ(TestAccess::turn_pieces_with(rt, {result(two)}), 2u);  // counted up to 2
+  EXPECT_EQ(TestAccess::turn_pieces_with(rt, {result(one), call}), 2u);
+  // A result naming no collection is one message (its dispatch refuses it).
+  EXPECT_EQ(TestAccess::turn_pieces_with(rt, {result(two + 1)}), 1u);
+}
 TEST(Recording, AFenceInsideATurnEndsItsRecordingAndTheRestRunsAsIssued) { relay(true); }
 
 // Many transfers between units in one turn, each of its own size into a view of its own

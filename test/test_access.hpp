@@ -171,6 +171,20 @@ struct TestAccess {
   }
   static std::uint64_t eager_bytes(Runtime& runtime) { return transport(runtime).eager_bytes_; }
 
+  // What a turn would count as left to run for its recording (up to 2), with messages of
+  // `headers` queued first; they are taken away again, undispatched.
+  static std::size_t turn_pieces_with(Runtime& runtime, const std::vector<MessageHeader>& headers) {
+    Scheduler& s = scheduler(runtime);
+    for (const MessageHeader& h : headers) {
+      Message m;
+      m.header = h;
+      s.queue_.push_front(std::move(m));
+    }
+    const std::size_t pieces = s.turn_pieces();
+    for (std::size_t i = 0; i < headers.size(); ++i) s.queue_.pop_front();
+    return pieces;
+  }
+
   // Runs an already built message through the checked dispatch, as if it had come
   // from another rank.
   static void dispatch_from_wire(Runtime& runtime, Message&& m) {

@@ -165,7 +165,7 @@ void Recording::join_first() {
   join_first_ = false;
 }
 
-void Recording::begin(std::size_t pieces) {
+void Recording::begin(std::size_t pieces, bool turn_start) {
   if (open_ || mode_ == Mode::off) return;
   // A turn that is not recorded issues its work as it comes: the next recording's graph
   // must follow it.
@@ -181,7 +181,7 @@ void Recording::begin(std::size_t pieces) {
       // buffer may be written again only once that launch has read it. Turns that keep
       // launching so, each before the last such launch ran, are never recorded: said.
       if (backend::event_state(constant.reusable) != backend::EventState::reached) {
-        if (++constant_skips_ == kConstantMemorySkips)
+        if (turn_start && ++constant_skips_ == kConstantMemorySkips)
           stop(cat(kConstantMemorySkips, " turns in a row: ", kConstantMemoryWhy));
         return;
       }
@@ -295,9 +295,8 @@ void Recording::make_copies() {
   if (copies_.empty()) return;
   static const std::string region = "kodo::channel copy";
   const ToolRegion here(region);
-  std::vector<backend::DeviceCopy> copies;
-  copies.swap(copies_);
-  backend::enqueue_copies(origin_, copies);
+  backend::enqueue_copies(origin_, copies_);
+  copies_.clear();  // (its capacity kept for the next turn)
 }
 
 void Recording::hold() {

@@ -66,9 +66,10 @@ class Recording {
   bool on() const { return mode_ != Mode::off; }
   // Whether recordings only group work that ran as it was issued (the host backend).
   bool groups() const { return mode_ == Mode::group; }
-  // Opens a recording for a turn that starts with `pieces` messages and continuations
-  // to run, unless recording is off or held, or (when capturing) there is just one.
-  void begin(std::size_t pieces);
+  // Opens a recording for the rest of a turn that has `pieces` messages and continuations
+  // left to run, unless recording is off or held, or (when capturing) there is just one.
+  // `turn_start`: the turn's first try (a later one follows work issued as it came).
+  void begin(std::size_t pieces, bool turn_start = true);
   // Closes the open recording, if any: launches what it holds, then runs after_launch's
   // functions. Throws kodo::Error if the recording failed.
   void close();

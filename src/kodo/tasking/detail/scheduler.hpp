@@ -122,7 +122,8 @@ class Scheduler final : public ChannelHost {
   friend struct TestAccess;
   void queue_local(std::unique_ptr<Call> call);  // a rank-local continuation
   bool turn();                                   // one pass of the loop; whether anything happened
-  std::size_t turn_pieces() const;               // what a turn starts with, up to 2 (recording)
+  std::size_t turn_pieces() const;               // what a turn has left, up to 2 (recording)
+  void record_from_here(bool turn_start);        // a recording, if what is left is worth one
   void poll_engine();                            // runs device-work continuations that are due
   // Looks at the termination wave; `idle_for` is how long this rank has been idle.
   bool job_is_quiet(std::chrono::steady_clock::duration idle_for);
