@@ -200,6 +200,7 @@ TEST(Migration, MovedUnitsComputeWhatUnitsThatStayCompute) {
     std::int64_t held = 0;
     moving.for_each_local([&](const Ring& r) {
       EXPECT_EQ(map[static_cast<std::size_t>(shape.linear(r.index()))], rank);
+      EXPECT_EQ(r.rank(), rank);  // where it is now
       EXPECT_EQ(r.steps(), 3 * static_cast<std::int64_t>(&map - maps.data() + 1));
       ++held;
     });

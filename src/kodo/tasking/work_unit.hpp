@@ -63,6 +63,8 @@ class WorkUnit {
     auto& store = collection_.store();
     return store.slot_of(store.shape().linear(index_));
   }
+  /// The rank that holds this unit now (another one once the unit has moved).
+  int rank() const { return runtime().rank(); }
   /// The collection this unit belongs to.
   const Collection<Derived>& collection() const { return collection_; }
   /// Another unit of this collection, for invoking its entry methods.
