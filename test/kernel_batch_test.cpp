@@ -1,7 +1,8 @@
 // SPDX-FileCopyrightText: 2026 The kodo developers
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Kernel batches (kernel_batch.hpp): the kernels of several units' batches launched as
-// one per functor type give each unit what its own kernels would have; work before and
+// one per functor type give each unit what its own kernels would have (ranges of one to
+// three dimensions, with work tags or none); work before and
 // after a launch on a unit's stream stays before and after; a batch larger than one
 // launch holds, an empty one is done at once, one launched twice is refused; tasks and
 // entry methods both launch. Runs on any number of ranks (1, 2 and 4 under ctest).
@@ -168,6 +169,120 @@ TEST(KernelBatch, ABatchLaunchedTwiceBeforeItRunsIsRefused) {
   rt.run();
   units.for_each_local([&](Filler& u) {
     EXPECT_NE(u.refused.find("launched twice"), std::string::npos) << u.refused;
+  });
+}
+
+// Kernels as a Kokkos code writes them: MDRangePolicies of ranks 2 and 3, with work tags
+// and without, each inner direction, and a tagged RangePolicy, batched by several units;
+// each point of each box is written once, and nothing outside the boxes.
+using Cube = Kokkos::View<std::int64_t***, kodo::ExecutionSpace::memory_space>;
+using Sheet = Kokkos::View<std::int64_t**, kodo::ExecutionSpace::memory_space>;
+struct Inner {};
+struct Face {};
+struct Line {};
+
+KOKKOS_FUNCTION std::int64_t code(std::int64_t base, int x, int y, int z) {
+  return base + 100 * x + 10 * y + z;
+}
+
+struct CubeWrites {
+  Cube cube;
+  std::int64_t base;
+  KOKKOS_FUNCTION void operator()(Inner, int x, int y, int z) const {
+    cube(x, y, z) = code(base, x, y, z);
+  }
+  KOKKOS_FUNCTION void operator()(Face, int x, int y, int z) const {
+    cube(x, y, z) = -code(base, x, y, z);
+  }
+};
+struct SheetWrite {
+  Sheet sheet;
+  std::int64_t base;
+  KOKKOS_FUNCTION void operator()(std::int64_t x, std::int64_t y) const {
+    sheet(x, y) = code(base, static_cast<int>(x), static_cast<int>(y), 0);
+  }
+};
+struct LineWrite {
+  Sheet sheet;
+  std::int64_t base;
+  KOKKOS_FUNCTION void operator()(Line, int i) const { sheet(i, 6) = base + i; }
+};
+
+class Boxes : public kodo::WorkUnit<Boxes> {
+ public:
+  explicit Boxes(const kodo::UnitInit<Boxes>& init)
+      : WorkUnit(init),
+        stream_(&streams().compute(local_slot())),
+        cube_("cube", 4, 3, 5),
+        sheet_("sheet", 5, 7) {}
+
+  kodo::Task fill() {
+    Kokkos::deep_copy(stream_->space(), cube_, -1);
+    Kokkos::deep_copy(stream_->space(), sheet_, -1);
+    const std::int64_t base = 1000 * collection().shape().linear(index());
+    using Space = kodo::ExecutionSpace;
+    kodo::KernelBatch batch(*stream_);
+    batch.parallel_for("test::inner",
+                       Kokkos::MDRangePolicy<Space, Kokkos::Rank<3>, Inner, Kokkos::IndexType<int>>(
+                           {1, 1, 1}, {3, 2, 4}),
+                       CubeWrites{cube_, base});
+    batch.parallel_for("test::face",
+                       Kokkos::MDRangePolicy<Space, Kokkos::Rank<3>, Face, Kokkos::IndexType<int>>(
+                           {0, 0, 0}, {1, 3, 5}),
+                       CubeWrites{cube_, base});
+    batch.parallel_for("test::none",
+                       Kokkos::MDRangePolicy<Space, Kokkos::Rank<3>, Face, Kokkos::IndexType<int>>(
+                           {2, 0, 0}, {2, 3, 5}),  // an empty box
+                       CubeWrites{cube_, base});
+    using Right = Kokkos::Rank<2, Kokkos::Iterate::Right, Kokkos::Iterate::Right>;
+    using Left = Kokkos::Rank<2, Kokkos::Iterate::Left, Kokkos::Iterate::Left>;
+    batch.parallel_for("test::sheet", Kokkos::MDRangePolicy<Space, Right>({0, 0}, {2, 6}),
+                       SheetWrite{sheet_, base});
+    batch.parallel_for("test::sheet", Kokkos::MDRangePolicy<Space, Left>({2, 0}, {5, 6}),
+                       SheetWrite{sheet_, base});
+    batch.parallel_for("test::line", Kokkos::RangePolicy<Space, Line, Kokkos::IndexType<int>>(1, 4),
+                       LineWrite{sheet_, base});
+    co_await launch(batch);
+    co_await when_done(*stream_);
+    cube = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, cube_);
+    sheet = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, sheet_);
+    filled = base;
+  }
+
+  Cube::host_mirror_type cube;
+  Sheet::host_mirror_type sheet;
+  std::int64_t filled = -1;
+
+ private:
+  kodo::Stream* stream_;
+  Cube cube_;
+  Sheet sheet_;
+};
+
+TEST(KernelBatch, RangesOfSeveralDimensionsAndWorkTagsAsKokkosWouldRunThem) {
+  kodo::Runtime& rt = test_runtime();
+  auto units = kodo::Collection<Boxes>::create(rt, {3, 2, 1});
+  units.broadcast_local<&Boxes::fill>();
+  rt.run();
+  units.for_each_local([&](const Boxes& u) {
+    const std::int64_t base = u.filled;
+    ASSERT_GE(base, 0);
+    for (int x = 0; x < 4; ++x)
+      for (int y = 0; y < 3; ++y)
+        for (int z = 0; z < 5; ++z) {
+          const bool inner = x >= 1 && x < 3 && y == 1 && z >= 1 && z < 4;
+          const std::int64_t expected = x == 0  ? -code(base, x, y, z)
+                                        : inner ? code(base, x, y, z)
+                                                : -1;
+          EXPECT_EQ(u.cube(x, y, z), expected) << x << " " << y << " " << z;
+        }
+    for (int x = 0; x < 5; ++x)
+      for (int y = 0; y < 7; ++y) {
+        const std::int64_t expected = y < 6               ? code(base, x, y, 0)
+                                      : (x >= 1 && x < 4) ? base + x
+                                                          : -1;
+        EXPECT_EQ(u.sheet(x, y), expected) << x << " " << y;
+      }
   });
 }
 

@@ -10,6 +10,8 @@
 ///   for (int f : faces) packs.parallel_for("pack", 0, face_size(f), PackFace{...});
 ///   co_await launch(packs);   // WorkUnit::launch; launch(packs, then) in an entry method
 /// ```
+/// Kernels may also come with a RangePolicy or an MDRangePolicy, with or without a work tag,
+/// as a Kokkos code launches them.
 /// The kernels of a batch must not depend on each other: they run at once, with other
 /// units' batches. Work enqueued on the stream before the launch comes before them, and
 /// work enqueued after it (once the task goes on) comes after them. docs/concepts.md
@@ -47,24 +49,41 @@ class KernelBatch {
                  Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(begin, end),
                  functor);
   }
-  /// The same with a Kokkos::RangePolicy of kodo's execution space, whose range and launch
-  /// bounds the kernel takes (it runs on the batch's stream, whatever instance the policy
-  /// names).
+  /// The same with a Kokkos::RangePolicy of kodo's execution space, whose range, launch
+  /// bounds and work tag the kernel takes (`functor(Tag{}, i)` with a tag; it runs on the
+  /// batch's stream, whatever instance the policy names).
   template <class... Traits, class F>
   void parallel_for(const char* label, const Kokkos::RangePolicy<Traits...>& policy,
                     const F& functor) {
     using Policy = Kokkos::RangePolicy<Traits...>;
     static_assert(std::is_same_v<typename Policy::execution_space, ExecutionSpace>,
                   "kodo::KernelBatch: the policy's execution space is not kodo::ExecutionSpace");
-    static_assert(std::is_void_v<typename Policy::work_tag>,
-                  "kodo::KernelBatch: a policy with a work tag cannot be launched together");
-    auto kernel = std::make_unique<detail::BatchKernelOf<F>>(functor);
-    kernel->type = &detail::batch_kernel_type<Policy, F>;
-    kernel->launch_group = &detail::launch_kernels_of<Policy, F>;
-    kernel->label = label;
-    kernel->begin = static_cast<std::int64_t>(policy.begin());
-    kernel->end = std::max(kernel->begin, static_cast<std::int64_t>(policy.end()));
-    kernels_.push_back(std::move(kernel));
+    const auto begin = static_cast<std::int64_t>(policy.begin());
+    const auto end = static_cast<std::int64_t>(policy.end());
+    if constexpr (std::is_void_v<typename Policy::work_tag>)
+      add<Policy>(label, begin, end, functor);
+    else
+      add<detail::FlatPolicyOf<Policy>>(label, begin, end, detail::Tagged<Policy, F>{functor});
+  }
+  /// The same with a Kokkos::MDRangePolicy of kodo's execution space (ranks 2-6, a work
+  /// tag or none): `functor([Tag{},] i0, i1, ...)` at every point of the policy's box,
+  /// taken as one flat range in the order the policy's inner direction gives (its tiles
+  /// are not used: a flat launch is what stencils want on GPUs).
+  template <class... Traits, class F>
+  void parallel_for(const char* label, const Kokkos::MDRangePolicy<Traits...>& policy,
+                    const F& functor) {
+    using Policy = Kokkos::MDRangePolicy<Traits...>;
+    static_assert(std::is_same_v<typename Policy::execution_space, ExecutionSpace>,
+                  "kodo::KernelBatch: the policy's execution space is not kodo::ExecutionSpace");
+    detail::BoxPoints<Policy, F> points{functor, {}, {}};
+    std::int64_t size = 1;
+    for (int d = 0; d < Policy::rank; ++d) {
+      points.lower[d] = static_cast<std::int64_t>(policy.m_lower[d]);
+      points.extent[d] =
+          std::max<std::int64_t>(0, static_cast<std::int64_t>(policy.m_upper[d]) - points.lower[d]);
+      size *= points.extent[d];
+    }
+    add<detail::FlatPolicyOf<Policy>>(label, 0, size, points);
   }
 
   /// The stream the kernels are ordered on.
@@ -74,6 +93,18 @@ class KernelBatch {
 
  private:
   friend class detail::BatchLauncher;  // takes the kernels added since the last launch
+
+  // A kernel of `functor(i)` for i in [begin, end), launched alone with Policy.
+  template <class Policy, class F>
+  void add(const char* label, std::int64_t begin, std::int64_t end, const F& functor) {
+    auto kernel = std::make_unique<detail::BatchKernelOf<F>>(functor);
+    kernel->type = &detail::batch_kernel_type<Policy, F>;
+    kernel->launch_group = &detail::launch_kernels_of<Policy, F>;
+    kernel->label = label;
+    kernel->begin = begin;
+    kernel->end = std::max(begin, end);
+    kernels_.push_back(std::move(kernel));
+  }
 
   Stream* stream_;
   std::vector<std::unique_ptr<detail::BatchKernel>> kernels_;

@@ -13,6 +13,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <new>
+#include <type_traits>
+#include <utility>
 
 namespace kodo::detail {
 
@@ -38,6 +40,50 @@ struct BatchKernelOf final : BatchKernel {
 
 template <class Policy, class F>
 inline constexpr char batch_kernel_type = 0;
+
+// The flat range a kernel of Policy (a tagged RangePolicy, an MDRangePolicy) is launched
+// on once its functor is wrapped below: its launch bounds kept.
+template <class Policy>
+using FlatPolicyOf = Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>,
+                                         typename Policy::launch_bounds>;
+
+// A functor of a tagged range: called with its tag and the policy's index type.
+template <class Policy, class F>
+struct Tagged {
+  F f;
+  KOKKOS_FUNCTION void operator()(std::int64_t i) const {
+    f(typename Policy::work_tag{}, static_cast<typename Policy::index_type>(i));
+  }
+};
+
+// A functor of an MDRangePolicy's box, called at the point flat index i names: the
+// policy's inner direction runs fastest, as Kokkos iterates within a tile.
+template <class Policy, class F>
+struct BoxPoints {
+  static constexpr int rank = Policy::rank;
+  static constexpr bool left_fastest = Policy::inner_direction == Kokkos::Iterate::Left;
+  using Index = typename Policy::index_type;
+  using Tag = typename Policy::work_tag;
+  F f;
+  std::int64_t lower[rank], extent[rank];
+
+  KOKKOS_FUNCTION void operator()(std::int64_t i) const {
+    Index at[rank];
+    for (int k = 0; k < rank; ++k) {
+      const int d = left_fastest ? k : rank - 1 - k;
+      at[d] = static_cast<Index>(lower[d] + i % extent[d]);
+      i /= extent[d];
+    }
+    call(at, std::make_integer_sequence<int, rank>{});
+  }
+  template <int... D>
+  KOKKOS_FUNCTION void call(const Index* at, std::integer_sequence<int, D...>) const {
+    if constexpr (std::is_void_v<Tag>)
+      f(at[D]...);
+    else
+      f(Tag{}, at[D]...);
+  }
+};
 
 // Kernels of one functor type as one: index i runs kernel k's functor at its own index,
 // where k's indices start at starts[k] (a search over at most kCapacity entries). The
