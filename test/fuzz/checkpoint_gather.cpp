@@ -7,8 +7,10 @@
 // by rank 1 and told to rank 0 first. The first input is honest: rank 1 tells rank 0 the
 // entries it sent, which every later input alters. Honest, or a place inside the file:
 // taken; a writer, collection or unit that is not rank 1's to name, a place outside its
-// file, no file, a count of bytes that is not whole entries within the units: refused on
-// both ranks with exactly its error (rank 0 finds it; rank 1 hears "rank 0: ...").
+// file, no file, a count of bytes that is not whole entries within the units, more units
+// claimed (its count of units written, this surface's MPI_Allreduce, and its count of
+// bytes to match): refused on both ranks with exactly its error (rank 0 finds it; rank 1
+// hears "rank 0: ...").
 
 #include "fuzz.hpp"
 
@@ -33,6 +35,7 @@ enum What : int {
   no_file,
   file_short,
   count_bad,
+  units_claimed,
   kWhats
 };
 struct Alteration {
@@ -59,11 +62,26 @@ extern "C" int MPI_Gather(const void* send, int count, MPI_Datatype type, void* 
       file[0] = static_cast<std::uint64_t>(altering->value);
     send = &file;
   }
-  if (writing && type == MPI_INT && count == 1 && altering && altering->what == count_bad) {
+  if (writing && type == MPI_INT && count == 1 && altering &&
+      (altering->what == count_bad || altering->what == units_claimed)) {
     bytes = static_cast<int>(altering->value);
+    if (altering->what == units_claimed) bytes *= static_cast<int>(sizeof(ManifestUnit));
     send = &bytes;
   }
   return PMPI_Gather(send, count, type, receive, receive_count, receive_type, root, comm);
+}
+
+// Rank 1's count of units written, were it summed over the ranks (issue 54: the sum bounded
+// what rank 0 took from each rank, so a rank's claim sized rank 0's allocation).
+extern "C" int MPI_Allreduce(const void* send, void* receive, int count, MPI_Datatype type,
+                             MPI_Op op, MPI_Comm comm) {
+  std::uint64_t units = 0;
+  if (writing && altering && altering->what == units_claimed && type == MPI_UINT64_T &&
+      count == 1 && op == MPI_SUM) {
+    units = static_cast<std::uint64_t>(altering->value);
+    send = &units;
+  }
+  return PMPI_Allreduce(send, receive, count, type, op, comm);
 }
 
 extern "C" int MPI_Gatherv(const void* send, int count, MPI_Datatype type, void* receive,
@@ -126,6 +144,7 @@ Alteration choose(Context& c, const std::vector<ManifestUnit>& e, const FileEntr
       const int counts[] = {-whole, -1, 1, whole - 1, 2 * whole + 1, 3 * whole, 1 << 30};
       return {what, counts[c.pick(0, 6)]};
     }
+    case units_claimed: return {what, 3 + (any & 0xffff)};  // entries, rank 0's 2 beside them
     default: return {what, 0};
   }
 }
@@ -157,6 +176,10 @@ Expect expected(const Alteration& a, const std::vector<ManifestUnit>& e, const F
                      " of a file of ", a.value);
     case count_bad:
       return refused("rank 1 reported ", a.value,
+                     " bytes of checkpoint entries: not a whole number of entries within the 4 "
+                     "units written");
+    case units_claimed:
+      return refused("rank 1 reported ", a.value * static_cast<std::int64_t>(sizeof(ManifestUnit)),
                      " bytes of checkpoint entries: not a whole number of entries within the 4 "
                      "units written");
     default: return Expect::accept();

@@ -118,13 +118,13 @@ struct FileEntry {  // a rank's file, as rank 0 gathers it
 
 // Every rank's unit entries, on rank 0 (`counts`: each rank's bytes of them), each rank's
 // count checked there before that many bytes are taken from it; every rank agrees on a
-// problem. A job with more units than one MPI_Gatherv holds is refused first.
+// problem. `all_units`: the units of the checkpoint's collections, which every rank knows
+// (a sum of the ranks' own counts would let one rank's claim size rank 0's allocation).
+// A job with more units than one MPI_Gatherv holds is refused first.
 std::vector<ManifestUnit> gather_entries(MPI_Comm comm, int rank, int ranks,
                                          const std::vector<ManifestUnit>& written,
-                                         std::vector<int>& counts) {
+                                         std::uint64_t all_units, std::vector<int>& counts) {
   std::string problem;
-  std::uint64_t units = written.size(), all_units = 0;
-  KODO_MPI_CHECK(MPI_Allreduce(&units, &all_units, 1, MPI_UINT64_T, MPI_SUM, comm));
   constexpr std::uint64_t kMostUnits = INT_MAX / sizeof(ManifestUnit);
   if (all_units > kMostUnits)
     problem = cat("a checkpoint holds at most ", kMostUnits,
@@ -235,7 +235,10 @@ CheckpointReport CheckpointWrite::finish(const std::string& problem_in) {
   KODO_MPI_CHECK(MPI_Gather(&mine, sizeof mine, MPI_BYTE, files.data(), sizeof mine, MPI_BYTE, 0,
                             comm));
   std::vector<int> counts;
-  const std::vector<ManifestUnit> all = gather_entries(comm, rank, ranks, written_, counts);
+  std::uint64_t all_units = 0;
+  for (const auto& c : collections_) all_units += static_cast<std::uint64_t>(c.shape.size());
+  const std::vector<ManifestUnit> all =
+      gather_entries(comm, rank, ranks, written_, all_units, counts);
   std::string failed;
   if (rank == 0) {
     try {

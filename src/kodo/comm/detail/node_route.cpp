@@ -305,19 +305,24 @@ std::size_t ChannelEnd::poll_node() {
   if (node_in && !node_in->awaiting.empty()) {
     // The count of transfers published is the sender's word: it only grows, and by no
     // more than the buffers this end released. Each is checked before it is taken.
+    // Every rank of the node can write the word (the trust model: same-node memory is
+    // trusted), so an error does not say that the sender wrote it.
     const std::uint64_t arrived = load_word(node_in->words + kArrivedWord);
+    const auto whose = [&] {
+      return cat(" (rank ", link.peer_rank, " broke the same-node protocol, or another process ",
+                 "of this node wrote the ring's words)");
+    };
     if (arrived < node_in->arrived_seen)
-      host->fail_with_peer(link.peer_rank, cat(describe(false), ": rank ", link.peer_rank,
-                                               "'s count of transfers published went back from ",
-                                               node_in->arrived_seen, " to ", arrived,
-                                               " (a broken same-node protocol)"));
+      host->fail_with_peer(link.peer_rank,
+                           cat(describe(false), ": the count of transfers published from rank ",
+                               link.peer_rank, " went back from ", node_in->arrived_seen, " to ",
+                               arrived, whose()));
     if (arrived > node_in->released + node_in->slots.size())
       host->fail_with_peer(link.peer_rank,
-                           cat(describe(false), ": rank ", link.peer_rank, " published transfer ",
-                               arrived - 1, " into a ring of ", node_in->slots.size(),
-                               " buffers that had released transfers up to ",
-                               static_cast<std::int64_t>(node_in->released) - 1,
-                               " only (a broken same-node protocol)"));
+                           cat(describe(false), ": the count of transfers published from rank ",
+                               link.peer_rank, " says transfer ", arrived - 1, " into a ring of ",
+                               node_in->slots.size(), " buffers that had released transfers up to ",
+                               static_cast<std::int64_t>(node_in->released) - 1, " only", whose()));
     node_in->arrived_seen = arrived;
     while (!node_in->awaiting.empty() && node_in->awaiting.front().transfer < arrived) {
       const Receive& next = node_in->awaiting.front();
