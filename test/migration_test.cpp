@@ -368,6 +368,35 @@ TEST(Migration, AFailedRebuildLeavesTheCollectionRefused) {
   EXPECT_ERROR(kodo::migrate(units, {0, 1}), "cannot be used");
 }
 
+namespace {
+// A unit whose state() fails from its second walk on when told to: a migration measures a
+// leaving unit's state first and writes it on the second walk.
+struct SecondWalkFails : kodo::WorkUnit<SecondWalkFails> {
+  explicit SecondWalkFails(const kodo::UnitInit<SecondWalkFails>& init) : WorkUnit(init) {}
+  template <class State>
+  void state(State& s) {
+    if (fail_unit == index().x && ++walks >= 2)
+      throw std::runtime_error("the state failed on its second walk");
+    s("value", value);
+  }
+  int value = 7, walks = 0;
+  static inline std::int64_t fail_unit = -1;
+};
+}  // namespace
+
+// A sender whose unit fails to write sends empty chunks: its receiver, of a lower rank,
+// reports the sender's reason as every rank does, not the short chunk it got.
+TEST(Migration, ASendersFailureIsTheReasonOnEveryRank) {
+  kodo::Runtime& runtime = test_runtime();
+  if (runtime.size() == 1) GTEST_SKIP() << "one rank: nothing moves";
+  auto units = kodo::Collection<SecondWalkFails>::create(runtime, {2, 1, 1});
+  const int first = units.owner({0, 0, 0}), second = units.owner({1, 0, 0});
+  ASSERT_LT(first, second);
+  SecondWalkFails::fail_unit = 1;  // leaving `second` for `first`
+  EXPECT_ERROR(kodo::migrate(units, {second, first}), "the state failed on its second walk");
+  SecondWalkFails::fail_unit = -1;
+}
+
 // Balance points inside run() (WorkUnit::balance_point, kodo::balance_points).
 TEST(Migration, TasksGoOnFromBalancePointsInsideRun) {
   kodo::Runtime& runtime = test_runtime();

@@ -338,7 +338,7 @@ bool Scheduler::turn() {
   for (int n = 0; n < kDispatchBatch && !queue_.empty(); ++n) {
     // A turn that began with one piece may go on to many: a continuation whose reduction
     // completes here queues its result, which resumes every unit. The rest is recorded.
-    if (!recording_->open()) record_from_here(false);
+    if (!recording_->open() && recording_->on()) record_from_here(false);
     Message m = std::move(queue_.front());
     queue_.pop_front();
     {
