@@ -233,8 +233,11 @@ void Recording::close() {
   }
   ++report_.turns;
   std::vector<std::function<void()>> waiting;
+  waiting.swap(launched_);  // (kept between turns for its capacity)
   waiting.swap(after_launch_);
   for (auto& f : waiting) f();
+  waiting.clear();
+  launched_.swap(waiting);
 }
 
 void Recording::launch(backend::CapturedGraph graph) {

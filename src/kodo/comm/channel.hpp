@@ -16,6 +16,7 @@
 
 #include <kodo/backends/detail/memory.hpp>
 #include <kodo/backends/stream.hpp>
+#include <kodo/core/detail/recycled.hpp>
 #include <kodo/core/error.hpp>
 #include <kodo/core/index.hpp>
 
@@ -167,14 +168,16 @@ class Channel {
   /// stream so far is done. `sent` (optional) runs when `data` may be written again.
   template <class V>
   void send(const V& data, std::function<void()> sent = {}) {
-    send_segment(segment(data), std::make_shared<V>(data), std::move(sent), false);
+    send_segment(segment(data), std::allocate_shared<V>(detail::RecycledAllocator<V>{}, data),
+                 std::move(sent), false);
   }
   /// The same for data that is complete already (written by the host, or by device
   /// work the caller has fenced): a GPU-aware send to another rank starts at once,
   /// without a trip through the completion engine.
   template <class V>
   void send(const V& data, DataReady, std::function<void()> sent = {}) {
-    send_segment(segment(data), std::make_shared<V>(data), std::move(sent), true);
+    send_segment(segment(data), std::allocate_shared<V>(detail::RecycledAllocator<V>{}, data),
+                 std::move(sent), true);
   }
   /// Posts the receive of the peer's next send into `into`; `received` runs once the
   /// data is in `into` (for a device view: device work then sees it when ordered after
@@ -184,15 +187,17 @@ class Channel {
   void recv(const V& into, F&& received) {
     using Value = typename V::value_type;
     if constexpr (std::is_invocable_v<F, std::size_t>) {
-      recv_segment(segment(into), std::make_shared<V>(into), sizeof(Value), false,
-                   [f = std::forward<F>(received)](std::size_t bytes) mutable {
+      recv_segment(segment(into), std::allocate_shared<V>(detail::RecycledAllocator<V>{}, into),
+                   sizeof(Value), false,
+                   detail::recycled([f = std::forward<F>(received)](std::size_t bytes) mutable {
                      f(bytes / sizeof(Value));
-                   });
+                   }));
     } else {
       static_assert(std::is_invocable_v<F>,
                     "kodo: a receive's completion takes nothing or a std::size_t count");
-      recv_segment(segment(into), std::make_shared<V>(into), sizeof(Value), true,
-                   [f = std::forward<F>(received)](std::size_t) mutable { f(); });
+      recv_segment(segment(into), std::allocate_shared<V>(detail::RecycledAllocator<V>{}, into),
+                   sizeof(Value), true,
+                   detail::recycled([f = std::forward<F>(received)](std::size_t) mutable { f(); }));
     }
   }
 

@@ -107,7 +107,9 @@ class KernelBatch {
   }
 
   Stream* stream_;
-  std::vector<std::unique_ptr<detail::BatchKernel>> kernels_;
+  std::vector<std::unique_ptr<detail::BatchKernel>,
+              detail::RecycledAllocator<std::unique_ptr<detail::BatchKernel>>>
+      kernels_;  // (a batch made each step grows it again)
 };
 
 }  // namespace kodo

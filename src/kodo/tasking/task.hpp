@@ -17,6 +17,7 @@
 #include <kodo/backends/stream.hpp>
 #include <kodo/comm/channel.hpp>
 #include <kodo/comm/serialize.hpp>
+#include <kodo/core/detail/recycled.hpp>
 #include <kodo/core/error.hpp>
 #include <kodo/tasking/detail/collection_base.hpp>
 #include <kodo/tasking/detail/task_record.hpp>
@@ -59,6 +60,12 @@ class [[nodiscard]] Task {
     std::coroutine_handle<> continuation;  ///< the coroutine awaiting this one, if any
     std::exception_ptr error;
 
+    // Coroutine frames (a task's, each awaited sub-task's) in recycled storage: a loop
+    // of tasks makes and ends some every step.
+    static void* operator new(std::size_t bytes) { return detail::recycled_take(bytes); }
+    static void operator delete(void* frame, std::size_t bytes) noexcept {
+      detail::recycled_give(frame, bytes);
+    }
     Task get_return_object() noexcept { return Task(Handle::from_promise(*this)); }
     std::suspend_always initial_suspend() noexcept { return {}; }
     struct Final {
@@ -168,7 +175,7 @@ auto when_all(detail::Awaitable<Ops>&&... operations) {
 template <class Op>
 auto when_all(std::vector<detail::Awaitable<Op>> operations,
               std::source_location where = std::source_location::current()) {
-  std::vector<Op> ops;
+  std::vector<Op, detail::RecycledAllocator<Op>> ops;
   ops.reserve(operations.size());
   for (auto& a : operations) ops.push_back(std::move(a.operation()));
   return detail::Awaitable<detail::AllOfRange<Op>>(detail::AllOfRange<Op>(std::move(ops), where));

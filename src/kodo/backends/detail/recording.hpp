@@ -121,8 +121,9 @@ class Recording {
   };
   std::vector<Program> programs_;  // most recently used first
   std::vector<std::function<void()>> after_launch_;
-  std::vector<backend::DeviceCopy> copies_;  // defer_copy's, made at close
-  std::vector<unsigned char> canary_;        // what Kokkos' constant-memory buffer held at begin()
+  std::vector<std::function<void()>> launched_;  // close()'s (reused)
+  std::vector<backend::DeviceCopy> copies_;      // defer_copy's, made at close
+  std::vector<unsigned char> canary_;  // what Kokkos' constant-memory buffer held at begin()
 };
 
 }  // namespace kodo::detail

@@ -138,10 +138,10 @@ void ChannelEnd::match_local() {
     Stream& order = *from.stream;
     const Segment to_segment = into.segment, from_segment = from.segment;
     ChannelHost* h = host;
-    auto hand_over = [h, bytes, into = std::move(into), from = std::move(from)]() mutable {
+    auto hand_over = recycled([h, bytes, into = std::move(into), from = std::move(from)]() mutable {
       h->queue_callback(std::move(into.done), bytes);
       if (from.done) h->queue_callback(std::move(from.done));
-    };
+    });
     // In a recorded turn, a copy between device views is made with the turn's other such
     // copies after all its work (Recording::defer_copy), and all work issued after the
     // graph's launch runs after it on every stream: both ends learn of the transfer then,

@@ -19,6 +19,7 @@
 #include <kodo/comm/detail/ucx_transport.hpp>
 #include <kodo/comm/detail/view_pool.hpp>
 #include <kodo/comm/detail/wire.hpp>
+#include <kodo/core/detail/recycled.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -188,11 +189,11 @@ struct ChannelEnd : std::enable_shared_from_this<ChannelEnd> {
   std::uint64_t sends = 0, receives = 0;   // transfers started on each side
   bool closed = false, ring = false;
   // Same rank: receives posted and sends made, matched in order.
-  std::deque<Receive> posted;
-  std::deque<Send> arrived;
+  RecycledDeque<Receive> posted;
+  RecycledDeque<Send> arrived;
   // Sends waiting for the receiving end to open (same rank) or for the peer's number
   // of the link (other ranks).
-  std::deque<Send> unnumbered;
+  RecycledDeque<Send> unnumbered;
   // Other ranks: UCX receives not completed (cancelled when the channel closes), and
   // sends not completed.
   std::map<void*, std::pair<std::uint64_t, std::size_t>> in_flight;  // transfer, capacity
@@ -209,7 +210,7 @@ struct ChannelEnd : std::enable_shared_from_this<ChannelEnd> {
     std::uint64_t arrived_seen = 0;     // the sender's count of transfers, as last read
     Stream* consumed_stream = nullptr;  // the stream of the last release that publishes
     std::vector<std::byte*> slots;      // by buffer: where its data lands (host), or null
-    std::deque<Receive> awaiting;       // posted, in transfer order
+    RecycledDeque<Receive> awaiting;    // posted, in transfer order
     std::shared_ptr<const void> keep;   // the ring's views, then retired with `ranges`
     std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;  // in the segment
   };
@@ -219,7 +220,7 @@ struct ChannelEnd : std::enable_shared_from_this<ChannelEnd> {
     std::byte* device_words;     // the same, as this rank's streams write it
     std::vector<std::byte*> to;  // by buffer: where this rank's streams write it
     std::vector<std::uint64_t> capacity;
-    std::deque<Send> held;  // waiting for their buffers to be released, in order
+    RecycledDeque<Send> held;  // waiting for their buffers to be released, in order
     // Device memory where a large copy's wait for its buffer leaves its outcome
     // (backend::enqueue_copy_and_publish).
     Kokkos::View<std::uint64_t*, ExecutionSpace::memory_space> gate;

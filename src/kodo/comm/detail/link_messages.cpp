@@ -125,7 +125,7 @@ void apply_ring_message(ChannelRegistry& registry, RingMessage ring, int from_ra
     e.host->node()->notice(
         "a receive ring uses UCX, not the same-node route: its sender could "
         "not map the buffers (see that rank's notice)");
-    std::deque<ChannelEnd::Receive> awaiting = std::move(e.node_in->awaiting);
+    RecycledDeque<ChannelEnd::Receive> awaiting = std::move(e.node_in->awaiting);
     registry.retired.push_back(
         {e.link.collection, std::move(e.node_in->keep), std::move(e.node_in->ranges), -1, {}});
     if (!e.node_out) registry.node_ends.erase(&e);  // its sends may still go by the route

@@ -31,9 +31,9 @@ void release_ring(RingCore* core, Stream* stream, std::uint64_t transfer) {
     return;
   }
   if (!stream) return r.free_buffer(transfer);
-  auto free_it = [weak = r.weak_from_this(), transfer] {
+  auto free_it = recycled([weak = r.weak_from_this(), transfer] {
     if (const auto self = weak.lock()) self->free_buffer(transfer);
-  };
+  });
   // From a unit of this rank, the buffer's next data is a copy issued later on a stream
   // of the rank: in a recorded turn, that comes after the turn's graph, which holds the
   // reads `stream` was given (recording.hpp). From another rank it may land at any time.

@@ -5,6 +5,7 @@
 // of posted receives over one channel end, handed over in transfer order and released in
 // order (receive_ring.cpp; device_route.cpp hands one to device work).
 #include <kodo/comm/detail/channel_end.hpp>
+#include <kodo/core/detail/recycled.hpp>
 
 #include <map>
 
@@ -18,8 +19,8 @@ struct RingCore : std::enable_shared_from_this<RingCore> {
   std::function<void(std::uint64_t, std::size_t, std::size_t)> hand;  // transfer, bytes, buffer
   std::vector<bool> free;                                             // by buffer: may be posted
   std::uint64_t posted = 0, handed = 0, released = 0;
-  std::uint64_t waited = 0;                    // transfers below it were waited for on a stream
-  std::map<std::uint64_t, std::size_t> early;  // arrived ahead of `handed`: bytes
+  std::uint64_t waited = 0;                       // transfers below it were waited for on a stream
+  RecycledMap<std::uint64_t, std::size_t> early;  // arrived ahead of `handed`: bytes
   bool stopped = false;
 
   std::size_t size() const { return buffers.size(); }
@@ -33,9 +34,9 @@ struct RingCore : std::enable_shared_from_this<RingCore> {
       const std::uint64_t transfer = posted++;
       // A weak reference: the channel end holds its receives, and the ring the end.
       end->recv({buffers[b], keep, element, false,
-                 [weak = weak_from_this(), transfer](std::size_t bytes) {
+                 recycled([weak = weak_from_this(), transfer](std::size_t bytes) {
                    if (const auto self = weak.lock()) self->arrive(transfer, bytes);
-                 }});
+                 })});
     }
   }
 

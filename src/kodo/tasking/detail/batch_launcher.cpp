@@ -18,12 +18,15 @@ void BatchLauncher::launch_all() {
   // What runs after a launch may add batches again (a task's next step): they go out
   // in the next round of the same turn.
   std::vector<Waiting> batches;
+  batches.swap(launching_);  // (kept between turns for its capacity)
   while (!waiting_.empty()) {
     batches.clear();
     batches.swap(waiting_);
     launch(batches);
     for (auto& b : batches) b.then();
   }
+  batches.clear();
+  launching_.swap(batches);
 }
 
 void BatchLauncher::launch(std::vector<Waiting>& batches) {

@@ -37,6 +37,7 @@ class BatchLauncher {
   };
   void launch(std::vector<Waiting>& batches);
   std::vector<Waiting> waiting_;
+  std::vector<Waiting> launching_;   // launch_all's (reused)
   std::vector<BatchKernel*> all_;    // every batch's kernels (reused)
   std::vector<BatchKernel*> group_;  // one functor type's kernels (reused)
   std::vector<Stream*> streams_;     // the batches' streams but the first (reused)

@@ -11,6 +11,7 @@
 // the number of waiting continuations.
 
 #include <kodo/backends/stream.hpp>
+#include <kodo/core/detail/recycled.hpp>
 
 #include <cstdint>
 #include <deque>
@@ -49,7 +50,7 @@ class CompletionEngine {
   };
   struct Watch {
     CompletionSource* source;
-    std::deque<Waiting> queue;
+    detail::RecycledDeque<Waiting> queue;
   };
   std::vector<Watch> watches_;  // one per source ever used; few (a stream pool)
   std::size_t pending_ = 0;

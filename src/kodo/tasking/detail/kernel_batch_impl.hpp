@@ -6,6 +6,7 @@
 // instantiate these in the user's program.
 
 #include <kodo/backends/stream.hpp>
+#include <kodo/core/detail/recycled.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -32,8 +33,9 @@ struct BatchKernel {
   std::int64_t begin = 0, end = 0;
 };
 
+// (Its storage is recycled: units add kernels every step.)
 template <class F>
-struct BatchKernelOf final : BatchKernel {
+struct BatchKernelOf final : BatchKernel, Recycled<BatchKernelOf<F>> {
   explicit BatchKernelOf(const F& f) : functor(f) {}
   F functor;
 };
@@ -119,8 +121,8 @@ struct KernelsAsOne {
   KOKKOS_FUNCTION ~KernelsAsOne() {
     for (int k = 0; k < count; ++k) slots[k].f.~F();
   }
-  void add(const F& f, std::int64_t begin, std::int64_t end) {
-    new (&slots[count].f) F(f);
+  void add(F&& f, std::int64_t begin, std::int64_t end) {
+    new (&slots[count].f) F(std::move(f));  // (views moved, not counted again)
     begins[count] = begin;
     starts[count + 1] = starts[count] + (end - begin);
     ++count;
@@ -162,7 +164,7 @@ void launch_kernels_of(const ExecutionSpace& space, BatchKernel* const* kernels,
     KernelsAsOne<F> one;
     for (; first < count && one.count < KernelsAsOne<F>::kCapacity; ++first)
       if (of(first).end > of(first).begin)
-        one.add(of(first).functor, of(first).begin, of(first).end);
+        one.add(std::move(of(first).functor), of(first).begin, of(first).end);
     if (one.size() == 0) continue;
     Kokkos::parallel_for(
         of(0).label,

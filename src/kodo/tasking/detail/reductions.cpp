@@ -254,10 +254,16 @@ void ReductionTree::deliver(CollectionBase& c, State& s, std::uint64_t round, Ha
   const ReducerHandler& r = reducer_of(c, reducer);
   r.deliver(c, round, value);
   // Named rounds go to their name's watchers, the others to the by-type ones.
+  // (Kept in place: its bytes' storage is reused round after round.)
+  auto keep = [&](Latest& latest) {
+    latest.round = round;
+    latest.reducer = reducer;
+    latest.value.assign(value.begin(), value.end());
+  };
   if (r.name)
-    s.latest_named.insert_or_assign(std::type_index(*r.name), Latest{round, reducer, value});
+    keep(s.latest_named[std::type_index(*r.name)]);
   else
-    s.latest = Latest{round, reducer, value};
+    keep(s.latest ? *s.latest : s.latest.emplace());
   for (auto& callback : s.callbacks) {
     if (callback.name ? !r.name || *r.name != *callback.name : r.name != nullptr) continue;
     check_result_type(c, round, r, *callback.type, "on_reduced");

@@ -24,6 +24,7 @@
 // runtime-length arrays).
 
 #include <kodo/comm/detail/wire.hpp>
+#include <kodo/core/detail/recycled.hpp>
 #include <kodo/tasking/detail/collection_base.hpp>
 #include <kodo/tasking/detail/entry.hpp>
 #include <kodo/tasking/detail/registry.hpp>
@@ -89,7 +90,7 @@ class ReductionTree {
  private:
   struct Round {
     HandlerId reducer = 0;
-    std::vector<std::optional<Bytes>> local;
+    std::vector<std::optional<Bytes>, RecycledAllocator<std::optional<Bytes>>> local;
     std::int64_t local_received = 0;
     std::array<std::optional<Bytes>, 2> children;
     int children_received = 0;
@@ -109,9 +110,9 @@ class ReductionTree {
     Bytes value;
   };
   struct State {
-    std::map<std::uint64_t, Round> open;          // heard of, not yet passed on
-    std::map<std::uint64_t, PassedUp> passed_up;  // passed on, result not yet delivered
-    std::uint64_t next_result = 0;                // results are delivered in round order
+    RecycledMap<std::uint64_t, Round> open;          // heard of, not yet passed on
+    RecycledMap<std::uint64_t, PassedUp> passed_up;  // passed on, result not yet delivered
+    std::uint64_t next_result = 0;                   // results are delivered in round order
     std::map<std::uint64_t, std::pair<HandlerId, Bytes>> early;  // results ahead of it
     std::vector<Callback> callbacks;                             // the main program's
     std::optional<Latest> latest;                    // the last result of a round without a name

@@ -9,6 +9,7 @@
 #include <kodo/comm/detail/ucx_transport.hpp>
 #include <kodo/core/detail/agree.hpp>
 #include <kodo/core/detail/mpi_check.hpp>
+#include <kodo/core/detail/recycled.hpp>
 #include <kodo/core/settings.hpp>
 #include <kodo/tasking/detail/entry.hpp>
 
@@ -193,33 +194,35 @@ void Scheduler::when_done(CompletionSource& source, std::function<void()> contin
   termination_.count_sent();  // awaited device work counts as a message in flight
   const int track = trace_.enabled() ? trace_.track_of(&source) : 0;
   const auto marked = trace_.enabled() ? Trace::Clock::now() : Trace::Clock::time_point{};
-  engine_.when_done(source, [this, track, marked, c = std::move(continuation)] {
-    termination_.count_processed();
-    const auto seen = trace_.enabled() ? Trace::Clock::now() : marked;
-    try {
-      std::optional<WatchdogScope> inside;
-      if (watchdog_.active())
-        inside.emplace(watchdog_, Watchdog::Place{Watchdog::Inside::continuation});
-      c();
-    } catch (...) {
-      fatal("a device-completion continuation threw: " + what_of_current());
-    }
-    if (trace_.enabled()) {
-      trace_.span("device work", track, marked, seen);
-      trace_.span("continuation", 0, seen, Trace::Clock::now());
-    }
-  });
+  engine_.when_done(source, recycled([this, track, marked, c = std::move(continuation)] {
+                      termination_.count_processed();
+                      const auto seen = trace_.enabled() ? Trace::Clock::now() : marked;
+                      try {
+                        std::optional<WatchdogScope> inside;
+                        if (watchdog_.active())
+                          inside.emplace(watchdog_,
+                                         Watchdog::Place{Watchdog::Inside::continuation});
+                        c();
+                      } catch (...) {
+                        fatal("a device-completion continuation threw: " + what_of_current());
+                      }
+                      if (trace_.enabled()) {
+                        trace_.span("device work", track, marked, seen);
+                        trace_.span("continuation", 0, seen, Trace::Clock::now());
+                      }
+                    }));
 }
 
 namespace {
-struct Callback final : Call {
+// (Their storage is recycled: transfers queue them every step.)
+struct Callback final : Call, Recycled<Callback> {
   explicit Callback(std::function<void()> f) : f(std::move(f)) {}
   void invoke(void*) override { f(); }
   std::function<void()> f;
 };
 // A receive's completion with the bytes that arrived, without wrapping it in another
 // function (an allocation per transfer).
-struct SizedCallback final : Call {
+struct SizedCallback final : Call, Recycled<SizedCallback> {
   SizedCallback(std::function<void(std::size_t)> f, std::size_t value)
       : f(std::move(f)), value(value) {}
   void invoke(void*) override { f(value); }

@@ -14,6 +14,7 @@
 #include <kodo/comm/detail/transport_staging.hpp>
 #include <kodo/comm/detail/view_pool.hpp>
 #include <kodo/comm/detail/wire.hpp>
+#include <kodo/core/detail/recycled.hpp>
 #include <kodo/tasking/detail/batch_launcher.hpp>
 #include <kodo/tasking/detail/collection_base.hpp>
 #include <kodo/tasking/detail/completion_engine.hpp>
@@ -162,7 +163,7 @@ class Scheduler final : public ChannelHost {
   std::unique_ptr<Recording> recording_;
   bool running_ = false;
   std::vector<std::unique_ptr<CollectionBase>> collections_;
-  std::deque<Message> queue_;  // arrival order, local and remote alike
+  RecycledDeque<Message> queue_;  // arrival order, local and remote alike
   CompletionEngine engine_;
   TerminationDetector termination_;
   ReductionTree reductions_;

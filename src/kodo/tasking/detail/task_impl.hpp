@@ -9,6 +9,7 @@
 #include <kodo/backends/stream.hpp>
 #include <kodo/comm/channel.hpp>
 #include <kodo/comm/serialize.hpp>
+#include <kodo/core/detail/recycled.hpp>
 #include <kodo/core/error.hpp>
 #include <kodo/tasking/kernel_batch.hpp>
 #include <kodo/tasking/runtime.hpp>
@@ -159,8 +160,8 @@ class KeyedArrivals {
   std::size_t held() const { return held_.size(); }
 
  private:
-  std::map<Key, T> held_;
-  std::map<Key, Waiter> waiting_;
+  RecycledMap<Key, T> held_;
+  RecycledMap<Key, Waiter> waiting_;
 };
 
 // The rounds of all_reduce a unit awaits: the reduction tree hands each its result.
@@ -179,7 +180,7 @@ class AwaitedRounds {
   }
 
  private:
-  std::map<std::uint64_t, std::function<void(const Bytes&)>> waiting_;
+  RecycledMap<std::uint64_t, std::function<void(const Bytes&)>> waiting_;
 };
 
 template <class U>
@@ -190,9 +191,9 @@ AwaitedRounds& awaited_rounds(U& unit);  // defined in work_unit.hpp
 // and calls `done` once all of them have completed; `left` (the awaiter's) counts them.
 template <class ForEach>
 void start_all(TaskRecord& task, std::function<void()> done, std::size_t& left, ForEach&& each) {
-  auto finished = [&left, done] {
+  auto finished = recycled([&left, done] {
     if (--left == 0) done();
-  };
+  });
   left = 1;  // held until every operation has started, so none ends the wait early
   try {
     each([&](auto& op) {
@@ -261,12 +262,13 @@ struct AllOfRange {
       !requires { Op::ends_task; },
       "kodo: a balance point ends its task: await it alone, not in a when_all");
   using Result = decltype(std::declval<Op&>().result());
-  AllOfRange(std::vector<Op> operations, std::source_location at)
+  AllOfRange(std::vector<Op, RecycledAllocator<Op>> operations, std::source_location at)
       : ops(std::move(operations)), where(at) {}
-  std::vector<Op> ops;  // not moved once started: an operation may point into itself
+  // (Not moved once started: an operation may point into itself.)
+  std::vector<Op, RecycledAllocator<Op>> ops;
   std::source_location where;
   std::size_t left = 0;
-  std::vector<char> complete;  // asked once each, as in AllOf
+  std::vector<char, RecycledAllocator<char>> complete;  // asked once each, as in AllOf
 
   bool ready() {
     complete.assign(ops.size(), 0);

@@ -143,11 +143,13 @@ struct WorkUnit<Derived>::AllReduce {
   bool ready() const { return false; }
   void start(detail::TaskRecord& task, std::function<void()> done) {
     round = unit->next_round_++;
-    unit->awaited_rounds_.expect(round, [this, host = task.host, done](const Bytes& bytes) {
-      reduced = detail::ReductionValue<T>::load(bytes);
-      host->expect_event();
-      host->queue_callback(done);
-    });
+    unit->awaited_rounds_
+        .expect(round, detail::recycled([this, host = task.host,
+                                         done = std::move(done)](const Bytes& bytes) mutable {
+                  reduced = detail::ReductionValue<T>::load(bytes);
+                  host->expect_event();
+                  host->queue_callback(std::move(done));
+                }));
     unit->template contribute_to_round<Reducer>(round, detail::ReductionValue<T>::bytes(value));
   }
   Reduced<Result> result() { return {std::move(*reduced), round}; }
