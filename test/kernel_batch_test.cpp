@@ -5,7 +5,8 @@
 // three dimensions, with work tags or none); work before and
 // after a launch on a unit's stream stays before and after; a batch larger than one
 // launch holds, an empty one is done at once, one launched twice is refused; tasks and
-// entry methods both launch. Runs on any number of ranks (1, 2 and 4 under ctest).
+// entry methods both launch; a functor written in the call is moved in, and no launch
+// copies a functor. Runs on any number of ranks (1, 2 and 4 under ctest).
 
 #include "expect_error.hpp"
 #include "test_access.hpp"
@@ -15,6 +16,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -284,6 +286,73 @@ TEST(KernelBatch, RangesOfSeveralDimensionsAndWorkTagsAsKokkosWouldRunThem) {
         EXPECT_EQ(u.sheet(x, y), expected) << x << " " << y;
       }
   });
+}
+
+// Copies of a functor made on the host: a copy of a CUDA __host__ __device__ lambda
+// allocates, and each copy counts its views' references.
+int host_copies = 0;
+struct CountedFill {
+  Field out;
+  std::int64_t base;
+  CountedFill(Field o, std::int64_t b) : out(std::move(o)), base(b) {}
+  KOKKOS_FUNCTION CountedFill(const CountedFill& o) : out(o.out), base(o.base) {
+    KOKKOS_IF_ON_HOST((++host_copies;))
+  }
+  CountedFill(CountedFill&&) = default;
+  KOKKOS_FUNCTION void operator()(std::int64_t i) const { out(i) = base + i; }
+};
+
+class Copies : public kodo::WorkUnit<Copies> {
+ public:
+  explicit Copies(const kodo::UnitInit<Copies>& init)
+      : WorkUnit(init), stream_(&streams().compute(local_slot())), field_("field", kPoints) {}
+
+  // Two kernels written in the call (moved in), one passed by name (copied once); with
+  // `alone`, only the first, launched by itself.
+  kodo::Task fill(bool alone) {
+    const std::int64_t base = 1000 * collection().shape().linear(index());
+    kodo::KernelBatch batch(*stream_);
+    batch.parallel_for("test::fill", 0, kPoints / 4, CountedFill(field_, base));
+    if (!alone) {
+      batch.parallel_for("test::fill",
+                         Kokkos::RangePolicy<kodo::ExecutionSpace>(kPoints / 4, kPoints / 2),
+                         CountedFill(field_, base));
+      const CountedFill named(field_, base);
+      batch.parallel_for("test::fill", kPoints / 2, kPoints, named);
+    }
+    co_await launch(batch);
+    co_await when_done(*stream_);
+    values = on_host(field_);
+    expected = base;
+  }
+
+  std::vector<std::int64_t> values;
+  std::int64_t expected = -1;
+
+ private:
+  kodo::Stream* stream_;
+  Field field_;
+};
+
+TEST(KernelBatch, AFunctorWrittenInTheCallIsMovedInAndNoLaunchCopiesIt) {
+  kodo::Runtime& rt = test_runtime();
+  for (const bool alone : {true, false}) {
+    // Alone: one unit, one kernel, launched with its own policy; else four units' kernels
+    // of one functor type as one launch.
+    auto units = kodo::Collection<Copies>::create(rt, {alone ? 1 : 4, 1, 1});
+    host_copies = 0;
+    units.broadcast_local<&Copies::fill>(alone);
+    rt.run();
+    int local = 0;
+    units.for_each_local([&](const Copies& u) {
+      ++local;
+      ASSERT_EQ(u.values.size(), static_cast<std::size_t>(kPoints));
+      const std::int64_t filled = alone ? kPoints / 4 : kPoints;
+      for (std::int64_t i = 0; i < kPoints; ++i)
+        EXPECT_EQ(u.values[static_cast<std::size_t>(i)], i < filled ? u.expected + i : 0) << i;
+    });
+    EXPECT_EQ(host_copies, alone ? 0 : local) << "alone: " << alone;
+  }
 }
 
 }  // namespace

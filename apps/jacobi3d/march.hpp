@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 namespace jacobi {
 // An unnamed namespace, in a header on purpose: each of the two files gets kernels of its
@@ -41,8 +42,8 @@ struct LaunchOn {
 struct LaunchInBatch {
   kodo::KernelBatch& batch;
   template <class P, class F>
-  void operator()(const char* label, const P& policy, const F& functor) const {
-    batch.parallel_for(label, policy, functor);
+  void operator()(const char* label, const P& policy, F&& functor) const {
+    batch.parallel_for(label, policy, std::forward<F>(functor));  // (a lambda moved in)
   }
 };
 

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <memory>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace kodo {
@@ -44,26 +45,27 @@ class KernelBatch {
   /// RangePolicy on the stream would run it; `label` names it to profilers (a static
   /// string: it is read at the launch).
   template <class F>
-  void parallel_for(const char* label, std::int64_t begin, std::int64_t end, const F& functor) {
+  void parallel_for(const char* label, std::int64_t begin, std::int64_t end, F&& functor) {
     parallel_for(label,
                  Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(begin, end),
-                 functor);
+                 std::forward<F>(functor));
   }
   /// The same with a Kokkos::RangePolicy of kodo's execution space, whose range, launch
   /// bounds and work tag the kernel takes (`functor(Tag{}, i)` with a tag; it runs on the
   /// batch's stream, whatever instance the policy names).
   template <class... Traits, class F>
-  void parallel_for(const char* label, const Kokkos::RangePolicy<Traits...>& policy,
-                    const F& functor) {
+  void parallel_for(const char* label, const Kokkos::RangePolicy<Traits...>& policy, F&& functor) {
     using Policy = Kokkos::RangePolicy<Traits...>;
+    using Functor = std::remove_cvref_t<F>;
     static_assert(std::is_same_v<typename Policy::execution_space, ExecutionSpace>,
                   "kodo::KernelBatch: the policy's execution space is not kodo::ExecutionSpace");
     const auto begin = static_cast<std::int64_t>(policy.begin());
     const auto end = static_cast<std::int64_t>(policy.end());
     if constexpr (std::is_void_v<typename Policy::work_tag>)
-      add<Policy>(label, begin, end, functor);
+      add<Policy>(label, begin, end, std::forward<F>(functor));
     else
-      add<detail::FlatPolicyOf<Policy>>(label, begin, end, detail::Tagged<Policy, F>{functor});
+      add<detail::FlatPolicyOf<Policy>>(label, begin, end,
+                                        detail::Tagged<Policy, Functor>{std::forward<F>(functor)});
   }
   /// The same with a Kokkos::MDRangePolicy of kodo's execution space (ranks 2-6, a work
   /// tag or none): `functor([Tag{},] i0, i1, ...)` at every point of the policy's box,
@@ -71,11 +73,11 @@ class KernelBatch {
   /// are not used: a flat launch is what stencils want on GPUs).
   template <class... Traits, class F>
   void parallel_for(const char* label, const Kokkos::MDRangePolicy<Traits...>& policy,
-                    const F& functor) {
+                    F&& functor) {
     using Policy = Kokkos::MDRangePolicy<Traits...>;
     static_assert(std::is_same_v<typename Policy::execution_space, ExecutionSpace>,
                   "kodo::KernelBatch: the policy's execution space is not kodo::ExecutionSpace");
-    detail::BoxPoints<Policy, F> points{functor, {}, {}};
+    detail::BoxPoints<Policy, std::remove_cvref_t<F>> points{std::forward<F>(functor), {}, {}};
     std::int64_t size = 1;
     for (int d = 0; d < Policy::rank; ++d) {
       points.lower[d] = static_cast<std::int64_t>(policy.m_lower[d]);
@@ -83,7 +85,7 @@ class KernelBatch {
           std::max<std::int64_t>(0, static_cast<std::int64_t>(policy.m_upper[d]) - points.lower[d]);
       size *= points.extent[d];
     }
-    add<detail::FlatPolicyOf<Policy>>(label, 0, size, points);
+    add<detail::FlatPolicyOf<Policy>>(label, 0, size, std::move(points));
   }
 
   /// The stream the kernels are ordered on.
@@ -94,12 +96,15 @@ class KernelBatch {
  private:
   friend class detail::BatchLauncher;  // takes the kernels added since the last launch
 
-  // A kernel of `functor(i)` for i in [begin, end), launched alone with Policy.
+  // A kernel of `functor(i)` for i in [begin, end), launched alone with Policy. A functor
+  // passed as a temporary (a lambda written in the call) is moved in, not copied: a copy of
+  // a CUDA __host__ __device__ lambda allocates.
   template <class Policy, class F>
-  void add(const char* label, std::int64_t begin, std::int64_t end, const F& functor) {
-    auto kernel = std::make_unique<detail::BatchKernelOf<F>>(functor);
-    kernel->type = &detail::batch_kernel_type<Policy, F>;
-    kernel->launch_group = &detail::launch_kernels_of<Policy, F>;
+  void add(const char* label, std::int64_t begin, std::int64_t end, F&& functor) {
+    using Functor = std::remove_cvref_t<F>;
+    auto kernel = std::make_unique<detail::BatchKernelOf<Functor>>(std::forward<F>(functor));
+    kernel->type = &detail::batch_kernel_type<Policy, Functor>;
+    kernel->launch_group = &detail::launch_kernels_of<Policy, Functor>;
     kernel->label = label;
     kernel->begin = begin;
     kernel->end = std::max(begin, end);

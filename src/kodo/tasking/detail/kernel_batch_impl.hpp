@@ -13,7 +13,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <new>
+#include <cstring>
 #include <type_traits>
 #include <utility>
 
@@ -36,8 +36,30 @@ struct BatchKernel {
 // (Its storage is recycled: units add kernels every step.)
 template <class F>
 struct BatchKernelOf final : BatchKernel, Recycled<BatchKernelOf<F>> {
-  explicit BatchKernelOf(const F& f) : functor(f) {}
+  template <class G>
+  explicit BatchKernelOf(G&& f) : functor(std::forward<G>(f)) {}
   F functor;
+};
+
+// A functor's bytes, launched in its place. Kokkos copies what it launches two or more
+// times on the host, and a copy of a functor costs its views' reference counts and, for a
+// CUDA __host__ __device__ lambda, a heap allocation: most of a batch's launch, measured
+// (docs/performance.md). A copy of the bytes costs neither. The functor itself (its batch's)
+// outlives the launch call, which is all the host reads of it; the device reads its own
+// copy, made from the launch's parameters, as it does for any kernel.
+template <class F>
+struct FunctorImage {
+  alignas(F) unsigned char bytes[sizeof(F)];
+  FunctorImage() = default;
+  explicit FunctorImage(const F& f) { std::memcpy(bytes, static_cast<const void*>(&f), sizeof(F)); }
+  KOKKOS_FUNCTION const F& functor() const { return *reinterpret_cast<const F*>(bytes); }
+};
+
+// One kernel launched with its own policy, through its image.
+template <class Policy, class F>
+struct AloneAsImage {
+  FunctorImage<F> image;
+  KOKKOS_FUNCTION void operator()(typename Policy::member_type i) const { image.functor()(i); }
 };
 
 template <class Policy, class F>
@@ -89,8 +111,8 @@ struct BoxPoints {
 
 // Kernels of one functor type as one: index i runs kernel k's functor at its own index,
 // where k's indices start at starts[k] (a search over at most kCapacity entries). The
-// functors travel in the launch's parameters, so nothing is copied to the device by hand
-// and a recorded launch holds them; the launch hint keeps Kokkos from passing them
+// functors' images travel in the launch's parameters, so nothing is copied to the device
+// by hand and a recorded launch holds them; the launch hint keeps Kokkos from passing them
 // through constant memory (kodo's recordings cannot hold that).
 template <class F>
 struct KernelsAsOne {
@@ -98,31 +120,14 @@ struct KernelsAsOne {
   static constexpr int kCapacity =
       static_cast<int>(std::min<std::size_t>(64, 3200 / (sizeof(F) + 2 * sizeof(std::int64_t))));
   static_assert(kCapacity >= 2, "kodo::KernelBatch: functor too large to launch together");
-  union Slot {
-    KOKKOS_FUNCTION Slot() {}
-    KOKKOS_FUNCTION ~Slot() {}
-    F f;
-  };
-  Slot slots[kCapacity];
+  FunctorImage<F> images[kCapacity];
   std::int64_t starts[kCapacity + 1];
   std::int64_t begins[kCapacity];
   int count = 0;
 
   KernelsAsOne() { starts[0] = 0; }
-  KOKKOS_FUNCTION KernelsAsOne(const KernelsAsOne& other) : count(other.count) {
-    for (int k = 0; k < count; ++k) {
-      new (&slots[k].f) F(other.slots[k].f);
-      starts[k] = other.starts[k];
-      begins[k] = other.begins[k];
-    }
-    starts[count] = other.starts[count];
-  }
-  KernelsAsOne& operator=(const KernelsAsOne&) = delete;
-  KOKKOS_FUNCTION ~KernelsAsOne() {
-    for (int k = 0; k < count; ++k) slots[k].f.~F();
-  }
-  void add(F&& f, std::int64_t begin, std::int64_t end) {
-    new (&slots[count].f) F(std::move(f));  // (views moved, not counted again)
+  void add(const F& f, std::int64_t begin, std::int64_t end) {
+    images[count] = FunctorImage<F>(f);
     begins[count] = begin;
     starts[count + 1] = starts[count] + (end - begin);
     ++count;
@@ -138,7 +143,7 @@ struct KernelsAsOne {
       else
         hi = mid;
     }
-    slots[lo].f(begins[lo] + (i - starts[lo]));
+    images[lo].functor()(begins[lo] + (i - starts[lo]));
   }
 };
 
@@ -157,14 +162,14 @@ void launch_kernels_of(const ExecutionSpace& space, BatchKernel* const* kernels,
     Kokkos::parallel_for(of(0).label,
                          Policy(space, static_cast<Index>(of(0).begin),
                                 static_cast<Index>(of(0).end)),
-                         of(0).functor);
+                         AloneAsImage<Policy, F>{FunctorImage<F>(of(0).functor)});
     return;
   }
   for (std::size_t first = 0; first < count;) {
     KernelsAsOne<F> one;
     for (; first < count && one.count < KernelsAsOne<F>::kCapacity; ++first)
       if (of(first).end > of(first).begin)
-        one.add(std::move(of(first).functor), of(first).begin, of(first).end);
+        one.add(of(first).functor, of(first).begin, of(first).end);
     if (one.size() == 0) continue;
     Kokkos::parallel_for(
         of(0).label,
