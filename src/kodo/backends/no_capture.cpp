@@ -23,6 +23,7 @@ void destroy_captured(CapturedGraph) {}
 bool update_exec(NativeGraphExec, CapturedGraph) { unsupported(); }
 NativeGraphExec instantiate_captured(CapturedGraph) { unsupported(); }
 std::uint64_t shape_key(CapturedGraph) { unsupported(); }
+bool recorded_on(NativeStream) { unsupported(); }
 void wait_event(NativeStream, NativeEvent) { unsupported(); }
 bool recordable_memory(const void*) { return true; }
 EventState event_state(NativeEvent) { return EventState::reached; }

@@ -205,9 +205,13 @@ void Recording::close() {
   unwatch();
   if (mode_ == Mode::capture) {
     try {
+      // Streams the turn used join the origin (a graph ends on it); a stream with nothing
+      // recorded on it has nothing to join.
       std::size_t i = 0;
       pool_.for_each([&](Stream& s) {
-        backend::order_after(origin_, s.native_handle(), stream_events_[i++]);
+        if (backend::recorded_on(s.native_handle()))
+          backend::order_after(origin_, s.native_handle(), stream_events_[i]);
+        ++i;
       });
       make_copies();
       const backend::CapturedGraph graph = backend::end_capture(origin_);

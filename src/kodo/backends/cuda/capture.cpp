@@ -73,6 +73,21 @@ std::uint64_t shape_key(CapturedGraph graph) {
   return (static_cast<std::uint64_t>(nodes) << 32) ^ static_cast<std::uint64_t>(edges);
 }
 
+bool recorded_on(NativeStream stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  const cudaGraphNode_t* nodes = nullptr;
+  std::size_t count = 0;
+#if CUDART_VERSION >= 13000
+  KODO_CUDA_CHECK(cudaStreamGetCaptureInfo(static_cast<cudaStream_t>(stream), &status, nullptr,
+                                           nullptr, &nodes, nullptr, &count));
+#else
+  KODO_CUDA_CHECK(cudaStreamGetCaptureInfo(static_cast<cudaStream_t>(stream), &status, nullptr,
+                                           nullptr, &nodes, &count));
+#endif
+  // It joined with the recording's first (empty) set of nodes; work adds nodes to it.
+  return status != cudaStreamCaptureStatusActive || count > 0;
+}
+
 void wait_event(NativeStream stream, NativeEvent event) {
   KODO_CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream),
                                       static_cast<cudaEvent_t>(event), 0));

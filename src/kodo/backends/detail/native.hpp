@@ -193,6 +193,9 @@ NativeGraphExec instantiate_captured(CapturedGraph graph);
 // A cheap key of `graph`'s shape (its numbers of nodes and edges): a program can take the
 // work of a graph only if their keys are equal.
 std::uint64_t shape_key(CapturedGraph graph);
+// Whether `stream`, joined to a recording at its start, has had work recorded on it since
+// (or waited for work that was): one with none need not be joined back at its end.
+bool recorded_on(NativeStream stream);
 // `stream` waits (on the device) for the latest record of `event`.
 void wait_event(NativeStream stream, NativeEvent event);
 // Whether a copy from or to `p` may be recorded: device memory, or host memory the device
