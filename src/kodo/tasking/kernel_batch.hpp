@@ -43,7 +43,8 @@ class KernelBatch {
 
   /// Adds a kernel: `functor(i)` for i in [begin, end), as Kokkos::parallel_for with a
   /// RangePolicy on the stream would run it; `label` names it to profilers (a static
-  /// string: it is read at the launch).
+  /// string: it is read at the launch). A functor made in the call is moved in, one passed
+  /// by name copied once; the launch copies neither.
   template <class F>
   void parallel_for(const char* label, std::int64_t begin, std::int64_t end, F&& functor) {
     parallel_for(label,
