@@ -21,6 +21,9 @@
 //   faulty_peer_program stray-tags       rank 1 sends rank 0 2,000 tagged messages of 2 KiB
 //                                        on numbers no link has while rank 0 is in run()
 //   faulty_peer_program honest-migration the migration of the first modes, told truthfully
+//   faulty_peer_program stray-tags-in-migration  rank 1 sends rank 0 the junk of stray-tags
+//                                        just before 512 units trade ranks (through UCX
+//                                        under KODO_CHANNELS=ucx), without waiting for it
 // The faults are made as the messages leave rank 1: this program's own MPI_Isend and
 // MPI_Allgather (the MPI profiling interface) drop, alter or hold them, as a rank built
 // from altered sources would, then pass the others on to PMPI.
@@ -43,7 +46,15 @@ namespace {
 
 using kodo::detail::cat;
 
-enum class Fault { none, drop_header, drop_filled, stuck_at_balance, claim_header, round_header };
+enum class Fault {
+  none,
+  drop_header,
+  drop_filled,
+  stuck_at_balance,
+  claim_header,
+  round_header,
+  stray_tags
+};
 Fault fault = Fault::none;  // armed on rank 1 just before the call it spoils
 
 // A unit with a view, which travels apart from its records when it moves.
@@ -95,12 +106,29 @@ extern "C" int MPI_Allgather(const void* send, int count, MPI_Datatype type, voi
 
 namespace {
 
-int migrate_or_report(kodo::Runtime& runtime, Fault armed) {
-  auto movers = kodo::Collection<Mover>::create(runtime, {2, 1, 1});
+// Rank 1's junk: 2,000 tagged messages of 2 KiB to rank 0 on numbers no link has. With
+// `wait`, until rank 0 has taken them all from UCX (its sends complete only then).
+void send_strays(kodo::Runtime& runtime, bool wait) {
+  auto& transport = kodo::detail::RuntimeAccess::channel_host(runtime).transport();
+  static std::vector<std::byte> junk(2048, std::byte{0x5a});
+  static int done = 0;
+  constexpr int kStrays = 2000;
+  for (int i = 0; i < kStrays; ++i)
+    transport.tag_send(0, (std::uint64_t{0xdead0000} + static_cast<std::uint64_t>(i)) << 32,
+                       {junk.data(), junk.size(), kodo::detail::MemoryKind::host},
+                       [](ucs_status_t, std::size_t) { ++done; });
+  while (wait && done < kStrays) transport.progress();
+}
+
+int migrate_or_report(kodo::Runtime& runtime, Fault armed, std::int64_t units = 2) {
+  auto movers = kodo::Collection<Mover>::create(runtime, {units, 1, 1});
   runtime.run();
+  std::vector<int> owners;  // every unit trades ranks
+  for (std::int64_t i = 0; i < units; ++i) owners.push_back(1 - movers.owner({i, 0, 0}));
   if (runtime.rank() == 1) fault = armed;
+  if (fault == Fault::stray_tags) send_strays(runtime, false);  // the pieces follow it
   try {
-    kodo::migrate(movers, {1, 0});  // the two units trade ranks
+    kodo::migrate(movers, owners);
   } catch (const kodo::Error& e) {
     kodo::print_error(cat("rank ", runtime.rank(), ": kodo::Error: ", e.what()));
     return 1;
@@ -114,18 +142,8 @@ int migrate_or_report(kodo::Runtime& runtime, Fault armed) {
 
 // Rank 1 sends junk before it enters run(); its sends complete only as rank 0, in run(),
 // takes them from UCX.
-int send_strays(kodo::Runtime& runtime) {
-  if (runtime.rank() == 1) {
-    auto& transport = kodo::detail::RuntimeAccess::channel_host(runtime).transport();
-    std::vector<std::byte> junk(2048, std::byte{0x5a});
-    int done = 0;
-    constexpr int kStrays = 2000;
-    for (int i = 0; i < kStrays; ++i)
-      transport.tag_send(0, (std::uint64_t{0xdead0000} + static_cast<std::uint64_t>(i)) << 32,
-                         {junk.data(), junk.size(), kodo::detail::MemoryKind::host},
-                         [&done](ucs_status_t, std::size_t) { ++done; });
-    while (done < kStrays) transport.progress();
-  }
+int strays_in_run(kodo::Runtime& runtime) {
+  if (runtime.rank() == 1) send_strays(runtime, true);
   runtime.run();
   std::printf("rank %d: unexpected: the stray messages were taken\n", runtime.rank());
   return 0;
@@ -151,7 +169,8 @@ int main(int argc, char** argv) {
   if (mode == "claim-header") return migrate_or_report(runtime, Fault::claim_header);
   if (mode == "round-header") return migrate_or_report(runtime, Fault::round_header);
   if (mode == "honest-migration") return migrate_or_report(runtime, Fault::none);
-  if (mode == "stray-tags") return send_strays(runtime);
+  if (mode == "stray-tags") return strays_in_run(runtime);
+  if (mode == "stray-tags-in-migration") return migrate_or_report(runtime, Fault::stray_tags, 512);
   if (mode == "stuck-at-balance") {
     auto walkers = kodo::Collection<Walker>::create(runtime, {2, 1, 1});
     kodo::balance_points(walkers, [](const kodo::BalanceInput& in) { return in.owners; });
@@ -174,7 +193,8 @@ int main(int argc, char** argv) {
   std::fputs(
       "usage: faulty_peer_program drop-header|drop-filled|stuck-at-balance|absent-at-start|"
       "absent-at-create|"
-      "absent-at-end|claim-header|round-header|stray-tags|honest-migration\n",
+      "absent-at-end|claim-header|round-header|stray-tags|stray-tags-in-migration|honest-"
+      "migration\n",
       stderr);
   return 2;
 }

@@ -19,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 namespace kodo::detail {
@@ -125,11 +126,15 @@ void announce_link(ChannelRegistry& registry, const LinkAnnouncement& announceme
 std::string describe_waiting_transfers(const ChannelRegistry& registry);
 // Tagged messages on a number no link of this rank has (a sender's bug, or a guess: UCX
 // keeps what no receive matches, without bound) are taken out of UCX and dropped, oldest
-// first, until the oldest is a live link's (it waits for its receive). Throws kodo::Error
-// past kMostStrayMessages in the job, or at one of more than kMostStrayBytes. Counted in
-// ChannelRegistry::stray_messages.
+// first, until the oldest is a live link's or on one of `also_kept` (a migration's
+// numbers: it waits for its receive). Throws kodo::Error past kMostStrayMessages in the
+// job, or at one of more than kMostStrayBytes. Counted in ChannelRegistry::stray_messages.
+// Every loop that drives UCX while ranks wait on each other calls it every
+// kStrayInterval turns: run(), a migration's UCX route.
 inline constexpr std::uint64_t kMostStrayMessages = 1024, kMostStrayBytes = 1 << 20;
-void drop_stray_messages(ChannelRegistry& registry, UcxTransport& transport);
+inline constexpr unsigned kStrayInterval = 64;
+void drop_stray_messages(ChannelRegistry& registry, UcxTransport& transport,
+                         const std::unordered_set<std::uint32_t>& also_kept = {});
 
 // A same-node ring offered by the receiving end (or its refusal of the route: UCX), or
 // refused by the sending end (it could not map the buffers). Travels as channel_ring.

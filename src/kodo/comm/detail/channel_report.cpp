@@ -56,10 +56,12 @@ std::string describe_waiting_transfers(const ChannelRegistry& registry) {
   return os.str();
 }
 
-void drop_stray_messages(ChannelRegistry& registry, UcxTransport& transport) {
+void drop_stray_messages(ChannelRegistry& registry, UcxTransport& transport,
+                         const std::unordered_set<std::uint32_t>& also_kept) {
   while (const auto oldest = transport.probe(0, 0)) {
     const auto [tag, bytes] = *oldest;
-    if (registry.numbers_in_use.contains(static_cast<std::uint32_t>(tag >> kNumberBits))) return;
+    const auto number = static_cast<std::uint32_t>(tag >> kNumberBits);
+    if (registry.numbers_in_use.contains(number) || also_kept.contains(number)) return;
     // UCX's tagged messages do not say who sent them: the error cannot name a rank.
     const auto refuse = [&](const auto&... why) {
       throw Error(cat("a tagged message (tag ", std::hex, tag, std::dec, ", ", bytes,

@@ -32,9 +32,6 @@ constexpr int kDispatchBatch = 64;
 // yields the processor between turns (for ranks sharing cores); a short wait is spent
 // polling, so a message that arrives soon is seen at once.
 constexpr unsigned kWaveTestInterval = 16, kSpinTurns = 1024;
-// Tagged messages no link will take are looked for every few turns, busy or idle: UCX
-// keeps them without bound (a probe of an empty queue costs tens of nanoseconds).
-constexpr unsigned kStrayInterval = 64;
 // Units' calls whose device time is pending before the reached ones are added up.
 constexpr std::size_t kFoldDeviceLoadsAt = 256;
 
@@ -268,6 +265,8 @@ void Scheduler::run() {
   auto idle_since = std::chrono::steady_clock::now();
   for (unsigned idle_turns = 0, turns = 0;;) {
     if (watchdog_.active()) watchdog_.turned();
+    // Tagged messages no link will take are looked for every few turns, busy or idle: UCX
+    // keeps them without bound (a probe of an empty queue costs tens of nanoseconds).
     if (++turns % kStrayInterval == 0) try {
         drop_stray_messages(*channels_, *transport_);
       } catch (...) {

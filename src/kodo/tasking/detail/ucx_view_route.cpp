@@ -4,6 +4,7 @@
 #include <kodo/tasking/detail/ucx_view_route.hpp>
 
 #include <kodo/comm/detail/channel_end.hpp>
+#include <kodo/comm/detail/channel_impl.hpp>
 #include <kodo/comm/detail/transport_staging.hpp>
 #include <kodo/comm/detail/ucx_transport.hpp>
 #include <kodo/core/detail/agree.hpp>
@@ -13,6 +14,7 @@
 #include <algorithm>
 #include <deque>
 #include <map>
+#include <unordered_set>
 
 namespace kodo::detail {
 namespace {
@@ -51,12 +53,16 @@ class UcxViewExchange {
         problem_(problem),
         rank_(rt.rank()),
         transport_(RuntimeAccess::channel_host(rt).transport()),
+        registry_(RuntimeAccess::channel_host(rt).channels()),
         slot_kind_(transport_.carries(memory_kind<ExecutionSpace::memory_space>())
                        ? memory_kind<ExecutionSpace::memory_space>()
                        : MemoryKind::host),
         space_(rt.streams().communication(0).space()) {
     for (const ViewPiece& p : out) outgoing_.push_back(Piece{p});
-    for (const ViewPiece& p : in) incoming_.push_back(Piece{p});
+    for (const ViewPiece& p : in) {
+      incoming_.push_back(Piece{p});
+      arriving_numbers_.insert(p.tag_number);
+    }
   }
 
   // Slots for the largest piece each, as many as there are pieces up to kStagingSlots
@@ -88,6 +94,7 @@ class UcxViewExchange {
       post_receives();
       send_pieces();
       transport_.progress();
+      drop_strays();
       copy_out_arrived();
       heed_stop_notice();
       if (const std::size_t moved = done_in_ + done_out_; moved != moved_) {
@@ -105,8 +112,10 @@ class UcxViewExchange {
                                MPI_STATUSES_IGNORE));
     MPI_Request all;
     KODO_MPI_CHECK(MPI_Ibarrier(rt_.comm(), &all));
-    for (int over = 0; !over; KODO_MPI_CHECK(MPI_Test(&all, &over, MPI_STATUS_IGNORE)))
+    for (int over = 0; !over; KODO_MPI_CHECK(MPI_Test(&all, &over, MPI_STATUS_IGNORE))) {
       transport_.progress();
+      drop_strays();
+    }
   }
 
   int rank() const { return rank_; }
@@ -132,6 +141,26 @@ class UcxViewExchange {
         return cat("rank ", outgoing_[slot.piece].peer, " to take ",
                    waits_.piece(outgoing_[slot.piece]), " (UCX)");
     return "its own copies of moving units' views";
+  }
+
+  // Every kStrayInterval turns, tagged messages on numbers that neither a channel link
+  // nor a unit arriving here has are dropped, as run() does (drop_stray_messages): the
+  // ranks may wait here on each other for long. One refused is this rank's problem,
+  // agreed by every rank after the exchange; it stays first in UCX's queue, so no more
+  // are looked for here (the exchange ends: its pieces are bounded).
+  void drop_strays() noexcept {
+    if (stray_refused_ || ++turns_ % kStrayInterval != 0) return;
+    try {
+      drop_stray_messages(registry_, transport_, arriving_numbers_);
+    } catch (...) {
+      stray_refused_ = true;
+      if (!problem_.empty()) return;
+      try {
+        problem_ = what_of_current();
+      } catch (...) {
+        problem_ = "kodo: a tagged message no channel link or migration has was refused";
+      }
+    }
   }
 
   void failed(const char* what, ucs_status_t status) noexcept {
@@ -287,6 +316,10 @@ class UcxViewExchange {
   std::string& problem_;
   const int rank_;
   UcxTransport& transport_;
+  ChannelRegistry& registry_;
+  std::unordered_set<std::uint32_t> arriving_numbers_;  // this rank drew them (migration.cpp)
+  unsigned turns_ = 0;
+  bool stray_refused_ = false;
   const MemoryKind slot_kind_;
   const ExecutionSpace& space_;
   std::vector<Piece> outgoing_, incoming_;
