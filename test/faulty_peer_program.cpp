@@ -22,11 +22,11 @@
 //                                        on numbers no link has while rank 0 is in run()
 //   faulty_peer_program honest-migration the migration of the first modes, told truthfully
 //   faulty_peer_program stray-tags-in-migration  rank 1 sends rank 0 the junk of stray-tags
-//                                        just before 512 units trade ranks (through UCX
-//                                        under KODO_CHANNELS=ucx), without waiting for it
-// The faults are made as the messages leave rank 1: this program's own MPI_Isend and
-// MPI_Allgather (the MPI profiling interface) drop, alter or hold them, as a rank built
-// from altered sources would, then pass the others on to PMPI.
+//                                        once 512 units' headers are traded, before their
+//                                        views (through UCX under KODO_CHANNELS=ucx)
+// The faults are made as the messages leave rank 1: this program's own MPI_Isend,
+// MPI_Allgather and MPI_Allreduce (the MPI profiling interface) drop, alter or hold them, as a rank
+// built from altered sources would, then pass the others on to PMPI.
 
 #include "filled_unit.hpp"
 
@@ -56,6 +56,9 @@ enum class Fault {
   stray_tags
 };
 Fault fault = Fault::none;  // armed on rank 1 just before the call it spoils
+kodo::Runtime* strays_from = nullptr;
+bool header_left = false;  // rank 1's migration header went out
+void send_strays(kodo::Runtime& runtime, bool wait);
 
 // A unit with a view, which travels apart from its records when it moves.
 using Mover = FilledUnit;
@@ -84,6 +87,7 @@ extern "C" int MPI_Isend(const void* data, int count, MPI_Datatype type, int to,
     *request = MPI_REQUEST_NULL;  // sent, as far as rank 1 knows
     return MPI_SUCCESS;
   }
+  if (header) header_left = true;
   Header altered{};
   if ((fault == Fault::claim_header || fault == Fault::round_header) && header) {
     std::memcpy(&altered, data, sizeof altered);
@@ -102,6 +106,19 @@ extern "C" int MPI_Allgather(const void* send, int count, MPI_Datatype type, voi
                              int receive_count, MPI_Datatype receive_type, MPI_Comm comm) {
   if (fault == Fault::stuck_at_balance && count == 2 && type == MPI_UINT64_T) sleep(60);
   return PMPI_Allgather(send, count, type, receive, receive_count, receive_type, comm);
+}
+
+// Rank 1's junk in a migration, once the ranks agreed on the headers they traded: every
+// rank has left the migration's run() by then (which would take the junk itself), and
+// rank 1's views follow the junk.
+extern "C" int MPI_Allreduce(const void* send, void* receive, int count, MPI_Datatype type,
+                             MPI_Op op, MPI_Comm comm) {
+  const int status = PMPI_Allreduce(send, receive, count, type, op, comm);
+  if (fault == Fault::stray_tags && header_left) {
+    fault = Fault::none;
+    send_strays(*strays_from, false);
+  }
+  return status;
 }
 
 namespace {
@@ -126,7 +143,7 @@ int migrate_or_report(kodo::Runtime& runtime, Fault armed, std::int64_t units = 
   std::vector<int> owners;  // every unit trades ranks
   for (std::int64_t i = 0; i < units; ++i) owners.push_back(1 - movers.owner({i, 0, 0}));
   if (runtime.rank() == 1) fault = armed;
-  if (fault == Fault::stray_tags) send_strays(runtime, false);  // the pieces follow it
+  strays_from = &runtime;  // stray-tags: sent once the headers are traded
   try {
     kodo::migrate(movers, owners);
   } catch (const kodo::Error& e) {
