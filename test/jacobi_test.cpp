@@ -1,5 +1,6 @@
 // SPDX-FileCopyrightText: 2026 The kodo developers
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+#include "test_access.hpp"
 #include "test_runtime.hpp"
 
 #include <gtest/gtest.h>
@@ -47,13 +48,21 @@ TEST(JacobiOptions, ParsesFlags) {
   EXPECT_TRUE(jacobi::parse_options({"--help"}).help);
   EXPECT_TRUE(jacobi::parse_options({"--sync"}).sync);
   EXPECT_FALSE(o.sync);
+  EXPECT_EQ(jacobi::parse_options({"--path", "unit", "--batches", "faces"}).batches,
+            jacobi::Batches::faces);
+  EXPECT_EQ(jacobi::parse_options({"--path", "task", "--batches", "none"}).batches,
+            jacobi::Batches::none);
 }
 
 TEST(JacobiOptions, RejectsBadInput) {
   using V = std::vector<std::string>;
   for (const V& bad :
        {V{"--odf", "0"}, V{"-x", "0"}, V{"-x", "-4"}, V{"-y", "ten"}, V{"-z", "4x"}, V{"-z", ""},
-        V{"-i", "-1"}, V{"-w", "-1"}, V{"--bogus"}, V{"-x"}, V{"-x", "99999999999999999999999"}})
+        V{"-i", "-1"}, V{"-w", "-1"}, V{"--bogus"}, V{"-x"}, V{"-x", "99999999999999999999999"},
+        // --batches: of the task path, and of the unit path's kernels launched one by one
+        V{"--batches", "none"}, V{"--path", "unit", "--fusion", "C", "--batches", "all"},
+        V{"--path", "unit", "--graphs", "--batches", "all"},
+        V{"--path", "unit", "--overlap", "--batches", "faces"}})
     EXPECT_THROW(jacobi::parse_options(bad), std::invalid_argument) << bad[0];
 }
 
@@ -304,6 +313,43 @@ INSTANTIATE_TEST_SUITE_P(Overlap, JacobiDecomposition,
                                                           kodo::CommMode::host_staged),
                                           testing::Values(jacobi::Fusion::none),
                                           testing::Values(false), testing::Values(true)));
+
+// The unit path's packs, unpacks and update go out as kernel batches (BlockConfig::batches):
+// each kernel exactly once, several blocks' kernels in one launch, the serial reference's
+// checksum; with none, every kernel on its own.
+TEST(JacobiUnitPath, LaunchesTheBlocksKernelsTogether) {
+  auto& rt = test_runtime();
+  const jacobi::Grid grid{13, 11, 9};
+  constexpr std::int64_t kIterations = 5;
+  const auto units = kodo::split_grid({grid.x, grid.y, grid.z}, 5 * rt.size());
+  for (const auto batches : {jacobi::Batches::all, jacobi::Batches::faces, jacobi::Batches::none}) {
+    jacobi::BlockConfig config{grid};
+    config.batches = batches;
+    auto blocks = kodo::Collection<jacobi::JacobiBlock>::create(rt, units, config);
+    // Kernels a block batches an iteration: a pack and an unpack a neighbour, the update.
+    std::size_t per_iteration = 0;
+    blocks.for_each_local([&](const jacobi::JacobiBlock& b) {
+      const auto place = jacobi::place_block(grid, units, b.index());
+      for (bool n : place.has_neighbour)
+        per_iteration += batches == jacobi::Batches::none ? 0 : 2 * n;
+      per_iteration += batches == jacobi::Batches::all ? 1 : 0;
+    });
+    const auto& launcher = kodo::detail::TestAccess::batches(rt);
+    const std::size_t kernels_before = launcher.kernels(), launches_before = launcher.launches();
+    blocks.broadcast_local<&jacobi::JacobiBlock::iterate>(kIterations);
+    blocks.broadcast_local<&jacobi::JacobiBlock::compute_checksum>();
+    rt.run();
+    const std::size_t kernels = launcher.kernels() - kernels_before;
+    const std::size_t launches = launcher.launches() - launches_before;
+    EXPECT_EQ(kernels, per_iteration * kIterations) << static_cast<int>(batches);
+    if (batches != jacobi::Batches::none) {
+      EXPECT_LT(launches, kernels) << static_cast<int>(batches);
+    }
+    EXPECT_EQ(blocks.reduced<jacobi::Summary>().checksum,
+              jacobi::serial_reference(grid, kIterations).checksum)
+        << static_cast<int>(batches);
+  }
+}
 
 // The rank program (kodo::StepProgram over the blocks' plan_step): the serial reference
 // for 1 to 5 units per rank, every fusion, both transfer modes, steps asked for in pieces.

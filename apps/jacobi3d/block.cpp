@@ -54,6 +54,11 @@ JacobiBlock::JacobiBlock(const kodo::UnitInit<JacobiBlock>& init, const BlockCon
   // The task path sends from the communication stream: its overlap then runs the inner box
   // of n + 1 beside the copies of the faces of n + 1, not behind them.
   pack_stream_ = faces_read_from_buffers() && !config_.task ? compute_ : comm_;
+  if (in_batches()) {
+    packs_.emplace(*pack_stream_);
+    unpacks_.emplace(*comm_);
+    updates_.emplace(*compute_);
+  }
   for (auto& f : field_) {
     f = Field(Kokkos::view_alloc(Kokkos::WithoutInitializing, "jacobi::field"),
               shape_.padded_size());
@@ -136,6 +141,7 @@ void JacobiBlock::iterate(std::int64_t count) {
 }
 
 void JacobiBlock::advance() {
+  if (in_batches()) return advance_in_batches();
   while (iteration_ < target_) {
     const int p = static_cast<int>(iteration_ % 2);
     if (faces_sent_for_ < iteration_) {
@@ -186,6 +192,83 @@ void JacobiBlock::advance() {
   // waits for is in (the neighbours may need this rank's loop until then).
   if (checksum_requested_ && (waits_from_ < 0 || least_handed() >= iteration_))
     contribute_checksum();
+}
+
+bool JacobiBlock::in_batches() const {
+  return !config_.task && !config_.rank_program && config_.batches != Batches::none &&
+         config_.fusion == Fusion::none && !config_.graphs && !config_.overlap &&
+         config_.completion == Completion::engine;
+}
+
+// advance() with batches: the packs of n, the unpacks of its faces and update n each go
+// out with the other blocks' at the end of the turn, and what must follow a kernel on
+// another stream (the sends, the update, the next packs) waits for its launch's callback.
+void JacobiBlock::advance_in_batches() {
+  while (!launching_ && iteration_ < target_) {
+    const int p = static_cast<int>(iteration_ % 2);
+    if (faces_sent_for_ < iteration_) {
+      if (neighbours_ > 0 && faces_packed_for_ < iteration_) return launch_packs();
+      send_faces();
+    }
+    if (received_[p] < neighbours_) return;  // the missing faces' unpacks
+    received_[p] = 0;
+    compute_->wait_for(*comm_);  // the unpacks of this iteration
+    if (config_.batches != Batches::all) {
+      update(compute_->space(), field_[p], field_[1 - p], shape_);
+      extra_work(compute_->space(), p);
+      ++iteration_;
+      ++step_;
+      continue;
+    }
+    update(*updates_, field_[p], field_[1 - p], shape_);
+    for (std::int64_t k = 1; k < work_factor_; ++k) update(*updates_, field_[p], scratch_, shape_);
+    launching_ = true;
+    launch(*updates_, [this] {
+      launching_ = false;
+      ++iteration_;
+      ++step_;
+      advance_in_batches();
+    });
+  }
+  if (!launching_ && checksum_requested_) contribute_checksum();
+}
+
+// The faces of iteration_ packed with the other blocks' (after update n - 1), then sent.
+void JacobiBlock::launch_packs() {
+  const int p = static_cast<int>(iteration_ % 2);
+  faces_packed_for_ = iteration_;
+  pack_stream_->wait_for(*compute_);
+  for (int f = 0; f < 6; ++f)
+    if (has_neighbour_[f]) pack_face(*packs_, field_[p], shape_, f, send_buffer_[p][f]);
+  launching_ = true;
+  launch(*packs_, [this] {
+    launching_ = false;
+    advance_in_batches();
+  });
+}
+
+// Face f of iteration n unpacked with the other blocks' faces of this turn; counted in
+// and its buffer released once the unpack is launched (unpacks_launched).
+void JacobiBlock::unpack_in_batch(std::int64_t n, int f) {
+  // An empty batch waits for no launch: what it held went out.
+  if (unpacks_->empty()) unpacks_waiting_ = 0;
+  unpack_face(*unpacks_, field_[n % 2], shape_, f, receive_buffer_[n % 2][f]);
+  unpacking_.at(static_cast<std::size_t>(unpacking_count_++)) = {n, f};
+  if (++unpacks_waiting_ == 1) launch(*unpacks_, [this] { unpacks_launched(); });
+}
+
+void JacobiBlock::unpacks_launched() {
+  const int launched = unpacking_count_ - (unpacks_->empty() ? 0 : unpacks_waiting_);
+  for (int i = 0; i < launched; ++i) {
+    const auto [n, f] = unpacking_[static_cast<std::size_t>(i)];
+    ++received_[n % 2];
+    // The buffer may take the face of n + 2 (see on_face).
+    faces_in_[f].release(static_cast<std::uint64_t>(n));
+  }
+  std::copy(unpacking_.begin() + launched, unpacking_.begin() + unpacking_count_,
+            unpacking_.begin());
+  unpacking_count_ -= launched;
+  advance_in_batches();
 }
 
 kodo::Task JacobiBlock::run_iterations(std::int64_t count) {
@@ -354,6 +437,7 @@ void JacobiBlock::on_face(std::int64_t n, int f) {
   if (n != iteration_ && n != iteration_ + 1)
     throw Error("jacobi3d: a face for iteration " + std::to_string(n) +
                 " reached a block at iteration " + std::to_string(iteration_));
+  if (in_batches()) return unpack_in_batch(n, f);
   // Our face f is filled from the neighbour's opposite face (with fusion B, all faces
   // of the iteration at once in advance(); in whole steps, by the step).
   if (config_.fusion != Fusion::B && !faces_read_from_buffers())

@@ -73,7 +73,9 @@ struct BlockConfig {
   // The balancers weigh the device time of the block's work on its compute stream
   // (measured), not its points times the work factor (stated).
   bool measured_load = false;
-  Batches batches = Batches::all;  // the task path's kernels launched with other blocks'
+  // Kernels launched with other blocks' (the task path; the unit path with fusion none,
+  // the completion engine and no graphs or overlap).
+  Batches batches = Batches::all;
 };
 
 // With the rank program (BlockConfig::rank_program) a block only plans an iteration of
@@ -100,6 +102,10 @@ struct BlockConfig {
 // reads the faces from the receive buffers and writes the faces of n + 1 into the send
 // buffers; those are sent at once, before the next inner box is launched behind them.
 // The faces then travel while the inner box of n + 1 runs.
+// With batches (BlockConfig::batches, fusion none, the completion engine, no graphs or
+// overlap) the unit path's packs, unpacks and update go out as kodo::KernelBatch, each
+// launched once for the rank's blocks at the end of the scheduler's turn; the block goes
+// on from each launch's callback (advance_in_batches).
 // The task path (BlockConfig::task) runs the same iteration (fusion none) as a loop in a
 // coroutine, run_iterations: pack and send, await each face of n (kodo::AwaitableRing)
 // and unpack it, update n; the scheduler resumes it where the callbacks would run. Its
@@ -153,6 +159,12 @@ class JacobiBlock : public kodo::WorkUnit<JacobiBlock> {
 
  private:
   void advance();
+  // The unit path with batches: advance's loop, going on from each launch's callback.
+  bool in_batches() const;
+  void advance_in_batches();
+  void launch_packs();
+  void unpack_in_batch(std::int64_t n, int f);
+  void unpacks_launched();
   kodo::Task iteration();             // the task path's iteration_
   kodo::Task overlapped_iteration();  // ... with overlap
   void send_faces();
@@ -194,6 +206,17 @@ class JacobiBlock : public kodo::WorkUnit<JacobiBlock> {
   std::int64_t waits_from_ = -1;        // the first iteration whose faces the stream awaits
   std::int64_t handed_[6] = {};         // device waits: faces handed over, per face
   bool checksum_requested_ = false;
+  // The unit path's batches (in_batches): each waits for the end of the scheduler's turn.
+  std::optional<kodo::KernelBatch> packs_, unpacks_, updates_;
+  bool launching_ = false;  // packs or an update of this block wait for their launch
+  // Faces whose unpacks are in unpacks_ or launched with it, in arrival order: the last
+  // unpacks_waiting_ of them wait for the next launch.
+  struct FaceIn {
+    std::int64_t iteration;
+    int face;
+  };
+  std::array<FaceIn, 12> unpacking_{};
+  int unpacking_count_ = 0, unpacks_waiting_ = 0;
   std::int64_t work_factor_ = 1;  // 1, or --imbalance in the grid's lower half in x
   Field scratch_;                 // where the extra work writes
 };

@@ -172,8 +172,11 @@ void check_and_complete(Options& o) {
   if (o.baseline && !o.path.empty())
     throw std::invalid_argument("--baseline is its own method: it takes no --path");
   if (o.path.empty() && !o.baseline) o.path = unit_flags ? "unit" : "rank";
-  if (o.batches_given && o.path != "task")
-    throw std::invalid_argument("--batches chooses the task path's launches: it needs --path task");
+  if (o.batches_given && !(o.path == "task" || (o.path == "unit" && o.fusion == Fusion::none &&
+                                                !o.graphs && !o.sync && !o.overlap)))
+    throw std::invalid_argument(
+        "--batches chooses the launches of --path task, or of --path unit with fusion none and "
+        "neither --graphs, --sync nor --overlap");
   if (o.measured_load && o.path != "task")
     throw std::invalid_argument(
         "--load measured times the resumes of each block's task: it needs --path task (the "
@@ -202,7 +205,8 @@ std::string usage() {
          "               engine), the path --graphs, --sync and --waits choose; task: the\n"
          "               unit path (fusion none) with each block's iterations a loop in a\n"
          "               coroutine (kodo::Task) that awaits its faces\n"
-         "  --batches    --path task: which kernels a block launches with the rank's other\n"
+         "  --batches    --path task, and --path unit with fusion none (no --graphs, --sync\n"
+         "               or --overlap): which kernels a block launches with the rank's other\n"
          "               blocks' as one (kodo::KernelBatch): all (default: packs, unpacks and\n"
          "               the update), faces (packs and unpacks) or none\n"
          "  --comm       halo transfers: device (GPU-aware, default) or host (staged through\n"

@@ -37,7 +37,7 @@ struct Options {
   std::string balancer = "refine";    // greedy, refine or rotate (kodo's balancers)
   bool measured_load = false;         // --load measured: each block's device time, not its points
   std::string lb_data_dir;            // write LB data (DARMA vt's JSON) of each balance here
-  Batches batches = Batches::all;     // --path task: kernels launched with other blocks'
+  Batches batches = Batches::all;     // --path task and unit: kernels launched with others'
   bool batches_given = false;
   bool help = false;
 };
