@@ -10,6 +10,9 @@
 //   faulty_peer_program drop-filled      rank 1 never says it filled the slot rank 0 asked
 //                                        it to fill with a moving unit's view (the
 //                                        same-node route)
+//   faulty_peer_program drop-ask         rank 1 never asks rank 0 for the pieces of the
+//                                        view of the unit rank 0 moves to it (the
+//                                        same-node route)
 //   faulty_peer_program stuck-at-balance rank 1 stops in the gathering of counts at a
 //                                        balance point
 //   faulty_peer_program absent-at-start  rank 1 starts MPI but does not come to start
@@ -50,6 +53,7 @@ enum class Fault {
   none,
   drop_header,
   drop_filled,
+  drop_ask,
   stuck_at_balance,
   claim_header,
   round_header,
@@ -75,15 +79,16 @@ class Walker : public kodo::WorkUnit<Walker> {
 }  // namespace
 
 // Rank 1's messages as they leave it: a migration's header (64 bytes, tag 1 of the
-// migration's tags: migration_messages.hpp) and the same-node route's notice that a slot
-// is filled (2 words, tag 13).
+// migration's tags: migration_messages.hpp) and the same-node route's asks for a piece
+// and notices that a slot is filled (2 words each, tags 12 and 13).
 extern "C" int MPI_Isend(const void* data, int count, MPI_Datatype type, int to, int tag,
                          MPI_Comm comm, MPI_Request* request) {
   using kodo::detail::Header;
   const bool header = tag == kodo::detail::kHeaderTag && type == MPI_BYTE &&
                       count == static_cast<int>(sizeof(Header));
   if ((fault == Fault::drop_header && header) ||
-      (fault == Fault::drop_filled && tag == kodo::detail::kFilledTag && count == 2)) {
+      (fault == Fault::drop_filled && tag == kodo::detail::kFilledTag && count == 2) ||
+      (fault == Fault::drop_ask && tag == kodo::detail::kAskTag && count == 2)) {
     *request = MPI_REQUEST_NULL;  // sent, as far as rank 1 knows
     return MPI_SUCCESS;
   }
@@ -183,6 +188,7 @@ int main(int argc, char** argv) {
   if (runtime.size() != 2) return 2;
   if (mode == "drop-header") return migrate_or_report(runtime, Fault::drop_header);
   if (mode == "drop-filled") return migrate_or_report(runtime, Fault::drop_filled);
+  if (mode == "drop-ask") return migrate_or_report(runtime, Fault::drop_ask);
   if (mode == "claim-header") return migrate_or_report(runtime, Fault::claim_header);
   if (mode == "round-header") return migrate_or_report(runtime, Fault::round_header);
   if (mode == "honest-migration") return migrate_or_report(runtime, Fault::none);
