@@ -52,6 +52,8 @@ TEST(JacobiOptions, ParsesFlags) {
             jacobi::Batches::faces);
   EXPECT_EQ(jacobi::parse_options({"--path", "task", "--batches", "none"}).batches,
             jacobi::Batches::none);
+  EXPECT_EQ(jacobi::parse_options({"--path", "unit", "--overlap", "--batches", "none"}).batches,
+            jacobi::Batches::none);
 }
 
 TEST(JacobiOptions, RejectsBadInput) {
@@ -62,7 +64,7 @@ TEST(JacobiOptions, RejectsBadInput) {
         // --batches: of the task path, and of the unit path's kernels launched one by one
         V{"--batches", "none"}, V{"--path", "unit", "--fusion", "C", "--batches", "all"},
         V{"--path", "unit", "--graphs", "--batches", "all"},
-        V{"--path", "unit", "--overlap", "--batches", "faces"}})
+        V{"--path", "unit", "--sync", "--batches", "faces"}})
     EXPECT_THROW(jacobi::parse_options(bad), std::invalid_argument) << bad[0];
 }
 
@@ -314,40 +316,52 @@ INSTANTIATE_TEST_SUITE_P(Overlap, JacobiDecomposition,
                                           testing::Values(jacobi::Fusion::none),
                                           testing::Values(false), testing::Values(true)));
 
-// The unit path's packs, unpacks and update go out as kernel batches (BlockConfig::batches):
-// each kernel exactly once, several blocks' kernels in one launch, the serial reference's
-// checksum; with none, every kernel on its own.
+// The unit path's packs, unpacks and update (with overlap, its inner box and boundary) go
+// out as kernel batches (BlockConfig::batches): each kernel exactly once, several blocks'
+// kernels in one launch, the serial reference's checksum; with none, every kernel on its own.
 TEST(JacobiUnitPath, LaunchesTheBlocksKernelsTogether) {
   auto& rt = test_runtime();
   const jacobi::Grid grid{13, 11, 9};
   constexpr std::int64_t kIterations = 5;
   const auto units = kodo::split_grid({grid.x, grid.y, grid.z}, 5 * rt.size());
-  for (const auto batches : {jacobi::Batches::all, jacobi::Batches::faces, jacobi::Batches::none}) {
-    jacobi::BlockConfig config{grid};
-    config.batches = batches;
-    auto blocks = kodo::Collection<jacobi::JacobiBlock>::create(rt, units, config);
-    // Kernels a block batches an iteration: a pack and an unpack a neighbour, the update.
-    std::size_t per_iteration = 0;
-    blocks.for_each_local([&](const jacobi::JacobiBlock& b) {
-      const auto place = jacobi::place_block(grid, units, b.index());
-      for (bool n : place.has_neighbour)
-        per_iteration += batches == jacobi::Batches::none ? 0 : 2 * n;
-      per_iteration += batches == jacobi::Batches::all ? 1 : 0;
-    });
-    const auto& launcher = kodo::detail::TestAccess::batches(rt);
-    const std::size_t kernels_before = launcher.kernels(), launches_before = launcher.launches();
-    blocks.broadcast_local<&jacobi::JacobiBlock::iterate>(kIterations);
-    blocks.broadcast_local<&jacobi::JacobiBlock::compute_checksum>();
-    rt.run();
-    const std::size_t kernels = launcher.kernels() - kernels_before;
-    const std::size_t launches = launcher.launches() - launches_before;
-    EXPECT_EQ(kernels, per_iteration * kIterations) << static_cast<int>(batches);
-    if (batches != jacobi::Batches::none) {
-      EXPECT_LT(launches, kernels) << static_cast<int>(batches);
+  const auto& launcher = kodo::detail::TestAccess::batches(rt);
+  for (const bool overlap : {false, true}) {
+    for (const auto batches :
+         {jacobi::Batches::all, jacobi::Batches::faces, jacobi::Batches::none}) {
+      jacobi::BlockConfig config{grid};
+      config.overlap = overlap;
+      config.batches = batches;
+      auto blocks = kodo::Collection<jacobi::JacobiBlock>::create(rt, units, config);
+      // Kernels a block batches an iteration: a pack and an unpack a neighbour, the update.
+      std::size_t per_iteration = 0, local = 0;
+      blocks.for_each_local([&](const jacobi::JacobiBlock& b) {
+        ++local;
+        const auto place = jacobi::place_block(grid, units, b.index());
+        for (bool n : place.has_neighbour)
+          per_iteration += batches == jacobi::Batches::none ? 0 : 2 * n;
+        per_iteration += batches == jacobi::Batches::all ? 1 : 0;
+      });
+      const std::size_t kernels_before = launcher.kernels();
+      const std::size_t launches_before = launcher.launches();
+      blocks.broadcast_local<&jacobi::JacobiBlock::iterate>(kIterations);
+      blocks.broadcast_local<&jacobi::JacobiBlock::compute_checksum>();
+      rt.run();
+      const std::size_t kernels = launcher.kernels() - kernels_before;
+      const std::size_t launches = launcher.launches() - launches_before;
+      const std::string what = (overlap ? "overlap, batches " : "batches ") +
+                               std::to_string(static_cast<int>(batches));
+      if (batches == jacobi::Batches::none || !overlap) {
+        EXPECT_EQ(kernels, per_iteration * kIterations) << what;
+      } else {  // the inner box and the boundary's kernels, and the first faces' packs
+        EXPECT_GE(kernels, 2 * local * kIterations) << what;
+      }
+      if (batches != jacobi::Batches::none && local > 1) {
+        EXPECT_LT(launches, kernels) << what;
+      }
+      EXPECT_EQ(blocks.reduced<jacobi::Summary>().checksum,
+                jacobi::serial_reference(grid, kIterations).checksum)
+          << what;
     }
-    EXPECT_EQ(blocks.reduced<jacobi::Summary>().checksum,
-              jacobi::serial_reference(grid, kIterations).checksum)
-        << static_cast<int>(batches);
   }
 }
 

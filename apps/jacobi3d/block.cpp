@@ -196,41 +196,62 @@ void JacobiBlock::advance() {
 
 bool JacobiBlock::in_batches() const {
   return !config_.task && !config_.rank_program && config_.batches != Batches::none &&
-         config_.fusion == Fusion::none && !config_.graphs && !config_.overlap &&
+         config_.fusion == Fusion::none && !config_.graphs && !config_.device_waits &&
          config_.completion == Completion::engine;
 }
 
-// advance() with batches: the packs of n, the unpacks of its faces and update n each go
-// out with the other blocks' at the end of the turn, and what must follow a kernel on
-// another stream (the sends, the update, the next packs) waits for its launch's callback.
+// advance() with batches: the packs of n, the unpacks of its faces and update n (with
+// overlap: the inner box once the faces of n are sent, the boundary once they are in)
+// each go out with the other blocks' at the end of the turn, and what must follow a
+// kernel on another stream (the sends, the update, the next packs) waits for its
+// launch's callback.
 void JacobiBlock::advance_in_batches() {
   while (!launching_ && iteration_ < target_) {
     const int p = static_cast<int>(iteration_ % 2);
     if (faces_sent_for_ < iteration_) {
       if (neighbours_ > 0 && faces_packed_for_ < iteration_) return launch_packs();
       send_faces();
+      if (config_.overlap) {
+        update_inner(*updates_, field_[p], field_[1 - p], shape_, receive_buffer_[p],
+                     send_buffer_[1 - p]);
+        return launch_updates(false);
+      }
     }
-    if (received_[p] < neighbours_) return;  // the missing faces' unpacks
+    if (received_[p] < neighbours_) return;  // the missing faces (and their unpacks)
     received_[p] = 0;
-    compute_->wait_for(*comm_);  // the unpacks of this iteration
-    if (config_.batches != Batches::all) {
-      update(compute_->space(), field_[p], field_[1 - p], shape_);
-      extra_work(compute_->space(), p);
-      ++iteration_;
-      ++step_;
-      continue;
+    if (config_.overlap) {
+      update_boundary(*updates_, field_[p], field_[1 - p], shape_, receive_buffer_[p],
+                      send_buffer_[1 - p]);
+      faces_packed_for_ = iteration_ + 1;
+    } else {
+      compute_->wait_for(*comm_);  // the unpacks of this iteration
+      if (config_.batches != Batches::all) {
+        update(compute_->space(), field_[p], field_[1 - p], shape_);
+        extra_work(compute_->space(), p);
+        ++iteration_;
+        ++step_;
+        continue;
+      }
+      update(*updates_, field_[p], field_[1 - p], shape_);
     }
-    update(*updates_, field_[p], field_[1 - p], shape_);
     for (std::int64_t k = 1; k < work_factor_; ++k) update(*updates_, field_[p], scratch_, shape_);
-    launching_ = true;
-    launch(*updates_, [this] {
-      launching_ = false;
-      ++iteration_;
-      ++step_;
-      advance_in_batches();
-    });
+    return launch_updates(true);
   }
   if (!launching_ && checksum_requested_) contribute_checksum();
+}
+
+// The update's batch launched with the other blocks'; then the block goes on, the
+// iteration done when `completes` (the whole update, or the boundary after the inner box).
+void JacobiBlock::launch_updates(bool completes) {
+  launching_ = true;
+  launch(*updates_, [this, completes] {
+    launching_ = false;
+    if (completes) {
+      ++iteration_;
+      ++step_;
+    }
+    advance_in_batches();
+  });
 }
 
 // The faces of iteration_ packed with the other blocks' (after update n - 1), then sent.
@@ -437,7 +458,7 @@ void JacobiBlock::on_face(std::int64_t n, int f) {
   if (n != iteration_ && n != iteration_ + 1)
     throw Error("jacobi3d: a face for iteration " + std::to_string(n) +
                 " reached a block at iteration " + std::to_string(iteration_));
-  if (in_batches()) return unpack_in_batch(n, f);
+  if (in_batches() && !faces_read_from_buffers()) return unpack_in_batch(n, f);
   // Our face f is filled from the neighbour's opposite face (with fusion B, all faces
   // of the iteration at once in advance(); in whole steps, by the step).
   if (config_.fusion != Fusion::B && !faces_read_from_buffers())

@@ -74,7 +74,7 @@ struct BlockConfig {
   // (measured), not its points times the work factor (stated).
   bool measured_load = false;
   // Kernels launched with other blocks' (the task path; the unit path with fusion none,
-  // the completion engine and no graphs or overlap).
+  // the completion engine and no graphs or device waits).
   Batches batches = Batches::all;
 };
 
@@ -103,9 +103,10 @@ struct BlockConfig {
 // buffers; those are sent at once, before the next inner box is launched behind them.
 // The faces then travel while the inner box of n + 1 runs.
 // With batches (BlockConfig::batches, fusion none, the completion engine, no graphs or
-// overlap) the unit path's packs, unpacks and update go out as kodo::KernelBatch, each
-// launched once for the rank's blocks at the end of the scheduler's turn; the block goes
-// on from each launch's callback (advance_in_batches).
+// device waits) the unit path's packs, unpacks and update (with overlap, its inner box and
+// boundary) go out as kodo::KernelBatch, each launched once for the rank's blocks at the
+// end of the scheduler's turn; the block goes on from each launch's callback
+// (advance_in_batches).
 // The task path (BlockConfig::task) runs the same iteration (fusion none) as a loop in a
 // coroutine, run_iterations: pack and send, await each face of n (kodo::AwaitableRing)
 // and unpack it, update n; the scheduler resumes it where the callbacks would run. Its
@@ -163,6 +164,7 @@ class JacobiBlock : public kodo::WorkUnit<JacobiBlock> {
   bool in_batches() const;
   void advance_in_batches();
   void launch_packs();
+  void launch_updates(bool completes);
   void unpack_in_batch(std::int64_t n, int f);
   void unpacks_launched();
   kodo::Task iteration();             // the task path's iteration_

@@ -173,10 +173,10 @@ void check_and_complete(Options& o) {
     throw std::invalid_argument("--baseline is its own method: it takes no --path");
   if (o.path.empty() && !o.baseline) o.path = unit_flags ? "unit" : "rank";
   if (o.batches_given && !(o.path == "task" || (o.path == "unit" && o.fusion == Fusion::none &&
-                                                !o.graphs && !o.sync && !o.overlap)))
+                                                !o.graphs && !o.sync && !o.waits_given)))
     throw std::invalid_argument(
         "--batches chooses the launches of --path task, or of --path unit with fusion none and "
-        "neither --graphs, --sync nor --overlap");
+        "neither --graphs, --sync nor --waits");
   if (o.measured_load && o.path != "task")
     throw std::invalid_argument(
         "--load measured times the resumes of each block's task: it needs --path task (the "
@@ -206,9 +206,9 @@ std::string usage() {
          "               unit path (fusion none) with each block's iterations a loop in a\n"
          "               coroutine (kodo::Task) that awaits its faces\n"
          "  --batches    --path task, and --path unit with fusion none (no --graphs, --sync\n"
-         "               or --overlap): which kernels a block launches with the rank's other\n"
+         "               or --waits): which kernels a block launches with the rank's other\n"
          "               blocks' as one (kodo::KernelBatch): all (default: packs, unpacks and\n"
-         "               the update), faces (packs and unpacks) or none\n"
+         "               the update), faces (packs and unpacks; with --overlap, as all) or none\n"
          "  --comm       halo transfers: device (GPU-aware, default) or host (staged through\n"
          "               pinned host memory); units of one rank always use device copies\n"
          "  --fusion     face kernels per unit and iteration: none (a pack and an unpack per\n"
