@@ -130,6 +130,13 @@ class Told {
   MPI_Comm comm_ = MPI_COMM_NULL;
 };
 
+// fuzz_receive's one MPI_Isend (migration_headers.cpp) hands every send to this where a
+// surface sets it (migration_records): it returns whether it sent the data itself
+// (altered; *rc: MPI's answer), or false to leave the send to MPI.
+using SendHook = bool (*)(const void* data, int count, MPI_Datatype type, int to, int tag,
+                          MPI_Comm comm, int* rc);
+inline SendHook migration_send = nullptr;
+
 // The surfaces (one file each). Each returns its tally; all run on both ranks at once.
 Tally fuzz_calls(Context& c);              // entry-method calls by eager active message
 Tally fuzz_rendezvous(Context& c);         // the same announced by rendezvous
@@ -141,6 +148,7 @@ Tally fuzz_ring_words(Context& c);         // the words of a same-node ring its 
 Tally fuzz_counts(Context& c);             // a peer's report to the termination wave
 Tally fuzz_balance_counts(Context& c);     // a peer's report at a balance point
 Tally fuzz_migration_headers(Context& c);  // a peer's migration headers
+Tally fuzz_migration_records(Context& c);  // the records of the unit a peer moves here
 Tally fuzz_route_offers(Context& c);       // the slots a peer offers for moving views (same node)
 Tally fuzz_checkpoint_gather(Context& c);  // a peer's checkpoint entries, gathered to rank 0
 

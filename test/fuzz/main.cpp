@@ -31,6 +31,7 @@ constexpr const char* kUsage =
     "  counts        a peer's report to the termination wave (sums, flags, sent to each)\n"
     "  balance_counts  a peer's report at a balance point (its units there, its wave's)\n"
     "  migration_headers  a peer's header for the unit it moves here (kodo::migrate)\n"
+    "  migration_records  the records of the unit a peer moves here (its state())\n"
     "  checkpoint_gather  a peer's checkpoint entries as rank 0 gathers them\n"
     "  route_offers  the slots a peer offers for moving units' views (same-node route;\n"
     "                host backend)\n"
@@ -56,6 +57,7 @@ const Surface kSurfaces[] = {
     {"counts", 2, fuzz::fuzz_counts},
     {"balance_counts", 2, fuzz::fuzz_balance_counts},
     {"migration_headers", 2, fuzz::fuzz_migration_headers},
+    {"migration_records", 2, fuzz::fuzz_migration_records},
     {"checkpoint_gather", 2, fuzz::fuzz_checkpoint_gather},
     {"route_offers", 2, fuzz::fuzz_route_offers},
 };

@@ -4,7 +4,8 @@
 // (kodo::migrate) in which the two ranks' units trade places, rank 1's header for the unit
 // it sends (surface migration_headers), or the slots it offers rank 0 for the unit's view
 // by the same-node route (surface route_offers, host backend), altered as it leaves it
-// (this surface's own MPI_Isend, which alters nothing while another surface runs), the
+// (this surface's own MPI_Isend, which alters nothing while another surface runs but
+// migration_records, which it hands each send to: fuzz.hpp, migration_send), the
 // alteration chosen by rank 1 and told to rank 0 first. Every field the receiver checks
 // is tried: honest, or a finite load, must be taken and the unit must arrive whole; any
 // other value must be refused on both ranks with exactly its error (rank 0 finds it; rank
@@ -72,6 +73,11 @@ void alter(Header& h, const Alteration& a) {
 extern "C" int MPI_Isend(const void* data, int count, MPI_Datatype type, int to, int tag,
                          MPI_Comm comm, MPI_Request* request) {
   using kodo::detail::SlotsOffer;
+  int rc = MPI_SUCCESS;
+  if (fuzz::migration_send && fuzz::migration_send(data, count, type, to, tag, comm, &rc)) {
+    *request = MPI_REQUEST_NULL;
+    return rc;
+  }
   if (altering && altering->field == offer && tag == kodo::detail::kOfferTag && type == MPI_BYTE &&
       count == static_cast<int>(sizeof(SlotsOffer))) {
     SlotsOffer o{};
