@@ -27,6 +27,8 @@
 //   faulty_peer_program stray-tags-in-migration  rank 1 sends rank 0 the junk of stray-tags
 //                                        once 512 units' headers are traded, before their
 //                                        views (through UCX under KODO_CHANNELS=ucx)
+//   faulty_peer_program stray-tags-at-end  rank 1 sends rank 0 the junk of stray-tags once
+//                                        both have left run(), as the job ends
 // The faults are made as the messages leave rank 1: this program's own MPI_Isend,
 // MPI_Allgather and MPI_Allreduce (the MPI profiling interface) drop, alter or hold them, as a rank
 // built from altered sources would, then pass the others on to PMPI.
@@ -171,6 +173,16 @@ int strays_in_run(kodo::Runtime& runtime) {
   return 0;
 }
 
+// Rank 1 sends junk once both ranks are out of run(): rank 0 meets it as it waits for
+// rank 1 at the job's end.
+int strays_at_end(kodo::Runtime& runtime) {
+  runtime.run();
+  MPI_Barrier(runtime.comm());
+  if (runtime.rank() == 1) send_strays(runtime, false);  // done as rank 0 takes them
+  std::printf("rank %d: ending the job\n", runtime.rank());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -193,6 +205,7 @@ int main(int argc, char** argv) {
   if (mode == "round-header") return migrate_or_report(runtime, Fault::round_header);
   if (mode == "honest-migration") return migrate_or_report(runtime, Fault::none);
   if (mode == "stray-tags") return strays_in_run(runtime);
+  if (mode == "stray-tags-at-end") return strays_at_end(runtime);
   if (mode == "stray-tags-in-migration") return migrate_or_report(runtime, Fault::stray_tags, 512);
   if (mode == "stuck-at-balance") {
     auto walkers = kodo::Collection<Walker>::create(runtime, {2, 1, 1});
@@ -214,10 +227,9 @@ int main(int argc, char** argv) {
     return 0;  // rank 0 waits in the runtime's end for rank 1
   }
   std::fputs(
-      "usage: faulty_peer_program drop-header|drop-filled|stuck-at-balance|absent-at-start|"
-      "absent-at-create|"
-      "absent-at-end|claim-header|round-header|stray-tags|stray-tags-in-migration|honest-"
-      "migration\n",
+      "usage: faulty_peer_program drop-header|drop-filled|drop-ask|stuck-at-balance|"
+      "absent-at-start|absent-at-create|absent-at-end|claim-header|round-header|stray-tags|"
+      "stray-tags-in-migration|stray-tags-at-end|honest-migration\n",
       stderr);
   return 2;
 }

@@ -7,6 +7,7 @@
 #include <kodo/core/error.hpp>
 #include <kodo/core/settings.hpp>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdlib>
@@ -512,11 +513,28 @@ unsigned UcxTransport::progress() { return ucp_worker_progress(worker_); }
 
 // A barrier that keeps UCX moving: a peer may need this rank's progress to finish its
 // own sends (rendezvous acknowledgements) before it can reach the barrier.
-void UcxTransport::progressing_barrier() {
+void UcxTransport::progressing_barrier(bool drop_tagged) {
   MPI_Request request;
   KODO_MPI_CHECK(MPI_Ibarrier(comm_, &request));
-  for (int done = 0; !done; KODO_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE)))
+  for (int done = 0; !done; KODO_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE))) {
     progress();
+    if (drop_tagged) drop_tagged_messages();
+  }
+}
+
+// At the job's end no link is open: a tagged message arriving now is one nothing will
+// take (a peer's junk, or a send of a job that ended with messages unprocessed). Each is
+// taken out of UCX as it comes, into one scratch buffer (cut to its size), so a peer that
+// keeps sending while this rank waits for the others cannot grow this rank's memory.
+void UcxTransport::drop_tagged_messages() {
+  constexpr std::size_t kScratch = 64 * 1024;
+  while (const auto oldest = probe(0, 0)) {
+    if (end_scratch_.empty()) end_scratch_.resize(kScratch);
+    tag_recv(oldest->first,
+             {end_scratch_.data(), std::min(oldest->second, kScratch), MemoryKind::host},
+             [](ucs_status_t, std::size_t) {});
+    ++dropped_at_end_;
+  }
 }
 
 void UcxTransport::shutdown(bool quiet) {
@@ -530,7 +548,11 @@ void UcxTransport::shutdown(bool quiet) {
     ucp_request_cancel(worker_, request);
   while (!posted_recvs_.empty()) progress();
   // No rank closes endpoints while a peer may still be sending to it.
-  progressing_barrier();
+  progressing_barrier(true);
+  while (!posted_recvs_.empty()) progress();  // the dropped messages' receives
+  if (quiet && dropped_at_end_ > 0)           // (a job that ended unclean may leave its own)
+    print_error(cat("kodo: rank ", rank_, " dropped ", dropped_at_end_,
+                    " tagged message(s) that arrived on no link at the job's end"));
   if (!quiet) return;  // the worker's destruction takes the endpoints with it
   std::vector<ucs_status_ptr_t> closing;
   ucp_request_param_t param{};

@@ -122,7 +122,9 @@ class UcxTransport {
 
   friend struct TestAccess;
   ucp_ep_h endpoint(int rank);
-  void progressing_barrier();
+  // `drop_tagged`: meanwhile, tagged messages are taken out of UCX and dropped (the end).
+  void progressing_barrier(bool drop_tagged = false);
+  void drop_tagged_messages();
   // A message as UCX hands it over: take() it, then pull() what is still to come.
   void receive(const void* header, size_t header_length, void* data, size_t length,
                const ucp_am_recv_param_t* param);
@@ -180,6 +182,8 @@ class UcxTransport {
   std::unordered_set<void*> posted_recvs_;  // tagged receives not yet completed
   bool completed_while_posting_ = false;
   bool shutting_down_ = false;
+  std::vector<std::byte> end_scratch_;  // where the end's dropped messages land
+  std::size_t dropped_at_end_ = 0;
   bool peer_errors_ = false;  // UCP_ERR_HANDLING_MODE_PEER on endpoints (KODO_UCX_ERROR_MODE)
 };
 
