@@ -1,6 +1,7 @@
 // SPDX-FileCopyrightText: 2026 The kodo developers
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-// kodo::print_error (core/error.hpp): one message, one write.
+// kodo::print_error (core/error.hpp): one message, one write; a peer's text quoted in an
+// error (detail::quoted_excerpt): escaped and cut.
 
 #include <kodo/kodo.hpp>
 
@@ -32,6 +33,20 @@ TEST(PrintError, ALongMessageIsOneWriteEndingInANewline) {
   }
   EXPECT_EQ(read(ends[0], packet, sizeof packet), 0);
   close(ends[0]);
+}
+
+// A name from a peer with a NUL (which would end what()) and an ESC (a terminal's
+// control sequence), a quote and a backslash (which would make the quoting ambiguous).
+TEST(QuotedExcerpt, APeersBytesAreEscapedAndCut) {
+  using kodo::detail::quoted_excerpt;
+  EXPECT_EQ(quoted_excerpt(std::string("st\0\x1b[2Jep", 9)), "'st\\x00\\x1b[2Jep'");
+  EXPECT_EQ(quoted_excerpt("it's a\\b"), "'it\\x27s a\\x5cb'");
+  EXPECT_EQ(quoted_excerpt("\x7f\xff"), "'\\x7f\\xff'");
+  EXPECT_EQ(quoted_excerpt(std::string(4096, 'n')),
+            "'" + std::string(64, 'n') + "'... (4096 bytes)");
+  EXPECT_EQ(quoted_excerpt(""), "''");
+  const kodo::Error e(kodo::detail::cat("field ", quoted_excerpt(std::string("a\0b", 3)), " here"));
+  EXPECT_STREQ(e.what(), "kodo: field 'a\\x00b' here");
 }
 
 }  // namespace

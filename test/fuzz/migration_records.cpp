@@ -11,7 +11,8 @@
 // record's name, kind, element size, rank, extents and byte count, the records' count,
 // their views against the header's): honest records must be taken and the unit must
 // arrive whole; each field made wrong must be refused on both ranks with exactly its
-// error (rank 0 finds it; rank 1 hears it as "rank 0: ..."); randomly mutated bytes may be
+// error (rank 0 finds it; rank 1 hears it as "rank 0: ..."), a name the peer sent quoted
+// in it escaped (a NUL and an ESC in it as \x00\x1b); randomly mutated bytes may be
 // taken (the unit's view, which travels apart, whole) or refused with a listed error.
 // Left out: records longer than their header gives (MPI ends the job on a message longer
 // than its receive), and a header's claims about the views (migration_headers).
@@ -134,6 +135,7 @@ enum Field : int {
   extra,          // the record again, at the end
   name_length,    // its name's length set to `value`, beyond the records or 4096
   name_text,      // its name's character `at` set to `value`, another letter
+  name_control,   // its name's characters `at` and `at` + 1 set to NUL and ESC (0x1b)
   kind,           // its kind set to `value`, another (a view's: any other)
   element,        // its element size set to `value`, another
   rank,           // its rank set to `value`, above 8
@@ -221,6 +223,7 @@ Alteration choose(Context& c, const Model& m) {
       a.value = other_than(was, [&] { return 'a' + c.pick(0, 25); });
       break;
     }
+    case name_control: a.at = within(kNames[static_cast<std::size_t>(a.record)].size() - 1); break;
     case kind:
       a.value = other_than(std::uint64_t{3}, [&] {
         return other_than(static_cast<std::uint64_t>(m.bytes[s.kind]),
@@ -295,6 +298,10 @@ std::vector<std::byte> altered(Context& c, const Model& m, const Alteration& a) 
       break;
     case name_length: set(s.at, static_cast<std::uint32_t>(a.value)); break;
     case name_text: b[s.name + a.at] = static_cast<std::byte>(a.value); break;
+    case name_control:
+      b[s.name + a.at] = std::byte{0};
+      b[s.name + a.at + 1] = std::byte{0x1b};
+      break;
     case kind: set(s.kind, static_cast<std::uint8_t>(a.value)); break;
     case element: set(s.element, static_cast<std::uint32_t>(a.value)); break;
     case rank: set(s.rank, static_cast<std::uint32_t>(a.value)); break;
@@ -331,8 +338,9 @@ Expect expected(const Alteration& a, const Model& m, std::int64_t unit, std::uin
       cat(to, "the state of unit (", unit, ",0,0) of collection ", collection, " sent by rank 1");
   const auto r = static_cast<std::size_t>(a.record);
   const auto refuse = [](const auto&... text) { return Expect::refuse(cat(text...)); };
+  // `saved`: the name as the error quotes it (a peer's bytes, escaped).
   const auto mismatch = [&](std::size_t field, const std::string& saved, const std::string& as) {
-    return refuse(read, ": field ", field + 1, " is '", saved, "' (", as,
+    return refuse(read, ": field ", field + 1, " is ", saved, " (", as,
                   "); the unit's state() reads '", kNames[field], "' (", kDescribed[field],
                   ") there");
   };
@@ -361,7 +369,7 @@ Expect expected(const Alteration& a, const Model& m, std::int64_t unit, std::uin
       }
       return {};
     case dropped:
-      if (r == 0) return mismatch(0, std::string(kNames[1]), kDescribed[1]);
+      if (r == 0) return mismatch(0, cat("'", kNames[1], "'"), kDescribed[1]);
       return r == 1 ? no_view : no_history;
     case extra:
       return r == 1 ? views_over : refuse(read, " holds more fields than the unit's state() reads");
@@ -369,11 +377,16 @@ Expect expected(const Alteration& a, const Model& m, std::int64_t unit, std::uin
     case name_text: {
       std::string saved(kNames[r]);
       saved[a.at] = static_cast<char>(a.value);
-      return mismatch(r, saved, kDescribed[r]);
+      return mismatch(r, cat("'", saved, "'"), kDescribed[r]);
+    }
+    case name_control: {  // escaped: the NUL does not cut the error, nor ESC reach a terminal
+      const std::string_view name = kNames[r];
+      return mismatch(r, cat("'", name.substr(0, a.at), "\\x00\\x1b", name.substr(a.at + 2), "'"),
+                      kDescribed[r]);
     }
     case kind:  // the view's bytes, taken as data, reach past the history record
       if (r == 1) return past;
-      return mismatch(r, std::string(kNames[r]), described(a.value, kElement[r], kRank[r]));
+      return mismatch(r, cat("'", kNames[r], "'"), described(a.value, kElement[r], kRank[r]));
     case element:
     case extent:
       return refuse(read, ": field '", kNames[r],
@@ -395,6 +408,9 @@ Expect expected(const Alteration& a, const Model& m, std::int64_t unit, std::uin
 // Every error random records may get.
 std::vector<std::string> refusals() {
   const std::string to = "kodo: (rank 0: )?";
+  // A name is the peer's bytes, quoted: printable ASCII but the quote and backslash as they
+  // are, other bytes as \xNN, at most 64 of them (then the name's length).
+  const std::string quoted = R"('([ -&(-\[\]-~]|\\x[0-9a-f]{2}){0,64}'(\.\.\. \(\d+ bytes\))?)";
   const std::string walked = to + R"(the state of unit \([01],0,0\) sent by rank 1)";
   const std::string read = to +
                            R"(the state of unit \([01],0,0\) of collection \d+ sent by rank 1)";
@@ -408,9 +424,9 @@ std::vector<std::string> refusals() {
       read +
           R"( holds \d+ fields; the unit's state\(\) reads more \(field '(step|grid|history)'\))",
       read + R"( holds more fields than the unit's state\(\) reads)",
-      // A name is the peer's bytes, printed as they are: a NUL among them ends the text.
-      read + R"(: field '[\s\S]*)",         // ... has a malformed size or extends past the end
-      read + R"(: field \d+ is '[\s\S]*)",  // ... (its kind); the unit's state() reads ...
+      read + ": field " + quoted + " has a malformed size or extends past the end of the state",
+      read + R"(: field \d+ is )" + quoted +
+          R"( \([^)]*\); the unit's state\(\) reads '(step|grid|history)' \([^)]*\) there)",
       to + R"(the state field 'grid' was saved with extent -?\d+ in dimension [01]; )"
            R"(the unit's view \(grid\) has [46])",
   };

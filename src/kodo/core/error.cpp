@@ -105,6 +105,24 @@ std::string call_failed(const char* library, const char* call, const char* file,
   return cat(library, " call ", call, " failed at ", file, ":", line, ": ", reason);
 }
 
+std::string quoted_excerpt(std::string_view text) {
+  constexpr std::size_t kMost = 64;
+  std::string out = "'";
+  for (const char c : text.substr(0, kMost)) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x20 && byte < 0x7f && c != '\'' && c != '\\') {
+      out += c;
+    } else {
+      char hex[5];
+      std::snprintf(hex, sizeof hex, "\\x%02x", byte);
+      out += hex;
+    }
+  }
+  out += '\'';
+  if (text.size() > kMost) out += cat("... (", text.size(), " bytes)");
+  return out;
+}
+
 std::string what_of_current() {
   try {
     throw;

@@ -49,6 +49,12 @@ std::string cat(const A&... parts) {
   return os.str();
 }
 
+// Text that came from a peer rank, a file or the user, as an error message quotes it: in
+// single quotes, at most 64 bytes (then "..." and its length), every byte other than
+// printable ASCII, and the quote and backslash, as \xNN. A hostile sender cannot make a
+// message huge, cut it (a NUL ends what()), or write control characters to a terminal.
+std::string quoted_excerpt(std::string_view text);
+
 // The message for a failed call into a library: "<library> call <call> failed at
 // file:line: reason".
 std::string call_failed(const char* library, const char* call, const char* file, int line,

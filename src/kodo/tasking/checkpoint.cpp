@@ -331,7 +331,9 @@ const std::string& Checkpoint::value(std::string_view key) const {
 std::int64_t Checkpoint::integer(std::string_view key) const {
   const std::string& v = value(key);
   const auto n = detail::parse_whole<std::int64_t>(v);
-  if (!n) throw Error(cat("checkpoint ", path_, ": key '", key, "' is '", v, "', not an integer"));
+  if (!n)
+    throw Error(cat("checkpoint ", path_, ": key '", key, "' is ", detail::quoted_excerpt(v),
+                    ", not an integer"));
   return *n;
 }
 

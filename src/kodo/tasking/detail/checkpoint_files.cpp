@@ -146,24 +146,6 @@ std::string trimmed(const std::string& s) {
   return s.substr(first, s.find_last_not_of(" \t\r\n\v\f") - first + 1);
 }
 
-std::string quoted_excerpt(std::string_view text) {
-  constexpr std::size_t kMost = 64;
-  std::string out = "'";
-  for (const char c : text.substr(0, kMost)) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte >= 0x20 && byte < 0x7f) {
-      out += c;
-    } else {
-      char hex[5];
-      std::snprintf(hex, sizeof hex, "\\x%02x", byte);
-      out += hex;
-    }
-  }
-  out += '\'';
-  if (text.size() > kMost) out += cat("... (", text.size(), " bytes)");
-  return out;
-}
-
 std::string rank_file_name(std::int64_t rank) { return cat("rank-", rank, ".state"); }
 
 std::string rank_file(const std::string& checkpoint, std::int64_t rank) {

@@ -159,10 +159,6 @@ std::optional<T> parse_whole(std::string_view text, int base = 10) {
 std::int64_t checkpoint_number(const std::string& name, bool* partial);
 // `s` without white space at either end (the manifest keeps a value's inner text only).
 std::string trimmed(const std::string& s);
-// Text from a file as an error message quotes it: in single quotes, at most 64 bytes
-// (then "..." and its length), bytes other than printable ASCII as \xNN, so a hostile
-// file cannot make a message huge or write control characters to a terminal.
-std::string quoted_excerpt(std::string_view text);
 // The file of the units written by `rank` in the checkpoint directory `checkpoint`
 // (rank-R.state), and its name alone.
 std::string rank_file_name(std::int64_t rank);

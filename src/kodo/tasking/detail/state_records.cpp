@@ -142,7 +142,8 @@ FieldShape RecordSource::next(std::string_view name, FieldKind kind, std::uint32
   s.kind = static_cast<FieldKind>(take<std::uint8_t>("a field"));
   s.element_size = take<std::uint32_t>("a field");
   s.rank = take<std::uint32_t>("a field");
-  if (s.rank > 8) throw Error(cat(origin_, ": field '", saved, "' has rank ", s.rank));
+  if (s.rank > 8)
+    throw Error(cat(origin_, ": field ", quoted_excerpt(saved), " has rank ", s.rank));
   std::optional<std::uint64_t> bytes = s.element_size == 0 || s.element_size > (1u << 20)
                                            ? std::nullopt
                                            : std::optional(std::uint64_t{s.element_size});
@@ -155,10 +156,10 @@ FieldShape RecordSource::next(std::string_view name, FieldKind kind, std::uint32
   pending_view_ = apart_given_ && s.kind == FieldKind::view;
   const std::uint64_t room = pending_view_ ? apart_bytes_ - apart_at_ : size_ - at_;
   if (!bytes || s.bytes != *bytes || s.bytes > room)
-    throw Error(cat(origin_, ": field '", saved,
-                    "' has a malformed size or extends past the end of the state"));
+    throw Error(cat(origin_, ": field ", quoted_excerpt(saved),
+                    " has a malformed size or extends past the end of the state"));
   if (saved != name || s.kind != kind || s.element_size != element_size || s.rank != rank)
-    throw Error(cat(origin_, ": field ", field_, " is '", saved, "' (",
+    throw Error(cat(origin_, ": field ", field_, " is ", quoted_excerpt(saved), " (",
                     describe(s.kind, s.element_size, s.rank), "); the unit's state() reads '", name,
                     "' (", describe(kind, element_size, rank), ") there"));
   pending_ = s.bytes;
