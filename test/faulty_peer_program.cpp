@@ -29,6 +29,9 @@
 //                                        views (through UCX under KODO_CHANNELS=ucx)
 //   faulty_peer_program stray-tags-at-end  rank 1 sends rank 0 the junk of stray-tags once
 //                                        both have left run(), as the job ends
+//   faulty_peer_program stray-flood-in-migration  as stray-tags-in-migration, with 20,000
+//                                        messages: rank 0 then says how many are left in
+//                                        UCX (none: it went on dropping past the refusal)
 // The faults are made as the messages leave rank 1: this program's own MPI_Isend,
 // MPI_Allgather and MPI_Allreduce (the MPI profiling interface) drop, alter or hold them, as a rank
 // built from altered sources would, then pass the others on to PMPI.
@@ -64,6 +67,7 @@ enum class Fault {
 Fault fault = Fault::none;  // armed on rank 1 just before the call it spoils
 kodo::Runtime* strays_from = nullptr;
 bool header_left = false;  // rank 1's migration header went out
+int strays = 2000;         // how many send_strays sends
 void send_strays(kodo::Runtime& runtime, bool wait);
 
 // A unit with a view, which travels apart from its records when it moves.
@@ -130,18 +134,31 @@ extern "C" int MPI_Allreduce(const void* send, void* receive, int count, MPI_Dat
 
 namespace {
 
-// Rank 1's junk: 2,000 tagged messages of 2 KiB to rank 0 on numbers no link has. With
+// Rank 1's junk: `strays` tagged messages of 2 KiB to rank 0 on numbers no link has. With
 // `wait`, until rank 0 has taken them all from UCX (its sends complete only then).
 void send_strays(kodo::Runtime& runtime, bool wait) {
   auto& transport = kodo::detail::RuntimeAccess::channel_host(runtime).transport();
   static std::vector<std::byte> junk(2048, std::byte{0x5a});
   static int done = 0;
-  constexpr int kStrays = 2000;
+  const int kStrays = strays;
   for (int i = 0; i < kStrays; ++i)
     transport.tag_send(0, (std::uint64_t{0xdead0000} + static_cast<std::uint64_t>(i)) << 32,
                        {junk.data(), junk.size(), kodo::detail::MemoryKind::host},
                        [](ucs_status_t, std::size_t) { ++done; });
   while (wait && done < kStrays) transport.progress();
+}
+
+// The tagged messages still in rank 0's UCX queue, taken out and counted: rank 1's junk
+// arrived before its views, which the migration waited for.
+void print_strays_left(kodo::Runtime& runtime) {
+  auto& transport = kodo::detail::RuntimeAccess::channel_host(runtime).transport();
+  while (transport.progress() > 0) {
+  }
+  std::size_t left = 0;
+  for (; const auto oldest = transport.probe(0, 0); ++left)
+    transport.drop_tagged(oldest->first, oldest->second);
+  std::printf("rank 0: %zu tagged message(s) left in UCX by the migration\n", left);
+  std::fflush(stdout);
 }
 
 int migrate_or_report(kodo::Runtime& runtime, Fault armed, std::int64_t units = 2) {
@@ -155,6 +172,7 @@ int migrate_or_report(kodo::Runtime& runtime, Fault armed, std::int64_t units = 
     kodo::migrate(movers, owners);
   } catch (const kodo::Error& e) {
     kodo::print_error(cat("rank ", runtime.rank(), ": kodo::Error: ", e.what()));
+    if (armed == Fault::stray_tags && runtime.rank() == 0) print_strays_left(runtime);
     return 1;
   }
   fault = Fault::none;
@@ -207,6 +225,10 @@ int main(int argc, char** argv) {
   if (mode == "stray-tags") return strays_in_run(runtime);
   if (mode == "stray-tags-at-end") return strays_at_end(runtime);
   if (mode == "stray-tags-in-migration") return migrate_or_report(runtime, Fault::stray_tags, 512);
+  if (mode == "stray-flood-in-migration") {
+    strays = 20000;
+    return migrate_or_report(runtime, Fault::stray_tags, 512);
+  }
   if (mode == "stuck-at-balance") {
     auto walkers = kodo::Collection<Walker>::create(runtime, {2, 1, 1});
     kodo::balance_points(walkers, [](const kodo::BalanceInput& in) { return in.owners; });
@@ -229,7 +251,7 @@ int main(int argc, char** argv) {
   std::fputs(
       "usage: faulty_peer_program drop-header|drop-filled|drop-ask|stuck-at-balance|"
       "absent-at-start|absent-at-create|absent-at-end|claim-header|round-header|stray-tags|"
-      "stray-tags-in-migration|stray-tags-at-end|honest-migration\n",
+      "stray-tags-in-migration|stray-flood-in-migration|stray-tags-at-end|honest-migration\n",
       stderr);
   return 2;
 }

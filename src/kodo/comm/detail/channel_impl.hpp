@@ -128,7 +128,9 @@ std::string describe_waiting_transfers(const ChannelRegistry& registry);
 // keeps what no receive matches, without bound) are taken out of UCX and dropped, oldest
 // first, until the oldest is a live link's or on one of `also_kept` (a migration's
 // numbers: it waits for its receive). Throws kodo::Error past kMostStrayMessages in the
-// job, or at one of more than kMostStrayBytes. Counted in ChannelRegistry::stray_messages.
+// job, or at one of more than kMostStrayBytes, that one dropped too (into scratch, cut:
+// UcxTransport::drop_tagged), so that a call after a refusal looks at the next one.
+// Counted in ChannelRegistry::stray_messages.
 // Every loop that drives UCX while ranks wait on each other calls it every
 // kStrayInterval turns: run(), a migration's UCX route.
 inline constexpr std::uint64_t kMostStrayMessages = 1024, kMostStrayBytes = 1 << 20;

@@ -62,8 +62,11 @@ void drop_stray_messages(ChannelRegistry& registry, UcxTransport& transport,
     const auto [tag, bytes] = *oldest;
     const auto number = static_cast<std::uint32_t>(tag >> kNumberBits);
     if (registry.numbers_in_use.contains(number) || also_kept.contains(number)) return;
-    // UCX's tagged messages do not say who sent them: the error cannot name a rank.
+    // UCX's tagged messages do not say who sent them: the error cannot name a rank. The
+    // message refused is dropped too (into scratch), so a caller that goes on (a
+    // migration's exchange) can look at the ones behind it.
     const auto refuse = [&](const auto&... why) {
+      transport.drop_tagged(tag, bytes);
       throw Error(cat("a tagged message (tag ", std::hex, tag, std::dec, ", ", bytes,
                       " bytes) arrived on a number no channel link of this rank has", why...,
                       ": a rank sends on link numbers it was not given (UCX does not say which)"));

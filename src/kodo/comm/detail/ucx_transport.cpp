@@ -527,14 +527,17 @@ void UcxTransport::progressing_barrier(bool drop_tagged) {
 // taken out of UCX as it comes, into one scratch buffer (cut to its size), so a peer that
 // keeps sending while this rank waits for the others cannot grow this rank's memory.
 void UcxTransport::drop_tagged_messages() {
-  constexpr std::size_t kScratch = 64 * 1024;
   while (const auto oldest = probe(0, 0)) {
-    if (end_scratch_.empty()) end_scratch_.resize(kScratch);
-    tag_recv(oldest->first,
-             {end_scratch_.data(), std::min(oldest->second, kScratch), MemoryKind::host},
-             [](ucs_status_t, std::size_t) {});
+    drop_tagged(oldest->first, oldest->second);
     ++dropped_at_end_;
   }
+}
+
+void UcxTransport::drop_tagged(std::uint64_t tag, std::size_t bytes) {
+  constexpr std::size_t kScratch = 64 * 1024;
+  if (drop_scratch_.empty()) drop_scratch_.resize(kScratch);
+  tag_recv(tag, {drop_scratch_.data(), std::min(bytes, kScratch), MemoryKind::host},
+           [](ucs_status_t, std::size_t) {});
 }
 
 void UcxTransport::shutdown(bool quiet) {

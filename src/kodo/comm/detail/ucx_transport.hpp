@@ -93,6 +93,10 @@ class UcxTransport {
   // A tagged message that arrived with no receive posted for it, whose tag matches
   // `tag` in the bits set in `mask` (it stays where it is): its tag and length.
   std::optional<std::pair<std::uint64_t, std::size_t>> probe(std::uint64_t tag, std::uint64_t mask);
+  // Takes the message `probe` found (`tag`, `bytes` long) out of UCX and drops it: its
+  // receive lands in one scratch buffer of this rank's, cut to that buffer's size, so
+  // dropping any number of messages of any size costs no more memory.
+  void drop_tagged(std::uint64_t tag, std::size_t bytes);
 
   // Tells `rank` that this rank is ending the job because of `what` (a fault both
   // ranks are concerned in), so that it prints it too, and gives it up to about a
@@ -182,7 +186,7 @@ class UcxTransport {
   std::unordered_set<void*> posted_recvs_;  // tagged receives not yet completed
   bool completed_while_posting_ = false;
   bool shutting_down_ = false;
-  std::vector<std::byte> end_scratch_;  // where the end's dropped messages land
+  std::vector<std::byte> drop_scratch_;  // where dropped messages land (drop_tagged)
   std::size_t dropped_at_end_ = 0;
   bool peer_errors_ = false;  // UCP_ERR_HANDLING_MODE_PEER on endpoints (KODO_UCX_ERROR_MODE)
 };

@@ -116,6 +116,7 @@ class UcxViewExchange {
       transport_.progress();
       drop_strays();
     }
+    drop_strays(true);  // what came since the last look
   }
 
   int rank() const { return rank_; }
@@ -143,23 +144,37 @@ class UcxViewExchange {
     return "its own copies of moving units' views";
   }
 
-  // Every kStrayInterval turns, tagged messages on numbers that neither a channel link
-  // nor a unit arriving here has are dropped, as run() does (drop_stray_messages): the
-  // ranks may wait here on each other for long. One refused is this rank's problem,
-  // agreed by every rank after the exchange; it stays first in UCX's queue, so no more
-  // are looked for here (the exchange ends: its pieces are bounded).
-  void drop_strays() noexcept {
-    if (stray_refused_ || ++turns_ % kStrayInterval != 0) return;
-    try {
-      drop_stray_messages(registry_, transport_, arriving_numbers_);
-    } catch (...) {
-      stray_refused_ = true;
-      if (!problem_.empty()) return;
+  // Every kStrayInterval turns (and once as the exchange ends), tagged messages on
+  // numbers that neither a channel link nor a unit arriving here has are dropped, as run()
+  // does (drop_stray_messages): the ranks may wait here on each other for long. The first
+  // one refused is this rank's problem, agreed by every rank after the exchange; it is
+  // dropped as well, and so is every one after it (each refused too, past the job's
+  // 1,024th), so a peer's junk never piles up in UCX while the exchange goes on. Each call
+  // takes only what UCX already holds (nothing here drives UCX): it ends.
+  void drop_strays(bool now = false) noexcept {
+    if (!now && ++turns_ % kStrayInterval != 0) return;
+    // A refusal (kodo::Error) dropped its message: look again. Anything else (memory)
+    // may have left the message where it was: the next turn looks.
+    for (bool refused = true; refused;) {
+      refused = false;
       try {
-        problem_ = what_of_current();
+        drop_stray_messages(registry_, transport_, arriving_numbers_);
+      } catch (const Error&) {
+        refused = true;
+        keep_stray_problem();
       } catch (...) {
-        problem_ = "kodo: a tagged message no channel link or migration has was refused";
+        keep_stray_problem();
       }
+    }
+  }
+
+  // Inside a handler: the exception's text, unless this rank has a problem already.
+  void keep_stray_problem() noexcept {
+    if (!problem_.empty()) return;
+    try {
+      problem_ = what_of_current();
+    } catch (...) {
+      problem_ = "kodo: a tagged message no channel link or migration has was refused";
     }
   }
 
@@ -319,7 +334,6 @@ class UcxViewExchange {
   ChannelRegistry& registry_;
   std::unordered_set<std::uint32_t> arriving_numbers_;  // this rank drew them (migration.cpp)
   unsigned turns_ = 0;
-  bool stray_refused_ = false;
   const MemoryKind slot_kind_;
   const ExecutionSpace& space_;
   std::vector<Piece> outgoing_, incoming_;
