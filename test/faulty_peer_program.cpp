@@ -13,6 +13,9 @@
 //   faulty_peer_program drop-ask         rank 1 never asks rank 0 for the pieces of the
 //                                        view of the unit rank 0 moves to it (the
 //                                        same-node route)
+//   faulty_peer_program ask-number|ask-slot|filled-number|filled-slot  rank 1 alters the
+//                                        piece number or the slot of its asks, or of its
+//                                        notices that a slot is filled (the same-node route)
 //   faulty_peer_program stuck-at-balance rank 1 stops in the gathering of counts at a
 //                                        balance point
 //   faulty_peer_program absent-at-start  rank 1 starts MPI but does not come to start
@@ -59,6 +62,10 @@ enum class Fault {
   drop_header,
   drop_filled,
   drop_ask,
+  ask_number,
+  ask_slot,
+  filled_number,
+  filled_slot,
   stuck_at_balance,
   claim_header,
   round_header,
@@ -99,6 +106,17 @@ extern "C" int MPI_Isend(const void* data, int count, MPI_Datatype type, int to,
     return MPI_SUCCESS;
   }
   if (header) header_left = true;
+  const bool ask = tag == kodo::detail::kAskTag && count == 2,
+             filled = tag == kodo::detail::kFilledTag && count == 2;
+  if ((ask && (fault == Fault::ask_number || fault == Fault::ask_slot)) ||
+      (filled && (fault == Fault::filled_number || fault == Fault::filled_slot))) {
+    std::uint64_t notice[2];  // the piece's number, the receiver's slot
+    std::memcpy(notice, data, sizeof notice);
+    notice[fault == Fault::ask_number || fault == Fault::filled_number ? 0 : 1] += 1000;
+    return PMPI_Send(notice, count, type, to, tag, comm) == MPI_SUCCESS
+               ? (*request = MPI_REQUEST_NULL, MPI_SUCCESS)
+               : MPI_ERR_OTHER;
+  }
   Header altered{};
   if ((fault == Fault::claim_header || fault == Fault::round_header) && header) {
     std::memcpy(&altered, data, sizeof altered);
@@ -219,6 +237,10 @@ int main(int argc, char** argv) {
   if (mode == "drop-header") return migrate_or_report(runtime, Fault::drop_header);
   if (mode == "drop-filled") return migrate_or_report(runtime, Fault::drop_filled);
   if (mode == "drop-ask") return migrate_or_report(runtime, Fault::drop_ask);
+  if (mode == "ask-number") return migrate_or_report(runtime, Fault::ask_number);
+  if (mode == "ask-slot") return migrate_or_report(runtime, Fault::ask_slot);
+  if (mode == "filled-number") return migrate_or_report(runtime, Fault::filled_number);
+  if (mode == "filled-slot") return migrate_or_report(runtime, Fault::filled_slot);
   if (mode == "claim-header") return migrate_or_report(runtime, Fault::claim_header);
   if (mode == "round-header") return migrate_or_report(runtime, Fault::round_header);
   if (mode == "honest-migration") return migrate_or_report(runtime, Fault::none);
@@ -249,7 +271,8 @@ int main(int argc, char** argv) {
     return 0;  // rank 0 waits in the runtime's end for rank 1
   }
   std::fputs(
-      "usage: faulty_peer_program drop-header|drop-filled|drop-ask|stuck-at-balance|"
+      "usage: faulty_peer_program drop-header|drop-filled|drop-ask|ask-number|ask-slot|"
+      "filled-number|filled-slot|stuck-at-balance|"
       "absent-at-start|absent-at-create|absent-at-end|claim-header|round-header|stray-tags|"
       "stray-tags-in-migration|stray-flood-in-migration|stray-tags-at-end|honest-migration\n",
       stderr);
