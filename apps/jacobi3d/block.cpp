@@ -1,5 +1,11 @@
 // SPDX-FileCopyrightText: 2026 The kodo developers
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+// A Jacobi3D block's plain code, as a user porting an MPI code writes it (docs/porting.md):
+// the unit path (entry methods and channels, kernels batched with the rank's other blocks'),
+// the task path (a coroutine that awaits its faces), both with or without overlap, the
+// checksum and the restore from a checkpoint. The tuned regimes (the rank program's
+// plan_step, fusion A-C, graphs, device waits, --sync, and the unit path's kernels launched
+// one by one) are in tuned_block.cpp.
 #include "block.hpp"
 
 #include "error.hpp"
@@ -93,105 +99,16 @@ JacobiBlock::JacobiBlock(const kodo::UnitInit<JacobiBlock>& init, const BlockCon
   Kokkos::fence("jacobi::JacobiBlock");
 }
 
-// Iteration n (parity p) reads A[p] and the faces of n, and writes A[1 - p] and the faces of
-// n + 1, which the neighbours read in their iteration n + 1. A face leaves across face f
-// tagged f and so arrives tagged with the face opposite its receiver's (f ^ 1).
-void JacobiBlock::plan_step(kodo::StepPlan& plan) {
-  const int p = plan.phase();
-  for (int f = 0; f < 6; ++f) {
-    if (!has_neighbour_[f]) continue;
-    const kodo::Index3 peer = across_face(index(), f);
-    plan.receive(receive_buffer_[p][f], peer, f ^ 1);
-    plan.send(send_buffer_[1 - p][f], peer, f);
-  }
-  if (config_.overlap) {
-    // The inner box reads no face: it runs while the faces of n travel (or are copied).
-    plan.work_without_receives([this, p](const Space& space) {
-      update_inner(space, field_[p], field_[1 - p], shape_, receive_buffer_[p],
-                   send_buffer_[1 - p]);
-    });
-    plan.work([this, p](const Space& space) {
-      update_boundary(space, field_[p], field_[1 - p], shape_, receive_buffer_[p],
-                      send_buffer_[1 - p]);
-      extra_work(space, p);
-    });
-  } else {
-    plan.work([this, p](const Space& space) {
-      step(space, config_.fusion, field_[p], field_[1 - p], shape_, receive_buffer_[p],
-           send_buffer_[1 - p]);
-      extra_work(space, p);
-    });
-  }
-  // The faces of iteration 0, from A[0], in the buffers the last parity sends.
-  if (p == 1)
-    plan.prime([this](const Space& space) {
-      jacobi::pack_faces(space, field_[0], shape_, send_buffer_[0]);
-    });
-}
-
-void JacobiBlock::ran(std::int64_t iterations) {
-  iteration_ += iterations;
-  step_ += iterations;
-  target_ = iteration_;
-}
-
 void JacobiBlock::iterate(std::int64_t count) {
   target_ += count;
   advance();
 }
 
+// The unit path goes on as far as its faces let it: with batches, or (the tuned regimes and
+// --batches none) each kernel launched on its stream, in tuned_block.cpp.
 void JacobiBlock::advance() {
   if (in_batches()) return advance_in_batches();
-  while (iteration_ < target_) {
-    const int p = static_cast<int>(iteration_ % 2);
-    if (faces_sent_for_ < iteration_) {
-      send_faces();
-      // With overlap the inner box of n needs no face of n: it runs while they travel,
-      // queued after the sends (which wait only for the work queued before them).
-      if (config_.overlap)
-        update_inner(compute_->space(), field_[p], field_[1 - p], shape_, receive_buffer_[p],
-                     send_buffer_[1 - p]);
-    }
-    const bool on_device = faces_wait_on_device();
-    if (on_device) {
-      if (iteration_ - least_handed() >= kRunAhead) return;  // hand-overs let it go on
-      for (int f = 0; f < 6; ++f)
-        if (has_neighbour_[f]) faces_in_[f].wait(*compute_, static_cast<std::uint64_t>(iteration_));
-    } else if (received_[p] < neighbours_) {
-      return;  // wait for the missing faces
-    }
-    received_[p] = 0;
-    if (faces_read_from_buffers()) {
-      // Update n (with overlap, its boundary), and the faces of n + 1 packed on the way.
-      if (config_.overlap)
-        update_boundary(compute_->space(), field_[p], field_[1 - p], shape_, receive_buffer_[p],
-                        send_buffer_[1 - p]);
-      else if (config_.graphs)
-        step_graph_[p]->submit(compute_->space());
-      else
-        step(compute_->space(), config_.fusion, field_[p], field_[1 - p], shape_,
-             receive_buffer_[p], send_buffer_[1 - p]);
-      extra_work(compute_->space(), p);
-      faces_packed_for_ = iteration_ + 1;
-      // Their buffers take the faces of n + 2 once the step has read them.
-      if (on_device)
-        for (int f = 0; f < 6; ++f)
-          if (has_neighbour_[f])
-            faces_in_[f].release(*compute_, static_cast<std::uint64_t>(iteration_));
-    } else {
-      if (config_.fusion == Fusion::B)
-        unpack_faces(comm_->space(), field_[p], shape_, receive_buffer_[p]);
-      compute_->wait_for(*comm_);  // the unpacks of this iteration
-      update(compute_->space(), field_[p], field_[1 - p], shape_);
-      extra_work(compute_->space(), p);
-    }
-    ++iteration_;
-    ++step_;
-  }
-  // The checksum fences the compute stream: with device waits, only once every face it
-  // waits for is in (the neighbours may need this rank's loop until then).
-  if (checksum_requested_ && (waits_from_ < 0 || least_handed() >= iteration_))
-    contribute_checksum();
+  advance_on_streams();
 }
 
 bool JacobiBlock::in_batches() const {
@@ -395,28 +312,6 @@ kodo::Task JacobiBlock::overlapped_iteration() {
 
 void JacobiBlock::extra_work(const Space& space, int p) {
   for (std::int64_t k = 1; k < work_factor_; ++k) update(space, field_[p], scratch_, shape_);
-}
-
-bool JacobiBlock::faces_wait_on_device() {
-  if (waits_from_ >= 0) return true;
-  if (!config_.device_waits || !faces_read_from_buffers() ||
-      config_.completion != Completion::engine || neighbours_ == 0)
-    return false;
-  // Switch only between iterations with no face in hand: faces from iteration_ on are
-  // then all handed over after the stream has waited for them.
-  if (received_[0] != 0 || received_[1] != 0) return false;
-  for (int f = 0; f < 6; ++f)
-    if (has_neighbour_[f] && !faces_in_[f].waits_on_streams()) return false;
-  waits_from_ = iteration_;
-  for (int f = 0; f < 6; ++f) handed_[f] = iteration_;
-  return true;
-}
-
-std::int64_t JacobiBlock::least_handed() const {
-  std::int64_t least = iteration_;
-  for (int f = 0; f < 6; ++f)
-    if (has_neighbour_[f]) least = std::min(least, handed_[f]);
-  return least;
 }
 
 // Faces of iteration n are packed from A[n % 2], after the update that produced it.

@@ -8,6 +8,10 @@
 // ahead (it cannot finish iteration n + 1 without our faces of n + 1), so a face for
 // iteration n lands straight in the ghost layer of A[n % 2]: the update never writes
 // ghosts, and no face for n + 2 can arrive while A[n % 2] is still being read.
+//
+// block.cpp holds the plain block (the unit and task paths, with overlap and kernel
+// batches); tuned_block.cpp the tuned regimes (the rank program, fusion, graphs, device
+// waits, --sync), members of the same class.
 
 #include "tuned_kernels.hpp"
 
@@ -78,13 +82,8 @@ struct BlockConfig {
   Batches batches = Batches::all;
 };
 
-// With the rank program (BlockConfig::rank_program) a block only plans an iteration of
-// each parity (plan_step): it reads the faces of n from its receive buffers, runs step()
-// (unpacks, the update n and the packs of n + 1, as --fusion says) and sends the faces of
-// n + 1 from its send buffers; kodo runs the iterations of all of a rank's blocks as one
-// device graph per iteration, and the main program counts them (ran).
-// Otherwise (the unit path) device work of a block runs on two streams of the rank's pool: updates
-// on a compute stream, packing and unpacking of faces on a communication stream (greater priority).
+// The unit path: device work of a block runs on two streams of the rank's pool: updates on a
+// compute stream, packing and unpacking of faces on a communication stream (greater priority).
 // Each neighbour is reached through a kodo::Channel. Each iteration n:
 //   pack faces of A[n % 2] (communication stream, after update n-1)
 //   -> send each face on its channel (sent once the pack is done: UCX for a neighbour
@@ -93,54 +92,41 @@ struct BlockConfig {
 //      buffers per face) -> unpack it into the ghost layer (communication stream) and
 //      release the buffer for the face of n + 2
 //   -> all faces of n in: update n (compute stream, after the unpacks)
-// With fusion C or graphs a block instead runs each iteration as one whole step, on the
-// compute stream alone, once all its faces are in: unpack, update n, and pack the
-// faces of n + 1 (one fused kernel with C; one graph launch with graphs), then send.
+// With batches (BlockConfig::batches, fusion none, the completion engine, no graphs or
+// device waits) the unit path's packs, unpacks and update (with overlap, its inner box and
+// boundary) go out as kodo::KernelBatch, each launched once for the rank's blocks at the
+// end of the scheduler's turn; the block goes on from each launch's callback
+// (advance_in_batches).
 // With overlap a block splits each update n in two, on the compute stream alone: the
 // inner box (update_inner), which needs no face of n and so is launched as soon as
 // update n - 1 is, and the boundary (update_boundary, once the faces of n are in), which
 // reads the faces from the receive buffers and writes the faces of n + 1 into the send
 // buffers; those are sent at once, before the next inner box is launched behind them.
 // The faces then travel while the inner box of n + 1 runs.
-// With batches (BlockConfig::batches, fusion none, the completion engine, no graphs or
-// device waits) the unit path's packs, unpacks and update (with overlap, its inner box and
-// boundary) go out as kodo::KernelBatch, each launched once for the rank's blocks at the
-// end of the scheduler's turn; the block goes on from each launch's callback
-// (advance_in_batches).
 // The task path (BlockConfig::task) runs the same iteration (fusion none) as a loop in a
 // coroutine, run_iterations: pack and send, await each face of n (kodo::AwaitableRing)
 // and unpack it, update n; the scheduler resumes it where the callbacks would run. Its
 // packs, unpacks and update go out as kodo::KernelBatch, each launched once for the
 // rank's blocks (BlockConfig::batches). With overlap, its coroutine sends the faces of n,
 // updates the inner box, awaits the faces and updates the boundary (overlapped_iteration).
-// Device waits (BlockConfig::device_waits): once every face of a block comes by the
-// same-node route, the host queues whole iterations ahead on the compute stream, each
-// behind waits (on the device) for its faces and followed by the releases of their
-// buffers, up to kRunAhead iterations past the last faces handed over; the faces'
-// hand-overs then only let the host queue more. No host step stands between a face's
-// arrival and the work that reads it.
 // Send and receive buffers come in two by parity. A neighbour cannot send its faces of
 // n + 2 (or read our send buffer of n again) before it has our faces of n + 1, which
 // we send only after our unpacks of n (our step n) have completed on their stream; so
 // the buffers of n are free again when n + 2 needs them.
+// The tuned regimes (the rank program's plan_step, fusion C and graphs as whole steps,
+// device waits, and the unit path's kernels launched one by one, advance_on_streams) are
+// described and defined in tuned_block.cpp.
 class JacobiBlock : public kodo::WorkUnit<JacobiBlock> {
  public:
   // What checkpoints call this type (kodo/tasking/checkpoint.hpp).
   static constexpr const char* checkpoint_name = "jacobi3d::Block";
   JacobiBlock(const kodo::UnitInit<JacobiBlock>& init, const BlockConfig& config);
 
-  // The rank program: an iteration of parity plan.phase() (kodo::StepProgram), and the
-  // iterations it ran, told by the main program once they are done.
-  void plan_step(kodo::StepPlan& plan);
-  void ran(std::int64_t iterations);
-
   // Entry methods.
   void iterate(std::int64_t count);               // run `count` more iterations (the unit path)
   kodo::Task run_iterations(std::int64_t count);  // the same, as a loop (the task path)
   // Once the iterations asked for so far are done: a Summary to the main program.
   void compute_checksum();
-  // Whether the block's stream awaits its faces on the device (--waits device).
-  bool waits_on_device() const { return waits_from_ >= 0; }
 
   // The state a checkpoint holds (kodo's unit_state.hpp): the updates done since the
   // computation began, across restarts, and the current array. Restored only before the
@@ -157,6 +143,14 @@ class JacobiBlock : public kodo::WorkUnit<JacobiBlock> {
   // Throws jacobi::Error where the saved blocks are not of that step or that grid, and
   // kodo::Error where kodo cannot read them.
   void restore(const kodo::SavedCollection& saved, std::int64_t step);
+
+  // The tuned regimes (tuned_block.cpp). The rank program: an iteration of parity
+  // plan.phase() (kodo::StepProgram), and the iterations it ran, told by the main program
+  // once they are done.
+  void plan_step(kodo::StepPlan& plan);
+  void ran(std::int64_t iterations);
+  // Whether the block's stream awaits its faces on the device (--waits device).
+  bool waits_on_device() const { return waits_from_ >= 0; }
 
  private:
   void advance();
@@ -178,6 +172,10 @@ class JacobiBlock : public kodo::WorkUnit<JacobiBlock> {
   void contribute_checksum();
   // The update of parity p again, into scratch, work_factor_ - 1 times (--imbalance).
   void extra_work(const Space& space, int p);
+
+  // The tuned regimes (tuned_block.cpp): advance() without batches, each kernel launched
+  // on the block's streams.
+  void advance_on_streams();
   // Whether iteration_ may wait for its faces on the compute stream (and does, from
   // waits_from_ on).
   bool faces_wait_on_device();
