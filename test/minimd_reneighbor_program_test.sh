@@ -5,7 +5,8 @@
 # unit: every atom's position and velocity equal to the last bit (the units' checkpoint
 # files compared byte for byte) for unit grids with and without dimensions of one unit,
 # with atoms crossing units all the time (--drift), and where a count outgrows its room
-# (the step run again unit by unit), on one rank and on 2 and 4.
+# (the step run again unit by unit), on one rank and on 2 and 4; and a thermo step the
+# plain steps' program runs.
 #   test/minimd_reneighbor_program_test.sh MINIMD REFERENCE WORKDIR NUMPROC_FLAG LAUNCHER...
 # shellcheck source=test/minimd_runs.sh
 source "$(dirname "$0")/minimd_runs.sh" minimd_reneighbor_program_test "$@"
@@ -50,4 +51,17 @@ for case in "2 4" "2 8 --drift 20 -20 20" "4 2 --drift 20 -20 20"; do
   grep -q "Reneighboring steps: unit by unit" "$out" || fail "$ranks ranks: not unit by unit"
   same "$work/$tag-program" "$work/$tag-units"
 done
+# A thermo step that rebuilds no lists (the last, 290) run by the plain steps' program, the
+# units summing its thermo after it: the line that step prints unit by unit.
+thermo_290() {
+  timeout 300 "${launch[@]}" "$np" 1 "$minimd" -s 10 -n 290 --half_neigh 0 --odf 8 "$@" \
+    >"$out" 2>"$err" || fail "exit status $? from: $*"
+  awk '$1 == 290 { print $2, $3, $4 }' "$out"
+}
+by_units=$(thermo_290 --step-program 0)
+[ -n "$by_units" ] || fail "no thermo line at step 290"
+by_program=$(thermo_290)
+grep -q "the other 0 in" "$out" || fail "a step of the run was not run by a program"
+[ "$by_program" = "$by_units" ] ||
+  fail "step 290's thermo by the program ($by_program) is not unit by unit's ($by_units)"
 echo "minimd_reneighbor_program_test: passed"

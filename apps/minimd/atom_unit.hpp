@@ -32,7 +32,7 @@
 // neighbours' data it awaits them (or, with --sync, fences), while the rank runs its
 // other units; the rank never waits.
 //
-// The steps between reneighborings that print no thermo may instead run as a
+// The steps between reneighborings may instead run as a
 // kodo::StepProgram (full lists, without --sync): every unit's work for a step recorded
 // once and replayed as one device program per rank, with no host step per unit. A step
 // is four program steps (phases): 0 initial integrate, pack x; 1 unpack x, pack y; 2
@@ -43,7 +43,7 @@
 // buffers have room to grow, so the program outlives the lists it serves; it is built
 // again only when a view it captured is replaced (plan_current()).
 //
-// The reneighboring steps without thermo may run as a second program (plan_reneighbor,
+// The reneighboring steps may run as a second program (plan_reneighbor,
 // seven phases: 0 save the atoms, initial integrate, migrants along x; 1 and 2 those
 // along y and z; 3 sort, borders along x; 4 and 5 along y and z; 6 lists, force, final
 // integrate); its messages to other ranks go through the program's channels (tags 6-17,
@@ -53,7 +53,8 @@
 // outgrows one sets counters(overflow); the host reads the counters back once the step
 // is done and, should any unit of the job have overflowed, every unit takes back the
 // atoms it saved and runs the step again unit by unit, which makes room
-// (reneighbored_by_program, undo_reneighbor_program).
+// (reneighbored_by_program, undo_reneighbor_program). On a thermo step either program
+// runs, each unit then sums its thermo (sum_thermo) as the step would unit by unit.
 //
 // Buffers and message slots come in two by step parity. A neighbour cannot send the
 // data of step n + 2 before it has ours of n + 1, which we send after our work on its
@@ -89,19 +90,15 @@ struct Setup {
   bool host_staged = false;
   bool sync = false;
   bool step_program = false;  // plain steps run as a StepProgram (see AtomUnit)
-  // Reneighboring steps (without thermo) run as a second StepProgram (see AtomUnit).
+  // Reneighboring steps run as a second StepProgram (see AtomUnit).
   bool reneighbor_program = false;
   double bin_size[3];
   Timers* timers = nullptr;
   bool thermo_step(std::int64_t step) const;  // 0, every thermo_every, the last
-  // Neither rebuilds the lists nor sums the thermo: a step the program can run.
-  bool plain_step(std::int64_t step) const {
-    return step % problem.reneighbor_every != 0 && !thermo_step(step);
-  }
-  // Rebuilds the lists and sums no thermo: a step the reneighboring program can run.
-  bool reneighbor_step(std::int64_t step) const {
-    return step % problem.reneighbor_every == 0 && !thermo_step(step);
-  }
+  // Rebuilds no lists: a step the program can run (a thermo step's sums taken after it).
+  bool plain_step(std::int64_t step) const { return step % problem.reneighbor_every != 0; }
+  // Rebuilds the lists: a step the reneighboring program can run (the same).
+  bool reneighbor_step(std::int64_t step) const { return step % problem.reneighbor_every == 0; }
 };
 
 // The atoms the problem creates: the FCC lattice sites of the box (4 per unit cell), those
@@ -173,6 +170,9 @@ class AtomUnit : public kodo::WorkUnit<AtomUnit> {
   // The program runs the next `steps` steps of this unit (called before the run() that
   // runs them: messages of the step after may reach the unit during that run()).
   void program_runs(std::int64_t steps);
+  // Entry method, after a program ran a thermo step: the step's thermo round, the sums a
+  // thermo step unit by unit takes (its lists and positions, its velocities).
+  void sum_thermo();
 
   // Entry methods of the neighbours: data of `step`, coming from the neighbour on
   // `side` (0 lower, 1 upper) of dimension `dim`.
@@ -314,6 +314,7 @@ class AtomUnit : public kodo::WorkUnit<AtomUnit> {
   Payload migrant_out_[3][2], migrant_in_[3][2];
   int migrants_[3][2] = {}, arrivals_[3][2] = {};
   Vectors x_saved_, v_saved_, f_saved_;
+  Vectors thermo_forces_;  // sum_thermo's forces where f_saved_ has no room (never read)
   std::vector<std::uintptr_t> reneighbor_planned_;
   // Reductions.
   Payload thermo_;  // sum |v|^2, potential energy, virial, atoms, sum v (3)

@@ -114,6 +114,31 @@ std::vector<std::uintptr_t> AtomUnit::planned_views() const {
 
 bool AtomUnit::plan_current() const { return !planned_.empty() && planned_ == planned_views(); }
 
+// A step a program ran ends, as on every step, with the final integrate; the potential
+// energy and virial come from its lists and positions, as the force of a thermo step unit
+// by unit sums them, into forces of their own: f holds the program's, which the next step
+// integrates.
+void AtomUnit::sum_thermo() {
+  const Device& space = compute_->space();
+  const auto own = static_cast<std::size_t>(nlocal_);
+  Vectors forces = f_saved_;
+  if (forces.extent(0) < own) {
+    if (thermo_forces_.extent(0) < own)
+      thermo_forces_ = Vectors(Kokkos::view_alloc(Kokkos::WithoutInitializing,
+                                                  std::string("minimd::thermo_forces")),
+                               std::max(own, static_cast<std::size_t>(v_.extent(0))));
+    forces = thermo_forces_;
+  }
+  Kokkos::deep_copy(space, thermo_, 0.0);
+  force(space, x_, forces, nlocal_, natoms_, neighbors_, neighbor_count_, setup_.list, potential(),
+        true, Payload(Kokkos::subview(thermo_, std::pair<std::size_t, std::size_t>(1, 3))));
+  kinetic(space, v_, nlocal_, thermo_);
+  Kokkos::deep_copy(space, Kokkos::subview(thermo_, 3), static_cast<double>(nlocal_));
+  momentum(space, v_, nlocal_,
+           Payload(Kokkos::subview(thermo_, std::pair<std::size_t, std::size_t>(4, 7))));
+  contribute(*compute_, thermo_, kodo::Sum{});
+}
+
 void AtomUnit::program_runs(std::int64_t steps) {
   if (in_step_ || completed_ != step_)
     throw Error(text("minimd: unit ", index(), " runs the step program at step ", step_,
@@ -141,32 +166,45 @@ void AtomUnit::plan_step(kodo::StepPlan& plan) {
   std::vector<kodo::StepWork> parts;
   if (q == 0)
     parts.push_back([=](const Device& s) { initial_integrate(s, x, v, f, own_atoms, dt); });
-  if (q >= 1 && !self(q - 1)) {  // the ghosts along q - 1, sent in the previous phase
+  // The ghosts along q - 1 that arrive (sent in the previous phase) and those along q sent
+  // to neighbours, in one kernel; images of own atoms (a unit its own neighbour) after it.
+  Payload ins[2], outs[2];
+  Count in_counts[2] = {0, 0}, firsts[2] = {0, 0}, out_counts[2] = {0, 0};
+  Indices borders[2];
+  double shifts[2] = {0, 0};
+  if (q >= 1 && !self(q - 1)) {
     const int d = q - 1;
     for (int side = 0; side < 2; ++side) {
       plan.receive(program_in_[d][side], neighbour(d, side), 2 * d + 1 - side);
-      const Payload in = records(program_in_[d][side]);
-      const Count count = sized(ghost_count + 2 * d + side, in_room_[d][side]);
-      const Count first = sized(ghost_first + 2 * d + side, 0);
-      parts.push_back([=](const Device& s) { unpack_rows(s, in, count, x, first); });
+      ins[side] = records(program_in_[d][side]);
+      in_counts[side] = sized(ghost_count + 2 * d + side, in_room_[d][side]);
+      firsts[side] = sized(ghost_first + 2 * d + side, 0);
     }
   }
-  if (q <= 2) {  // the ghosts along q: images of own atoms, or positions for the neighbours
+  if (q <= 2 && !self(q)) {
     const int d = q;
     for (int side = 0; side < 2; ++side) {
-      const Indices list = border_[d][self(d) ? 1 - side : side];
-      if (self(d)) {
-        const Count count = sized(ghost_count + 2 * d + side, in_room_[d][side]);
-        const Count first = sized(ghost_first + 2 * d + side, 0);
-        const double by = shift(d, 1 - side);
-        parts.push_back([=](const Device& s) { copy_positions(s, x, list, count, d, by, first); });
-      } else {
-        plan.send(program_out_[d][side], neighbour(d, side), 2 * d + side);  // toward `side`
-        const Payload out = records(program_out_[d][side]);
-        const Count count = sized(border_count + 2 * d + side, out_room_[d][side]);
-        const double by = shift(d, side);
-        parts.push_back([=](const Device& s) { pack_positions(s, x, list, count, d, by, out); });
-      }
+      plan.send(program_out_[d][side], neighbour(d, side), 2 * d + side);  // toward `side`
+      outs[side] = records(program_out_[d][side]);
+      borders[side] = border_[d][side];
+      out_counts[side] = sized(border_count + 2 * d + side, out_room_[d][side]);
+      shifts[side] = shift(d, side);
+    }
+  }
+  if (in_counts[0].bound + in_counts[1].bound + out_counts[0].bound + out_counts[1].bound > 0) {
+    const int d = q;
+    parts.push_back([=](const Device& s) {
+      unpack_and_pack_positions(s, ins, in_counts, firsts, x, borders, out_counts, d, shifts, outs);
+    });
+  }
+  if (q <= 2 && self(q)) {
+    const int d = q;
+    for (int side = 0; side < 2; ++side) {
+      const Indices list = border_[d][1 - side];
+      const Count count = sized(ghost_count + 2 * d + side, in_room_[d][side]);
+      const Count first = sized(ghost_first + 2 * d + side, 0);
+      const double by = shift(d, 1 - side);
+      parts.push_back([=](const Device& s) { copy_positions(s, x, list, count, d, by, first); });
     }
   }
   // Atoms with no ghost in their lists need only their own positions: their force can run
@@ -381,12 +419,13 @@ void AtomUnit::plan_ghosts_in(kodo::StepPlan& plan, ReneighborPhase& phase, int 
   const Counters counters = phase.counters;
   phase.parts.push_back([=](const Device& s) { count_ghosts(s, ins, rooms, d, rows, counters); });
   const Vectors a_x = phase.a_x;
-  for (int side = 0; side < 2; ++side) {
-    const Payload in = records(ins[side]);
-    const Count count = sized(ghost_count + 2 * d + side, in_room_[d][side]);
-    const Count first = sized(ghost_first + 2 * d + side, 0);
-    phase.parts.push_back([=](const Device& s) { unpack_rows(s, in, count, a_x, first); });
-  }
+  const Payload records_in[2] = {records(ins[0]), records(ins[1])};
+  const Count counts[2] = {sized(ghost_count + 2 * d, in_room_[d][0]),
+                           sized(ghost_count + 2 * d + 1, in_room_[d][1])};
+  const Count firsts[2] = {sized(ghost_first + 2 * d, 0), sized(ghost_first + 2 * d + 1, 0)};
+  phase.parts.push_back([=](const Device& s) {  // both sides' rows in one kernel
+    unpack_and_pack_positions(s, records_in, counts, firsts, a_x, {}, {0, 0}, d, {0, 0}, {});
+  });
 }
 
 // Borders along d (phase d + 3).

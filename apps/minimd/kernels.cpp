@@ -384,14 +384,6 @@ void count_outside(const Device& space, Vectors x, Count n, Box box, Counters co
       });
 }
 
-void pack_positions(const Device& space, Vectors x, Indices list, Count count, int d, double shift,
-                    Payload out) {
-  Kokkos::parallel_for(
-      "minimd::pack_positions", over(space, count), KOKKOS_LAMBDA(int k) {
-        if (k < count.get()) pack_position(x, list(k), d, shift, out, k);
-      });
-}
-
 void pack_positions(const Device& space, Vectors x, const Indices (&lists)[2],
                     const int (&counts)[2], int d, const double (&shifts)[2],
                     const Payload (&outs)[2]) {
@@ -408,15 +400,6 @@ void pack_positions(const Device& space, Vectors x, const Indices (&lists)[2],
       });
 }
 
-void unpack_rows(const Device& space, Payload in, Count count, Vectors x, Count first) {
-  Kokkos::parallel_for(
-      "minimd::unpack_rows", over(space, count), KOKKOS_LAMBDA(int k) {
-        if (k >= count.get()) return;
-        const int row = first.get() + k;
-        for (int e = 0; e < 3; ++e) x(row, e) = in(3 * k + e);
-      });
-}
-
 void unpack_rows(const Device& space, const Payload (&ins)[2], const int (&counts)[2],
                  const int (&firsts)[2], Vectors x) {
   const Payload in0 = ins[0], in1 = ins[1];
@@ -428,6 +411,76 @@ void unpack_rows(const Device& space, const Payload (&ins)[2], const int (&count
         const Payload& in = from0 ? in0 : in1;
         const int row = (from0 ? first0 : first1) + k;
         for (int e = 0; e < 3; ++e) x(row, e) = in(3 * k + e);
+      });
+}
+
+namespace {
+
+// The six counts of unpack_and_pack_positions as slots of one Counters (a small functor:
+// Kokkos launches one of 512 bytes or more through constant memory, which a step program
+// cannot record).
+struct PhaseCounts {
+  Counters counters;
+  int slot[6], bound[6];  // ins 0-1, firsts 2-3, outs 4-5
+  KOKKOS_INLINE_FUNCTION int get(int n) const { return slot[n] < 0 ? bound[n] : counters(slot[n]); }
+};
+
+PhaseCounts phase_counts(const Count (&in_counts)[2], const Count (&firsts)[2],
+                         const Count (&out_counts)[2]) {
+  PhaseCounts c;
+  const Count* all[6] = {&in_counts[0], &in_counts[1],  &firsts[0],
+                         &firsts[1],    &out_counts[0], &out_counts[1]};
+  for (int n = 0; n < 6; ++n) {
+    c.slot[n] = all[n]->slot, c.bound[n] = all[n]->bound;
+    if (all[n]->slot < 0) continue;
+    if (c.counters.data() != nullptr && c.counters.data() != all[n]->counters.data())
+      throw Error("minimd: unpack_and_pack_positions takes the counts of one unit");
+    c.counters = all[n]->counters;
+  }
+  return c;
+}
+
+}  // namespace
+
+void unpack_and_pack_positions(const Device& space, const Payload (&ins)[2],
+                               const Count (&in_counts)[2], const Count (&firsts)[2], Vectors x,
+                               const Indices (&lists)[2], const Count (&out_counts)[2], int d,
+                               const double (&shifts)[2], const Payload (&outs)[2]) {
+  const PhaseCounts c = phase_counts(in_counts, firsts, out_counts);
+  const Payload in0 = ins[0], in1 = ins[1], out0 = outs[0], out1 = outs[1];
+  const Indices list0 = lists[0], list1 = lists[1];
+  const double shift0 = shifts[0], shift1 = shifts[1];
+  // The packs come first: run in order (a host backend), they read before the rows are
+  // written, so what they take from the arrivals is what the test sees.
+  const int packs = c.bound[4] + c.bound[5];
+  Kokkos::parallel_for(
+      "minimd::unpack_and_pack_positions", over(space, packs + c.bound[0] + c.bound[1]),
+      KOKKOS_LAMBDA(int j) {
+        if (j >= packs) {  // a ghost row that arrived
+          const int side = j - packs < c.bound[0] ? 0 : 1;
+          const int k = j - packs - (side == 0 ? 0 : c.bound[0]);
+          if (k >= c.get(side)) return;
+          const Payload& in = side == 0 ? in0 : in1;
+          const int row = c.get(2 + side) + k;
+          for (int e = 0; e < 3; ++e) x(row, e) = in(3 * k + e);
+          return;
+        }
+        const int side = j < c.bound[4] ? 0 : 1;
+        const int k = j - (side == 0 ? 0 : c.bound[4]);
+        if (k >= c.get(4 + side)) return;
+        const int i = side == 0 ? list0(k) : list1(k);
+        const Payload& out = side == 0 ? out0 : out1;
+        const double by = side == 0 ? shift0 : shift1;
+        for (int from = 0; from < 2; ++from) {  // a row this kernel writes
+          const int first = c.get(2 + from);
+          if (i >= first && i < first + c.get(from)) {
+            const Payload& in = from == 0 ? in0 : in1;
+            for (int e = 0; e < 3; ++e)
+              out(3 * k + e) = in(3 * (i - first) + e) + (e == d ? by : 0.0);
+            return;
+          }
+        }
+        for (int e = 0; e < 3; ++e) out(3 * k + e) = x(i, e) + (e == d ? by : 0.0);
       });
 }
 

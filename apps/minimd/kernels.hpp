@@ -172,19 +172,25 @@ void unpack_atoms(const Device& space, const Payload (&ins)[2], const Count (&co
                   Vectors v, Count first);
 // Counts into counters(lost) the atoms of [0, n) outside `box` (or not finite).
 void count_outside(const Device& space, Vectors x, Count n, Box box, Counters counters);
-// out = x of the listed atoms, shifted by `shift` along d: 3 doubles per atom.
-void pack_positions(const Device& space, Vectors x, Indices list, Count count, int d, double shift,
-                    Payload out);
-// pack_positions toward both sides in one kernel, with host counts.
+// outs[s] = x of the first counts[s] atoms of lists[s], shifted by shifts[s] along d: 3
+// doubles per atom, for both sides s in one kernel.
 void pack_positions(const Device& space, Vectors x, const Indices (&lists)[2],
                     const int (&counts)[2], int d, const double (&shifts)[2],
                     const Payload (&outs)[2]);
-// Rows [first, first + count) of x = the packed positions.
-void unpack_rows(const Device& space, Payload in, Count count, Vectors x, Count first);
-// unpack_rows of both sides in one kernel: rows [firsts[s], firsts[s] + counts[s]) from
-// ins[s].
+// Rows [firsts[s], firsts[s] + counts[s]) of x = the positions packed in ins[s], for both
+// sides s in one kernel.
 void unpack_rows(const Device& space, const Payload (&ins)[2], const int (&counts)[2],
                  const int (&firsts)[2], Vectors x);
+// A step program's ghost exchange for one phase, in one kernel: the ghosts that arrived
+// along d - 1 (ins[s], in_counts[s] rows from firsts[s]) written into x, and the positions
+// toward both sides along d packed (outs[s], out_counts[s] of lists[s], shifted by
+// shifts[s]). A listed row the same kernel writes is read from what arrived: the same
+// doubles. Either part may be empty (counts of bound 0). Every count must read from the
+// same counters (a unit's) or be a host count.
+void unpack_and_pack_positions(const Device& space, const Payload (&ins)[2],
+                               const Count (&in_counts)[2], const Count (&firsts)[2], Vectors x,
+                               const Indices (&lists)[2], const Count (&out_counts)[2], int d,
+                               const double (&shifts)[2], const Payload (&outs)[2]);
 // Ghost rows [first, first + count) of x from the listed atoms of the same unit, shifted.
 void copy_positions(const Device& space, Vectors x, Indices list, Count count, int d, double shift,
                     Count first);

@@ -48,8 +48,9 @@ struct Options {
   std::int64_t odf = 1;
   std::string comm = "device";  // "device" (GPU-aware) or "host" (staged in pinned memory)
   bool sync = false;            // fence streams instead of the completion engine
-  // Steps that neither rebuild the lists nor sum the thermo run as a kodo::StepProgram
-  // (with full lists and without --sync; atom_unit.hpp), else unit by unit. -1: when a
+  // Steps that do not rebuild the lists run as a kodo::StepProgram (with full lists and
+  // without --sync; atom_unit.hpp), else unit by unit; on a thermo step the units sum the
+  // thermo after the program's step (AtomUnit::sum_thermo). -1: when a
   // rank has several units (--odf > 1; with one, unit by unit was measured faster).
   int step_program = -1;
   int reneighbor_program = -1;

@@ -297,8 +297,9 @@ class Steps {
       }
       const bool plain = by_program(step_ + 1);
       std::int64_t n = 1;
+      // A program's run ends at a thermo step, whose sums are taken after it.
       while (step_ + n < last && by_program(step_ + n + 1) == plain &&
-             !by_reneighboring(step_ + n + 1))
+             !by_reneighboring(step_ + n + 1) && !(plain && setup_.thermo_step(step_ + n)))
         ++n;
       if (plain) {
         run_program(n);
@@ -321,6 +322,13 @@ class Steps {
     return stale != 0;
   }
 
+  // The thermo round of `step` where it has one and a program ran it.
+  void sum_thermo_after_program(std::int64_t step) {
+    if (!setup_.thermo_step(step)) return;
+    atoms_.broadcast_local<&AtomUnit::sum_thermo>();
+    runtime_.run();
+  }
+
   // `steps` plain steps as one device program per rank (atom_unit.hpp).
   void run_program(std::int64_t steps) {
     const bool stale = must_build(program_ != nullptr, &AtomUnit::plan_current);
@@ -339,6 +347,7 @@ class Steps {
     atoms_.for_each_local([&](AtomUnit& unit) { unit.program_runs(steps); });
     program_->advance(AtomUnit::program_phases * steps);
     runtime_.run();
+    sum_thermo_after_program(step_ + steps);
     plain_seconds_ += now() - t1;
     plain_steps_ += steps;
   }
@@ -368,8 +377,9 @@ class Steps {
     MPI_Allreduce(MPI_IN_PLACE, &fitted, 1, MPI_INT, MPI_MIN, runtime_.comm());
     if (fitted) {
       atoms_.for_each_local([&](AtomUnit& unit) { unit.take_reneighbor_counts(); });
+      sum_thermo_after_program(step_ + 1);
       ++reneighboring_steps_;
-    } else {
+    } else {  // (run unit by unit, a thermo step sums its thermo itself)
       atoms_.for_each_local([&](AtomUnit& unit) { unit.undo_reneighbor_program(); });
       atoms_.broadcast_local<&AtomUnit::run>(1);
       runtime_.run();

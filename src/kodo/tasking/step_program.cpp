@@ -82,6 +82,7 @@ void RankProgram::let_go() {
   for (auto& r : impl_->by_phase) impl_->drop(r);
   for (auto& r : impl_->early_by_phase) impl_->drop(r);
   impl_->drop(impl_->period);
+  impl_->drop_recorded_work();
 }
 
 void RankProgram::add(const Index3& unit, std::vector<PlannedPhase> phases) {

@@ -252,7 +252,7 @@ bool device_addressable(const void* p) {
 // Why replaying `graph` would not repeat what recording it enqueued, or "" (the first
 // reason found). Every node is looked at: `for_good` is set by a copy from host memory
 // into device memory anywhere in it, the shape of Kokkos' launch of a kernel through
-// constant memory (see add_recorded).
+// constant memory (see record_work).
 std::string unreplayable(cudaGraph_t graph, bool& for_good) {
   std::size_t count = 0;
   KODO_CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &count));
@@ -315,10 +315,8 @@ void destroy_graph(NativeGraph graph) {
   delete build;
 }
 
-NativeGraphNode add_recorded(NativeGraph graph, NativeStream stream,
-                             const std::function<void()>& enqueue,
-                             const std::vector<NativeGraphNode>& after, std::string& why,
-                             bool& for_good) {
+RecordedWork record_work(NativeStream stream, const std::function<void()>& enqueue,
+                         std::string& why, bool& for_good) {
   for_good = false;
   auto s = static_cast<cudaStream_t>(stream);
   // Relaxed: Kokkos may ask for kernel attributes or allocate scratch on a first launch.
@@ -358,16 +356,27 @@ NativeGraphNode add_recorded(NativeGraph graph, NativeStream stream,
     why = failure;
     return nullptr;
   }
+  if (!recorded) KODO_CUDA_CHECK(cudaGraphCreate(&recorded, 0));  // nothing was enqueued
+  return recorded;
+}
+
+NativeGraphNode add_work(NativeGraph graph, RecordedWork work,
+                         const std::vector<NativeGraphNode>& after) {
+  auto recorded = static_cast<cudaGraph_t>(work);
   const auto deps = nodes_of(after);
   std::size_t count = 0;
-  if (recorded) KODO_CUDA_CHECK(cudaGraphGetNodes(recorded, nullptr, &count));
+  KODO_CUDA_CHECK(cudaGraphGetNodes(recorded, nullptr, &count));
   cudaGraphNode_t node = nullptr;
-  e = count == 0 ? cudaGraphAddEmptyNode(&node, build_of(graph).graph, deps.data(), deps.size())
+  const cudaError_t e =
+      count == 0 ? cudaGraphAddEmptyNode(&node, build_of(graph).graph, deps.data(), deps.size())
                  : cudaGraphAddChildGraphNode(&node, build_of(graph).graph, deps.data(),
-                                              deps.size(), recorded);
-  if (recorded) cudaGraphDestroy(recorded);  // the node holds a copy
+                                              deps.size(), recorded);  // the node holds a copy
   check_cuda(e, "cudaGraphAddChildGraphNode");
   return node;
+}
+
+void destroy_work(RecordedWork work) {
+  if (work) (void)cudaGraphDestroy(static_cast<cudaGraph_t>(work));
 }
 
 NativeGraphNode add_copies(NativeGraph graph, const std::vector<DeviceCopy>& copies,

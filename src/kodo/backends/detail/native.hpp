@@ -136,20 +136,23 @@ using NativeGraphExec = void*;  // an instantiated graph
 using NativeGraphNode = void*;
 NativeGraph create_graph();
 void destroy_graph(NativeGraph graph);
-// Records the work `enqueue` puts on `stream` (stream capture) and adds it to `graph` as
-// one node that runs after `after`. Returns null, with `why`, when the work cannot be
-// recorded or a replay would not repeat it: `enqueue` threw or waited for the device, or
-// the work holds something other than kernels, fills and copies (an event, a host
-// function, an allocation, a copy from host memory to the device). `for_good` then says
-// whether launching the work as before is no longer possible either: a copy from host
-// memory to the device is how Kokkos launches a kernel whose functor exceeds 512 bytes
-// (through constant memory, from a buffer later launches overwrite), and recording it
-// took the event Kokkos waits on before such a launch; so is a recording cut short by
+// Records the work `enqueue` puts on `stream` (stream capture), to be added to graphs as
+// one node, once or several times (add_work). Returns null, with `why`, when the work
+// cannot be recorded or a replay would not repeat it: `enqueue` threw or waited for the
+// device, or the work holds something other than kernels, fills and copies (an event, a
+// host function, an allocation, a copy from host memory to the device). `for_good` then
+// says whether launching the work as before is no longer possible either: a copy from
+// host memory to the device is how Kokkos launches a kernel whose functor exceeds 512
+// bytes (through constant memory, from a buffer later launches overwrite), and recording
+// it took the event Kokkos waits on before such a launch; so is a recording cut short by
 // that event. Either way the stream is out of capture afterwards.
-NativeGraphNode add_recorded(NativeGraph graph, NativeStream stream,
-                             const std::function<void()>& enqueue,
-                             const std::vector<NativeGraphNode>& after, std::string& why,
-                             bool& for_good);
+using RecordedWork = void*;
+RecordedWork record_work(NativeStream stream, const std::function<void()>& enqueue,
+                         std::string& why, bool& for_good);
+// Adds a copy of `work` to `graph` as one node that runs after `after`.
+NativeGraphNode add_work(NativeGraph graph, RecordedWork work,
+                         const std::vector<NativeGraphNode>& after);
+void destroy_work(RecordedWork work);
 // A copy between two places the device can address (device or mapped memory).
 struct DeviceCopy {
   void* to;

@@ -321,10 +321,8 @@ void destroy_graph(NativeGraph graph) {
   delete build;
 }
 
-NativeGraphNode add_recorded(NativeGraph graph, NativeStream stream,
-                             const std::function<void()>& enqueue,
-                             const std::vector<NativeGraphNode>& after, std::string& why,
-                             bool& for_good) {
+RecordedWork record_work(NativeStream stream, const std::function<void()>& enqueue,
+                         std::string& why, bool& for_good) {
   for_good = false;
   auto s = static_cast<hipStream_t>(stream);
   hipError_t e = hipStreamBeginCapture(s, hipStreamCaptureModeRelaxed);
@@ -363,16 +361,27 @@ NativeGraphNode add_recorded(NativeGraph graph, NativeStream stream,
     why = failure;
     return nullptr;
   }
+  if (!recorded) KODO_HIP_CHECK(hipGraphCreate(&recorded, 0));  // nothing was enqueued
+  return recorded;
+}
+
+NativeGraphNode add_work(NativeGraph graph, RecordedWork work,
+                         const std::vector<NativeGraphNode>& after) {
+  auto recorded = static_cast<hipGraph_t>(work);
   const auto deps = nodes_of(after);
   std::size_t count = 0;
-  if (recorded) KODO_HIP_CHECK(hipGraphGetNodes(recorded, nullptr, &count));
+  KODO_HIP_CHECK(hipGraphGetNodes(recorded, nullptr, &count));
   hipGraphNode_t node = nullptr;
-  e = count == 0 ? hipGraphAddEmptyNode(&node, build_of(graph).graph, deps.data(), deps.size())
+  const hipError_t e =
+      count == 0 ? hipGraphAddEmptyNode(&node, build_of(graph).graph, deps.data(), deps.size())
                  : hipGraphAddChildGraphNode(&node, build_of(graph).graph, deps.data(), deps.size(),
-                                             recorded);
-  if (recorded) (void)hipGraphDestroy(recorded);
+                                             recorded);  // the node holds a copy
   check_hip(e, "hipGraphAddChildGraphNode");
   return node;
+}
+
+void destroy_work(RecordedWork work) {
+  if (work) (void)hipGraphDestroy(static_cast<hipGraph_t>(work));
 }
 
 NativeGraphNode add_copies(NativeGraph graph, const std::vector<DeviceCopy>& copies,

@@ -87,13 +87,16 @@ void enqueue_copy_and_publish(NativeStream, const DeviceWait&, void* to, const v
 bool graphs_supported() { return false; }
 NativeGraph create_graph() { throw Error("the host backend has no device graphs"); }
 void destroy_graph(NativeGraph) {}
-NativeGraphNode add_recorded(NativeGraph, NativeStream, const std::function<void()>&,
-                             const std::vector<NativeGraphNode>&, std::string& why,
-                             bool& for_good) {
+RecordedWork record_work(NativeStream, const std::function<void()>&, std::string& why,
+                         bool& for_good) {
   why = "the host backend has no device graphs";
   for_good = false;
   return nullptr;
 }
+NativeGraphNode add_work(NativeGraph, RecordedWork, const std::vector<NativeGraphNode>&) {
+  throw Error("the host backend has no device graphs");
+}
+void destroy_work(RecordedWork) {}
 NativeGraphNode add_copies(NativeGraph, const std::vector<DeviceCopy>&,
                            const std::vector<NativeGraphNode>&) {
   throw Error("the host backend has no device graphs");

@@ -47,7 +47,9 @@ std::string RankProgram::Impl::record_graphs(bool& for_good) {
   std::string why;
   if (!options.graphs || !backend::graphs_supported() || units.empty()) return why;
   try {
-    recording = std::make_unique<StreamPool>(static_cast<int>(units.size()));
+    recording.clear();
+    for (std::size_t u = 0; u < units.size(); ++u)
+      recording.push_back(std::make_unique<Stream>(false, nullptr, nullptr));
     by_phase.resize(static_cast<std::size_t>(P));
     if (split) early_by_phase.resize(static_cast<std::size_t>(P));
     for (int q = 0; q < P && why.empty(); ++q) {
@@ -73,8 +75,9 @@ std::string RankProgram::Impl::record_graphs(bool& for_good) {
     early_by_phase.clear();
     drop(period);
     period_span = 0;
-    recording.reset();
+    recording.clear();
   }
+  if (period_span == 0) drop_recorded_work();  // no graph will hold the work again
   if (why == "-") why.clear();
   return why;
 }
@@ -189,6 +192,7 @@ bool RankProgram::Impl::whole_periods(std::int64_t k, std::int64_t target) {
   } catch (...) {
     why = what_of_current();
   }
+  drop_recorded_work();  // recorded once more at most (the period's), or never again
   if (why.empty()) return true;
   drop(period);
   period_span = 0;
@@ -238,15 +242,22 @@ struct RankProgram::Impl::Recorder {
         sent(steps, std::vector<Node>(n)),
         handed(steps) {}
 
-  Node add(const StepWork& w, const std::vector<Node>& after, std::size_t u, int q) {
-    std::string failure;
-    Stream& on = m.recording->compute(u);
-    Node node = backend::add_recorded(
-        into.graph, on.native_handle(), [&] { w(on.space()); }, after, failure, for_good);
-    if (!node)
-      why = cat("the work of ", m.unit_name(m.units[u].index), " in phase ", q,
-                " cannot be recorded: ", failure);
-    return node;
+  // Unit u's work of phase q (its work_without_receives where `early`), recorded the first
+  // time a graph takes it.
+  Node add(const StepWork& w, bool early, const std::vector<Node>& after, std::size_t u, int q) {
+    void*& recorded = m.recorded_work[{u, q, early}];
+    if (!recorded) {
+      std::string failure;
+      Stream& on = *m.recording[u];
+      recorded =
+          backend::record_work(on.native_handle(), [&] { w(on.space()); }, failure, for_good);
+      if (!recorded) {
+        why = cat("the work of ", m.unit_name(m.units[u].index), " in phase ", q,
+                  " cannot be recorded: ", failure);
+        return nullptr;
+      }
+    }
+    return backend::add_work(into.graph, recorded, after);
   }
   backend::StepTransfer transfer(std::size_t j, std::uint64_t shift, std::uint64_t uses,
                                  std::uint64_t index) const {
@@ -303,7 +314,7 @@ void RankProgram::Impl::Recorder::add_unit_step(std::size_t j, int q, std::size_
                               backend::add_transfer_wait(into.graph, receive_of(link, j, q),
                                                          link->in->arrived, wait_after(link, j))));
   if (plan.early && parts != Parts::rest) {
-    early[j][u] = add(plan.early, before, u, q);
+    early[j][u] = add(plan.early, true, before, u, q);
     last[j][u] = early[j][u];
     any = true;
   }
@@ -313,7 +324,7 @@ void RankProgram::Impl::Recorder::add_unit_step(std::size_t j, int q, std::size_
       for (std::size_t s : m.copy_senders[static_cast<std::size_t>((q + P - 1) % P)][u])
         if (copy[j - 1][s]) after.push_back(copy[j - 1][s]);
     after.insert(after.end(), waits.begin(), waits.end());
-    work[j][u] = add(plan.work, after, u, q);
+    work[j][u] = add(plan.work, false, after, u, q);
     last[j][u] = work[j][u];
     any = true;
   }

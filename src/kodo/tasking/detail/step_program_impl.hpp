@@ -59,10 +59,19 @@ struct RankProgram::Impl {
   ChannelHost* host = nullptr;
   Stream* stream = nullptr;          // where steps run
   Stream* channel_stream = nullptr;  // the program's channels (host-staged copies)
-  // Where each unit's work is recorded: an instance of its own (compute(slot)), so that
-  // what Kokkos keeps per instance (reduction and team scratch) is not shared by units
-  // whose recorded kernels run at once, nor reallocated under the graphs by later work.
-  std::unique_ptr<StreamPool> recording;
+  // Where each unit's work is recorded: an instance of its own (by slot), so that what
+  // Kokkos keeps per instance (reduction and team scratch) is not shared by units whose
+  // recorded kernels run at once, nor reallocated under the graphs by later work. Compute
+  // streams only, which never mark: nothing is launched on them.
+  std::vector<std::unique_ptr<Stream>> recording;
+  // Each unit's work of a phase as recorded once, for every graph that holds it (the
+  // phases' at build, whole periods' at their first launch): (slot, phase, early) -> a
+  // backend::RecordedWork. Recording costs more than adding a copy of it to a graph.
+  std::map<std::tuple<std::size_t, int, bool>, void*> recorded_work;
+  void drop_recorded_work() {
+    for (auto& [key, work] : recorded_work) backend::destroy_work(work);
+    recorded_work.clear();
+  }
   std::unique_ptr<ProgramSource> source;
   std::shared_ptr<bool> alive = std::make_shared<bool>(true);  // for continuations
 
