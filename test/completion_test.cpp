@@ -154,6 +154,17 @@ TEST(Streams, HostStreamsCompleteTheirMarks) {
   EXPECT_GE(compute.reached(), m);
 }
 
+// A stream without completion counters (one work is only recorded on, as a step program's
+// units are): its work runs on its instance, it has reached nothing and cannot mark.
+TEST(Streams, AStreamWithoutCountersRunsWorkButCannotMark) {
+  kodo::Stream stream(false, nullptr, nullptr);
+  Kokkos::View<int*> v("v", 100);
+  fill_with_indices(stream.space(), v);
+  EXPECT_EQ(sum_of(stream.space(), v), 4950);
+  EXPECT_EQ(stream.reached(), 0u);
+  EXPECT_THROW(stream.mark(), kodo::Error);
+}
+
 // A unit that waits for its own device work through the runtime.
 class Offloader : public kodo::WorkUnit<Offloader> {
  public:

@@ -52,16 +52,22 @@ for case in "2 4" "2 8 --drift 20 -20 20" "4 2 --drift 20 -20 20"; do
   same "$work/$tag-program" "$work/$tag-units"
 done
 # A thermo step that rebuilds no lists (the last, 290) run by the plain steps' program, the
-# units summing its thermo after it: the line that step prints unit by unit.
+# units summing its thermo after it: the line that step prints unit by unit, on one rank
+# and on two.
 thermo_290() {
-  timeout 300 "${launch[@]}" "$np" 1 "$minimd" -s 10 -n 290 --half_neigh 0 --odf 8 "$@" \
-    >"$out" 2>"$err" || fail "exit status $? from: $*"
+  local ranks=$1 odf=$2
+  shift 2
+  timeout 300 "${launch[@]}" "$np" "$ranks" "$minimd" -s 10 -n 290 --half_neigh 0 --odf "$odf" \
+    "$@" >"$out" 2>"$err" || fail "exit status $? from: $*"
   awk '$1 == 290 { print $2, $3, $4 }' "$out"
 }
-by_units=$(thermo_290 --step-program 0)
-[ -n "$by_units" ] || fail "no thermo line at step 290"
-by_program=$(thermo_290)
-grep -q "the other 0 in" "$out" || fail "a step of the run was not run by a program"
-[ "$by_program" = "$by_units" ] ||
-  fail "step 290's thermo by the program ($by_program) is not unit by unit's ($by_units)"
+for case in "1 8" "2 4"; do
+  read -r ranks odf <<<"$case"
+  by_units=$(thermo_290 "$ranks" "$odf" --step-program 0)
+  [ -n "$by_units" ] || fail "$ranks rank(s): no thermo line at step 290"
+  by_program=$(thermo_290 "$ranks" "$odf" --reneighbor-program 1)
+  grep -q "the other 0 in" "$out" || fail "$ranks rank(s): a step was not run by a program"
+  [ "$by_program" = "$by_units" ] ||
+    fail "$ranks rank(s): step 290's thermo by the program ($by_program) is not unit by unit's ($by_units)"
+done
 echo "minimd_reneighbor_program_test: passed"

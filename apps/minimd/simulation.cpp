@@ -352,7 +352,7 @@ class Steps {
     plain_steps_ += steps;
   }
 
-  // A reneighboring step without thermo as the second program (atom_unit.hpp): run again
+  // A reneighboring step as the second program (atom_unit.hpp): run again
   // unit by unit, on every rank, where a count outgrew its room on any.
   void run_reneighboring() {
     const bool stale = must_build(reneighboring_ != nullptr, &AtomUnit::reneighbor_plan_current);

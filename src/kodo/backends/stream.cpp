@@ -48,6 +48,7 @@ Stream::~Stream() {
 }
 
 std::uint64_t Stream::mark() {
+  if (!device_counter_) throw Error("kodo::Stream::mark: this stream has no completion counter");
   backend::enqueue_counter_write(native_, device_counter_, ++issued_);
   return issued_;
 }

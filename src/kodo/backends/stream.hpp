@@ -44,7 +44,9 @@ class CompletionSource {
 /// itself, in order, into host memory. A rank's StreamPool owns its streams.
 class Stream final : public CompletionSource {
  public:
-  /// `host_counter`/`device_counter` address one counter in memory both sides can use.
+  /// `host_counter`/`device_counter` address one counter in memory both sides can use;
+  /// null for a stream that never marks (mark() throws; reached() stays 0), such as one
+  /// work is only recorded on.
   Stream(bool communication, std::uint64_t* host_counter, std::uint64_t* device_counter);
   ~Stream() override;
   Stream(const Stream&) = delete;
@@ -60,6 +62,7 @@ class Stream final : public CompletionSource {
 
   std::uint64_t mark() override;
   std::uint64_t reached() const override {
+    if (!host_counter_) return 0;
     return std::atomic_ref<std::uint64_t>(*host_counter_).load(std::memory_order_acquire);
   }
   void check_health() const override;

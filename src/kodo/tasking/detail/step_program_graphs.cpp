@@ -77,7 +77,9 @@ std::string RankProgram::Impl::record_graphs(bool& for_good) {
     period_span = 0;
     recording.clear();
   }
-  if (period_span == 0) drop_recorded_work();  // no graph will hold the work again
+  // No graph will hold the work again where nothing crosses ranks (a program that takes
+  // device links records its phases again, afresh: its transfers between their nodes).
+  if (period_span == 0) drop_recorded_work();
   if (why == "-") why.clear();
   return why;
 }
