@@ -200,6 +200,9 @@ class AtomUnit : public kodo::WorkUnit<AtomUnit> {
   void compute_force();
   kodo::Task return_forces(int d);
   void finish_step();
+  // A thermo step's sums after its final integrate (thermo_'s energy and virial already
+  // summed): kinetic energy, atoms, momentum; then the unit's contribution to the round.
+  void contribute_thermo();
   void copy_own_images(int d);
   void pack_border_positions(Kind kind, int d);
   // Whether this step's force starts, for the atoms with no ghost in their lists, before

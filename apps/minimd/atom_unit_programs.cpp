@@ -132,11 +132,7 @@ void AtomUnit::sum_thermo() {
   Kokkos::deep_copy(space, thermo_, 0.0);
   force(space, x_, forces, nlocal_, natoms_, neighbors_, neighbor_count_, setup_.list, potential(),
         true, Payload(Kokkos::subview(thermo_, std::pair<std::size_t, std::size_t>(1, 3))));
-  kinetic(space, v_, nlocal_, thermo_);
-  Kokkos::deep_copy(space, Kokkos::subview(thermo_, 3), static_cast<double>(nlocal_));
-  momentum(space, v_, nlocal_,
-           Payload(Kokkos::subview(thermo_, std::pair<std::size_t, std::size_t>(4, 7))));
-  contribute(*compute_, thermo_, kodo::Sum{});
+  contribute_thermo();
 }
 
 void AtomUnit::program_runs(std::int64_t steps) {

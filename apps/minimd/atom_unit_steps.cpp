@@ -261,13 +261,7 @@ void AtomUnit::finish_step() {
     final_integrate(compute_->space(), v_, f_, nlocal_, setup_.problem.dt);
   }
   setup_pass_ = false;
-  if (energy_) {
-    kinetic(compute_->space(), v_, nlocal_, thermo_);
-    Kokkos::deep_copy(compute_->space(), Kokkos::subview(thermo_, 3), static_cast<double>(nlocal_));
-    momentum(compute_->space(), v_, nlocal_,
-             Payload(Kokkos::subview(thermo_, std::pair<std::size_t, std::size_t>(4, 7))));
-    contribute(*compute_, thermo_, kodo::Sum{});
-  }
+  if (energy_) contribute_thermo();
   // The step's device work: done once the compute stream gets here.
   if (setup_.sync) {
     compute_->space().fence("minimd::step (sync)");
@@ -281,6 +275,14 @@ void AtomUnit::finish_step() {
       }
     });
   }
+}
+
+void AtomUnit::contribute_thermo() {
+  kinetic(compute_->space(), v_, nlocal_, thermo_);
+  Kokkos::deep_copy(compute_->space(), Kokkos::subview(thermo_, 3), static_cast<double>(nlocal_));
+  momentum(compute_->space(), v_, nlocal_,
+           Payload(Kokkos::subview(thermo_, std::pair<std::size_t, std::size_t>(4, 7))));
+  contribute(*compute_, thermo_, kodo::Sum{});
 }
 
 // Migration along d: atoms below the box go to the lower neighbour, atoms above it to
