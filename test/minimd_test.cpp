@@ -646,10 +646,11 @@ TEST(MinimdSelect, BothSidesPackAndUnpack) {
 
   minimd::Payload positions[2] = {minimd::Payload("p0", 3 * 2), minimd::Payload("p1", 3 * 3)};
   const int none_first[2] = {0, 3};
-  minimd::pack_positions(space, x, lists, none_first, 0, shifts, positions);
+  minimd::unpack_and_pack_positions(space, {}, {0, 0}, {0, 0}, x, lists,
+                                    {none_first[0], none_first[1]}, 0, shifts, positions);
   Vectors x3("x3", 8);
-  const int firsts[2] = {0, 4};
-  minimd::unpack_rows(space, positions, none_first, firsts, x3);
+  minimd::unpack_and_pack_positions(space, positions, {none_first[0], none_first[1]}, {0, 4}, x3,
+                                    {}, {0, 0}, 0, {0, 0}, {});
   auto hx3 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), x3);
   for (int r = 0; r < 3; ++r)
     for (int e = 0; e < 3; ++e)

@@ -2,10 +2,11 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Step programs on the backend of the build, without GoogleTest, so that a device build
 // runs them too: the stencil and relay programs of step_program_test.cpp against the
-// host (1 to 3 phases, work_without_receives, a whole period per graph, self and paired
-// neighbours), a work that cannot be recorded (it fences) run without graphs with one
-// notice and the same result, and with --large-functor a work whose kernel functor
-// exceeds Kokkos' 512 bytes, which a device build refuses on every rank.
+// host (1 to 7 phases, work_without_receives, whole periods per graph, a period at a
+// time, self and paired neighbours), a work that cannot be recorded (it fences) run
+// without graphs with one notice and the same result, and with --large-functor a work
+// whose kernel functor exceeds Kokkos' 512 bytes, which a device build refuses on every
+// rank.
 //
 //   step_program_device [--large-functor]
 
@@ -126,6 +127,21 @@ int main(int argc, char** argv) {
     runtime.run();
     expect(step_units::check_arcs(units, length, 101),
            std::to_string(phases) + " phases, 101 steps at once");
+  }
+  // A period at a time, as MiniMD's reneighboring program runs (each step its phase's
+  // graph: a period is shorter than the graph of whole periods), then many at once.
+  for (const int phases : {4, 7}) {
+    auto units =
+        kodo::Collection<Arc>::create(runtime, {8 * runtime.size(), 1, 1}, length, phases, false);
+    kodo::StepProgram<Arc> program(units, {.phases = phases});
+    for (int period = 0; period < 3; ++period) {
+      program.advance(phases);
+      runtime.run();
+    }
+    program.advance(4 * phases + 2);
+    runtime.run();
+    expect(step_units::check_arcs(units, length, 7 * phases + 2),
+           std::to_string(phases) + " phases, a period at a time");
   }
   for (const std::int64_t per_rank : {1, 3}) {
     auto units = kodo::Collection<Relay>::create(runtime, {per_rank * runtime.size(), 1, 1});

@@ -141,7 +141,9 @@ void AtomUnit::pack_border_positions(Kind kind, int d) {
   Payload outs[2];
   for (int toward = 0; toward < 2; ++toward)
     outs[toward] = buffer(kind, d, toward, 3 * static_cast<std::size_t>(border_count_[d][toward]));
-  pack_positions(comm_->space(), x_, border_[d], border_count_[d], d, shifts, outs);
+  const int(&counts)[2] = border_count_[d];
+  unpack_and_pack_positions(comm_->space(), {}, {0, 0}, {0, 0}, x_, border_[d],
+                            {counts[0], counts[1]}, d, shifts, outs);
   for (int toward = 0; toward < 2; ++toward)
     stage(outs[toward], kind, d, toward, 3 * static_cast<std::size_t>(border_count_[d][toward]));
 }
@@ -377,7 +379,8 @@ kodo::Task AtomUnit::exchange_borders(int d) {
   ensure_atoms(static_cast<std::int64_t>(natoms_) + count_[d][0] + count_[d][1], natoms_);
   first_[d][0] = natoms_;
   first_[d][1] = natoms_ + count_[d][0];
-  unpack_rows(comm_->space(), in, count_[d], first_[d], x_);
+  unpack_and_pack_positions(comm_->space(), in, {count_[d][0], count_[d][1]},
+                            {first_[d][0], first_[d][1]}, x_, {}, {0, 0}, d, {0, 0}, {});
   natoms_ += count_[d][0] + count_[d][1];
   charge(&Timers::comm, c);
 }
@@ -427,7 +430,8 @@ kodo::Task AtomUnit::update_ghosts(int d) {
     if (in[side].size() != 3 * static_cast<std::size_t>(count_[d][side]))
       throw Error(text("minimd: ", in[side].size() / 3, " ghost positions reached unit ", index(),
                        " along ", axis[d], " where ", count_[d][side], " were expected"));
-  unpack_rows(comm_->space(), in, count_[d], first_[d], x_);
+  unpack_and_pack_positions(comm_->space(), in, {count_[d][0], count_[d][1]},
+                            {first_[d][0], first_[d][1]}, x_, {}, {0, 0}, d, {0, 0}, {});
   charge(&Timers::comm, c);
 }
 

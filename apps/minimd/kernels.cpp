@@ -384,36 +384,6 @@ void count_outside(const Device& space, Vectors x, Count n, Box box, Counters co
       });
 }
 
-void pack_positions(const Device& space, Vectors x, const Indices (&lists)[2],
-                    const int (&counts)[2], int d, const double (&shifts)[2],
-                    const Payload (&outs)[2]) {
-  const Indices list0 = lists[0], list1 = lists[1];
-  const Payload out0 = outs[0], out1 = outs[1];
-  const int count0 = counts[0];
-  const double shift0 = shifts[0], shift1 = shifts[1];
-  Kokkos::parallel_for(
-      "minimd::pack_positions_both", over(space, counts[0] + counts[1]), KOKKOS_LAMBDA(int j) {
-        const bool first = j < count0;
-        const int k = first ? j : j - count0;
-        pack_position(x, first ? list0(k) : list1(k), d, first ? shift0 : shift1,
-                      first ? out0 : out1, k);
-      });
-}
-
-void unpack_rows(const Device& space, const Payload (&ins)[2], const int (&counts)[2],
-                 const int (&firsts)[2], Vectors x) {
-  const Payload in0 = ins[0], in1 = ins[1];
-  const int count0 = counts[0], first0 = firsts[0], first1 = firsts[1];
-  Kokkos::parallel_for(
-      "minimd::unpack_rows_both", over(space, counts[0] + counts[1]), KOKKOS_LAMBDA(int j) {
-        const bool from0 = j < count0;
-        const int k = from0 ? j : j - count0;
-        const Payload& in = from0 ? in0 : in1;
-        const int row = (from0 ? first0 : first1) + k;
-        for (int e = 0; e < 3; ++e) x(row, e) = in(3 * k + e);
-      });
-}
-
 namespace {
 
 // The six counts of unpack_and_pack_positions as slots of one Counters (a small functor:

@@ -150,7 +150,8 @@ void select_migrants(const Device& space, Vectors x, Vectors v, Count n, int d, 
 // Borders along d, in one scan: atoms [0, n) below `below` toward side 0, at or above
 // `above` toward side 1 (with below > above, a unit thinner than two cutoffs, an atom can
 // go both ways), listed in lists[s] and, while outs[s] has room, their positions packed
-// there as pack_positions would. Counts into the slots of `tally` (to_lo and to_hi).
+// there (3 doubles an atom, shifted by shifts[s] along d). Counts into the slots of
+// `tally` (to_lo and to_hi).
 void select_borders(const Device& space, Vectors x, Count n, int d, double below, double above,
                     const Indices (&lists)[2], const Payload (&outs)[2], const double (&shifts)[2],
                     Counters counters, Indices tiles, const Tally& tally = {});
@@ -172,21 +173,13 @@ void unpack_atoms(const Device& space, const Payload (&ins)[2], const Count (&co
                   Vectors v, Count first);
 // Counts into counters(lost) the atoms of [0, n) outside `box` (or not finite).
 void count_outside(const Device& space, Vectors x, Count n, Box box, Counters counters);
-// outs[s] = x of the first counts[s] atoms of lists[s], shifted by shifts[s] along d: 3
-// doubles per atom, for both sides s in one kernel.
-void pack_positions(const Device& space, Vectors x, const Indices (&lists)[2],
-                    const int (&counts)[2], int d, const double (&shifts)[2],
-                    const Payload (&outs)[2]);
-// Rows [firsts[s], firsts[s] + counts[s]) of x = the positions packed in ins[s], for both
-// sides s in one kernel.
-void unpack_rows(const Device& space, const Payload (&ins)[2], const int (&counts)[2],
-                 const int (&firsts)[2], Vectors x);
-// A step program's ghost exchange for one phase, in one kernel: the ghosts that arrived
-// along d - 1 (ins[s], in_counts[s] rows from firsts[s]) written into x, and the positions
-// toward both sides along d packed (outs[s], out_counts[s] of lists[s], shifted by
-// shifts[s]). A listed row the same kernel writes is read from what arrived: the same
-// doubles. Either part may be empty (counts of bound 0). Every count must read from the
-// same counters (a unit's) or be a host count.
+// A phase of the ghost exchange in one kernel: the ghosts that arrived along d - 1
+// (ins[s], in_counts[s] rows from firsts[s]) written into x, and the positions toward both
+// sides along d packed (outs[s]: 3 doubles for each of the first out_counts[s] atoms of
+// lists[s], shifted by shifts[s] along d). A listed row the same kernel writes is read
+// from what arrived: the same doubles. Either part may be empty (counts of bound 0), as on
+// the unit path, which packs and unpacks apart. Every count must read from the same
+// counters (a unit's) or be a host count.
 void unpack_and_pack_positions(const Device& space, const Payload (&ins)[2],
                                const Count (&in_counts)[2], const Count (&firsts)[2], Vectors x,
                                const Indices (&lists)[2], const Count (&out_counts)[2], int d,
