@@ -35,19 +35,18 @@ for odf in 8 4 3 2; do
     same "$work/$tag-program" "$work/$tag-units"
   done
 done
-# Units with neighbours on other ranks (--reneighbor-program 1 there): the program's
-# messages to them go through its channels. A slower drift than above (smaller units): on 2 ranks at ODF 8 it still
-# outgrows a room.
+# Units with neighbours on other ranks (the program is the default there too): the
+# program's messages to them go through its channels. A slower drift than above (smaller
+# units): on 2 ranks at ODF 8 it still outgrows a room.
 for case in "2 4" "2 8 --drift 20 -20 20" "4 2 --drift 20 -20 20"; do
   read -r ranks odf drift <<<"$case"
   tag="ranks${ranks}_odf${odf}${drift:+_drift}"
-  run "$ranks" "$work/$tag-program" --odf "$odf" $drift --reneighbor-program 1
+  run "$ranks" "$work/$tag-program" --odf "$odf" $drift
   grep -q "Reneighboring steps: reneighboring program" "$out" || fail "$ranks ranks: no program"
   grep -Eq "1[0-9] reneighboring steps by their program" "$out" || fail "program steps not run"
   [ "$odf" = 8 ] && { grep -Eq "[1-9][0-9]* run again unit by unit" "$out" ||
     fail "$ranks ranks: no step outgrew its room (the case this run is for)"; }
-  # Unit by unit is the default on several ranks.
-  run "$ranks" "$work/$tag-units" --odf "$odf" $drift
+  run "$ranks" "$work/$tag-units" --odf "$odf" $drift --reneighbor-program 0
   grep -q "Reneighboring steps: unit by unit" "$out" || fail "$ranks ranks: not unit by unit"
   same "$work/$tag-program" "$work/$tag-units"
 done
@@ -65,7 +64,7 @@ for case in "1 8" "2 4"; do
   read -r ranks odf <<<"$case"
   by_units=$(thermo_290 "$ranks" "$odf" --step-program 0)
   [ -n "$by_units" ] || fail "$ranks rank(s): no thermo line at step 290"
-  by_program=$(thermo_290 "$ranks" "$odf" --reneighbor-program 1)
+  by_program=$(thermo_290 "$ranks" "$odf")
   grep -q "the other 0 in" "$out" || fail "$ranks rank(s): a step was not run by a program"
   [ "$by_program" = "$by_units" ] ||
     fail "$ranks rank(s): step 290's thermo by the program ($by_program) is not unit by unit's ($by_units)"

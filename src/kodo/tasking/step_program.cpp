@@ -183,7 +183,7 @@ void RankProgram::launch_early(std::int64_t k) {
   Impl& m = *impl_;
   const auto q = static_cast<std::size_t>(k % m.options.phases);
   if (!m.early_by_phase.empty()) {
-    backend::launch_graph(m.stream->native_handle(), m.early_by_phase[q].exec);
+    backend::launch_graph(m.stream->native_handle(), m.executable(m.early_by_phase[q], q));
     return;
   }
   for (const Impl::Unit& u : m.units)
@@ -245,7 +245,7 @@ void RankProgram::launch(std::int64_t k, std::int64_t span) {
   if (span > 1) {
     backend::launch_graph(m.stream->native_handle(), m.period.exec);
   } else if (!m.by_phase.empty()) {
-    backend::launch_graph(m.stream->native_handle(), m.by_phase[q].exec);
+    backend::launch_graph(m.stream->native_handle(), m.executable(m.by_phase[q], q));
   } else {
     for (const Impl::Unit& u : m.units) {
       if (const auto& w = u.phases[q].early; w && !m.split) w(m.stream->space());

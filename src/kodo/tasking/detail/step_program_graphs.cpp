@@ -77,9 +77,9 @@ std::string RankProgram::Impl::record_graphs(bool& for_good) {
     period_span = 0;
     recording.clear();
   }
-  // No graph will hold the work again where nothing crosses ranks (a program that takes
-  // device links records its phases again, afresh: its transfers between their nodes).
-  if (period_span == 0) drop_recorded_work();
+  // No graph will hold the work again where no whole period will be recorded, unless the
+  // phases are recorded again with the transfers between their nodes (device links).
+  if (period_span == 0 && !may_take_device_links()) drop_recorded_work();
   if (why == "-") why.clear();
   return why;
 }
@@ -109,13 +109,17 @@ void RankProgram::Impl::report_graphs(const std::string& why, bool for_good) con
 // every rank records its steps, the graphs make those transfers themselves. The routes
 // are known once the rings' offers are answered: the job runs until quiet first.
 void RankProgram::Impl::take_device_links_where_all_can(Runtime& runtime) {
-  int candidate = !remote() || (!by_phase.empty() && options.comm == CommMode::device &&
-                                !backend::streams_run_in_call())
-                      ? 1
-                      : 0,
-      remote_here = remote() ? 1 : 0, all_candidates = 0, remote_anywhere = 0;
+  int candidate = !remote() || may_take_device_links() ? 1 : 0, remote_here = remote() ? 1 : 0,
+      all_candidates = 0, remote_anywhere = 0;
   KODO_MPI_CHECK(MPI_Allreduce(&candidate, &all_candidates, 1, MPI_INT, MPI_MIN, comm));
   KODO_MPI_CHECK(MPI_Allreduce(&remote_here, &remote_anywhere, 1, MPI_INT, MPI_MAX, comm));
+  // The recorded work kept for device links goes where they are not taken.
+  struct DropUnused {
+    Impl& m;
+    ~DropUnused() {
+      if (!m.device_links && m.period_span == 0) m.drop_recorded_work();
+    }
+  } drop_unused{*this};
   if (all_candidates == 0 || remote_anywhere == 0) return;
   runtime.run();
   int ready = device_routes_ready() ? 1 : 0, all_ready = 0;
@@ -155,7 +159,8 @@ bool RankProgram::Impl::device_routes_ready() {
 }
 
 // Before the first step, once device_routes_ready() found every route: the rings stop
-// taking receives, and each phase's graph is recorded again with the transfers inside.
+// taking receives, and each phase's graph is recorded again with the transfers inside
+// (from the units' work as recorded at build).
 void RankProgram::Impl::take_device_links() {
   std::size_t sends = 0;
   for (const auto& list : remote_sends) sends += list.size();
@@ -191,6 +196,7 @@ bool RankProgram::Impl::whole_periods(std::int64_t k, std::int64_t target) {
   try {
     bool for_good = false;
     why = record(0, period_span, Parts::whole, period, for_good);
+    if (why.empty()) period.exec = backend::instantiate_graph(period.graph);
   } catch (...) {
     why = what_of_current();
   }
@@ -199,6 +205,20 @@ bool RankProgram::Impl::whole_periods(std::int64_t k, std::int64_t target) {
   drop(period);
   period_span = 0;
   return false;
+}
+
+// `r`, phase `phase`'s graph, ready to launch: instantiated the first time.
+void* RankProgram::Impl::executable(Recorded& r, std::size_t phase) {
+  if (!r.exec) {
+    try {
+      r.exec = backend::instantiate_graph(r.graph);
+    } catch (...) {
+      throw Error(cat("the step program of collection ", collection, " on rank ", rank,
+                      " could not make its graph of phase ", phase,
+                      " ready to launch: ", what_of_current()));
+    }
+  }
+  return r.exec;
 }
 
 // Step j of the span (phase (first + j) % P) is, for each unit u, a node E(u, j) holding
@@ -421,7 +441,6 @@ std::string RankProgram::Impl::record(int first, int span, Parts parts, Recorded
   if (!graph.why.empty()) return graph.why;
   if (device_links) graph.add_step_advance(span);
   if (!graph.any) backend::add_copies(into.graph, {}, {});
-  into.exec = backend::instantiate_graph(into.graph);
   return "";
 }
 

@@ -132,7 +132,9 @@ struct RankProgram::Impl {
   bool device_routes_ready();  // every link of this rank on a route the device can drive
   void take_device_links();
 
-  // Recorded steps: `span` steps as one graph.
+  // Recorded steps: `span` steps as one graph. A step's graph is instantiated when first
+  // launched: one replaced before (a program that takes device links records its phases
+  // again) costs no instantiation.
   struct Recorded {
     void* graph = nullptr;  // backend::NativeGraph
     void* exec = nullptr;   // backend::NativeGraphExec
@@ -140,6 +142,7 @@ struct RankProgram::Impl {
   };
   std::vector<Recorded> by_phase;        // one step each, where graphs are recorded
   std::vector<Recorded> early_by_phase;  // with `split`: the work_without_receives of a step
+  void* executable(Recorded& r, std::size_t phase);
   // Whole periods of `period_span` steps as one graph, where nothing crosses ranks (else 0),
   // recorded when first launched: a program advanced a step at a time never needs it.
   Recorded period;
@@ -151,8 +154,9 @@ struct RankProgram::Impl {
     backend::destroy_graph(r.graph);
     r = Recorded{};
   }
-  // Records `parts` of steps first .. first + span - 1 (their phases) as one graph; "" or
-  // why not (with `for_good`: launching that work without a graph fails too).
+  // Records `parts` of steps first .. first + span - 1 (their phases) as one graph, not
+  // instantiated; "" or why not (with `for_good`: launching that work without a graph
+  // fails too).
   std::string record(int first, int span, Parts parts, Recorded& into, bool& for_good);
   struct Recorder;  // the nodes of one record() as it adds them
 
@@ -180,6 +184,12 @@ struct RankProgram::Impl {
 
   // Some unit of this rank exchanges views with another rank.
   bool remote() const { return !links.empty(); }
+  // This rank's graphs may come to make its transfers with other ranks
+  // (take_device_links_where_all_can): each unit's recorded work is kept for them.
+  bool may_take_device_links() const {
+    return remote() && !by_phase.empty() && options.comm == CommMode::device &&
+           !backend::streams_run_in_call();
+  }
   std::string unit_name(const Index3& index) const { return cat("unit ", index); }
   std::string where(std::int64_t linear) const {
     return cat("unit ", shape.delinear(linear), " (rank ", map->owner(linear), ")");
