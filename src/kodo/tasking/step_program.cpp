@@ -116,7 +116,9 @@ void RankProgram::build() {
   m.take_device_links_where_all_can(runtime_);
 }
 
-bool RankProgram::replays_graphs() const { return !impl_->by_phase.empty(); }
+bool RankProgram::replays_graphs() const {
+  return !impl_->by_phase.empty() && !impl_->graphs_given_up;
+}
 bool RankProgram::transfers_on_device() const { return impl_->device_links; }
 
 void RankProgram::advance(std::int64_t steps) {
@@ -182,10 +184,11 @@ void RankProgram::pump() {
 void RankProgram::launch_early(std::int64_t k) {
   Impl& m = *impl_;
   const auto q = static_cast<std::size_t>(k % m.options.phases);
-  if (!m.early_by_phase.empty()) {
-    backend::launch_graph(m.stream->native_handle(), m.executable(m.early_by_phase[q], q));
-    return;
-  }
+  if (!m.early_by_phase.empty() && !m.graphs_given_up)
+    if (void* exec = m.executable(m.early_by_phase[q], q, "work_without_receives")) {
+      backend::launch_graph(m.stream->native_handle(), exec);
+      return;
+    }
   for (const Impl::Unit& u : m.units)
     if (const auto& w = u.phases[q].early) w(m.stream->space());
 }
@@ -242,10 +245,13 @@ void RankProgram::launch(std::int64_t k, std::int64_t span) {
   const auto q = static_cast<std::size_t>(k % m.options.phases);
   Trace& trace = runtime_.scheduler().trace();
   const auto begin = trace.enabled() ? Trace::Clock::now() : Trace::Clock::time_point{};
+  void* step_graph = span == 1 && !m.by_phase.empty() && !m.graphs_given_up
+                         ? m.executable(m.by_phase[q], q, "a step")
+                         : nullptr;
   if (span > 1) {
     backend::launch_graph(m.stream->native_handle(), m.period.exec);
-  } else if (!m.by_phase.empty()) {
-    backend::launch_graph(m.stream->native_handle(), m.executable(m.by_phase[q], q));
+  } else if (step_graph) {
+    backend::launch_graph(m.stream->native_handle(), step_graph);
   } else {
     for (const Impl::Unit& u : m.units) {
       if (const auto& w = u.phases[q].early; w && !m.split) w(m.stream->space());

@@ -207,18 +207,29 @@ bool RankProgram::Impl::whole_periods(std::int64_t k, std::int64_t target) {
   return false;
 }
 
-// `r`, phase `phase`'s graph, ready to launch: instantiated the first time.
-void* RankProgram::Impl::executable(Recorded& r, std::size_t phase) {
-  if (!r.exec) {
-    try {
-      r.exec = backend::instantiate_graph(r.graph);
-    } catch (...) {
-      throw Error(cat("the step program of collection ", collection, " on rank ", rank,
-                      " could not make its graph of phase ", phase,
-                      " ready to launch: ", what_of_current()));
-    }
+// `r`, phase `phase`'s graph of `what`, ready to launch: instantiated the first time. Where
+// that fails, the rank's steps run without graphs from then on (one line says so), as a
+// build whose graphs failed does; with device links, whose transfers only the graphs make,
+// the job ends (the scheduler's fatal error, on every rank).
+void* RankProgram::Impl::executable(Recorded& r, std::size_t phase, const char* what) {
+  if (r.exec) return r.exec;
+  try {
+    r.exec = backend::instantiate_graph(r.graph);
+    return r.exec;
+  } catch (...) {
+    const std::string failure = cat("instantiating its graph of phase ", phase, " (", what,
+                                    ") failed: ", what_of_current());
+    if (device_links)
+      throw Error(cat("the step program of collection ", collection, " on rank ", rank, ": ",
+                      failure));
+    graphs_given_up = true;
+    period_span = 0;
+    print_error(cat("kodo: the step program of collection ", collection, " on rank ", rank,
+                    " runs without device graphs from here on, calling each unit's work every "
+                    "step: ",
+                    failure));
+    return nullptr;
   }
-  return r.exec;
 }
 
 // Step j of the span (phase (first + j) % P) is, for each unit u, a node E(u, j) holding

@@ -65,8 +65,11 @@ struct RankProgram::Impl {
   // streams only, which never mark: nothing is launched on them.
   std::vector<std::unique_ptr<Stream>> recording;
   // Each unit's work of a phase as recorded once, for every graph that holds it (the
-  // phases' at build, whole periods' at their first launch): (slot, phase, early) -> a
-  // backend::RecordedWork. Recording costs more than adding a copy of it to a graph.
+  // phases' at build, again with the transfers where device links are taken, whole
+  // periods' at their first launch): (slot, phase, early) -> a backend::RecordedWork.
+  // Recording costs more than adding a copy of it to a graph. (Each recording reads the
+  // scratch Kokkos keeps for its instance as it is then: work whose reductions outgrow it
+  // in a later phase would leave an earlier recording reading freed memory.)
   std::map<std::tuple<std::size_t, int, bool>, void*> recorded_work;
   void drop_recorded_work() {
     for (auto& [key, work] : recorded_work) backend::destroy_work(work);
@@ -142,9 +145,11 @@ struct RankProgram::Impl {
   };
   std::vector<Recorded> by_phase;        // one step each, where graphs are recorded
   std::vector<Recorded> early_by_phase;  // with `split`: the work_without_receives of a step
-  void* executable(Recorded& r, std::size_t phase);
-  // Whole periods of `period_span` steps as one graph, where nothing crosses ranks (else 0),
-  // recorded when first launched: a program advanced a step at a time never needs it.
+  void* executable(Recorded& r, std::size_t phase, const char* what);  // null: given up
+  bool graphs_given_up = false;  // an instantiation failed: each unit's work is called
+  // Whole periods of `period_span` steps as one graph, where nothing crosses ranks or the
+  // graphs make those transfers (else 0), recorded when first launched: a program advanced
+  // a step at a time never needs it.
   Recorded period;
   int period_span = 0;
   bool whole_periods(std::int64_t k, std::int64_t target);
