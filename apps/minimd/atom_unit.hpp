@@ -205,6 +205,8 @@ class AtomUnit : public kodo::WorkUnit<AtomUnit> {
   void contribute_thermo();
   void copy_own_images(int d);
   void pack_border_positions(Kind kind, int d);
+  // The ghost positions that arrived along d (in[s]) into their rows, first_[d][s] on.
+  void unpack_ghost_positions(const Payload (&in)[2], int d);
   // Whether this step's force starts, for the atoms with no ghost in their lists, before
   // the ghost update: full lists, a step that keeps the lists, and no energy to sum (one
   // kernel sums it). The same all through a step: interior_ changes only when the lists

@@ -287,6 +287,11 @@ void AtomUnit::contribute_thermo() {
   contribute(*compute_, thermo_, kodo::Sum{});
 }
 
+void AtomUnit::unpack_ghost_positions(const Payload (&in)[2], int d) {
+  unpack_and_pack_positions(comm_->space(), in, {count_[d][0], count_[d][1]},
+                            {first_[d][0], first_[d][1]}, x_, {}, {0, 0}, d, {0, 0}, {});
+}
+
 // Migration along d: atoms below the box go to the lower neighbour, atoms above it to
 // the upper one (shifted across the periodic boundary); the rest are compacted.
 kodo::Task AtomUnit::migrate(int d) {
@@ -379,8 +384,7 @@ kodo::Task AtomUnit::exchange_borders(int d) {
   ensure_atoms(static_cast<std::int64_t>(natoms_) + count_[d][0] + count_[d][1], natoms_);
   first_[d][0] = natoms_;
   first_[d][1] = natoms_ + count_[d][0];
-  unpack_and_pack_positions(comm_->space(), in, {count_[d][0], count_[d][1]},
-                            {first_[d][0], first_[d][1]}, x_, {}, {0, 0}, d, {0, 0}, {});
+  unpack_ghost_positions(in, d);
   natoms_ += count_[d][0] + count_[d][1];
   charge(&Timers::comm, c);
 }
@@ -430,8 +434,7 @@ kodo::Task AtomUnit::update_ghosts(int d) {
     if (in[side].size() != 3 * static_cast<std::size_t>(count_[d][side]))
       throw Error(text("minimd: ", in[side].size() / 3, " ghost positions reached unit ", index(),
                        " along ", axis[d], " where ", count_[d][side], " were expected"));
-  unpack_and_pack_positions(comm_->space(), in, {count_[d][0], count_[d][1]},
-                            {first_[d][0], first_[d][1]}, x_, {}, {0, 0}, d, {0, 0}, {});
+  unpack_ghost_positions(in, d);
   charge(&Timers::comm, c);
 }
 

@@ -450,7 +450,7 @@ void unpack_and_pack_positions(const Device& space, const Payload (&ins)[2],
             return;
           }
         }
-        for (int e = 0; e < 3; ++e) out(3 * k + e) = x(i, e) + (e == d ? by : 0.0);
+        pack_position(x, i, d, by, out, k);
       });
 }
 
