@@ -4,7 +4,8 @@
 // runs them too: the stencil and relay programs of step_program_test.cpp against the
 // host (1 to 7 phases, work_without_receives, whole periods per graph, a period at a
 // time, self and paired neighbours), a work that cannot be recorded (it fences) run
-// without graphs with one notice and the same result, and with --large-functor a work
+// without graphs with one notice and the same result, work whose team scratch grows in a
+// later phase (recorded again, at the grown size), and with --large-functor a work
 // whose kernel functor exceeds Kokkos' 512 bytes, which a device build refuses on every
 // rank.
 //
@@ -16,6 +17,7 @@
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -54,6 +56,45 @@ struct Large final : kodo::WorkUnit<Large> {
                            Kokkos::RangePolicy<kodo::ExecutionSpace>(space, 0, 8), k);
       Kokkos::parallel_for("step_program_device::bulky_again",
                            Kokkos::RangePolicy<kodo::ExecutionSpace>(space, 0, 8), k);
+    });
+  }
+  Cells v_;
+};
+
+// Each team fills `per_team` words of team scratch in device memory (level 1) with its
+// league rank + 1 and adds their mean to v(league rank): v(l) += l + 1 a step.
+inline void scratch_kernel(const kodo::ExecutionSpace& space, const Cells& v, int per_team) {
+  using Policy = Kokkos::TeamPolicy<kodo::ExecutionSpace>;
+  using Words = Kokkos::View<std::int64_t*, kodo::ExecutionSpace::scratch_memory_space,
+                             Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  const auto teams = static_cast<int>(v.extent(0));
+  Kokkos::parallel_for(
+      "step_program_device::scratch",
+      Policy(space, teams, Kokkos::AUTO)
+          .set_scratch_size(1, Kokkos::PerTeam(Words::shmem_size(per_team))),
+      KOKKOS_LAMBDA(const Policy::member_type& team) {
+        Words words(team.team_scratch(1), per_team);
+        const std::int64_t l = team.league_rank();
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, per_team),
+                             [&](int k) { words(k) = l + 1; });
+        team.team_barrier();
+        std::int64_t sum = 0;
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(team, per_team), [&](int k, std::int64_t& s) { s += words(k); },
+            sum);
+        Kokkos::single(Kokkos::PerTeam(team), [&] { v(l) += sum / per_team; });
+      });
+}
+
+// Phase 1's kernel takes more team scratch than phase 0's, so recording it has Kokkos
+// allocate its instance's team scratch again: the graph of phase 0, recorded before, must
+// not keep the freed one.
+struct Scratchy final : kodo::WorkUnit<Scratchy> {
+  explicit Scratchy(const kodo::UnitInit<Scratchy>& init) : WorkUnit(init), v_("v", 8) {}
+  void plan_step(kodo::StepPlan& plan) {
+    const int per_team = plan.phase() == 0 ? 64 : 8192;
+    plan.work([v = v_, per_team](const kodo::ExecutionSpace& space) {
+      scratch_kernel(space, v, per_team);
     });
   }
   Cells v_;
@@ -161,6 +202,41 @@ int main(int argc, char** argv) {
       auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, u.v_);
       expect(h(0) == 21 ? "" : "v(0) is " + std::to_string(h(0)) + ", not 21",
              "a fencing work's result");
+    });
+  }
+  {
+    auto units = kodo::Collection<Scratchy>::create(runtime, {8 * runtime.size(), 1, 1});
+    kodo::StepProgram<Scratchy> program(units, {.phases = 2});
+    // Small views made after the build, where freed scratch would be given out again: a
+    // graph that kept phase 0's first scratch writes into them (3242 words on an H200
+    // before the fix: perf/results/step_program_scratch_h200x2_run80-81.txt).
+    std::vector<Cells> bystanders;
+    for (int i = 0; i < 16; ++i)
+      for (const int n : {16, 64, 256, 496}) {
+        bystanders.emplace_back("bystander", n);
+        Kokkos::deep_copy(bystanders.back(), -1);
+      }
+    for (const std::int64_t piece : {3, 1, 20}) {
+      program.advance(piece);
+      runtime.run();
+    }
+    int spoilt = 0;
+    for (const Cells& b : bystanders) {
+      auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, b);
+      for (std::size_t i = 0; i < h.extent(0); ++i) spoilt += h(i) != -1 ? 1 : 0;
+    }
+    expect(spoilt == 0 ? "" : std::to_string(spoilt) + " words of views made after it changed",
+           "work whose team scratch grows in a later phase writes only its own memory");
+    units.for_each_local([&](Scratchy& u) {
+      auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, u.v_);
+      for (std::int64_t l = 0; l < 8; ++l)
+        if (h(l) != 24 * (l + 1)) {
+          expect("v(" + std::to_string(l) + ") is " + std::to_string(h(l)) + ", not " +
+                     std::to_string(24 * (l + 1)),
+                 "work whose team scratch grows in a later phase");
+          return;
+        }
+      expect("", "work whose team scratch grows in a later phase");
     });
   }
   if (device_transfers)

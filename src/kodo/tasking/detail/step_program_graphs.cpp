@@ -3,6 +3,7 @@
 // A step program's device graphs: each phase's step recorded at build (where the backend
 // records graphs), whole periods recorded when first launched, and, where every rank's
 // transfers with other ranks go by same-node routes, those transfers inside the graphs.
+#include <kodo/backends/detail/instance_scratch.hpp>
 #include <kodo/core/detail/agree.hpp>
 #include <kodo/core/detail/mpi_check.hpp>
 #include <kodo/tasking/detail/step_program_impl.hpp>
@@ -52,10 +53,19 @@ std::string RankProgram::Impl::record_graphs(bool& for_good) {
       recording.push_back(std::make_unique<Stream>(false, nullptr, nullptr));
     by_phase.resize(static_cast<std::size_t>(P));
     if (split) early_by_phase.resize(static_cast<std::size_t>(P));
-    for (int q = 0; q < P && why.empty(); ++q) {
-      const auto phase = static_cast<std::size_t>(q);
-      why = record(q, 1, split ? Parts::rest : Parts::whole, by_phase[phase], for_good);
-      if (why.empty() && split) why = record(q, 1, Parts::early, early_by_phase[phase], for_good);
+    why = record_phases(for_good);
+    // Work that grew its instance's scratch left the recordings made before it reading
+    // freed memory: all again, at the grown sizes (Kokkos only grows them).
+    if (why.empty() && stale_recorded_work()) {
+      for (auto& r : by_phase) drop(r);
+      for (auto& r : early_by_phase) drop(r);
+      drop_recorded_work();
+      why = record_phases(for_good);
+      if (const auto stale = why.empty() ? stale_recorded_work() : std::nullopt)
+        why = cat("the work of ", unit_name(units[std::get<0>(*stale)].index), " in phase ",
+                  std::get<1>(*stale),
+                  " moves the scratch memory Kokkos keeps for its execution-space instance "
+                  "(reductions, team scratch) each time it is recorded");
     }
     // A graph of one kernel saves nothing over launching it, unless its nodes may come to
     // make the transfers with other ranks too (take_device_links).
@@ -82,6 +92,24 @@ std::string RankProgram::Impl::record_graphs(bool& for_good) {
   if (period_span == 0 && !may_take_device_links()) drop_recorded_work();
   if (why == "-") why.clear();
   return why;
+}
+
+// Each phase's step as one graph (two where `split`), its units' work recorded.
+std::string RankProgram::Impl::record_phases(bool& for_good) {
+  std::string why;
+  for (int q = 0; q < options.phases && why.empty(); ++q) {
+    const auto phase = static_cast<std::size_t>(q);
+    why = record(q, 1, split ? Parts::rest : Parts::whole, by_phase[phase], for_good);
+    if (why.empty() && split) why = record(q, 1, Parts::early, early_by_phase[phase], for_good);
+  }
+  return why;
+}
+
+std::optional<std::tuple<std::size_t, int, bool>> RankProgram::Impl::stale_recorded_work() const {
+  for (const auto& [key, recorded] : recorded_work)
+    if (recorded.scratch != backend::instance_scratch(recording[std::get<0>(key)]->space()))
+      return key;
+  return std::nullopt;
 }
 
 // Work that Kokkos cannot launch again once a recording has taken its event ends the
@@ -278,10 +306,11 @@ struct RankProgram::Impl::Recorder {
   // Unit u's work of phase q (its work_without_receives where `early`), recorded the first
   // time a graph takes it.
   Node add(const StepWork& w, bool early, const std::vector<Node>& after, std::size_t u, int q) {
-    void*& recorded = m.recorded_work[{u, q, early}];
+    auto& [recorded, scratch] = m.recorded_work[{u, q, early}];
     if (!recorded) {
       std::string failure;
       Stream& on = *m.recording[u];
+      scratch = backend::instance_scratch(on.space());
       recorded =
           backend::record_work(on.native_handle(), [&] { w(on.space()); }, failure, for_good);
       if (!recorded) {

@@ -67,14 +67,21 @@ struct RankProgram::Impl {
   // Each unit's work of a phase as recorded once, for every graph that holds it (the
   // phases' at build, again with the transfers where device links are taken, whole
   // periods' at their first launch): (slot, phase, early) -> a backend::RecordedWork.
-  // Recording costs more than adding a copy of it to a graph. (Each recording reads the
-  // scratch Kokkos keeps for its instance as it is then: work whose reductions outgrow it
-  // in a later phase would leave an earlier recording reading freed memory.)
-  std::map<std::tuple<std::size_t, int, bool>, void*> recorded_work;
+  // Recording costs more than adding a copy of it to a graph. Each recording reads the
+  // scratch Kokkos keeps for its instance as it is then (backend::instance_scratch): work
+  // whose reductions outgrow it in a later phase leaves the earlier recordings reading
+  // freed memory, so the phases are recorded again (record_graphs).
+  struct RecordedWork {
+    void* work = nullptr;
+    std::vector<const void*> scratch;  // its instance's, as its recording began
+  };
+  std::map<std::tuple<std::size_t, int, bool>, RecordedWork> recorded_work;
   void drop_recorded_work() {
-    for (auto& [key, work] : recorded_work) backend::destroy_work(work);
+    for (auto& [key, recorded] : recorded_work) backend::destroy_work(recorded.work);
     recorded_work.clear();
   }
+  // The first recorded work whose instance's scratch moved since its recording began.
+  std::optional<std::tuple<std::size_t, int, bool>> stale_recorded_work() const;
   std::unique_ptr<ProgramSource> source;
   std::shared_ptr<bool> alive = std::make_shared<bool>(true);  // for continuations
 
@@ -184,6 +191,7 @@ struct RankProgram::Impl {
                   const std::vector<std::pair<int, const PlannedTransfer*>>& views);
   // "" or why the steps run without graphs (`for_good`: nor can they run as they are).
   std::string record_graphs(bool& for_good);
+  std::string record_phases(bool& for_good);  // each phase's step, into by_phase
   void report_graphs(const std::string& why, bool for_good) const;
   void take_device_links_where_all_can(Runtime& runtime);
 
