@@ -35,11 +35,15 @@
 //                                    rank 0 writes a checkpoint that rank 1 never joins
 //                                    (2 ranks; run with KODO_STALL_SECONDS and
 //                                    KODO_STALL_EXIT=1)
+//   fault_program device-fault       unit 0's kernel traps on the device in its task's
+//                                    fourth step (recorded turns; a device build: the
+//                                    host backend has no device to fault, and says so)
 // Units are laid out so that, on two ranks, unit 0 is on rank 0 and unit 1 on rank 1;
 // on one rank both are local (the same-rank path).
 
 #include "test_access.hpp"
 
+#include <kodo/backends/detail/native.hpp>
 #include <kodo/kodo.hpp>
 #include <kodo/tasking/detail/registry.hpp>
 
@@ -56,6 +60,16 @@ namespace {
 
 // MPI_COMM_WORLD as a port keeps it: duplicated before run() (blocked).
 MPI_Comm kept_world = MPI_COMM_NULL;
+
+// Counts in v(0); at count `at` the kernel traps (a device fault).
+void count_or_trap(const kodo::ExecutionSpace& space, const Kokkos::View<std::int64_t*>& v,
+                   std::int64_t at) {
+  Kokkos::parallel_for(
+      "fault_program::count_or_trap", Kokkos::RangePolicy<kodo::ExecutionSpace>(space, 0, 1),
+      KOKKOS_LAMBDA(std::int64_t) {
+        if (++v(0) == at) Kokkos::abort("fault_program: a device fault, as asked");
+      });
+}
 
 class Peer : public kodo::WorkUnit<Peer> {
  public:
@@ -89,6 +103,16 @@ class Peer : public kodo::WorkUnit<Peer> {
     small_ = Kokkos::View<double*>("in", 4);
     co_await kodo::receive(link_, small_);
     throw std::runtime_error("the task's own failure");
+  }
+
+  kodo::Task device_fault() {
+    kodo::Stream& stream = streams().compute(0);
+    Kokkos::View<std::int64_t*> count("count", 1);
+    for (int step = 0; step < 10; ++step) {
+      count_or_trap(stream.space(), count, index().x == 0 ? 4 : -1);
+      co_await when_done(stream);
+    }
+    if (index().x == 0) std::puts("unexpected: the job went on past a device fault");
   }
 
   void lost_send() {
@@ -297,7 +321,7 @@ int migrate_without_a_peer(kodo::Runtime& runtime) {
 constexpr const char* kUsage =
     "usage: fault_program truncate|short|lost-send|ring-order|peer-exit|different-program|\n"
     "                     mismatched-shapes|result-type|blocked|comm-inside-run|\n"
-    "                     checkpoint-without-a-peer|migrate-without-a-peer\n"
+    "                     checkpoint-without-a-peer|migrate-without-a-peer|device-fault\n"
     "Makes the fault named (see the top of fault_program.cpp); the job must end with an\n"
     "error naming it.\n";
 
@@ -318,6 +342,12 @@ int main(int argc, char** argv) {
     units.broadcast_local<&Peer::lost_send>();
   } else if (mode == "task-throws") {
     units.broadcast_local<&Peer::task_throws>();
+  } else if (mode == "device-fault") {
+    if (std::string(kodo::backend::name()) == "host") {
+      std::puts("fault_program: no device here, nothing to fault");
+      return 0;
+    }
+    units.broadcast_local<&Peer::device_fault>();
   } else if (mode == "ring-order") {
     units.broadcast_local<&Peer::ring_order>();
   } else if (mode == "ring-truncate") {

@@ -7,9 +7,11 @@
 // without graphs with one notice and the same result, work whose team scratch grows in a
 // later phase (recorded again, at the grown size), and with --large-functor a work
 // whose kernel functor exceeds Kokkos' 512 bytes, which a device build refuses on every
-// rank.
+// rank; with --device-fault a kernel that traps inside a program's graph, which ends the
+// job on every rank naming the rank and the program (a device build; the host backend has
+// no graphs to fault).
 //
-//   step_program_device [--large-functor]
+//   step_program_device [--large-functor | --device-transfers | --device-fault]
 
 #include "step_units.hpp"
 
@@ -100,20 +102,52 @@ struct Scratchy final : kodo::WorkUnit<Scratchy> {
   Cells v_;
 };
 
+// Counts the steps in v(0); at step `at` (unit 0's only) its kernel traps, a device fault
+// inside the program's graph.
+inline void faulting_kernel(const kodo::ExecutionSpace& space, const Cells& v, std::int64_t at) {
+  Kokkos::parallel_for(
+      "step_program_device::fault", Kokkos::RangePolicy<kodo::ExecutionSpace>(space, 0, 1),
+      KOKKOS_LAMBDA(std::int64_t) {
+        if (++v(0) == at) Kokkos::abort("step_program_device: a device fault, as asked");
+      });
+}
+struct Faulty final : kodo::WorkUnit<Faulty> {
+  explicit Faulty(const kodo::UnitInit<Faulty>& init) : WorkUnit(init), v_("v", 1) {}
+  void plan_step(kodo::StepPlan& plan) {
+    const std::int64_t at = collection().shape().linear(index()) == 0 ? 5 : -1;
+    plan.work([v = v_, at](const kodo::ExecutionSpace& space) { faulting_kernel(space, v, at); });
+  }
+  Cells v_;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
   kodo::Runtime runtime(argc, argv);
   if (runtime.print_usage_if_requested(
-          "usage: step_program_device [--large-functor | --device-transfers]\n"
+          "usage: step_program_device [--large-functor | --device-transfers | --device-fault]\n"
           "Runs step programs and checks them against the host; --large-functor builds one\n"
           "whose kernel functor exceeds 512 bytes (refused where steps are device graphs);\n"
           "--device-transfers also checks that every program whose units talk across ranks\n"
-          "came to make those transfers in its graphs (ranks on GPUs of their own, one node).\n"))
+          "came to make those transfers in its graphs (ranks on GPUs of their own, one node);\n"
+          "--device-fault runs a program whose graph faults on the device at step 5 (the job\n"
+          "ends, naming the rank and the program).\n"))
     return 0;
   const bool root = runtime.rank() == 0;
   const bool large = argc > 1 && std::string(argv[1]) == "--large-functor";
   const bool device_transfers = argc > 1 && std::string(argv[1]) == "--device-transfers";
+  if (argc > 1 && std::string(argv[1]) == "--device-fault") {
+    auto units = kodo::Collection<Faulty>::create(runtime, {2 * runtime.size(), 1, 1});
+    kodo::StepProgram<Faulty> program(units, {.phases = 1});
+    if (!program.replays_graphs()) {
+      if (root) std::printf("step_program_device: no device graphs here, nothing to fault\n");
+      return 0;
+    }
+    program.advance(20);
+    runtime.run();  // ends the job, on every rank, at unit 0's fault
+    kodo::print_error("step_program_device: FAILED the job went on past a device fault");
+    return 1;
+  }
   int programs = 0, on_device = 0;  // programs with units on other ranks, and of those ...
   if (large) {
     auto units = kodo::Collection<Large>::create(runtime, {2 * runtime.size(), 1, 1});

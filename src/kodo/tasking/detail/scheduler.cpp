@@ -327,7 +327,13 @@ bool Scheduler::turn() {
   if (events != 0) recording_->issued_outside();
   const bool completions = engine_.ready();
   if (queue_.empty() && !completions && !batches_.pending()) {
-    stalls_.observe(0, engine_);
+    // A failed device ends the job on every rank, as in poll_engine: the other ranks
+    // would wait for this one's work.
+    try {
+      stalls_.observe(0, engine_);
+    } catch (...) {
+      fatal(what_of_current());
+    }
     return events != 0;
   }
   if (!queue_.empty()) drain_.mark_dirty();  // (a drain's own completion must not)
