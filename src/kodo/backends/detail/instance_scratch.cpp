@@ -1,7 +1,8 @@
 // SPDX-FileCopyrightText: 2026 The kodo developers
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-// Kokkos' per-instance scratch, read from its internal instance (Kokkos 4.6 and 5.x name
-// these members alike for CUDA and HIP).
+// Kokkos' per-instance scratch, read from its internal instance: the members of
+// CudaInternal and HIPInternal as Kokkos 4.6 to 4.6.99 (June 2025) name them. A renamed
+// member fails to compile; a buffer Kokkos adds later would be missed: check on upgrade.
 #include <kodo/backends/detail/instance_scratch.hpp>
 
 namespace kodo::backend {

@@ -11,6 +11,7 @@
 
 #include <kodo/backends/detail/native.hpp>
 #include <kodo/backends/detail/recording.hpp>
+#include <kodo/core/error.hpp>
 #include <kodo/tasking/detail/collection_base.hpp>
 
 #include <chrono>
@@ -69,7 +70,13 @@ void time_for_load(CollectionBase& collection, std::int64_t slot, F&& call) {
       DeviceLoads& device;
       std::size_t started;
       backend::NativeStream stream;
-      ~End() { device.end(started, stream); }
+      ~End() {
+        try {
+          device.end(started, stream);
+        } catch (...) {
+          fatal(what_of_current());  // a failed device: the job ends, on every rank
+        }
+      }
     } end{device, started, stream};
     call();
     return;

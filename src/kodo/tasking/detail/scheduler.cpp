@@ -282,7 +282,7 @@ void Scheduler::run() {
     if (idle_turns % kWaveTestInterval == 0 &&
         job_is_quiet(stall_limit_ ? std::chrono::steady_clock::now() - idle_since
                                   : std::chrono::steady_clock::duration{})) {
-      device_loads_.fold(true);  // the streams are drained: every call's time is in
+      fold_device_loads(true);  // the streams are drained: every call's time is in
       if (parked_at_quiet_ == 0) return;
       balance_parked();  // every rank saw the same wave
       termination_.reset();
@@ -367,7 +367,7 @@ bool Scheduler::turn() {
       }
     }
     termination_.count_processed();
-    if (device_loads_.pending() > kFoldDeviceLoadsAt) device_loads_.fold(false);
+    if (device_loads_.pending() > kFoldDeviceLoadsAt) fold_device_loads(false);
     // Device work that finished meanwhile continues now, not after the batch: a message
     // that launches kernels takes microseconds, and a batch of them would leave the
     // device idle (the engine reads one counter per busy stream).
@@ -384,6 +384,16 @@ bool Scheduler::turn() {
     fatal(what_of_current());
   }
   return true;
+}
+
+// Reading the calls' events fails on a failed device: the job ends on every rank, as in
+// poll_engine (the other ranks would wait for this one).
+void Scheduler::fold_device_loads(bool all) {
+  try {
+    device_loads_.fold(all);
+  } catch (...) {
+    fatal(what_of_current());
+  }
 }
 
 void Scheduler::poll_engine() {

@@ -126,6 +126,7 @@ class Scheduler final : public ChannelHost {
   std::size_t turn_pieces() const;               // what a turn has left, up to 2 (recording)
   void record_from_here(bool turn_start);        // a recording, if what is left is worth one
   void poll_engine();                            // runs device-work continuations that are due
+  void fold_device_loads(bool all);              // device_loads_.fold, or the job ends
   // Looks at the termination wave; `idle_for` is how long this rank has been idle.
   bool job_is_quiet(std::chrono::steady_clock::duration idle_for);
   // With the job quiet and tasks at balance points somewhere: balances each collection
