@@ -38,6 +38,9 @@
 //   fault_program device-fault       unit 0's kernel traps on the device in its task's
 //                                    fourth step (recorded turns; a device build: the
 //                                    host backend has no device to fault, and says so)
+//   fault_program failed-source      rank 0 awaits work that never completes and whose
+//                                    source reports a failure when asked, as a faulted
+//                                    device's stream does (any backend)
 // Units are laid out so that, on two ranks, unit 0 is on rank 0 and unit 1 on rank 1;
 // on one rank both are local (the same-rank path).
 
@@ -60,6 +63,17 @@ namespace {
 
 // MPI_COMM_WORLD as a port keeps it: duplicated before run() (blocked).
 MPI_Comm kept_world = MPI_COMM_NULL;
+
+// Work that never completes and reports a failure when asked: a faulted device's stream.
+class FailedSource final : public kodo::CompletionSource {
+ public:
+  std::uint64_t mark() override { return ++marks_; }
+  std::uint64_t reached() const override { return 0; }
+  void check_health() const override { throw kodo::Error("an injected device failure"); }
+
+ private:
+  std::uint64_t marks_ = 0;
+};
 
 // Counts in v(0); at count `at` the kernel traps (a device fault).
 void count_or_trap(const kodo::ExecutionSpace& space, const Kokkos::View<std::int64_t*>& v,
@@ -321,7 +335,8 @@ int migrate_without_a_peer(kodo::Runtime& runtime) {
 constexpr const char* kUsage =
     "usage: fault_program truncate|short|lost-send|ring-order|peer-exit|different-program|\n"
     "                     mismatched-shapes|result-type|blocked|comm-inside-run|\n"
-    "                     checkpoint-without-a-peer|migrate-without-a-peer|device-fault\n"
+    "                     checkpoint-without-a-peer|migrate-without-a-peer|device-fault|\n"
+    "                     failed-source\n"
     "Makes the fault named (see the top of fault_program.cpp); the job must end with an\n"
     "error naming it.\n";
 
@@ -348,6 +363,10 @@ int main(int argc, char** argv) {
       return 0;
     }
     units.broadcast_local<&Peer::device_fault>();
+  } else if (mode == "failed-source") {
+    static FailedSource source;  // outlives the runtime's last look at it
+    if (runtime.rank() == 0)
+      runtime.when_done(source, [] { std::puts("unexpected: the failed work completed"); });
   } else if (mode == "ring-order") {
     units.broadcast_local<&Peer::ring_order>();
   } else if (mode == "ring-truncate") {
