@@ -44,6 +44,7 @@
 // Units are laid out so that, on two ranks, unit 0 is on rank 0 and unit 1 on rank 1;
 // on one rank both are local (the same-rank path).
 
+#include "failed_source.hpp"
 #include "test_access.hpp"
 
 #include <kodo/backends/detail/native.hpp>
@@ -63,17 +64,6 @@ namespace {
 
 // MPI_COMM_WORLD as a port keeps it: duplicated before run() (blocked).
 MPI_Comm kept_world = MPI_COMM_NULL;
-
-// Work that never completes and reports a failure when asked: a faulted device's stream.
-class FailedSource final : public kodo::CompletionSource {
- public:
-  std::uint64_t mark() override { return ++marks_; }
-  std::uint64_t reached() const override { return 0; }
-  void check_health() const override { throw kodo::Error("an injected device failure"); }
-
- private:
-  std::uint64_t marks_ = 0;
-};
 
 // Counts in v(0); at count `at` the kernel traps (a device fault).
 void count_or_trap(const kodo::ExecutionSpace& space, const Kokkos::View<std::int64_t*>& v,
@@ -364,7 +354,7 @@ int main(int argc, char** argv) {
     }
     units.broadcast_local<&Peer::device_fault>();
   } else if (mode == "failed-source") {
-    static FailedSource source;  // outlives the runtime's last look at it
+    static FailedSource source("an injected device failure");  // outlives the runtime
     if (runtime.rank() == 0)
       runtime.when_done(source, [] { std::puts("unexpected: the failed work completed"); });
   } else if (mode == "ring-order") {

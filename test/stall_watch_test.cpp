@@ -6,6 +6,7 @@
 #include <kodo/tasking/detail/stall_watch.hpp>
 
 #include "expect_error.hpp"
+#include "failed_source.hpp"
 
 #include <gtest/gtest.h>
 
@@ -13,19 +14,8 @@
 
 namespace {
 
-// A source whose work never completes, on a device that has failed.
-class FailedDevice final : public kodo::CompletionSource {
- public:
-  std::uint64_t mark() override { return ++marks_; }
-  std::uint64_t reached() const override { return 0; }
-  void check_health() const override { throw kodo::Error("device fault on the test source"); }
-
- private:
-  std::uint64_t marks_ = 0;
-};
-
 TEST(StallWatch, WorkThatStopsMovingIsCheckedForFaults) {
-  FailedDevice device;
+  FailedSource device("device fault on the test source");
   kodo::CompletionEngine engine;
   kodo::detail::StallWatch watch(std::chrono::nanoseconds(0));
   watch.observe(0, engine);  // nothing pending: nothing to check
