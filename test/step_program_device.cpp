@@ -3,13 +3,13 @@
 // Step programs on the backend of the build, without GoogleTest, so that a device build
 // runs them too: the stencil and relay programs of step_program_test.cpp against the
 // host (1 to 7 phases, work_without_receives, whole periods per graph, a period at a
-// time, self and paired neighbours), a work that cannot be recorded (it fences) run
-// without graphs with one notice and the same result, work whose team scratch grows in a
-// later phase (recorded again, at the grown size), and with --large-functor a work
-// whose kernel functor exceeds Kokkos' 512 bytes, which a device build refuses on every
-// rank; with --device-fault a kernel that traps inside a program's graph, which ends the
-// job on every rank naming the rank and the program (a device build; the host backend has
-// no graphs to fault).
+// time, self and paired neighbours, rounds of work_together), more transfers between two
+// units than a graph's copy node holds, a work that cannot be recorded (it fences) run without
+// graphs with one notice and the same result, work whose team scratch grows in a later phase
+// (recorded again, at the grown size), and with --large-functor a work whose kernel functor exceeds
+// Kokkos' 512 bytes, which a device build refuses on every rank; with --device-fault a
+// kernel that traps inside a program's graph, which ends the job on every rank naming the
+// rank and the program (a device build; the host backend has no graphs to fault).
 //
 //   step_program_device [--large-functor | --device-transfers | --device-fault]
 
@@ -102,6 +102,71 @@ struct Scratchy final : kodo::WorkUnit<Scratchy> {
   }
   Cells v_;
 };
+
+// More transfers of a phase to one unit than one copy node of a graph holds (64): phase
+// 0 sends v + k to the right neighbour as kFanOut one-word views (tags k), phase 1 adds
+// what came from the left: v = (v + sum_k (left's v + k)) mod kModulus.
+constexpr int kFanOut = 70;
+inline void fan_kernel(const kodo::ExecutionSpace& space, const Cells& v, const Cells& in,
+                       const Cells& out, int phase) {
+  Kokkos::parallel_for(
+      "step_program_device::fan", Kokkos::RangePolicy<kodo::ExecutionSpace>(space, 0, 1),
+      KOKKOS_LAMBDA(int) {
+        if (phase == 0) {
+          for (int k = 0; k < kFanOut; ++k) out(k) = v(0) + k;
+          return;
+        }
+        std::int64_t x = v(0);
+        for (int k = 0; k < kFanOut; ++k) x = (x + in(k)) % step_units::kModulus;
+        v(0) = x;
+      });
+}
+struct Fan final : kodo::WorkUnit<Fan> {
+  explicit Fan(const kodo::UnitInit<Fan>& init)
+      : WorkUnit(init), v_("v", 1), in_("in", kFanOut), out_("out", kFanOut) {
+    Kokkos::deep_copy(v_, init.shape.linear(init.index) * 10 + 1);
+  }
+  kodo::Index3 neighbour(int toward) const {
+    const auto n = collection().shape().size(), me = collection().shape().linear(index());
+    return collection().shape().delinear((me + (toward == 0 ? n - 1 : 1)) % n);
+  }
+  void plan_step(kodo::StepPlan& plan) {
+    const int q = plan.phase();
+    for (int k = 0; k < kFanOut; ++k) {
+      const std::pair<int, int> word{k, k + 1};
+      if (q == 0) plan.send(Kokkos::subview(out_, word), neighbour(1), k);
+      if (q == 1) plan.receive(Kokkos::subview(in_, word), neighbour(0), k);
+    }
+    plan.work([v = v_, in = in_, out = out_, q](const kodo::ExecutionSpace& space) {
+      fan_kernel(space, v, in, out, q);
+    });
+  }
+  Cells v_, in_, out_;
+};
+// "" when every local unit holds what `steps` fan steps give, else the first that does not.
+inline std::string check_fans(const kodo::Collection<Fan>& units, std::int64_t steps) {
+  const std::int64_t n = units.size();
+  std::vector<std::int64_t> v(static_cast<std::size_t>(n));
+  for (std::int64_t u = 0; u < n; ++u) v[static_cast<std::size_t>(u)] = u * 10 + 1;
+  for (std::int64_t s = 1; s < steps; s += 2) {  // steps s - 1 (phase 0) and s (phase 1)
+    const auto old = v;
+    for (std::int64_t u = 0; u < n; ++u) {
+      std::int64_t x = old[static_cast<std::size_t>(u)];
+      for (int k = 0; k < kFanOut; ++k)
+        x = (x + old[static_cast<std::size_t>((u + n - 1) % n)] + k) % step_units::kModulus;
+      v[static_cast<std::size_t>(u)] = x;
+    }
+  }
+  std::string problem;
+  units.for_each_local([&](const Fan& u) {
+    auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, u.v_);
+    const auto want = v[static_cast<std::size_t>(units.shape().linear(u.index()))];
+    if (problem.empty() && h(0) != want)
+      problem = "unit " + std::to_string(units.shape().linear(u.index())) + " holds " +
+                std::to_string(h(0)) + ", not " + std::to_string(want);
+  });
+  return problem;
+}
 
 // Counts the steps in v(0); at step `at` (unit 0's only) its kernel traps, a device fault
 // inside the program's graph.
@@ -230,6 +295,28 @@ int main(int argc, char** argv) {
     program.advance(4 * 6 + 3);
     runtime.run();
     expect(step_units::check_relays(units, 4 * 6 + 3), "relay");
+  }
+  for (const std::int64_t per_rank : {1, 8}) {
+    auto units =
+        kodo::Collection<step_units::Chain>::create(runtime, {per_rank * runtime.size(), 1, 1});
+    kodo::StepProgram<step_units::Chain> program(units, {.phases = 2});
+    expect(program.replays_graphs() || on_host ? "" : "it runs without graphs",
+           "rounds of work_together are replayed from graphs");
+    for (const std::int64_t piece : {2, 1, 3, 40}) {
+      program.advance(piece);
+      runtime.run();
+    }
+    expect(step_units::check_chains(units, 46),
+           "rounds of work_together, " + std::to_string(per_rank) + " units per rank");
+  }
+  {
+    auto units = kodo::Collection<Fan>::create(runtime, {3 * runtime.size(), 1, 1});
+    kodo::StepProgram<Fan> program(units, {.phases = 2});
+    for (const std::int64_t piece : {2, 1, 15}) {
+      program.advance(piece);
+      runtime.run();
+    }
+    expect(check_fans(units, 18), "70 transfers a phase between two units");
   }
   {
     auto units = kodo::Collection<Fencing>::create(runtime, {2 * runtime.size(), 1, 1});

@@ -94,6 +94,21 @@ TEST(StepPrograms, ManyStepsAtOnceFinishForEveryPhaseCount) {
   }
 }
 
+// Rounds of work_together: each reads what the round before it wrote, the step's receives
+// before them and its work after them; units of one rank with different numbers of rounds.
+TEST(StepPrograms, RoundsOfKernelsTogetherRunInOrderBetweenReceivesAndWork) {
+  auto& rt = test_runtime();
+  for (std::int64_t per_rank : {1, 3}) {
+    auto units = kodo::Collection<step_units::Chain>::create(rt, {per_rank * rt.size(), 1, 1});
+    kodo::StepProgram<step_units::Chain> program(units, {.phases = 2});
+    for (const std::int64_t piece : {2, 1, 9}) {
+      program.advance(piece);
+      rt.run();
+    }
+    EXPECT_EQ(step_units::check_chains(units, 12), "") << per_rank << " units per rank";
+  }
+}
+
 // Links used in some phases only, and a last phase that sends nothing (no prime).
 TEST(StepPrograms, LinksUsedInSomePhasesCarryTheirOwnTransfers) {
   auto& rt = test_runtime();

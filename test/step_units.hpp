@@ -6,7 +6,8 @@
 //
 // Arc: a run of cells of a periodic ring updated by a 3-point stencil, exchanging its
 // edges every step, with 1, 2 or 3 phases, its inner cells optionally as
-// work_without_receives. Relay: links used in some of 4 phases only.
+// work_without_receives. Relay: links used in some of 4 phases only. Chain: rounds of
+// work_together that read what the round before wrote, and work after them.
 
 #include <kodo/kodo.hpp>
 
@@ -239,6 +240,94 @@ inline std::string check_relays(const kodo::Collection<Relay>& units, std::int64
       if (h(i) != v[me][static_cast<std::size_t>(i)])
         wrong << "relay unit " << me << " value " << i << " is " << h(i) << ", not "
               << v[me][static_cast<std::size_t>(i)];
+  });
+  return wrong.str();
+}
+
+// A ring of units, 2 phases. Phase 0: round 0 tmp = v + 1, round 1 out = 2 tmp (sent
+// right, tag 0) and v = tmp. Phase 1: round 0 v = (v + what came from the left) mod
+// kModulus, on units of even index a round 1 that leaves v as it is (rounds in some units
+// only), then work v = 3 v mod kModulus. So every two steps v = 3 (v + 1 + 2 (left's v +
+// 1)) mod kModulus.
+inline void chain_first(kodo::KernelBatch& batch, const Cells& v, const Cells& tmp) {
+  batch.parallel_for(
+      "step_test::chain_first", 0, v.extent(0),
+      KOKKOS_LAMBDA(std::int64_t i) { tmp(i) = v(i) + 1; });
+}
+inline void chain_second(kodo::KernelBatch& batch, const Cells& v, const Cells& tmp,
+                         const Cells& out) {
+  batch.parallel_for(
+      "step_test::chain_double", 0, tmp.extent(0),
+      KOKKOS_LAMBDA(std::int64_t i) { out(i) = 2 * tmp(i); });
+  batch.parallel_for(
+      "step_test::chain_keep", 0, tmp.extent(0), KOKKOS_LAMBDA(std::int64_t i) { v(i) = tmp(i); });
+}
+inline void chain_add(kodo::KernelBatch& batch, const Cells& v, const Cells& in, bool add) {
+  batch.parallel_for(
+      "step_test::chain_add", 0, v.extent(0),
+      KOKKOS_LAMBDA(std::int64_t i) { v(i) = (v(i) + (add ? in(i) : 0)) % kModulus; });
+}
+inline void chain_triple(const kodo::ExecutionSpace& space, const Cells& v) {
+  Kokkos::parallel_for(
+      "step_test::chain_triple", Kokkos::RangePolicy<kodo::ExecutionSpace>(space, 0, v.extent(0)),
+      KOKKOS_LAMBDA(std::int64_t i) { v(i) = 3 * v(i) % kModulus; });
+}
+
+struct Chain final : kodo::WorkUnit<Chain> {
+  explicit Chain(const kodo::UnitInit<Chain>& init)
+      : WorkUnit(init), v_("v", 8), tmp_("tmp", 8), in_("in", 8), out_("out", 8) {
+    const std::int64_t me = init.shape.linear(init.index);
+    auto h = Kokkos::create_mirror_view(v_);
+    for (int i = 0; i < 8; ++i) h(i) = me * 100 + i;
+    Kokkos::deep_copy(v_, h);
+  }
+  Index3 neighbour(int toward) const {
+    const auto n = collection().shape().size(), me = collection().shape().linear(index());
+    return collection().shape().delinear((me + (toward == 0 ? n - 1 : 1)) % n);
+  }
+  void plan_step(kodo::StepPlan& plan) {
+    const Cells v = v_, tmp = tmp_, in = in_, out = out_;
+    if (plan.phase() == 0) {
+      plan.send(out_, neighbour(1), 0);
+      plan.work_together([=](kodo::KernelBatch& batch) { chain_first(batch, v, tmp); });
+      plan.work_together([=](kodo::KernelBatch& batch) { chain_second(batch, v, tmp, out); });
+      return;
+    }
+    plan.receive(in_, neighbour(0), 0);
+    plan.work_together([=](kodo::KernelBatch& batch) { chain_add(batch, v, in, true); });
+    if (collection().shape().linear(index()) % 2 == 0)
+      plan.work_together([=](kodo::KernelBatch& batch) { chain_add(batch, v, in, false); });
+    plan.work([=](const kodo::ExecutionSpace& space) { chain_triple(space, v); });
+  }
+  Cells v_, tmp_, in_, out_;
+};
+
+// "" when every local unit holds what `steps` chain steps give, else the first that does not.
+inline std::string check_chains(const kodo::Collection<Chain>& units, std::int64_t steps) {
+  const std::int64_t n = units.size();
+  std::vector<std::vector<std::int64_t>> v(static_cast<std::size_t>(n),
+                                           std::vector<std::int64_t>(8));
+  for (std::int64_t u = 0; u < n; ++u)
+    for (int i = 0; i < 8; ++i)
+      v[static_cast<std::size_t>(u)][static_cast<std::size_t>(i)] = u * 100 + i;
+  for (std::int64_t s = 1; s < steps; s += 2) {
+    const auto old = v;
+    for (std::int64_t u = 0; u < n; ++u)
+      for (std::size_t i = 0; i < 8; ++i)
+        v[static_cast<std::size_t>(u)][i] =
+            3 *
+            ((old[static_cast<std::size_t>(u)][i] + 1 +
+              2 * (old[static_cast<std::size_t>((u + n - 1) % n)][i] + 1)) %
+             kModulus) %
+            kModulus;
+  }
+  std::ostringstream wrong;
+  units.for_each_local([&](const Chain& u) {
+    auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, u.v_);
+    const auto me = static_cast<std::size_t>(units.shape().linear(u.index()));
+    for (std::size_t i = 0; i < 8 && wrong.str().empty(); ++i)
+      if (h(i) != v[me][i])
+        wrong << "chain unit " << me << " value " << i << " is " << h(i) << ", not " << v[me][i];
   });
   return wrong.str();
 }

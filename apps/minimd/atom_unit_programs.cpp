@@ -144,7 +144,9 @@ void AtomUnit::program_runs(std::int64_t steps) {
 }
 
 // A plain step as four phases (atom_unit.hpp). Everything the work reads is captured
-// here, by value: the program replays it as recorded.
+// here, by value: the program replays it as recorded. Its small kernels go out in rounds
+// with the same kernels of the rank's other units (work_together), each round after the one
+// before it: at ODF 8 a phase is one launch for the rank, not eight small ones.
 void AtomUnit::plan_step(kodo::StepPlan& plan) {
   if (!setup_.step_program || setup_.list != ListKind::full)
     throw Error("minimd: the step program runs full lists only");
@@ -159,9 +161,8 @@ void AtomUnit::plan_step(kodo::StepPlan& plan) {
   const int rows = neighbors_.atoms();
   const Count own_atoms = sized(own, static_cast<int>(v_.extent(0)));
   const Count inner = sized(interior, rows), own_rows = sized(own, rows);
-  std::vector<kodo::StepWork> parts;
   if (q == 0)
-    parts.push_back([=](const Device& s) { initial_integrate(s, x, v, f, own_atoms, dt); });
+    plan.work_together([=](kodo::KernelBatch& b) { initial_integrate(b, x, v, f, own_atoms, dt); });
   // The ghosts along q - 1 that arrive (sent in the previous phase) and those along q sent
   // to neighbours, in one kernel; images of own atoms (a unit its own neighbour) after it.
   Payload ins[2], outs[2];
@@ -189,19 +190,27 @@ void AtomUnit::plan_step(kodo::StepPlan& plan) {
   }
   if (in_counts[0].bound + in_counts[1].bound + out_counts[0].bound + out_counts[1].bound > 0) {
     const int d = q;
-    parts.push_back([=](const Device& s) {
-      unpack_and_pack_positions(s, ins, in_counts, firsts, x, borders, out_counts, d, shifts, outs);
+    plan.work_together([=](kodo::KernelBatch& b) {
+      unpack_and_pack_positions(b, ins, in_counts, firsts, x, borders, out_counts, d, shifts, outs);
     });
   }
   if (q <= 2 && self(q)) {
+    // Both sides' images in one round: each writes ghost rows of its own from listed atoms
+    // that are no ghosts along d.
     const int d = q;
+    Indices lists_of[2];
+    Count counts[2] = {0, 0}, starts[2] = {0, 0};
+    double by[2] = {0, 0};
     for (int side = 0; side < 2; ++side) {
-      const Indices list = border_[d][1 - side];
-      const Count count = sized(ghost_count + 2 * d + side, in_room_[d][side]);
-      const Count first = sized(ghost_first + 2 * d + side, 0);
-      const double by = shift(d, 1 - side);
-      parts.push_back([=](const Device& s) { copy_positions(s, x, list, count, d, by, first); });
+      lists_of[side] = border_[d][1 - side];
+      counts[side] = sized(ghost_count + 2 * d + side, in_room_[d][side]);
+      starts[side] = sized(ghost_first + 2 * d + side, 0);
+      by[side] = shift(d, 1 - side);
     }
+    plan.work_together([=](kodo::KernelBatch& b) {
+      for (int side = 0; side < 2; ++side)
+        copy_positions(b, x, lists_of[side], counts[side], d, by[side], starts[side]);
+    });
   }
   // Atoms with no ghost in their lists need only their own positions: their force can run
   // while ghosts come from another rank. Within a rank the other units' work fills the
@@ -212,16 +221,15 @@ void AtomUnit::plan_step(kodo::StepPlan& plan) {
     plan.work_without_receives([=](const Device& s) {
       force_full(s, x, f, 0, inner, rows, lists, list_sizes, pair, false, {});
     });
+  // The force, each unit's own kernel: it fills the device by itself from 16k atoms a unit
+  // (launched together it ran 5% slower at 1M atoms: docs/performance.md).
   if (q == 3) {
     const Count first = split ? inner : Count(0);
-    parts.push_back([=](const Device& s) {
+    plan.work([=](const Device& s) {
       force_full(s, x, f, first, own_rows, rows, lists, list_sizes, pair, false, {});
       final_integrate(s, v, f, own_atoms, dt);
     });
   }
-  plan.work([parts](const Device& s) {
-    for (const auto& part : parts) part(s);
-  });
 }
 
 // ---- the reneighboring program -----------------------------------------------------------

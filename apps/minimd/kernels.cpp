@@ -15,10 +15,15 @@
 
 namespace minimd {
 
-void initial_integrate(const Device& space, Vectors x, Vectors v, Vectors f, Count n, double dt) {
+const Device& Launch::space() const {
+  if (!space_) throw Error("minimd: this kernel runs on an instance, not in a kernel batch");
+  return *space_;
+}
+
+void initial_integrate(const Launch& to, Vectors x, Vectors v, Vectors f, Count n, double dt) {
   const double half = 0.5 * dt;  // dt / 2m, mass 1
-  Kokkos::parallel_for(
-      "minimd::initial_integrate", over(space, n), KOKKOS_LAMBDA(int i) {
+  to.parallel_for(
+      "minimd::initial_integrate", 0, n.bound, KOKKOS_LAMBDA(int i) {
         if (i >= n.get()) return;
         for (int d = 0; d < 3; ++d) {
           v(i, d) += half * f(i, d);
@@ -27,10 +32,10 @@ void initial_integrate(const Device& space, Vectors x, Vectors v, Vectors f, Cou
       });
 }
 
-void final_integrate(const Device& space, Vectors v, Vectors f, Count n, double dt) {
+void final_integrate(const Launch& to, Vectors v, Vectors f, Count n, double dt) {
   const double half = 0.5 * dt;
-  Kokkos::parallel_for(
-      "minimd::final_integrate", over(space, n), KOKKOS_LAMBDA(int i) {
+  to.parallel_for(
+      "minimd::final_integrate", 0, n.bound, KOKKOS_LAMBDA(int i) {
         if (i >= n.get()) return;
         for (int d = 0; d < 3; ++d) v(i, d) += half * f(i, d);
       });
@@ -412,7 +417,7 @@ PhaseCounts phase_counts(const Count (&in_counts)[2], const Count (&firsts)[2],
 
 }  // namespace
 
-void unpack_and_pack_positions(const Device& space, const Payload (&ins)[2],
+void unpack_and_pack_positions(const Launch& to, const Payload (&ins)[2],
                                const Count (&in_counts)[2], const Count (&firsts)[2], Vectors x,
                                const Indices (&lists)[2], const Count (&out_counts)[2], int d,
                                const double (&shifts)[2], const Payload (&outs)[2]) {
@@ -423,8 +428,8 @@ void unpack_and_pack_positions(const Device& space, const Payload (&ins)[2],
   // The packs come first: run in order (a host backend), they read before the rows are
   // written, so what they take from the arrivals is what the test sees.
   const int packs = c.bound[4] + c.bound[5];
-  Kokkos::parallel_for(
-      "minimd::unpack_and_pack_positions", over(space, packs + c.bound[0] + c.bound[1]),
+  to.parallel_for(
+      "minimd::unpack_and_pack_positions", 0, packs + c.bound[0] + c.bound[1],
       KOKKOS_LAMBDA(int j) {
         if (j >= packs) {  // a ghost row that arrived
           const int side = j - packs < c.bound[0] ? 0 : 1;
@@ -454,10 +459,10 @@ void unpack_and_pack_positions(const Device& space, const Payload (&ins)[2],
       });
 }
 
-void copy_positions(const Device& space, Vectors x, Indices list, Count count, int d, double shift,
+void copy_positions(const Launch& to, Vectors x, Indices list, Count count, int d, double shift,
                     Count first) {
-  Kokkos::parallel_for(
-      "minimd::copy_positions", over(space, count), KOKKOS_LAMBDA(int k) {
+  to.parallel_for(
+      "minimd::copy_positions", 0, count.bound, KOKKOS_LAMBDA(int k) {
         if (k >= count.get()) return;
         const int i = list(k), row = first.get() + k;
         for (int e = 0; e < 3; ++e) x(row, e) = x(i, e) + (e == d ? shift : 0.0);

@@ -114,14 +114,38 @@ struct Count {
   int slot = -1;
 };
 
+// Where a kernel of a step goes: onto an execution-space instance, where it runs as
+// launched, or into a kodo::KernelBatch, where it runs with the same kernel of the rank's
+// other units (the rounds of a step program's plain step, atom_unit_programs.cpp). The
+// kernels that take one run either way; a caller with an instance passes it as it is.
+class Launch {
+ public:
+  Launch(const Device& space) : space_(&space) {}  // implicit: an instance is a launch
+  Launch(kodo::KernelBatch& batch) : batch_(&batch) {}
+  // functor(i) for i in [begin, end), as Kokkos::parallel_for with a RangePolicy would.
+  template <class F>
+  void parallel_for(const char* label, int begin, int end, const F& functor) const {
+    if (batch_)
+      batch_->parallel_for(label, begin, end, functor);
+    else
+      Kokkos::parallel_for(label, Kokkos::RangePolicy<Device>(*space_, begin, end), functor);
+  }
+  // The instance, for kernels that do not go in a batch (a reduction).
+  const Device& space() const;
+
+ private:
+  const Device* space_ = nullptr;
+  kodo::KernelBatch* batch_ = nullptr;
+};
+
 // A unit's subdomain: [lo, hi) along each dimension.
 struct Box {
   double lo[3], hi[3];
 };
 
 // -- integration ------------------------------------------------------------------
-void initial_integrate(const Device& space, Vectors x, Vectors v, Vectors f, Count n, double dt);
-void final_integrate(const Device& space, Vectors v, Vectors f, Count n, double dt);
+void initial_integrate(const Launch& to, Vectors x, Vectors v, Vectors f, Count n, double dt);
+void final_integrate(const Launch& to, Vectors v, Vectors f, Count n, double dt);
 // final_integrate of one step and initial_integrate of the next in one pass (the forces
 // are the same): the same operations in the same order, so the same bits, reading v and f
 // once rather than twice (about 0.1 ms a step at 4M atoms on an H100).
@@ -180,12 +204,12 @@ void count_outside(const Device& space, Vectors x, Count n, Box box, Counters co
 // from what arrived: the same doubles. Either part may be empty (counts of bound 0), as on
 // the unit path, which packs and unpacks apart. Every count must read from the same
 // counters (a unit's) or be a host count.
-void unpack_and_pack_positions(const Device& space, const Payload (&ins)[2],
+void unpack_and_pack_positions(const Launch& to, const Payload (&ins)[2],
                                const Count (&in_counts)[2], const Count (&firsts)[2], Vectors x,
                                const Indices (&lists)[2], const Count (&out_counts)[2], int d,
                                const double (&shifts)[2], const Payload (&outs)[2]);
 // Ghost rows [first, first + count) of x from the listed atoms of the same unit, shifted.
-void copy_positions(const Device& space, Vectors x, Indices list, Count count, int d, double shift,
+void copy_positions(const Launch& to, Vectors x, Indices list, Count count, int d, double shift,
                     Count first);
 // Reverse communication: out = rows [first, first + count) of f.
 void pack_rows(const Device& space, Vectors f, int first, int count, Payload out);
@@ -298,8 +322,8 @@ void force(const Device& space, Vectors x, Vectors f, int nlocal, int nall, Neig
            Indices count, ListKind kind, const Potential& p, bool energy, Payload ev);
 // Full lists: the force on own atoms [first, last) only, so that atoms whose lists hold
 // no ghost can run before the ghosts are updated. With `energy`, ev holds the sums over
-// that range alone.
-void force_full(const Device& space, Vectors x, Vectors f, Count first, Count last, int nlocal,
+// that range alone (with an instance only: a reduction is no batch's).
+void force_full(const Launch& to, Vectors x, Vectors f, Count first, Count last, int nlocal,
                 NeighborList neighbors, Indices count, const Potential& p, bool energy, Payload ev);
 
 }  // namespace minimd

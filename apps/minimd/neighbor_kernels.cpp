@@ -418,17 +418,17 @@ struct Between {
 // The force over atoms [first, last): the range launched when both are host counts, else
 // [0 or first, last's bound) with the rest skipped on the device.
 template <class Functor>
-void run_force(const char* name, const Device& space, const Count& first, const Count& last,
+void run_force(const char* name, const Launch& to, const Count& first, const Count& last,
                const Functor& functor, bool energy, Payload ev) {
   const int begin = first.slot < 0 ? first.bound : 0;
   const int end = std::max(begin, last.bound);
   auto launch = [&](const auto& forces) {
     if (energy)
-      Kokkos::parallel_reduce(name, Kokkos::RangePolicy<Device, Energy>(space, begin, end), forces,
-                              Kokkos::Sum<double, Memory>(Kokkos::subview(ev, 0)),
+      Kokkos::parallel_reduce(name, Kokkos::RangePolicy<Device, Energy>(to.space(), begin, end),
+                              forces, Kokkos::Sum<double, Memory>(Kokkos::subview(ev, 0)),
                               Kokkos::Sum<double, Memory>(Kokkos::subview(ev, 1)));
     else
-      Kokkos::parallel_for(name, Range(space, begin, end), forces);
+      to.parallel_for(name, begin, end, forces);
   };
   if (first.slot < 0 && last.slot < 0)
     launch(functor);
@@ -437,10 +437,10 @@ void run_force(const char* name, const Device& space, const Count& first, const 
 }
 }  // namespace
 
-void force_full(const Device& space, Vectors x, Vectors f, Count first, Count last, int nlocal,
+void force_full(const Launch& to, Vectors x, Vectors f, Count first, Count last, int nlocal,
                 NeighborList neighbors, Indices count, const Potential& p, bool energy,
                 Payload ev) {
-  run_force("minimd::force_full", space, first, last,
+  run_force("minimd::force_full", to, first, last,
             PairForces<ListKind::full>{x, f, neighbors, count, p, nlocal}, energy, ev);
 }
 

@@ -91,8 +91,9 @@
 ///   @ref kodo::imbalance "imbalance" (balance.hpp); @ref kodo::LbData "LbData", the
 ///   balances as DARMA vt's LB data (lb_data.hpp);
 /// - @ref kodo::StepProgram "StepProgram", @ref kodo::StepPlan "StepPlan",
-///   @ref kodo::StepWork "StepWork" and @ref kodo::StepProgramOptions
-///   "StepProgramOptions" (a rank's unit steps as one device program);
+///   @ref kodo::StepWork "StepWork", @ref kodo::StepKernels "StepKernels" and @ref
+///   kodo::StepProgramOptions "StepProgramOptions" (a rank's unit steps as one device
+///   program);
 /// - @ref kodo::Task "Task", @ref kodo::receive "receive", @ref kodo::send "send", @ref
 /// kodo::when_all "when_all",
 ///   @ref kodo::Reduced "Reduced", @ref kodo::AwaitableRing "AwaitableRing" and

@@ -100,6 +100,10 @@ void RankProgram::build() {
   const WatchdogPhase watching(runtime_.scheduler().watchdog(),
                                "building a step program (kodo::StepProgram)");
   Impl& m = *impl_;
+  m.rounds.assign(static_cast<std::size_t>(m.options.phases), 0);
+  for (const Impl::Unit& u : m.units)
+    for (std::size_t q = 0; q < m.rounds.size(); ++q)
+      m.rounds[q] = std::max(m.rounds[q], u.phases[q].together.size());
   std::string problem = m.planning_problem;
   Impl::Receives receives;
   m.check_plans(receives, problem);
@@ -253,10 +257,11 @@ void RankProgram::launch(std::int64_t k, std::int64_t span) {
   } else if (step_graph) {
     backend::launch_graph(m.stream->native_handle(), step_graph);
   } else {
-    for (const Impl::Unit& u : m.units) {
+    for (const Impl::Unit& u : m.units)
       if (const auto& w = u.phases[q].early; w && !m.split) w(m.stream->space());
+    for (std::size_t r = 0; r < m.rounds[q]; ++r) m.launch_together(q, r, m.stream->space());
+    for (const Impl::Unit& u : m.units)
       if (const auto& w = u.phases[q].work) w(m.stream->space());
-    }
     for (const auto& copies : m.copies[q])
       backend::enqueue_copies(m.stream->native_handle(), copies);
   }
@@ -272,6 +277,29 @@ void RankProgram::launch(std::int64_t k, std::int64_t span) {
                        });
     unmarked_ = end;
   }
+}
+
+// Round `round` of every unit's work_together in phase `phase`, as one launch per functor
+// type on `on`.
+void RankProgram::Impl::launch_together(std::size_t phase, std::size_t round,
+                                        const ExecutionSpace& on) {
+  round_batch_list.clear();
+  std::size_t b = 0;
+  try {
+    for (const Unit& u : units) {
+      const auto& together = u.phases[phase].together;
+      if (round >= together.size()) continue;
+      if (b == round_batches.size())
+        round_batches.push_back(std::make_unique<KernelBatch>(*stream));
+      KernelBatch& batch = *round_batches[b++];
+      together[round](batch);
+      round_batch_list.push_back(&batch);
+    }
+  } catch (...) {
+    round_batches.clear();  // none keeps kernels of a round that was not launched
+    throw;
+  }
+  BatchLauncher::launch_together(on, round_batch_list, round_all, round_group);
 }
 
 // Step k's work is done: the transfers it read from other ranks are released (their

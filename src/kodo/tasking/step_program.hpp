@@ -19,6 +19,7 @@
 #include <kodo/core/error.hpp>
 #include <kodo/core/index.hpp>
 #include <kodo/tasking/collection.hpp>
+#include <kodo/tasking/kernel_batch.hpp>
 
 #include <cstdint>
 #include <functional>
@@ -32,6 +33,9 @@ namespace kodo {
 
 /// Device work of a step: enqueues kernels (or copies) on the instance it is given.
 using StepWork = std::function<void(const ExecutionSpace&)>;
+/// Kernels of a step launched with the same kernels of the rank's other units: adds
+/// them to the batch it is given.
+using StepKernels = std::function<void(KernelBatch&)>;
 
 /// How a step program runs (docs/concepts.md, "Step programs and recorded turns").
 struct StepProgramOptions {
@@ -58,7 +62,8 @@ struct PlannedTransfer {
 // One unit's plan of one phase.
 struct PlannedPhase {
   std::vector<PlannedTransfer> receives, sends;
-  StepWork early;  // work_without_receives
+  StepWork early;                     // work_without_receives
+  std::vector<StepKernels> together;  // work_together, round by round
   StepWork work;
   bool primes = false;
   StepWork prime;
@@ -92,6 +97,13 @@ class StepPlan {
   /// Device work of the step that reads none of its receive views: it may run while they
   /// travel, before work().
   void work_without_receives(StepWork enqueue) { plan_.early = std::move(enqueue); }
+  /// Kernels of the step launched together with the same kernels of the rank's other
+  /// units (one launch per functor type for the rank, as kodo::KernelBatch does in a
+  /// task): what fills the GPU where each unit's own kernel is small. Each call adds a
+  /// round: the rounds of a phase run in order, each once every unit's round before it
+  /// is done, after work_without_receives and the step's receives, before work(). A
+  /// round's kernels do not depend on each other.
+  void work_together(StepKernels add_kernels) { plan_.together.push_back(std::move(add_kernels)); }
   /// In the last phase: the work that fills this phase's send views before the first
   /// step (once per program), or none when they hold the data already.
   void prime(StepWork enqueue = {}) {

@@ -224,10 +224,9 @@ void enqueue_copy_and_publish(NativeStream stream, const DeviceWait& first, void
 
 namespace {
 
-// A graph being built, and the device memory its copy nodes read (their lists).
+// A graph being built.
 struct GraphBuild {
   cudaGraph_t graph = nullptr;
-  std::vector<void*> lists;
 };
 GraphBuild& build_of(NativeGraph graph) { return *static_cast<GraphBuild*>(graph); }
 
@@ -311,7 +310,6 @@ void destroy_graph(NativeGraph graph) {
   auto* build = static_cast<GraphBuild*>(graph);
   if (!build) return;
   cudaGraphDestroy(build->graph);
-  for (void* list : build->lists) cudaFree(list);
   delete build;
 }
 
@@ -383,27 +381,25 @@ NativeGraphNode add_copies(NativeGraph graph, const std::vector<DeviceCopy>& cop
                            const std::vector<NativeGraphNode>& after) {
   GraphBuild& build = build_of(graph);
   const auto deps = nodes_of(after);
+  // A kernel node for each kCopiesPerLaunch copies, their list its parameters (the node
+  // keeps a copy): no device memory to allocate and fill for a node. Several are joined.
+  std::vector<cudaGraphNode_t> parts;
+  kernels::in_copy_batches(copies, [&](kernels::CopyBatch& batch, unsigned count,
+                                       std::size_t largest) {
+    void* arguments[] = {&batch};
+    cudaKernelNodeParams p{};
+    p.func = reinterpret_cast<void*>(&kernels::copy_batch_kernel);
+    p.gridDim = dim3(kernels::copy_blocks(largest), count);
+    p.blockDim = dim3(kernels::kCopyThreads);
+    p.kernelParams = arguments;
+    cudaGraphNode_t node = nullptr;
+    KODO_CUDA_CHECK(cudaGraphAddKernelNode(&node, build.graph, deps.data(), deps.size(), &p));
+    parts.push_back(node);
+  });
+  if (parts.size() == 1) return parts[0];
+  const auto& join = parts.empty() ? deps : parts;
   cudaGraphNode_t node = nullptr;
-  std::size_t largest = 0;
-  for (const DeviceCopy& c : copies) largest = std::max(largest, c.bytes);
-  if (copies.empty() || largest == 0) {
-    KODO_CUDA_CHECK(cudaGraphAddEmptyNode(&node, build.graph, deps.data(), deps.size()));
-    return node;
-  }
-  if (copies.size() > 65535) throw Error("a graph's copy node takes at most 65535 copies");
-  void* list = nullptr;
-  KODO_CUDA_CHECK(cudaMalloc(&list, copies.size() * sizeof(DeviceCopy)));
-  build.lists.push_back(list);
-  KODO_CUDA_CHECK(cudaMemcpy(list, copies.data(), copies.size() * sizeof(DeviceCopy),
-                             cudaMemcpyHostToDevice));
-  const auto* first = static_cast<const DeviceCopy*>(list);
-  void* arguments[] = {&first};
-  cudaKernelNodeParams p{};
-  p.func = reinterpret_cast<void*>(&kernels::copy_list_kernel);
-  p.gridDim = dim3(kernels::copy_blocks(largest), static_cast<unsigned>(copies.size()));
-  p.blockDim = dim3(kernels::kCopyThreads);
-  p.kernelParams = arguments;
-  KODO_CUDA_CHECK(cudaGraphAddKernelNode(&node, build.graph, deps.data(), deps.size(), &p));
+  KODO_CUDA_CHECK(cudaGraphAddEmptyNode(&node, build.graph, join.data(), join.size()));
   return node;
 }
 
@@ -504,27 +500,14 @@ void enqueue_copy(NativeStream stream, void* to, const void* from, std::size_t b
 void enqueue_copies(NativeStream stream, const std::vector<DeviceCopy>& copies) {
   // One launch for up to kCopiesPerLaunch copies: one call where a cudaMemcpyAsync each
   // took ~1 us of the host's time (and one node where a recorded turn had one a copy).
-  kernels::CopyBatch batch{};
-  unsigned count = 0;
-  std::size_t largest = 0;
-  auto launch = [&] {
-    if (count == 0) return;
+  kernels::in_copy_batches(copies, [&](const kernels::CopyBatch& batch, unsigned count,
+                                       std::size_t largest) {
     const dim3 grid(kernels::copy_blocks(largest), count);
     kernels::
         copy_batch_kernel<<<grid, kernels::kCopyThreads, 0, static_cast<cudaStream_t>(stream)>>>(
             batch);
     check_cuda(cudaGetLastError(), "a kernel launch (same-rank copies)");
-    batch = kernels::CopyBatch{};  // a recorded turn's unused entries repeat too
-    count = 0;
-    largest = 0;
-  };
-  for (const DeviceCopy& c : copies) {
-    if (c.bytes == 0) continue;
-    batch.copies[count++] = c;
-    largest = std::max(largest, c.bytes);
-    if (count == kernels::kCopiesPerLaunch) launch();
-  }
-  launch();
+  });
 }
 
 }  // namespace kodo::backend

@@ -171,19 +171,32 @@ __global__ void transfer_publish_kernel(StepTransfer s, const std::uint64_t* gat
 }
 __global__ void step_advance_kernel(std::uint64_t* step, std::uint64_t steps) { *step += steps; }
 
-// A graph's copy node: copy blockIdx.y of `copies`, by the blocks of that row.
-__global__ void copy_list_kernel(const DeviceCopy* copies) {
-  const DeviceCopy c = copies[blockIdx.y];
-  copy_part(static_cast<unsigned char*>(c.to), static_cast<const unsigned char*>(c.from), c.bytes,
-            std::size_t(blockIdx.x) * blockDim.x + threadIdx.x,
-            std::size_t(gridDim.x) * blockDim.x);
-}
 // Copies passed by value, as a kernel's parameters (no list in device memory to fill
-// first): enqueue_copies launches one kernel for up to kCopiesPerLaunch of them.
+// first): enqueue_copies launches one kernel, and add_copies adds one kernel node, for up
+// to kCopiesPerLaunch of them.
 inline constexpr unsigned kCopiesPerLaunch = 64;  // 1.5 KiB of parameters
 struct CopyBatch {
   DeviceCopy copies[kCopiesPerLaunch];
 };
+// Calls take(batch, count, largest) for each kCopiesPerLaunch of `copies` (those of a byte
+// or more, in order): a batch, how many it holds and its largest copy's bytes.
+template <class Take>
+void in_copy_batches(const std::vector<DeviceCopy>& copies, Take&& take) {
+  CopyBatch batch{};
+  unsigned count = 0;
+  std::size_t largest = 0;
+  for (const DeviceCopy& c : copies) {
+    if (c.bytes == 0) continue;
+    batch.copies[count++] = c;
+    largest = c.bytes > largest ? c.bytes : largest;
+    if (count < kCopiesPerLaunch) continue;
+    take(batch, count, largest);
+    batch = CopyBatch{};  // a recorded turn's unused entries repeat too
+    count = 0;
+    largest = 0;
+  }
+  if (count > 0) take(batch, count, largest);
+}
 __global__ void copy_batch_kernel(CopyBatch batch) {
   const DeviceCopy c = batch.copies[blockIdx.y];
   copy_part(static_cast<unsigned char*>(c.to), static_cast<const unsigned char*>(c.from), c.bytes,

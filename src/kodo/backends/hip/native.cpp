@@ -228,9 +228,9 @@ void enqueue_copy_and_publish(NativeStream stream, const DeviceWait& wait, void*
 
 namespace {
 
+// A graph being built.
 struct GraphBuild {
   hipGraph_t graph = nullptr;
-  std::vector<void*> lists;
 };
 GraphBuild& build_of(NativeGraph graph) { return *static_cast<GraphBuild*>(graph); }
 
@@ -317,7 +317,6 @@ void destroy_graph(NativeGraph graph) {
   auto* build = static_cast<GraphBuild*>(graph);
   if (!build) return;
   (void)hipGraphDestroy(build->graph);
-  for (void* list : build->lists) (void)hipFree(list);
   delete build;
 }
 
@@ -388,27 +387,25 @@ NativeGraphNode add_copies(NativeGraph graph, const std::vector<DeviceCopy>& cop
                            const std::vector<NativeGraphNode>& after) {
   GraphBuild& build = build_of(graph);
   const auto deps = nodes_of(after);
+  // A kernel node for each kCopiesPerLaunch copies, their list its parameters (the node
+  // keeps a copy): no device memory to allocate and fill for a node. Several are joined.
+  std::vector<hipGraphNode_t> parts;
+  kernels::in_copy_batches(copies, [&](kernels::CopyBatch& batch, unsigned count,
+                                       std::size_t largest) {
+    void* arguments[] = {&batch};
+    hipKernelNodeParams p{};
+    p.func = reinterpret_cast<void*>(&kernels::copy_batch_kernel);
+    p.gridDim = dim3(kernels::copy_blocks(largest), count);
+    p.blockDim = dim3(kernels::kCopyThreads);
+    p.kernelParams = arguments;
+    hipGraphNode_t node = nullptr;
+    KODO_HIP_CHECK(hipGraphAddKernelNode(&node, build.graph, deps.data(), deps.size(), &p));
+    parts.push_back(node);
+  });
+  if (parts.size() == 1) return parts[0];
+  const auto& join = parts.empty() ? deps : parts;
   hipGraphNode_t node = nullptr;
-  std::size_t largest = 0;
-  for (const DeviceCopy& c : copies) largest = std::max(largest, c.bytes);
-  if (copies.empty() || largest == 0) {
-    KODO_HIP_CHECK(hipGraphAddEmptyNode(&node, build.graph, deps.data(), deps.size()));
-    return node;
-  }
-  if (copies.size() > 65535) throw Error("a graph's copy node takes at most 65535 copies");
-  void* list = nullptr;
-  KODO_HIP_CHECK(hipMalloc(&list, copies.size() * sizeof(DeviceCopy)));
-  build.lists.push_back(list);
-  KODO_HIP_CHECK(hipMemcpy(list, copies.data(), copies.size() * sizeof(DeviceCopy),
-                           hipMemcpyHostToDevice));
-  const auto* first = static_cast<const DeviceCopy*>(list);
-  void* arguments[] = {&first};
-  hipKernelNodeParams p{};
-  p.func = reinterpret_cast<void*>(&kernels::copy_list_kernel);
-  p.gridDim = dim3(kernels::copy_blocks(largest), static_cast<unsigned>(copies.size()));
-  p.blockDim = dim3(kernels::kCopyThreads);
-  p.kernelParams = arguments;
-  KODO_HIP_CHECK(hipGraphAddKernelNode(&node, build.graph, deps.data(), deps.size(), &p));
+  KODO_HIP_CHECK(hipGraphAddEmptyNode(&node, build.graph, join.data(), join.size()));
   return node;
 }
 

@@ -38,27 +38,37 @@ void BatchLauncher::launch(std::vector<Waiting>& batches) {
       streams_.push_back(s);
   }
   for (Stream* s : streams_) on.wait_for(*s);
-  // Functor types in the order of their first kernel; each type's kernels of every
-  // batch in one launch.
-  auto& all = all_;
+  batches_.clear();
+  for (auto& b : batches) {
+    batches_.push_back(b.batch);
+    kernels_ += b.batch->kernels_.size();
+  }
+  launches_ += launch_together(on.space(), batches_, all_, group_);
+  for (Stream* s : streams_) s->wait_for(on);
+}
+
+std::size_t BatchLauncher::launch_together(const ExecutionSpace& space,
+                                           const std::vector<KernelBatch*>& batches,
+                                           std::vector<BatchKernel*>& all,
+                                           std::vector<BatchKernel*>& group) {
   all.clear();
-  for (auto& b : batches)
-    for (auto& k : b.batch->kernels_) all.push_back(k.get());
+  for (KernelBatch* b : batches)
+    for (auto& k : b->kernels_) all.push_back(k.get());
+  std::size_t launches = 0;
   for (std::size_t first = 0; first < all.size(); ++first) {
     if (!all[first]) continue;
     const void* type = all[first]->type;
-    group_.clear();
+    group.clear();
     for (std::size_t k = first; k < all.size(); ++k)
       if (all[k] && all[k]->type == type) {
-        group_.push_back(all[k]);
+        group.push_back(all[k]);
         all[k] = nullptr;
       }
-    group_.front()->launch_group(on.space(), group_.data(), group_.size());
-    kernels_ += group_.size();
-    ++launches_;
+    group.front()->launch_group(space, group.data(), group.size());
+    ++launches;
   }
-  for (Stream* s : streams_) s->wait_for(on);
-  for (auto& b : batches) b.batch->kernels_.clear();
+  for (KernelBatch* b : batches) b->kernels_.clear();
+  return launches;
 }
 
 }  // namespace kodo::detail

@@ -29,6 +29,13 @@ class BatchLauncher {
   std::size_t launches() const { return launches_; }
   // Forgets the waiting batches (their tasks are being destroyed).
   void drop() { waiting_.clear(); }
+  // Each functor type's kernels of `batches` as one launch on `space`, types in the order
+  // of their first kernels; the batches are emptied. `all` and `group` are scratch
+  // vectors (kept by the caller for their capacity). Returns the launches made.
+  static std::size_t launch_together(const ExecutionSpace& space,
+                                     const std::vector<KernelBatch*>& batches,
+                                     std::vector<BatchKernel*>& all,
+                                     std::vector<BatchKernel*>& group);
 
  private:
   struct Waiting {
@@ -37,10 +44,11 @@ class BatchLauncher {
   };
   void launch(std::vector<Waiting>& batches);
   std::vector<Waiting> waiting_;
-  std::vector<Waiting> launching_;   // launch_all's (reused)
-  std::vector<BatchKernel*> all_;    // every batch's kernels (reused)
-  std::vector<BatchKernel*> group_;  // one functor type's kernels (reused)
-  std::vector<Stream*> streams_;     // the batches' streams but the first (reused)
+  std::vector<Waiting> launching_;     // launch_all's (reused)
+  std::vector<BatchKernel*> all_;      // every batch's kernels (reused)
+  std::vector<BatchKernel*> group_;    // one functor type's kernels (reused)
+  std::vector<Stream*> streams_;       // the batches' streams but the first (reused)
+  std::vector<KernelBatch*> batches_;  // launch's batches (reused)
   std::size_t kernels_ = 0, launches_ = 0;
 };
 

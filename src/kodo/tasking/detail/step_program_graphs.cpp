@@ -105,7 +105,7 @@ std::string RankProgram::Impl::record_phases(bool& for_good) {
   return why;
 }
 
-std::optional<std::tuple<std::size_t, int, bool>> RankProgram::Impl::stale_recorded_work() const {
+std::optional<std::tuple<std::size_t, int, int>> RankProgram::Impl::stale_recorded_work() const {
   for (const auto& [key, recorded] : recorded_work)
     if (recorded.scratch != backend::instance_scratch(recording[std::get<0>(key)]->space()))
       return key;
@@ -262,10 +262,13 @@ void* RankProgram::Impl::executable(Recorded& r, std::size_t phase, const char* 
 
 // Step j of the span (phase (first + j) % P) is, for each unit u, a node E(u, j) holding
 // u's work_without_receives, a node W(u, j) holding its work, and a node C(u, j) copying
-// the views u sends to units of this rank. E(u, j) runs after u's step j - 1; W(u, j)
-// after E(u, j) and every copy into u's views of step j - 1; C(u, j) after u's step j, and
-// after the last step of each receiver that read the view it writes (step j + 1 - P, when
-// it is in the span).
+// the views u sends to units of this rank; and, where the phase has rounds of
+// work_together, a node R(r, j) for each round r holding every unit's kernels of it.
+// E(u, j) runs after u's step j - 1; W(u, j) after E(u, j) and every copy into u's views
+// of step j - 1 (or, where u has rounds, after the last round); R(0, j) after all that of
+// every unit with rounds, R(r, j) after R(r - 1, j); C(u, j) after u's step j, and after
+// the last step of each receiver that read the view it writes (step j + 1 - P, when it is
+// in the span).
 //
 // With device_links, the transfers with other ranks are nodes too: a wait before the
 // work that reads one, a release after it, a send after the step that fills one (the
@@ -282,6 +285,10 @@ struct RankProgram::Impl::Recorder {
   std::size_t n;
   std::vector<std::vector<Node>> early, work, copy;
   std::vector<std::vector<Node>> last;  // u's final node of step j so far
+  // What u's rounds or work of step j wait for (its step j - 1, its E(u, j), the copies
+  // into its views, its waits), and the last round of step j.
+  std::vector<std::vector<std::vector<Node>>> ready;
+  std::vector<Node> last_round, rounds;  // by step; every round node
   bool any = false;
   std::string why;
   std::vector<Node> all;                  // every node, for the one that advances the step
@@ -300,22 +307,36 @@ struct RankProgram::Impl::Recorder {
         work(early),
         copy(early),
         last(early),
+        ready(steps, std::vector<std::vector<Node>>(n)),
+        last_round(steps),
         sent(steps, std::vector<Node>(n)),
         handed(steps) {}
 
-  // Unit u's work of phase q (its work_without_receives where `early`), recorded the first
-  // time a graph takes it.
-  Node add(const StepWork& w, bool early, const std::vector<Node>& after, std::size_t u, int q) {
-    auto& [recorded, scratch] = m.recorded_work[{u, q, early}];
+  // Unit u's work of phase q of `kind` (kWork, kEarly), recorded the first time a graph
+  // takes it; with kind kRound + r, round r of every unit's work_together (u = 0).
+  Node add(int kind, const std::vector<Node>& after, std::size_t u, int q) {
+    auto& [recorded, scratch] = m.recorded_work[{u, q, kind}];
     if (!recorded) {
       std::string failure;
       Stream& on = *m.recording[u];
+      const auto phase = static_cast<std::size_t>(q);
+      const PlannedPhase& plan = m.units[u].phases[phase];
       scratch = backend::instance_scratch(on.space());
-      recorded =
-          backend::record_work(on.native_handle(), [&] { w(on.space()); }, failure, for_good);
+      recorded = backend::record_work(
+          on.native_handle(),
+          [&] {
+            if (kind == kWork) plan.work(on.space());
+            if (kind == kEarly) plan.early(on.space());
+            if (kind >= kRound)
+              m.launch_together(phase, static_cast<std::size_t>(kind - kRound), on.space());
+          },
+          failure, for_good);
       if (!recorded) {
-        why = cat("the work of ", m.unit_name(m.units[u].index), " in phase ", q,
-                  " cannot be recorded: ", failure);
+        why = kind >= kRound
+                  ? cat("the kernels of round ", kind - kRound, " of work_together in phase ", q,
+                        " cannot be recorded: ", failure)
+                  : cat("the work of ", m.unit_name(m.units[u].index), " in phase ", q,
+                        " cannot be recorded: ", failure);
         return nullptr;
       }
     }
@@ -351,15 +372,17 @@ struct RankProgram::Impl::Recorder {
     return after;
   }
 
-  void add_unit_step(std::size_t j, int q, std::size_t u);
+  void add_unit_start(std::size_t j, int q, std::size_t u);
+  void add_rounds(std::size_t j, int q);
+  void add_unit_work(std::size_t j, int q, std::size_t u);
   void add_releases_and_sends(std::size_t j, int q);
   void add_copies(std::size_t j, int q);
   void add_step_advance(int span);
 };
 
-// Unit u's step j: the waits for its transfers from other ranks, its
-// work_without_receives, its work.
-void RankProgram::Impl::Recorder::add_unit_step(std::size_t j, int q, std::size_t u) {
+// Unit u's step j up to its rounds and work: the waits for its transfers from other
+// ranks, its work_without_receives, and what its rounds and work wait for.
+void RankProgram::Impl::Recorder::add_unit_start(std::size_t j, int q, std::size_t u) {
   const auto phase = static_cast<std::size_t>(q);
   const PlannedPhase& plan = m.units[u].phases[phase];
   std::vector<Node> before;  // u's step j - 1
@@ -376,17 +399,44 @@ void RankProgram::Impl::Recorder::add_unit_step(std::size_t j, int q, std::size_
                               backend::add_transfer_wait(into.graph, receive_of(link, j, q),
                                                          link->in->arrived, wait_after(link, j))));
   if (plan.early && parts != Parts::rest) {
-    early[j][u] = add(plan.early, true, before, u, q);
+    early[j][u] = add(kEarly, before, u, q);
     last[j][u] = early[j][u];
     any = true;
   }
+  std::vector<Node>& after = ready[j][u];
+  after = early[j][u] ? std::vector<Node>{early[j][u]} : before;
+  if (j > 0)
+    for (std::size_t s : m.copy_senders[static_cast<std::size_t>((q + P - 1) % P)][u])
+      if (copy[j - 1][s]) after.push_back(copy[j - 1][s]);
+  after.insert(after.end(), waits.begin(), waits.end());
+}
+
+// Step j's rounds of work_together, after what every unit with rounds waits for.
+void RankProgram::Impl::Recorder::add_rounds(std::size_t j, int q) {
+  const auto phase = static_cast<std::size_t>(q);
+  if (parts == Parts::early || m.rounds[phase] == 0) return;
+  std::vector<Node> after;
+  for (std::size_t u = 0; u < n; ++u)
+    if (!m.units[u].phases[phase].together.empty())
+      after.insert(after.end(), ready[j][u].begin(), ready[j][u].end());
+  for (std::size_t r = 0; r < m.rounds[phase] && why.empty(); ++r) {
+    last_round[j] = add(kRound + static_cast<int>(r), after, 0, q);
+    rounds.push_back(last_round[j]);
+    after = {last_round[j]};
+    any = true;
+  }
+}
+
+// Unit u's work of step j, after its rounds where it has some.
+void RankProgram::Impl::Recorder::add_unit_work(std::size_t j, int q, std::size_t u) {
+  const PlannedPhase& plan = m.units[u].phases[static_cast<std::size_t>(q)];
+  const bool rounds_of_u = parts != Parts::early && !plan.together.empty();
+  if (rounds_of_u) {
+    work[j][u] = last_round[j];  // (the node that reads u's receives last, so far)
+    last[j][u] = last_round[j];
+  }
   if (plan.work && parts != Parts::early && why.empty()) {
-    std::vector<Node> after = early[j][u] ? std::vector<Node>{early[j][u]} : before;
-    if (j > 0)
-      for (std::size_t s : m.copy_senders[static_cast<std::size_t>((q + P - 1) % P)][u])
-        if (copy[j - 1][s]) after.push_back(copy[j - 1][s]);
-    after.insert(after.end(), waits.begin(), waits.end());
-    work[j][u] = add(plan.work, false, after, u, q);
+    work[j][u] = add(kWork, rounds_of_u ? std::vector<Node>{last_round[j]} : ready[j][u], u, q);
     last[j][u] = work[j][u];
     any = true;
   }
@@ -435,22 +485,43 @@ void RankProgram::Impl::Recorder::add_releases_and_sends(std::size_t j, int q) {
   }
 }
 
-// Step j's copies into the views of units of this rank.
+// Step j's copies into the views of units of this rank: a node a sending unit, but one
+// for all the units whose step ends with the phase's last round (they meet there: a node
+// each would only add launches).
 void RankProgram::Impl::Recorder::add_copies(std::size_t j, int q) {
   const auto phase = static_cast<std::size_t>(q);
   const auto& list = m.copies[phase];
-  for (std::size_t u = 0; u < list.size() && why.empty(); ++u) {
-    if (list[u].empty()) continue;
-    std::vector<Node> after;
-    if (last[j][u]) after.push_back(last[j][u]);
+  // After the sender's step j, and the last step of each receiver that read the view the
+  // copy writes (step j + 1 - P, when it is in the span).
+  auto add_after = [&](std::size_t u, std::vector<Node>& after) {
+    if (last[j][u] && std::find(after.begin(), after.end(), last[j][u]) == after.end())
+      after.push_back(last[j][u]);
     if (const int last_read = static_cast<int>(j) + 1 - P; last_read >= 0)
       for (std::size_t r : m.copy_receivers[phase][u])
         if (Node node = work[static_cast<std::size_t>(last_read)][r];
             node && std::find(after.begin(), after.end(), node) == after.end())
           after.push_back(node);
+  };
+  std::vector<backend::DeviceCopy> together;
+  std::vector<Node> together_after;
+  std::vector<std::size_t> joined;
+  for (std::size_t u = 0; u < list.size() && why.empty(); ++u) {
+    if (list[u].empty()) continue;
+    if (last_round[j] && last[j][u] == last_round[j]) {
+      together.insert(together.end(), list[u].begin(), list[u].end());
+      add_after(u, together_after);
+      joined.push_back(u);
+      continue;
+    }
+    std::vector<Node> after;
+    add_after(u, after);
     copy[j][u] = backend::add_copies(into.graph, list[u], after);
     any = true;
   }
+  if (joined.empty() || !why.empty()) return;
+  const Node node = backend::add_copies(into.graph, together, together_after);
+  for (std::size_t u : joined) copy[j][u] = node;
+  any = true;
 }
 
 // With device_links: the node that advances the step count, after every other.
@@ -459,6 +530,7 @@ void RankProgram::Impl::Recorder::add_step_advance(int span) {
     for (const auto& step : nodes)
       for (Node node : step)
         if (node) all.push_back(node);
+  all.insert(all.end(), rounds.begin(), rounds.end());
   backend::add_step_advance(into.graph, m.device_words.data(), static_cast<std::uint64_t>(span),
                             all);
   any = true;
@@ -473,7 +545,10 @@ std::string RankProgram::Impl::record(int first, int span, Parts parts, Recorded
   for (std::size_t j = 0; j < steps && graph.why.empty(); ++j) {
     const int q = (first + static_cast<int>(j)) % options.phases;
     for (std::size_t u = 0; u < units.size() && graph.why.empty(); ++u)
-      graph.add_unit_step(j, q, u);
+      graph.add_unit_start(j, q, u);
+    if (graph.why.empty()) graph.add_rounds(j, q);
+    for (std::size_t u = 0; u < units.size() && graph.why.empty(); ++u)
+      graph.add_unit_work(j, q, u);
     if (device_links && parts != Parts::early && graph.why.empty())
       graph.add_releases_and_sends(j, q);
     if (parts != Parts::early) graph.add_copies(j, q);

@@ -8,6 +8,7 @@
 
 #include <kodo/backends/detail/native.hpp>
 #include <kodo/comm/detail/device_route.hpp>
+#include <kodo/tasking/detail/batch_launcher.hpp>
 #include <kodo/tasking/step_program.hpp>
 
 #include <algorithm>
@@ -66,7 +67,9 @@ struct RankProgram::Impl {
   std::vector<std::unique_ptr<Stream>> recording;
   // Each unit's work of a phase as recorded once, for every graph that holds it (the
   // phases' at build, again with the transfers where device links are taken, whole
-  // periods' at their first launch): (slot, phase, early) -> a backend::RecordedWork.
+  // periods' at their first launch): (slot, phase, kind) -> a backend::RecordedWork, kind
+  // kWork, kEarly or kRound + r for round r of work_together (every unit's, slot 0: it is
+  // recorded on slot 0's instance; a batch's launches use no scratch).
   // Recording costs more than adding a copy of it to a graph. Each recording reads the
   // scratch Kokkos keeps for its instance as it is then (backend::instance_scratch): work
   // whose reductions outgrow it in a later phase leaves the earlier recordings reading
@@ -75,13 +78,14 @@ struct RankProgram::Impl {
     void* work = nullptr;
     std::vector<const void*> scratch;  // its instance's, as its recording began
   };
-  std::map<std::tuple<std::size_t, int, bool>, RecordedWork> recorded_work;
+  static constexpr int kWork = 0, kEarly = 1, kRound = 2;
+  std::map<std::tuple<std::size_t, int, int>, RecordedWork> recorded_work;
   void drop_recorded_work() {
     for (auto& [key, recorded] : recorded_work) backend::destroy_work(recorded.work);
     recorded_work.clear();
   }
   // The first recorded work whose instance's scratch moved since its recording began.
-  std::optional<std::tuple<std::size_t, int, bool>> stale_recorded_work() const;
+  std::optional<std::tuple<std::size_t, int, int>> stale_recorded_work() const;
   std::unique_ptr<ProgramSource> source;
   std::shared_ptr<bool> alive = std::make_shared<bool>(true);  // for continuations
 
@@ -92,6 +96,13 @@ struct RankProgram::Impl {
   };
   std::vector<Unit> units;  // by local slot
   std::string planning_problem;
+  // By phase: the most rounds of work_together a unit of this rank has; a round's kernels
+  // of every unit go out as one launch per functor type (launch_together).
+  std::vector<std::size_t> rounds;
+  void launch_together(std::size_t phase, std::size_t round, const ExecutionSpace& on);
+  std::vector<std::unique_ptr<KernelBatch>> round_batches;  // launch_together's (reused)
+  std::vector<KernelBatch*> round_batch_list;
+  std::vector<BatchKernel*> round_all, round_group;
 
   // By phase, by sending slot: the copies into local receivers' views, and their slots.
   std::vector<std::vector<std::vector<backend::DeviceCopy>>> copies;
