@@ -660,11 +660,12 @@ TEST(MinimdSelect, BothSidesPackAndUnpack) {
 }
 
 namespace {
-// Selections over many tiles (the scan's unit of work) and a device count that ends
-// inside one: every window in index order, its count, the stayers moved in order.
-TEST(MinimdSelect, ManyTilesKeepIndexOrder) {
+// Selections over many tiles (the scan's unit of work: 256 atoms at 5000 atoms, 512 at
+// 20000, 2048 at 300000) and a device count that ends inside one: every window in index
+// order, its count, the stayers moved in order. The scratch for n atoms serves any count
+// up to n.
+void select_in_tiles(int n, int count, int scratch_for) {
   const minimd::Device space;
-  constexpr int n = 20000, count = 17777;  // 10 tiles of 2048, the last partly counted
   Vectors x("x", n), v("v", n);
   auto hx = Kokkos::create_mirror_view(x);
   auto hv = Kokkos::create_mirror_view(v);
@@ -684,7 +685,7 @@ TEST(MinimdSelect, ManyTilesKeepIndexOrder) {
   const minimd::Payload outs[2] = {minimd::Payload("o0", 1 + 6 * n), minimd::Payload("o1", 1)};
   const double shifts[2] = {0.0, 0.0};
   Vectors x_stay("x_stay", n), v_stay("v_stay", n);
-  const Indices tiles("tiles", minimd::select_tiles(n));
+  const Indices tiles("tiles", minimd::select_tiles(scratch_for));
   minimd::select_migrants(space, x, v, minimd::Count(counters, minimd::own, n), 1, 2.5, 8.0, lists,
                           outs, shifts, x_stay, v_stay, counters, tiles,
                           {minimd::to_lo, minimd::to_hi, minimd::staying, true});
@@ -702,6 +703,14 @@ TEST(MinimdSelect, ManyTilesKeepIndexOrder) {
   for (std::size_t k = 0; k < lo.size(); k += 97) EXPECT_EQ(o0(1 + 6 * k + 3), lo[k]) << k;
   auto hs = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v_stay);
   for (std::size_t k = 0; k < stay.size(); ++k) ASSERT_EQ(hs(k, 0), stay[k]) << "stayer " << k;
+}
+TEST(MinimdSelect, ManyTilesKeepIndexOrder) {
+  for (const int n : {5000, 20000, 300000}) {
+    SCOPED_TRACE(n);
+    select_in_tiles(n, n - n / 9, n);
+  }
+  SCOPED_TRACE("a bound below the scratch's");
+  select_in_tiles(16000, 15000, 20000);  // 63 tiles of 256 where 20000 atoms make 40 of 512
 }
 }  // namespace
 

@@ -123,15 +123,27 @@ KOKKOS_INLINE_FUNCTION void pack_position(const Vectors& x, int i, int d, double
 // thinner than two cutoffs) the first two overlap; NaN and +inf fall in none (counted into
 // counters(lost) with `staying`). place(window, atom, k) is called with k the atom's number
 // in its window, in index order; the counts go to the slots of `tally`. Two kernels over
-// tiles of kTile atoms: the first counts each tile's atoms by window, the second has each
+// tiles of atoms (tile_of): the first counts each tile's atoms by window, the second has each
 // tile sum the counts of the tiles before it and scan its own (a team of threads per
 // tile; a thread per run of a tile's atoms and one team scan of the runs was slower: its
 // reads do not coalesce), and its last tile writes the counts. Kokkos'
 // parallel_scan over all atoms took two passes of ~20 us each at 157k atoms on an H200, one after
 // another for every unit; these run at the memory's pace and side by side. With a device count, the
 // tiles cover its bound and skip the atoms past the count.
-constexpr int kTile = 2048;
-int tiles_of(int bound) { return std::max(1, (bound + kTile - 1) / kTile); }
+// A tile is a team's: at most kTile atoms, and kTiles tiles or more where a tile keeps
+// kMinTile atoms. With 2048-atom tiles a unit of 16k atoms (131k atoms at ODF 8) had 10
+// teams, and its selections ran 30-60 us each on an H200 where 95 tiles took 23 us over
+// eight times the atoms (docs/performance.md).
+constexpr int kTile = 2048, kMinTile = 256, kTiles = 64;
+int tile_of(int bound) {
+  int tile = kMinTile;
+  while (tile < kTile && tile * kTiles < bound) tile *= 2;
+  return tile;
+}
+int tiles_of(int bound) {
+  const int tile = tile_of(bound);
+  return std::max(1, (bound + tile - 1) / tile);
+}
 
 // An atom's windows as one integer: a bit in each of three 21-bit fields, so that sums of
 // up to a tile's atoms add field by field.
@@ -159,15 +171,15 @@ template <bool staying, class Place>
 void scan_windows(const Device& space, Vectors x, Count n, int d, double below, double above,
                   Counters counters, Indices tiles, const Tally& tally, const Place& place) {
   using Team = Kokkos::TeamPolicy<Device>::member_type;
-  const int count_tiles = tiles_of(n.bound);
+  const int tile = tile_of(n.bound), count_tiles = tiles_of(n.bound);
   if (tiles.size() < static_cast<std::size_t>(3 * count_tiles))
     throw Error("minimd: the selection's tile counts need " + std::to_string(3 * count_tiles) +
                 " ints, not " + std::to_string(tiles.size()));
   const Windows<staying> windows{x, d, below, above, std::numeric_limits<double>::infinity()};
   const int bound = n.bound;
   const auto tile_range = KOKKOS_LAMBDA(int t) {
-    const int begin = t * kTile;
-    const int end = Kokkos::min(Kokkos::min(begin + kTile, bound), Kokkos::min(n.get(), bound));
+    const int begin = t * tile;
+    const int end = Kokkos::min(Kokkos::min(begin + tile, bound), Kokkos::min(n.get(), bound));
     return Kokkos::pair<int, int>(begin, Kokkos::max(begin, end));
   };
   Kokkos::parallel_for(
@@ -286,7 +298,9 @@ std::int64_t room(const Payload& out, int offset, int per) {
 }
 }  // namespace
 
-int select_tiles(int n) { return 3 * tiles_of(n); }
+// Up to kTile * kTiles atoms no bound has more than kTiles tiles; beyond, tiles_of grows
+// with the bound.
+int select_tiles(int n) { return 3 * std::max(kTiles, tiles_of(n)); }
 
 void select_migrants(const Device& space, Vectors x, Vectors v, Count n, int d, double below,
                      double above, const Indices (&lists)[2], const Payload (&outs)[2],
