@@ -296,19 +296,22 @@ int main(int argc, char** argv) {
     runtime.run();
     expect(step_units::check_relays(units, 4 * 6 + 3), "relay");
   }
-  for (const std::int64_t per_rank : {1, 8}) {
-    auto units =
-        kodo::Collection<step_units::Chain>::create(runtime, {per_rank * runtime.size(), 1, 1});
-    kodo::StepProgram<step_units::Chain> program(units, {.phases = 2});
-    expect(program.replays_graphs() || on_host ? "" : "it runs without graphs",
-           "rounds of work_together are replayed from graphs");
-    for (const std::int64_t piece : {2, 1, 3, 40}) {
-      program.advance(piece);
-      runtime.run();
+  for (const std::int64_t per_rank : {1, 8})
+    for (const bool mixed : {false, true}) {
+      auto units = kodo::Collection<step_units::Chain>::create(runtime,
+                                                               {per_rank * runtime.size(), 1, 1},
+                                                               mixed);
+      kodo::StepProgram<step_units::Chain> program(units, {.phases = 2});
+      expect(program.replays_graphs() || on_host ? "" : "it runs without graphs",
+             "rounds of work_together are replayed from graphs");
+      for (const std::int64_t piece : {2, 1, 3, 40}) {
+        program.advance(piece);
+        runtime.run();
+      }
+      expect(step_units::check_chains(units, 46), "rounds of work_together, " +
+                                                      std::to_string(per_rank) + " units per rank" +
+                                                      (mixed ? ", mixed" : ""));
     }
-    expect(step_units::check_chains(units, 46),
-           "rounds of work_together, " + std::to_string(per_rank) + " units per rank");
-  }
   {
     auto units = kodo::Collection<Fan>::create(runtime, {3 * runtime.size(), 1, 1});
     kodo::StepProgram<Fan> program(units, {.phases = 2});

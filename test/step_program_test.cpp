@@ -98,15 +98,18 @@ TEST(StepPrograms, ManyStepsAtOnceFinishForEveryPhaseCount) {
 // before them and its work after them; units of one rank with different numbers of rounds.
 TEST(StepPrograms, RoundsOfKernelsTogetherRunInOrderBetweenReceivesAndWork) {
   auto& rt = test_runtime();
-  for (std::int64_t per_rank : {1, 3}) {
-    auto units = kodo::Collection<step_units::Chain>::create(rt, {per_rank * rt.size(), 1, 1});
-    kodo::StepProgram<step_units::Chain> program(units, {.phases = 2});
-    for (const std::int64_t piece : {2, 1, 9}) {
-      program.advance(piece);
-      rt.run();
+  for (std::int64_t per_rank : {1, 3})
+    for (const bool mixed : {false, true}) {
+      auto units =
+          kodo::Collection<step_units::Chain>::create(rt, {per_rank * rt.size(), 1, 1}, mixed);
+      kodo::StepProgram<step_units::Chain> program(units, {.phases = 2});
+      for (const std::int64_t piece : {2, 1, 9}) {
+        program.advance(piece);
+        rt.run();
+      }
+      EXPECT_EQ(step_units::check_chains(units, 12), "")
+          << per_rank << " units per rank" << (mixed ? ", mixed" : "");
     }
-    EXPECT_EQ(step_units::check_chains(units, 12), "") << per_rank << " units per rank";
-  }
 }
 
 // Links used in some phases only, and a last phase that sends nothing (no prime).

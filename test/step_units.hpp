@@ -248,7 +248,10 @@ inline std::string check_relays(const kodo::Collection<Relay>& units, std::int64
 // right, tag 0) and v = tmp. Phase 1: round 0 v = (v + what came from the left) mod
 // kModulus, on units of even index a round 1 that leaves v as it is (rounds in some units
 // only), then work v = 3 v mod kModulus. So every two steps v = 3 (v + 1 + 2 (left's v +
-// 1)) mod kModulus.
+// 1)) mod kModulus. With `mixed`, units of odd index do the same otherwise: phase 0 as one
+// work of their own (no rounds where the others have them), phase 1 in rounds alone (their
+// receive read by rounds only), and units of even index add a work_without_receives that
+// clears tmp.
 inline void chain_first(kodo::KernelBatch& batch, const Cells& v, const Cells& tmp) {
   batch.parallel_for(
       "step_test::chain_first", 0, v.extent(0),
@@ -273,9 +276,30 @@ inline void chain_triple(const kodo::ExecutionSpace& space, const Cells& v) {
       KOKKOS_LAMBDA(std::int64_t i) { v(i) = 3 * v(i) % kModulus; });
 }
 
+inline void chain_whole(const kodo::ExecutionSpace& space, const Cells& v, const Cells& tmp,
+                        const Cells& out) {
+  Kokkos::parallel_for(
+      "step_test::chain_whole", Kokkos::RangePolicy<kodo::ExecutionSpace>(space, 0, v.extent(0)),
+      KOKKOS_LAMBDA(std::int64_t i) {
+        tmp(i) = v(i) + 1;
+        out(i) = 2 * tmp(i);
+        v(i) = tmp(i);
+      });
+}
+inline void chain_triple_together(kodo::KernelBatch& batch, const Cells& v) {
+  batch.parallel_for(
+      "step_test::chain_triple_together", 0, v.extent(0),
+      KOKKOS_LAMBDA(std::int64_t i) { v(i) = 3 * v(i) % kModulus; });
+}
+inline void chain_clear(const kodo::ExecutionSpace& space, const Cells& tmp) {
+  Kokkos::parallel_for(
+      "step_test::chain_clear", Kokkos::RangePolicy<kodo::ExecutionSpace>(space, 0, tmp.extent(0)),
+      KOKKOS_LAMBDA(std::int64_t i) { tmp(i) = 0; });
+}
+
 struct Chain final : kodo::WorkUnit<Chain> {
-  explicit Chain(const kodo::UnitInit<Chain>& init)
-      : WorkUnit(init), v_("v", 8), tmp_("tmp", 8), in_("in", 8), out_("out", 8) {
+  explicit Chain(const kodo::UnitInit<Chain>& init, bool mixed = false)
+      : WorkUnit(init), mixed_(mixed), v_("v", 8), tmp_("tmp", 8), in_("in", 8), out_("out", 8) {
     const std::int64_t me = init.shape.linear(init.index);
     auto h = Kokkos::create_mirror_view(v_);
     for (int i = 0; i < 8; ++i) h(i) = me * 100 + i;
@@ -287,6 +311,22 @@ struct Chain final : kodo::WorkUnit<Chain> {
   }
   void plan_step(kodo::StepPlan& plan) {
     const Cells v = v_, tmp = tmp_, in = in_, out = out_;
+    const bool odd = collection().shape().linear(index()) % 2 == 1;
+    if (mixed_ && odd) {
+      if (plan.phase() == 0) {
+        plan.send(out_, neighbour(1), 0);
+        plan.work([=](const kodo::ExecutionSpace& space) { chain_whole(space, v, tmp, out); });
+        return;
+      }
+      plan.receive(in_, neighbour(0), 0);
+      plan.work_together([=](kodo::KernelBatch& batch) { chain_add(batch, v, in, true); });
+      plan.work_together([=](kodo::KernelBatch& batch) { chain_triple_together(batch, v); });
+      return;
+    }
+    if (mixed_ && plan.phase() == 1)
+      plan.work_without_receives([=](const kodo::ExecutionSpace& space) {
+        chain_clear(space, tmp);
+      });
     if (plan.phase() == 0) {
       plan.send(out_, neighbour(1), 0);
       plan.work_together([=](kodo::KernelBatch& batch) { chain_first(batch, v, tmp); });
@@ -299,6 +339,7 @@ struct Chain final : kodo::WorkUnit<Chain> {
       plan.work_together([=](kodo::KernelBatch& batch) { chain_add(batch, v, in, false); });
     plan.work([=](const kodo::ExecutionSpace& space) { chain_triple(space, v); });
   }
+  bool mixed_;
   Cells v_, tmp_, in_, out_;
 };
 

@@ -295,11 +295,11 @@ void RankProgram::Impl::launch_together(std::size_t phase, std::size_t round,
       together[round](batch);
       round_batch_list.push_back(&batch);
     }
+    BatchLauncher::launch_together(on, round_batch_list, round_all, round_group);
   } catch (...) {
-    round_batches.clear();  // none keeps kernels of a round that was not launched
+    round_batches.clear();  // none keeps kernels of a round that did not go out whole
     throw;
   }
-  BatchLauncher::launch_together(on, round_batch_list, round_all, round_group);
 }
 
 // Step k's work is done: the transfers it read from other ranks are released (their

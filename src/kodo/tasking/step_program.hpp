@@ -102,7 +102,8 @@ class StepPlan {
   /// task): what fills the GPU where each unit's own kernel is small. Each call adds a
   /// round: the rounds of a phase run in order, each once every unit's round before it
   /// is done, after work_without_receives and the step's receives, before work(). A
-  /// round's kernels do not depend on each other.
+  /// round's kernels do not depend on each other. `add_kernels` only adds kernels to the
+  /// batch it is given (the batch's stream() is not what a step runs on).
   void work_together(StepKernels add_kernels) { plan_.together.push_back(std::move(add_kernels)); }
   /// In the last phase: the work that fills this phase's send views before the first
   /// step (once per program), or none when they hold the data already.

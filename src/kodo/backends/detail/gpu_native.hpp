@@ -225,9 +225,9 @@ std::string unreplayable(KODO_GPU(Graph_t) graph, bool& for_good) {
           for_good = true;
           found =
               "it copies from host memory to the device (Kokkos does so to launch a kernel "
-              "whose functor exceeds the kernel arguments' 512 bytes, through constant "
-              "memory, from a buffer that later launches overwrite; a copy from a host view "
-              "looks the same)";
+              "whose functor is too large for kernel arguments (over 512 bytes on CUDA), "
+              "through constant memory, from a buffer that later launches overwrite; a copy "
+              "from a host view looks the same)";
         }  // a copy into host memory replays alike
         break;
       }

@@ -39,11 +39,13 @@ void BatchLauncher::launch(std::vector<Waiting>& batches) {
   }
   for (Stream* s : streams_) on.wait_for(*s);
   batches_.clear();
+  std::size_t kernels = 0;
   for (auto& b : batches) {
     batches_.push_back(b.batch);
-    kernels_ += b.batch->kernels_.size();
+    kernels += b.batch->kernels_.size();
   }
   launches_ += launch_together(on.space(), batches_, all_, group_);
+  kernels_ += kernels;
   for (Stream* s : streams_) s->wait_for(on);
 }
 

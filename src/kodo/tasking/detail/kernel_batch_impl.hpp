@@ -149,6 +149,9 @@ struct KernelsAsOne {
 
 // Launches kernels of functor type F added with policies of type Policy: one alone as
 // the unit would have launched it, more as one kernel with the policy's launch bounds.
+// Either way the functors travel in the launch's parameters (Kokkos' light-weight hint):
+// a functor over 512 bytes would otherwise go through constant memory, which a recording
+// cannot hold, and whether it did would depend on how many units launch together.
 template <class Policy, class F>
 void launch_kernels_of(const ExecutionSpace& space, BatchKernel* const* kernels,
                        std::size_t count) {
@@ -159,10 +162,12 @@ void launch_kernels_of(const ExecutionSpace& space, BatchKernel* const* kernels,
   };
   if (count == 1) {
     using Index = typename Policy::index_type;
-    Kokkos::parallel_for(of(0).label,
-                         Policy(space, static_cast<Index>(of(0).begin),
-                                static_cast<Index>(of(0).end)),
-                         AloneAsImage<Policy, F>{FunctorImage<F>(of(0).functor)});
+    Kokkos::parallel_for(
+        of(0).label,
+        Kokkos::Experimental::require(Policy(space, static_cast<Index>(of(0).begin),
+                                             static_cast<Index>(of(0).end)),
+                                      Kokkos::Experimental::WorkItemProperty::HintLightWeight),
+        AloneAsImage<Policy, F>{FunctorImage<F>(of(0).functor)});
     return;
   }
   for (std::size_t first = 0; first < count;) {

@@ -62,10 +62,13 @@ std::string RankProgram::Impl::record_graphs(bool& for_good) {
       drop_recorded_work();
       why = record_phases(for_good);
       if (const auto stale = why.empty() ? stale_recorded_work() : std::nullopt)
-        why = cat("the work of ", unit_name(units[std::get<0>(*stale)].index), " in phase ",
-                  std::get<1>(*stale),
-                  " moves the scratch memory Kokkos keeps for its execution-space instance "
-                  "(reductions, team scratch) each time it is recorded");
+        why = cat(std::get<2>(*stale) >= kRound
+                      ? cat("the kernels of round ", std::get<2>(*stale) - kRound,
+                            " of work_together")
+                      : cat("the work of ", unit_name(units[std::get<0>(*stale)].index)),
+                  " in phase ", std::get<1>(*stale),
+                  " move the scratch memory Kokkos keeps for an execution-space instance "
+                  "(reductions, team scratch) each time they are recorded");
     }
     // A graph of one kernel saves nothing over launching it, unless its nodes may come to
     // make the transfers with other ranks too (take_device_links).
@@ -385,10 +388,13 @@ struct RankProgram::Impl::Recorder {
 void RankProgram::Impl::Recorder::add_unit_start(std::size_t j, int q, std::size_t u) {
   const auto phase = static_cast<std::size_t>(q);
   const PlannedPhase& plan = m.units[u].phases[phase];
-  std::vector<Node> before;  // u's step j - 1
+  std::vector<Node> before;  // u's step j - 1, and what read the views step j writes again
   if (j > 0)
     for (Node node : {last[j - 1][u], copy[j - 1][u]})
       if (node) before.push_back(node);
+  // The copies of step j - P read the send views this step fills again (a unit with
+  // nothing to do in a phase between leaves them off its chain).
+  if (j >= static_cast<std::size_t>(P) && copy[j - P][u]) before.push_back(copy[j - P][u]);
   if (m.device_links && j >= static_cast<std::size_t>(P) && sent[j - P][u])
     before.push_back(sent[j - P][u]);
   std::vector<Node> waits;
