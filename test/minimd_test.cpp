@@ -671,7 +671,7 @@ void select_in_tiles(int n, int count, int scratch_for) {
   auto hv = Kokkos::create_mirror_view(v);
   std::vector<int> lo, hi, stay;
   for (int i = 0; i < n; ++i) {
-    const double y = (i * 7919 % 1000) / 100.0;  // 0 .. 9.99
+    const double y = static_cast<double>(std::int64_t{i} * 7919 % 1000) / 100.0;  // 0 .. 9.99
     hx(i, 0) = hx(i, 2) = 1, hx(i, 1) = y;
     hv(i, 0) = hv(i, 1) = hv(i, 2) = i;
     if (i >= count) continue;
