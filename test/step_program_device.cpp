@@ -126,10 +126,7 @@ struct Fan final : kodo::WorkUnit<Fan> {
       : WorkUnit(init), v_("v", 1), in_("in", kFanOut), out_("out", kFanOut) {
     Kokkos::deep_copy(v_, init.shape.linear(init.index) * 10 + 1);
   }
-  kodo::Index3 neighbour(int toward) const {
-    const auto n = collection().shape().size(), me = collection().shape().linear(index());
-    return collection().shape().delinear((me + (toward == 0 ? n - 1 : 1)) % n);
-  }
+  kodo::Index3 neighbour(int toward) const { return step_units::ring_neighbour(*this, toward); }
   void plan_step(kodo::StepPlan& plan) {
     const int q = plan.phase();
     for (int k = 0; k < kFanOut; ++k) {

@@ -40,6 +40,15 @@ inline std::vector<std::int64_t> reference(std::int64_t cells, std::int64_t step
   return a;
 }
 
+// The unit before (toward 0) or after (toward 1) `unit` on the ring of its collection's
+// units, in linear order.
+template <class U>
+Index3 ring_neighbour(const U& unit, int toward) {
+  const auto& shape = unit.collection().shape();
+  const auto n = shape.size(), me = shape.linear(unit.index());
+  return shape.delinear((me + (toward == 0 ? n - 1 : 1)) % n);
+}
+
 // Kernels as free functions (nvcc has no device lambdas in member functions). Cells
 // [begin, end) of the update; only the first and the last read a ghost.
 inline void update(const kodo::ExecutionSpace& space, const Cells& from, const Cells& to,
@@ -84,10 +93,7 @@ struct Arc final : kodo::WorkUnit<Arc> {
     for (std::int64_t i = 0; i < length; ++i) h(i) = initial(first + i);
     Kokkos::deep_copy(cells_[0], h);
   }
-  Index3 neighbour(int toward) const {
-    const auto n = collection().shape().size(), me = collection().shape().linear(index());
-    return collection().shape().delinear((me + (toward == 0 ? n - 1 : 1)) % n);
-  }
+  Index3 neighbour(int toward) const { return ring_neighbour(*this, toward); }
   // The array a step of phase q reads, and the one it writes.
   std::size_t in(int q) const { return phases_ == 1 ? 0 : static_cast<std::size_t>(q); }
   std::size_t out(int q) const {
@@ -184,10 +190,7 @@ struct Relay final : kodo::WorkUnit<Relay> {
     for (int i = 0; i < 4; ++i) h(i) = me * 10 + i;
     Kokkos::deep_copy(v_, h);
   }
-  Index3 neighbour(int toward) const {
-    const auto n = collection().shape().size(), me = collection().shape().linear(index());
-    return collection().shape().delinear((me + (toward == 0 ? n - 1 : 1)) % n);
-  }
+  Index3 neighbour(int toward) const { return ring_neighbour(*this, toward); }
   void plan_step(kodo::StepPlan& plan) {
     const int q = plan.phase();
     Cells in = q == 1 ? in_[0] : in_[1], out = q == 0 ? out_[0] : out_[1], v = v_;
@@ -305,10 +308,7 @@ struct Chain final : kodo::WorkUnit<Chain> {
     for (int i = 0; i < 8; ++i) h(i) = me * 100 + i;
     Kokkos::deep_copy(v_, h);
   }
-  Index3 neighbour(int toward) const {
-    const auto n = collection().shape().size(), me = collection().shape().linear(index());
-    return collection().shape().delinear((me + (toward == 0 ? n - 1 : 1)) % n);
-  }
+  Index3 neighbour(int toward) const { return ring_neighbour(*this, toward); }
   void plan_step(kodo::StepPlan& plan) {
     const Cells v = v_, tmp = tmp_, in = in_, out = out_;
     const bool odd = collection().shape().linear(index()) % 2 == 1;
