@@ -18,7 +18,7 @@ endif()
 
 # A forwarding header declares nothing and is left out: it says it is deprecated in a
 # #pragma message (kodo.hpp beside kodo/; the old paths of headers that held only
-# kodo::detail names).
+# kodo::detail names; the tasking headers' places before their component folders).
 get_target_property(kodo_header_set kodo HEADER_SET)
 set(KODO_DOCS_INPUT)
 set(KODO_DOCS_HEADERS)
@@ -26,7 +26,7 @@ foreach(header IN LISTS kodo_header_set)
   cmake_path(ABSOLUTE_PATH header BASE_DIRECTORY ${PROJECT_SOURCE_DIR}/src)
   set(forwards)
   if(EXISTS ${header})
-    file(STRINGS ${header} forwards REGEX "^#pragma message\\(\"kodo: <[^>]+> is deprecated")
+    file(STRINGS ${header} forwards REGEX "^#pragma message\\(\"kodo: (<[^>]+> is deprecated|deprecated header)")
   endif()
   if(NOT forwards)
     string(APPEND KODO_DOCS_INPUT " \"${header}\"")

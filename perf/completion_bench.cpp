@@ -15,14 +15,14 @@
 //   completion_bench [--trials 2000] [--csv FILE]
 // Device backends only: on the host backend work completes in the launching call.
 // It measures internals on purpose: the backend's own event calls (backends/detail/native.hpp)
-// and the completion engine itself (tasking/detail/completion_engine.hpp), side by side.
+// and the completion engine itself (tasking/scheduling/detail/completion_engine.hpp), side by side.
 
 #include "options.hpp"
 #include "report.hpp"
 
 #include <kodo/backends/detail/native.hpp>
 #include <kodo/kodo.hpp>
-#include <kodo/tasking/detail/completion_engine.hpp>
+#include <kodo/tasking/scheduling/detail/completion_engine.hpp>
 
 #include <atomic>
 #include <cinttypes>

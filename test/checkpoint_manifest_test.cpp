@@ -1,12 +1,12 @@
 // SPDX-FileCopyrightText: 2026 The kodo developers
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-// A checkpoint's manifest (tasking/detail/checkpoint_manifest.hpp): written and parsed
+// A checkpoint's manifest (tasking/checkpoints/detail/checkpoint_manifest.hpp): written and parsed
 // back, its checksums xxHash's XXH3-64 as xxhsum prints them, and malformed indexes of the
 // rank files refused (by name, and under random changes: never anything but a parse that
 // keeps every unit inside its file, or kodo::Error).
-#include <kodo/tasking/detail/checkpoint_manifest.hpp>
+#include <kodo/tasking/checkpoints/detail/checkpoint_manifest.hpp>
 
-#include <kodo/tasking/detail/checkpoint_files.hpp>
+#include <kodo/tasking/checkpoints/detail/checkpoint_files.hpp>
 
 #include <gtest/gtest.h>
 #include <xxhash.h>

@@ -5,7 +5,7 @@
 
 #include "test_runtime.hpp"
 
-#include <kodo/tasking/detail/completion_engine.hpp>
+#include <kodo/tasking/scheduling/detail/completion_engine.hpp>
 
 #include <gtest/gtest.h>
 

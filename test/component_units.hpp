@@ -6,7 +6,7 @@
 // type with an entry method of the same shape.
 
 #include <kodo/kodo.hpp>
-#include <kodo/tasking/detail/reductions.hpp>
+#include <kodo/tasking/scheduling/detail/reductions.hpp>
 
 #include <cstdint>
 #include <vector>

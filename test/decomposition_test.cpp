@@ -1,7 +1,7 @@
 // SPDX-FileCopyrightText: 2026 The kodo developers
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include <kodo/kodo.hpp>
-#include <kodo/tasking/detail/collection_base.hpp>
+#include <kodo/tasking/units/detail/collection_base.hpp>
 
 #include <gtest/gtest.h>
 

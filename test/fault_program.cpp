@@ -49,7 +49,7 @@
 
 #include <kodo/backends/detail/native.hpp>
 #include <kodo/kodo.hpp>
-#include <kodo/tasking/detail/registry.hpp>
+#include <kodo/tasking/units/detail/registry.hpp>
 
 #include <cstdint>
 #include <cstdio>

@@ -43,8 +43,8 @@
 
 #include <kodo/comm/detail/ucx_transport.hpp>
 #include <kodo/kodo.hpp>
-#include <kodo/tasking/detail/migration_impl.hpp>
-#include <kodo/tasking/detail/state_records.hpp>
+#include <kodo/tasking/migration/detail/migration_impl.hpp>
+#include <kodo/tasking/units/detail/state_records.hpp>
 
 #include <cstdint>
 #include <cstdio>

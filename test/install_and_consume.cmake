@@ -16,8 +16,8 @@ endfunction()
 run(${CMAKE_COMMAND} --install ${BUILD} --prefix ${prefix})
 # Only <kodo/kodo.hpp> and what it includes are installed: kodo's internals are not
 # reachable from a user's project by any name (the consumer below builds without them).
-foreach(internal kodo/tasking/detail/scheduler.hpp kodo/comm/detail/ucx_transport.hpp kodo/backends/detail/native.hpp
-                 kodo/comm/detail/channel_end.hpp kodo/tasking/detail/completion_engine.hpp)
+foreach(internal kodo/tasking/scheduling/detail/scheduler.hpp kodo/comm/detail/ucx_transport.hpp kodo/backends/detail/native.hpp
+                 kodo/comm/detail/channel_end.hpp kodo/tasking/scheduling/detail/completion_engine.hpp)
   if(EXISTS ${prefix}/include/${internal})
     message(FATAL_ERROR "an installed kodo holds the internal header ${internal}")
   endif()

@@ -29,7 +29,7 @@
 #include "wave_report.hpp"
 
 #include <kodo/kodo.hpp>
-#include <kodo/tasking/detail/termination.hpp>
+#include <kodo/tasking/scheduling/detail/termination.hpp>
 
 #include <cstdint>
 #include <cstdio>

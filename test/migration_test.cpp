@@ -9,8 +9,8 @@
 
 #include <kodo/comm/detail/channel_end.hpp>
 #include <kodo/core/settings.hpp>
-#include <kodo/tasking/detail/node_view_route.hpp>
-#include <kodo/tasking/detail/state_records.hpp>
+#include <kodo/tasking/migration/detail/node_view_route.hpp>
+#include <kodo/tasking/units/detail/state_records.hpp>
 
 #include <gtest/gtest.h>
 

@@ -1,14 +1,14 @@
 // SPDX-FileCopyrightText: 2026 The kodo developers
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-// The reduction tree (tasking/detail/reductions.hpp) against what other ranks send: partials
-// only from children, results only from the parent, once per round, in round order.
+// The reduction tree (tasking/scheduling/detail/reductions.hpp) against what other ranks send:
+// partials only from children, results only from the parent, once per round, in round order.
 
 #include "component_units.hpp"
 #include "expect_error.hpp"
 #include "test_runtime.hpp"
 
 #include <kodo/comm/detail/wire.hpp>
-#include <kodo/tasking/detail/reductions.hpp>
+#include <kodo/tasking/scheduling/detail/reductions.hpp>
 
 #include <gtest/gtest.h>
 

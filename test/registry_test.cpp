@@ -1,9 +1,9 @@
 // SPDX-FileCopyrightText: 2026 The kodo developers
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-// The handler registry (tasking/detail/registry.hpp): a handler serves only its kind and unit
+// The handler registry (tasking/units/detail/registry.hpp): a handler serves only its kind and unit
 // type, and every rank computes the same fingerprint.
 
-#include <kodo/tasking/detail/registry.hpp>
+#include <kodo/tasking/units/detail/registry.hpp>
 
 #include "component_units.hpp"
 

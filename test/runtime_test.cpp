@@ -5,7 +5,7 @@
 
 #include "test_runtime.hpp"
 
-#include <kodo/tasking/detail/trace.hpp>
+#include <kodo/tasking/scheduling/detail/trace.hpp>
 
 #include <gtest/gtest.h>
 

@@ -1,8 +1,8 @@
 // SPDX-FileCopyrightText: 2026 The kodo developers
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-// The scheduler (tasking/detail/scheduler.hpp) against bad input: calls from other ranks are
-// checked against collection, unit and handler, large messages before their buffer is
-// made, and a message nobody sent ends run() with an error, not a hang.
+// The scheduler (tasking/scheduling/detail/scheduler.hpp) against bad input: calls from other ranks
+// are checked against collection, unit and handler, large messages before their buffer is made, and
+// a message nobody sent ends run() with an error, not a hang.
 
 #include "component_units.hpp"
 #include "expect_error.hpp"

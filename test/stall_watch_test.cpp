@@ -1,9 +1,9 @@
 // SPDX-FileCopyrightText: 2026 The kodo developers
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-// Stall checks (tasking/detail/stall_watch.hpp): work that stops moving is checked for device
-// faults.
+// Stall checks (tasking/scheduling/detail/stall_watch.hpp): work that stops moving is checked for
+// device faults.
 
-#include <kodo/tasking/detail/stall_watch.hpp>
+#include <kodo/tasking/scheduling/detail/stall_watch.hpp>
 
 #include "expect_error.hpp"
 #include "failed_source.hpp"

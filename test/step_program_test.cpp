@@ -1,6 +1,6 @@
 // SPDX-FileCopyrightText: 2026 The kodo developers
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-// Step programs (tasking/step_program.hpp) on 1, 2 and 4 ranks: a periodic stencil whose
+// Step programs (tasking/programs/step_program.hpp) on 1, 2 and 4 ranks: a periodic stencil whose
 // units exchange their edges every step, with 1 to 3 phases, device and host-staged
 // transfers, units that are their own neighbours; a program whose links are used in some
 // phases only; steps asked for in pieces; two programs of one collection in turns; and

@@ -1,9 +1,9 @@
 // SPDX-FileCopyrightText: 2026 The kodo developers
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-// Stream draining (tasking/detail/stream_drain.hpp): clean only while nothing but its own marks
-// complete.
+// Stream draining (tasking/scheduling/detail/stream_drain.hpp): clean only while nothing but its
+// own marks complete.
 
-#include <kodo/tasking/detail/stream_drain.hpp>
+#include <kodo/tasking/scheduling/detail/stream_drain.hpp>
 
 #include "test_runtime.hpp"
 

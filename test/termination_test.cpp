@@ -1,9 +1,9 @@
 // SPDX-FileCopyrightText: 2026 The kodo developers
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-// The termination detector (tasking/detail/termination.hpp): the job is quiet only when two
-// equal waves balance, and a message processed that nobody sent is an error, not a wait.
+// The termination detector (tasking/scheduling/detail/termination.hpp): the job is quiet only when
+// two equal waves balance, and a message processed that nobody sent is an error, not a wait.
 
-#include <kodo/tasking/detail/termination.hpp>
+#include <kodo/tasking/scheduling/detail/termination.hpp>
 
 #include "test_runtime.hpp"
 

@@ -10,8 +10,8 @@
 
 #include <kodo/comm/detail/ucx_transport.hpp>
 #include <kodo/kodo.hpp>
-#include <kodo/tasking/detail/scheduler.hpp>
-#include <kodo/tasking/detail/state_records.hpp>
+#include <kodo/tasking/scheduling/detail/scheduler.hpp>
+#include <kodo/tasking/units/detail/state_records.hpp>
 
 #include <cstddef>
 #include <cstring>

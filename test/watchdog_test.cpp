@@ -1,12 +1,12 @@
 // SPDX-FileCopyrightText: 2026 The kodo developers
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-// The watchdog (tasking/detail/watchdog.hpp): a loop that stops turning inside run() is
+// The watchdog (tasking/scheduling/detail/watchdog.hpp): a loop that stops turning inside run() is
 // reported once, naming what it is inside; a loop that turns, or is not inside run(), is
 // not; a collective phase that waits too long is reported, named, in run() or out.
 // (Ending the job under KODO_STALL_EXIT: the blocked_entry_method and
 // checkpoint_without_a_peer ctests.)
 
-#include <kodo/tasking/detail/watchdog.hpp>
+#include <kodo/tasking/scheduling/detail/watchdog.hpp>
 
 #include <gtest/gtest.h>
 

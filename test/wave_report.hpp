@@ -4,7 +4,7 @@
 // For the test programs that alter a rank's report to the termination wave as it leaves
 // the rank (their own MPI_Iallreduce): whether an allreduce carries one.
 
-#include <kodo/tasking/detail/termination.hpp>
+#include <kodo/tasking/scheduling/detail/termination.hpp>
 
 #include <mpi.h>
 

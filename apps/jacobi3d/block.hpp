@@ -118,7 +118,7 @@ struct BlockConfig {
 // described and defined in tuned_block.cpp.
 class JacobiBlock : public kodo::WorkUnit<JacobiBlock> {
  public:
-  // What checkpoints call this type (kodo/tasking/checkpoint.hpp).
+  // What checkpoints call this type (kodo/tasking/checkpoints/checkpoint.hpp).
   static constexpr const char* checkpoint_name = "jacobi3d::Block";
   JacobiBlock(const kodo::UnitInit<JacobiBlock>& init, const BlockConfig& config);
 

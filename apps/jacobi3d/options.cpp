@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "options.hpp"
 
-#include <kodo/tasking/decomposition.hpp>
+#include <kodo/tasking/units/decomposition.hpp>
 
 #include <algorithm>
 #include <charconv>

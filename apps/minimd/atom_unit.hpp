@@ -122,7 +122,7 @@ struct SavedAtoms {
 
 class AtomUnit : public kodo::WorkUnit<AtomUnit> {
  public:
-  // What checkpoints call this type (kodo/tasking/checkpoint.hpp).
+  // What checkpoints call this type (kodo/tasking/checkpoints/checkpoint.hpp).
   static constexpr const char* checkpoint_name = "minimd::AtomUnit";
   AtomUnit(const kodo::UnitInit<AtomUnit>& init, const Setup& setup);
 

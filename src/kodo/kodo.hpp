@@ -15,20 +15,20 @@
 #include <kodo/core/error.hpp>
 #include <kodo/core/index.hpp>
 #include <kodo/core/settings.hpp>
-#include <kodo/tasking/awaitable_ring.hpp>
-#include <kodo/tasking/balance.hpp>
-#include <kodo/tasking/checkpoint.hpp>
-#include <kodo/tasking/collection.hpp>
-#include <kodo/tasking/decomposition.hpp>
-#include <kodo/tasking/inbox.hpp>
-#include <kodo/tasking/kernel_batch.hpp>
-#include <kodo/tasking/lb_data.hpp>
-#include <kodo/tasking/migration.hpp>
-#include <kodo/tasking/neighbours.hpp>
-#include <kodo/tasking/runtime.hpp>
-#include <kodo/tasking/step_program.hpp>
-#include <kodo/tasking/task.hpp>
-#include <kodo/tasking/work_unit.hpp>
+#include <kodo/tasking/checkpoints/checkpoint.hpp>
+#include <kodo/tasking/migration/balance.hpp>
+#include <kodo/tasking/migration/lb_data.hpp>
+#include <kodo/tasking/migration/migration.hpp>
+#include <kodo/tasking/programs/step_program.hpp>
+#include <kodo/tasking/scheduling/runtime.hpp>
+#include <kodo/tasking/tasks/awaitable_ring.hpp>
+#include <kodo/tasking/tasks/kernel_batch.hpp>
+#include <kodo/tasking/tasks/task.hpp>
+#include <kodo/tasking/units/collection.hpp>
+#include <kodo/tasking/units/decomposition.hpp>
+#include <kodo/tasking/units/inbox.hpp>
+#include <kodo/tasking/units/neighbours.hpp>
+#include <kodo/tasking/units/work_unit.hpp>
 #include <kodo/version.hpp>
 
 /// @namespace kodo

@@ -14,7 +14,7 @@
 
 #include "fuzz.hpp"
 
-#include <kodo/tasking/detail/checkpoint_manifest.hpp>
+#include <kodo/tasking/checkpoints/detail/checkpoint_manifest.hpp>
 
 #include <array>
 #include <filesystem>

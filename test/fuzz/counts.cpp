@@ -15,7 +15,7 @@
 #include "../wave_report.hpp"
 #include "fuzz.hpp"
 
-#include <kodo/tasking/detail/termination.hpp>
+#include <kodo/tasking/scheduling/detail/termination.hpp>
 
 #include <array>
 #include <cstring>

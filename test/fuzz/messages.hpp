@@ -7,7 +7,7 @@
 #include "fuzz.hpp"
 
 #include <kodo/kodo.hpp>
-#include <kodo/tasking/detail/reductions.hpp>
+#include <kodo/tasking/scheduling/detail/reductions.hpp>
 
 #include <cstddef>
 #include <cstdint>

@@ -18,10 +18,10 @@
 #include "fuzz.hpp"
 
 #include <kodo/comm/detail/node_channels.hpp>
-#include <kodo/tasking/detail/migration_impl.hpp>
-#include <kodo/tasking/detail/node_view_route.hpp>
-#include <kodo/tasking/detail/state_records.hpp>
-#include <kodo/tasking/detail/ucx_view_route.hpp>
+#include <kodo/tasking/migration/detail/migration_impl.hpp>
+#include <kodo/tasking/migration/detail/node_view_route.hpp>
+#include <kodo/tasking/migration/detail/ucx_view_route.hpp>
+#include <kodo/tasking/units/detail/state_records.hpp>
 
 #include <cmath>
 #include <limits>

@@ -19,7 +19,7 @@
 
 #include "fuzz.hpp"
 
-#include <kodo/tasking/detail/migration_impl.hpp>
+#include <kodo/tasking/migration/detail/migration_impl.hpp>
 
 #include <algorithm>
 #include <optional>

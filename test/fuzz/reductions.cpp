@@ -5,7 +5,7 @@
 // once (within kodo's window of rounds) and no result; rank 1 takes no partial, and no
 // result of a round it did not pass up (its units contribute to none here).
 
-#include <kodo/tasking/detail/reductions.hpp>
+#include <kodo/tasking/scheduling/detail/reductions.hpp>
 
 #include "../test_access.hpp"
 #include "messages.hpp"

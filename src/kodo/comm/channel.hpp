@@ -53,7 +53,7 @@ struct ChannelEnd;  // one end's state (channel_end.hpp)
 struct RingCore;    // a receive ring's state (receive_ring.hpp)
 class ChannelHost;  // what channels need of the runtime (channel_impl.hpp)
 struct LinkSpec;    // where a link goes (channel_impl.hpp)
-class RankProgram;  // tasking/step_program.hpp: opens channels for its units
+class RankProgram;  // tasking/programs/step_program.hpp: opens channels for its units
 
 // A ring's state (receive_ring.cpp); what ReceiveRing calls of it. `core` may be null (a
 // ring that is not open: release() then throws).

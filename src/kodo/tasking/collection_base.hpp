@@ -2,8 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Deprecated, removed in 0.4 (CHANGELOG.md): this header held only kodo::detail names,
-// kodo's own, which are in <kodo/tasking/detail/collection_base.hpp> now. It holds no public name:
-// include <kodo/kodo.hpp>.
+// kodo's own, which are in <kodo/tasking/units/detail/collection_base.hpp> now. It holds no public
+// name: include <kodo/kodo.hpp>.
 #pragma message("kodo: <kodo/tasking/collection_base.hpp> is deprecated: include <kodo/kodo.hpp>")
 
-#include <kodo/tasking/detail/collection_base.hpp>
+#include <kodo/tasking/units/detail/collection_base.hpp>

@@ -2,8 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // Deprecated, removed in 0.4 (CHANGELOG.md): this header held only kodo::detail names,
-// kodo's own, which are in <kodo/tasking/detail/entry.hpp> now. It holds no public name:
+// kodo's own, which are in <kodo/tasking/units/detail/entry.hpp> now. It holds no public name:
 // include <kodo/kodo.hpp>.
 #pragma message("kodo: <kodo/tasking/entry.hpp> is deprecated: include <kodo/kodo.hpp>")
 
-#include <kodo/tasking/detail/entry.hpp>
+#include <kodo/tasking/units/detail/entry.hpp>

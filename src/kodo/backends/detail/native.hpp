@@ -125,7 +125,7 @@ void enqueue_copy_and_publish(NativeStream stream, const DeviceWait& first, void
                               std::uint64_t* size_word, std::uint64_t size,
                               std::uint64_t* count_word, std::uint64_t count, std::uint64_t* gate);
 
-// --- device graphs (tasking/step_program.hpp) -------------------------------------------
+// --- device graphs (tasking/programs/step_program.hpp) -------------------------------------------
 
 // Work recorded once and then submitted many times as one launch (CUDA and HIP graphs).
 // The host backend has none: graphs_supported() is false there, and callers run the work

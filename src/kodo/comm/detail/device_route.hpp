@@ -2,10 +2,10 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 // The same-node route of a link handed to device work: a step program whose graphs make
-// their transfers with other ranks themselves (tasking/detail/step_program_graphs.cpp) takes the
-// words and buffers of its links' routes here; from then on neither rank's loop moves those
-// transfers. Both ends of a link may be handed over apart: the words are the same
-// whichever side's host or device writes them.
+// their transfers with other ranks themselves (tasking/programs/detail/step_program_graphs.cpp)
+// takes the words and buffers of its links' routes here; from then on neither rank's loop moves
+// those transfers. Both ends of a link may be handed over apart: the words are the same whichever
+// side's host or device writes them.
 
 #include <kodo/backends/detail/native.hpp>
 
