@@ -154,6 +154,21 @@ TEST(Streams, HostStreamsCompleteTheirMarks) {
   EXPECT_GE(compute.reached(), m);
 }
 
+// A stream passes where Kokkos takes an execution-space instance: the kernel runs on it,
+// and a mark made after it is reached once the kernel is done.
+TEST(Streams, AStreamIsTheInstanceKernelsTake) {
+  kodo::Stream& stream = test_runtime().streams().compute(0);
+  Kokkos::View<int*> v("v", 100);
+  Kokkos::parallel_for(
+      "fill", Kokkos::RangePolicy<kodo::ExecutionSpace>(stream, 0, 100),
+      KOKKOS_LAMBDA(int i) { v(i) = 2 * i; });
+  const std::uint64_t m = stream.mark();
+  const kodo::ExecutionSpace& space = stream;
+  space.fence();
+  EXPECT_GE(stream.reached(), m);
+  EXPECT_EQ(sum_of(stream, v), 9900);
+}
+
 // A stream without completion counters (one work is only recorded on, as a step program's
 // units are): its work runs on its instance, it has reached nothing and cannot mark.
 TEST(Streams, AStreamWithoutCountersRunsWorkButCannotMark) {
@@ -205,6 +220,42 @@ TEST(CompletionEngine, RunWaitsForPendingDeviceWork) {
   units.broadcast_local<&Offloader::start>();
   rt.run();
   units.for_each_local([](Offloader& u) { EXPECT_EQ(u.stage, 2); });
+}
+
+// The porting guide's way to keep a code's `*this` kernels: the unit also derives from
+// the code's own functor class and launches with that base as the functor (Kokkos copies
+// the base alone), on a stream it then awaits.
+struct Doubler {
+  Kokkos::View<int*> data;
+  KOKKOS_FUNCTION void operator()(int i) const { data(i) = 2 * i; }
+};
+
+class DoublingUnit : public kodo::WorkUnit<DoublingUnit>, public Doubler {
+ public:
+  explicit DoublingUnit(const kodo::UnitInit<DoublingUnit>& init)
+      : WorkUnit(init), Doubler{Kokkos::View<int*>("data", 64)} {}
+
+  void start() {
+    auto& rt = collection().runtime();
+    kodo::Stream& s = rt.streams().compute(static_cast<std::size_t>(index().x));
+    Kokkos::parallel_for("double", Kokkos::RangePolicy<kodo::ExecutionSpace>(s, 0, 64),
+                         static_cast<const Doubler&>(*this));
+    rt.when_done(s, [this] { done = true; });
+  }
+
+  bool done = false;
+};
+
+TEST(CompletionEngine, AUnitLaunchesItsOwnFunctorBase) {
+  auto& rt = test_runtime();
+  auto units = kodo::Collection<DoublingUnit>::create(rt, {2, 1, 1});
+  units.broadcast_local<&DoublingUnit::start>();
+  rt.run();
+  units.for_each_local([](DoublingUnit& u) {
+    EXPECT_TRUE(u.done);
+    auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, u.data);
+    for (int i = 0; i < 64; ++i) EXPECT_EQ(host(i), 2 * i);
+  });
 }
 
 // A source standing in for a stream whose work finishes long after it was launched:

@@ -162,6 +162,21 @@ TEST(Extent3, LinearisesWithZFastest) {
   EXPECT_TRUE(e.contains({2, 3, 4}));
 }
 
+// The order an MPI code numbers its ranks in (rank = x + X * (y + Y * z)).
+TEST(Extent3, LinearisesWithXFastestOnRequest) {
+  const kodo::Extent3 e{3, 4, 5};
+  EXPECT_EQ(e.linear_x_fastest({1, 0, 0}), 1);
+  EXPECT_EQ(e.linear_x_fastest({0, 1, 0}), 3);
+  EXPECT_EQ(e.linear_x_fastest({0, 0, 1}), 12);
+  EXPECT_EQ(e.linear_x_fastest({2, 3, 4}), 59);
+  for (std::int64_t l = 0; l < e.size(); ++l) {
+    const kodo::Index3 i = e.delinear_x_fastest(l);
+    EXPECT_TRUE(e.contains(i));
+    EXPECT_EQ(e.linear_x_fastest(i), l);
+  }
+  EXPECT_EQ(e.delinear_x_fastest(13), (kodo::Index3{1, 0, 1}));
+}
+
 }  // namespace
 
 namespace {

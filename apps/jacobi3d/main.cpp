@@ -413,7 +413,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   kodo::Runtime& runtime = *started;
-  if (runtime.print_usage_if_requested(jacobi::usage())) return 0;
+  // -h is this program's short --help (kodo leaves -h to programs).
+  const bool short_help =
+      std::any_of(argv + 1, argv + argc, [](const char* a) { return std::string_view(a) == "-h"; });
+  if (runtime.print_usage_if_requested(jacobi::usage(), short_help)) return 0;
   const bool root = runtime.rank() == 0;
   // Every rank parses and checks the same arguments and so reaches the same verdict:
   // on bad input they all stop at once, with the message printed by rank 0. Other

@@ -21,6 +21,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace {
@@ -78,7 +79,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   kodo::Runtime& runtime = *started;
-  if (runtime.print_usage_if_requested(minimd::usage())) return 0;
+  // -h is this program's short --help (kodo leaves -h to programs).
+  const bool short_help =
+      std::any_of(argv + 1, argv + argc, [](const char* a) { return std::string_view(a) == "-h"; });
+  if (runtime.print_usage_if_requested(minimd::usage(), short_help)) return 0;
   const bool root = runtime.rank() == 0;
   // Every rank reads the same arguments and files and so reaches the same verdict.
   Options opt;

@@ -54,6 +54,10 @@ class Stream final : public CompletionSource {
 
   /// The Kokkos instance to launch work on.
   const ExecutionSpace& space() const { return space_; }
+  /// A stream passes where Kokkos takes its instance, so one handle serves kernels and
+  /// awaits: `Kokkos::RangePolicy<kodo::ExecutionSpace>(stream, 0, n)`, then
+  /// `co_await kodo::when_done(stream)`.
+  operator const ExecutionSpace&() const { return space_; }
   /// A communication stream (the device's greatest priority) or a compute stream (least).
   bool is_communication() const { return communication_; }
   /// The backend's own stream (cudaStream_t, hipStream_t; a token on the host backend),

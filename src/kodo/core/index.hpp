@@ -19,7 +19,8 @@ struct Index3 {
   friend bool operator==(const Index3&, const Index3&) = default;
 };
 
-/// The shape of a 3D index space; indices are linearised with z fastest.
+/// The shape of a 3D index space; kodo linearises indices with z fastest (linear()), and
+/// linear_x_fastest() gives the order MPI codes often number their ranks in.
 struct Extent3 {
   /// The number of indices along each axis.
   ///@{
@@ -38,6 +39,11 @@ struct Extent3 {
   std::int64_t linear(const Index3& i) const { return (i.x * y + i.y) * z + i.z; }
   /// The index at position `l` in z-fastest order (the inverse of linear()).
   Index3 delinear(std::int64_t l) const { return {l / (y * z), (l / z) % y, l % z}; }
+  /// The position of `i` in x-fastest order, x + X * (y + Y * z), the way MPI codes often
+  /// number their ranks: a port keeps its numbering with it (a unit's old rank, say).
+  std::int64_t linear_x_fastest(const Index3& i) const { return (i.z * y + i.y) * x + i.x; }
+  /// The index at position `l` in x-fastest order (the inverse of linear_x_fastest()).
+  Index3 delinear_x_fastest(std::int64_t l) const { return {l % x, (l / x) % y, l / (x * y)}; }
 };
 
 /// Prints an index as "(x,y,z)".

@@ -163,7 +163,7 @@ void Runtime::start(int& argc, char**& argv) {
     const std::string_view a = argv[i];
     if (a == "--kokkos-help" && !Kokkos::is_initialized())
       print_kokkos_help_and_exit(argv[0], rank_ == 0);
-    help_requested_ = help_requested_ || a == "--help" || a == "-h";
+    help_requested_ = help_requested_ || a == "--help";  // -h is the program's
     version_requested_ = version_requested_ || a == "--version";
   }
   // A program that started Kokkos itself has chosen the GPU already.
@@ -248,14 +248,19 @@ void Runtime::print_placement() const {
 }
 
 bool Runtime::print_usage_if_requested(std::string_view usage) const {
-  if (version_requested_ && !help_requested_) {
+  return print_usage_if_requested(usage, false);
+}
+
+bool Runtime::print_usage_if_requested(std::string_view usage, bool asked) const {
+  const bool help = help_requested_ || asked;
+  if (version_requested_ && !help) {
     if (rank_ == 0) {
       std::printf("%s\n", version_line().c_str());
       std::fflush(stdout);
     }
     return true;
   }
-  if (!help_requested_) return false;
+  if (!help) return false;
   if (rank_ == 0) {
     std::fwrite(usage.data(), 1, usage.size(), stdout);
     if (!usage.empty() && usage.back() != '\n') std::fputc('\n', stdout);

@@ -56,8 +56,9 @@ class Runtime {
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
 
-  /// Whether the command line asks for the program's usage: --help or -h. Kokkos never
-  /// sees --help (it would print its own options on every rank). --kokkos-help makes
+  /// Whether the command line asks for the program's usage: --help (-h is left to the
+  /// program, which may mean something else by it). Kokkos never sees --help (it would
+  /// print its own options on every rank). --kokkos-help makes
   /// the constructor print Kokkos' options on rank 0 and end the process, with status 0,
   /// on every rank (Kokkos 4.7 and later end the process after printing them anyway).
   bool help_requested() const { return help_requested_; }
@@ -73,6 +74,9 @@ class Runtime {
   /// kodo's settings; for --version, version_line(). Returns false, printing nothing,
   /// when neither was asked for.
   bool print_usage_if_requested(std::string_view usage) const;
+  /// The same for a program with a usage flag of its own, such as -h: `asked` says it was
+  /// given (every rank reads the same command line, so every rank passes the same value).
+  bool print_usage_if_requested(std::string_view usage, bool asked) const;
   /// What the program runs with, in one line: "kodo 0.2.0 (commit 0123456789ab):
   /// backend cuda, Kokkos 4.6.99, UCX 1.18.1, MPI 3.1 (Open MPI v5.0.7), 2 ranks". Rank 0
   /// prints it to standard error at start-up (unless --help or --version was asked for).
