@@ -156,12 +156,16 @@ TEST(Streams, HostStreamsCompleteTheirMarks) {
 
 // A stream passes where Kokkos takes an execution-space instance: the kernel runs on it,
 // and a mark made after it is reached once the kernel is done.
+void fill_doubled(const kodo::Stream& stream, const Kokkos::View<int*>& v) {
+  Kokkos::parallel_for(
+      "fill", Kokkos::RangePolicy<kodo::ExecutionSpace>(stream, 0, v.extent(0)),
+      KOKKOS_LAMBDA(int i) { v(i) = 2 * i; });
+}
+
 TEST(Streams, AStreamIsTheInstanceKernelsTake) {
   kodo::Stream& stream = test_runtime().streams().compute(0);
   Kokkos::View<int*> v("v", 100);
-  Kokkos::parallel_for(
-      "fill", Kokkos::RangePolicy<kodo::ExecutionSpace>(stream, 0, 100),
-      KOKKOS_LAMBDA(int i) { v(i) = 2 * i; });
+  fill_doubled(stream, v);
   const std::uint64_t m = stream.mark();
   const kodo::ExecutionSpace& space = stream;
   space.fence();
