@@ -3,6 +3,6 @@
 #pragma once
 // Deprecated: include <kodo/kodo.hpp>. This forwarding header is kept for one release
 // (see CHANGELOG.md) and then removed.
-#pragma message("kodo: <kodo.hpp> is deprecated: include <kodo/kodo.hpp>")
+#pragma message("kodo: deprecated header: include <kodo/kodo.hpp>")
 
 #include <kodo/kodo.hpp>

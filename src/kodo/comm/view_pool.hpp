@@ -4,6 +4,6 @@
 // Deprecated, removed in 0.4 (CHANGELOG.md): this header held only kodo::detail names,
 // kodo's own, which are in <kodo/comm/detail/view_pool.hpp> now. It holds no public name:
 // include <kodo/kodo.hpp>.
-#pragma message("kodo: <kodo/comm/view_pool.hpp> is deprecated: include <kodo/kodo.hpp>")
+#pragma message("kodo: deprecated header: include <kodo/kodo.hpp>")
 
 #include <kodo/comm/detail/view_pool.hpp>
