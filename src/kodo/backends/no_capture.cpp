@@ -23,7 +23,9 @@ void destroy_captured(CapturedGraph) {}
 bool update_exec(NativeGraphExec, CapturedGraph) { unsupported(); }
 NativeGraphExec instantiate_captured(CapturedGraph) { unsupported(); }
 std::uint64_t shape_key(CapturedGraph) { unsupported(); }
-bool recorded_on(NativeStream) { unsupported(); }
+void recorded_tail(NativeStream, std::vector<NativeGraphNode>&) { unsupported(); }
+void order_after_nodes(NativeStream, std::vector<NativeGraphNode>&) { unsupported(); }
+bool order_after_recorded(NativeStream, NativeStream) { return false; }
 void wait_event(NativeStream, NativeEvent) { unsupported(); }
 bool recordable_memory(const void*) { return true; }
 EventState event_state(NativeEvent) { return EventState::reached; }

@@ -192,7 +192,10 @@ void Recording::begin(std::size_t pieces, bool turn_start) {
     join_first_ = false;
     backend::begin_capture(origin_);
     backend::record_event(origin_, origin_event_);
-    pool_.for_each([&](Stream& s) { backend::wait_event(s.native_handle(), origin_event_); });
+    pool_.for_each([&](Stream& s) {
+      backend::wait_event(s.native_handle(), origin_event_);
+      s.recorded_ = true;
+    });
   }
   if (mode_ == Mode::group) join_first_ = false;
   open_ = true;
@@ -204,15 +207,13 @@ void Recording::close() {
   open_ = false;
   unwatch();
   if (mode_ == Mode::capture) {
+    pool_.for_each([](Stream& s) { s.recorded_ = false; });
     try {
-      // Streams the turn used join the origin (a graph ends on it); a stream with nothing
-      // recorded on it has nothing to join.
-      std::size_t i = 0;
-      pool_.for_each([&](Stream& s) {
-        if (backend::recorded_on(s.native_handle()))
-          backend::order_after(origin_, s.native_handle(), stream_events_[i]);
-        ++i;
-      });
+      // Streams the turn used join the origin (a graph ends on it), in one update of the
+      // origin's dependencies; a stream with nothing recorded on it has nothing to join.
+      tails_.clear();
+      pool_.for_each([&](Stream& s) { backend::recorded_tail(s.native_handle(), tails_); });
+      backend::order_after_nodes(origin_, tails_);
       make_copies();
       const backend::CapturedGraph graph = backend::end_capture(origin_);
       if (graph) launch(graph);

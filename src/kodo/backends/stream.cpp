@@ -56,7 +56,10 @@ std::uint64_t Stream::mark() {
 void Stream::check_health() const { backend::check_stream(native_); }
 
 void Stream::wait_for(const Stream& other) {
-  if (&other != this) backend::order_after(native_, other.native_, other.event_);
+  if (&other == this) return;
+  // Inside a recording, by the graph's edges: no event recorded and waited for.
+  if (recorded_ && other.recorded_ && backend::order_after_recorded(native_, other.native_)) return;
+  backend::order_after(native_, other.native_, other.event_);
 }
 
 StreamPool::StreamPool(int per_priority) : per_priority_(per_priority) {

@@ -16,6 +16,9 @@
 #include <vector>
 
 namespace kodo {
+namespace detail {
+class Recording;
+}
 
 /// The Kokkos execution space kodo's streams are instances of (the backend's).
 using ExecutionSpace = Kokkos::DefaultExecutionSpace;
@@ -75,7 +78,9 @@ class Stream final : public CompletionSource {
   void wait_for(const Stream& other);
 
  private:
+  friend class detail::Recording;
   bool communication_;
+  bool recorded_ = false;  // joined to the rank's open recording (Recording sets it)
   void* native_;
   void* event_;  // carries dependencies of other streams on this one
   ExecutionSpace space_;

@@ -8,8 +8,10 @@
 #include <kodo/backends/detail/cuda_check.hpp>
 #include <kodo/backends/detail/native.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace kodo::backend {
 
@@ -73,10 +75,13 @@ std::uint64_t shape_key(CapturedGraph graph) {
   return (static_cast<std::uint64_t>(nodes) << 32) ^ static_cast<std::uint64_t>(edges);
 }
 
-bool recorded_on(NativeStream stream) {
+namespace {
+// The nodes `stream`'s next recorded work would follow (valid until its dependencies
+// change); false when it is not being recorded.
+bool tail_of(NativeStream stream, const cudaGraphNode_t*& nodes, std::size_t& count) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  const cudaGraphNode_t* nodes = nullptr;
-  std::size_t count = 0;
+  nodes = nullptr;
+  count = 0;
 #if CUDART_VERSION >= 13000
   KODO_CUDA_CHECK(cudaStreamGetCaptureInfo(static_cast<cudaStream_t>(stream), &status, nullptr,
                                            nullptr, &nodes, nullptr, &count));
@@ -84,8 +89,54 @@ bool recorded_on(NativeStream stream) {
   KODO_CUDA_CHECK(cudaStreamGetCaptureInfo(static_cast<cudaStream_t>(stream), &status, nullptr,
                                            nullptr, &nodes, &count));
 #endif
-  // It joined with the recording's first (empty) set of nodes; work adds nodes to it.
-  return status != cudaStreamCaptureStatusActive || count > 0;
+  return status == cudaStreamCaptureStatusActive;
+}
+
+void add_dependencies(NativeStream stream, cudaGraphNode_t* nodes, std::size_t count) {
+#if CUDART_VERSION >= 13000
+  KODO_CUDA_CHECK(cudaStreamUpdateCaptureDependencies(static_cast<cudaStream_t>(stream), nodes,
+                                                      nullptr, count,
+                                                      cudaStreamAddCaptureDependencies));
+#else
+  KODO_CUDA_CHECK(cudaStreamUpdateCaptureDependencies(static_cast<cudaStream_t>(stream), nodes,
+                                                      count, cudaStreamAddCaptureDependencies));
+#endif
+}
+}  // namespace
+
+void recorded_tail(NativeStream stream, std::vector<NativeGraphNode>& nodes) {
+  const cudaGraphNode_t* tail = nullptr;
+  std::size_t count = 0;
+  // A stream joins a recording with its start's empty set of nodes: work adds to it.
+  if (tail_of(stream, tail, count)) nodes.insert(nodes.end(), tail, tail + count);
+}
+
+void order_after_nodes(NativeStream stream, std::vector<NativeGraphNode>& nodes) {
+  if (nodes.empty()) return;
+  std::sort(nodes.begin(), nodes.end());
+  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  thread_local std::vector<cudaGraphNode_t> typed;  // (its capacity kept)
+  typed.clear();
+  for (NativeGraphNode n : nodes) typed.push_back(static_cast<cudaGraphNode_t>(n));
+  add_dependencies(stream, typed.data(), typed.size());
+}
+
+bool order_after_recorded(NativeStream waiter, NativeStream source) {
+  const cudaGraphNode_t* tail = nullptr;
+  std::size_t count = 0;
+  if (!tail_of(source, tail, count)) return false;
+  // (The array is the source's, valid until its own dependencies change; copied, as the
+  // update takes a writable one.)
+  constexpr std::size_t kMost = 16;
+  cudaGraphNode_t copy[kMost];
+  if (count <= kMost) {
+    std::copy(tail, tail + count, copy);
+    if (count > 0) add_dependencies(waiter, copy, count);
+  } else {
+    std::vector<cudaGraphNode_t> many(tail, tail + count);
+    add_dependencies(waiter, many.data(), count);
+  }
+  return true;
 }
 
 void wait_event(NativeStream stream, NativeEvent event) {

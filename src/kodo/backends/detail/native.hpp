@@ -196,9 +196,18 @@ NativeGraphExec instantiate_captured(CapturedGraph graph);
 // A cheap key of `graph`'s shape (its numbers of nodes and edges): a program can take the
 // work of a graph only if their keys are equal.
 std::uint64_t shape_key(CapturedGraph graph);
-// Whether `stream`, joined to a recording at its start, has had work recorded on it since
-// (or waited for work that was): one with none need not be joined back at its end.
-bool recorded_on(NativeStream stream);
+// Adds to `nodes` what `stream`'s next recorded work would follow: the nodes recorded on it
+// since it joined the open recording, or that it waited for. None for a stream with
+// nothing recorded (it joined with an empty set), or not being recorded.
+void recorded_tail(NativeStream stream, std::vector<NativeGraphNode>& nodes);
+// `stream`, being recorded, records nothing more before `nodes` (deduplicated here; none:
+// nothing to do). Orders streams inside a recording by the graph's own edges, where an
+// event recorded and waited for costs the host ~3x more (perf/probes/capture_edges.cu).
+void order_after_nodes(NativeStream stream, std::vector<NativeGraphNode>& nodes);
+// order_after for two streams that both joined the open recording: `waiter` records
+// nothing more before what `source` has recorded. False, doing nothing, if `source` is not
+// being recorded (the caller orders them by an event).
+bool order_after_recorded(NativeStream waiter, NativeStream source);
 // `stream` waits (on the device) for the latest record of `event`.
 void wait_event(NativeStream stream, NativeEvent event);
 // Whether a copy from or to `p` may be recorded: device memory, or host memory the device

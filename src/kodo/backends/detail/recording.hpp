@@ -4,7 +4,9 @@
 // Recording a rank's turns (recording.hpp says what users see). The scheduler opens a
 // recording before a turn runs anything and closes it when the turn ends; in between,
 // every stream of the pool is captured together: each joins the recording through an
-// event of a stream of its own (the origin), and joins back before it ends. Closing
+// event of a stream of its own (the origin), and joins back before it ends (the origin
+// takes every stream's last nodes in one update). Orders between the pool's streams
+// while they are recorded (Stream::wait_for) are the graph's edges too, not events. Closing
 // launches the graph on the origin (an instantiated one of the same shape, updated, or a
 // new one), makes every stream of the pool wait for it, and then runs what waited for
 // the launch (same-rank transfers hand over their data then: the next turn's work runs
@@ -123,6 +125,7 @@ class Recording {
   std::vector<std::function<void()>> after_launch_;
   std::vector<std::function<void()>> launched_;  // close()'s (reused)
   std::vector<backend::DeviceCopy> copies_;      // defer_copy's, made at close
+  std::vector<backend::NativeGraphNode> tails_;  // close()'s (reused)
   std::vector<unsigned char> canary_;  // what Kokkos' constant-memory buffer held at begin()
 };
 
