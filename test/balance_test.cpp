@@ -246,12 +246,17 @@ TEST(Rebalance, MeasuresDeviceTimeOnTheStreamAUnitNames) {
   const auto measured = kodo::rebalance(units, kodo::greedy_balance);
   const auto& loads = measured.input.loads;
   // On a GPU the host time of each call is a launch, alike for every unit; the device
-  // time follows the work. (The host backend runs the work in the call: the same.)
-  for (std::size_t u = 1; u < loads.size(); ++u) EXPECT_GT(loads[0], 4 * loads[u]) << u;
+  // time follows the work. (The host backend runs the work in the call: the same.) Ranks
+  // sharing a GPU take turns on it in time slices, which a unit's device time then holds
+  // too: the loads are gathered, but not compared.
+  const bool own_device = !runtime.placement().shares_device;
+  for (std::size_t u = 1; u < loads.size() && own_device; ++u)
+    EXPECT_GT(loads[0], 4 * loads[u]) << u;
   // The loads move with the units and go on being measured where they arrive.
   units.broadcast_local<&Launcher::work>();
   const auto again = kodo::rebalance(units, kodo::greedy_balance);
-  for (std::size_t u = 1; u < again.input.loads.size(); ++u)
+  EXPECT_EQ(again.input.loads.size(), loads.size());
+  for (std::size_t u = 1; u < again.input.loads.size() && own_device; ++u)
     EXPECT_GT(again.input.loads[0], 4 * again.input.loads[u]) << u;
 }
 

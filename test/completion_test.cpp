@@ -197,9 +197,12 @@ class Offloader : public kodo::WorkUnit<Offloader> {
     Kokkos::parallel_for(
         "work", Kokkos::RangePolicy<kodo::ExecutionSpace>(s.space(), 0, 64),
         KOKKOS_LAMBDA(int i) { d(i) = 2 * i; });
-    rt.when_done(s, [this] { stage = 1; });
-    // Then wait on a source that completes later than the stream.
-    rt.when_done(*gate_, [this] { stage = 2; });
+    // Then, once it is done, wait on a source that completes many polls later (a GPU's
+    // kernel may take longer than those polls: the gate is marked only after it).
+    rt.when_done(s, [this, &rt] {
+      stage = 1;
+      rt.when_done(*gate_, [this] { stage = 2; });
+    });
   }
 
   int stage = 0;

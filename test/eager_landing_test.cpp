@@ -54,8 +54,10 @@ struct Landing {
   // Whether view v holds its bytes (a device view's once its copy is done).
   bool holds(std::size_t v) const {
     const auto* at = static_cast<const std::byte*>(into[v].data);
-    std::vector<std::byte> got(at, at + into[v].bytes);
-    if (into[v].kind != MemoryKind::host) {
+    std::vector<std::byte> got;
+    if (into[v].kind == MemoryKind::host) {
+      got.assign(at, at + into[v].bytes);
+    } else {  // (a GPU's memory: read through a copy, never by the host)
       Kokkos::View<std::byte*, Kokkos::HostSpace> copy("copy", into[v].bytes);
       Kokkos::deep_copy(copy,
                         Kokkos::View<const std::byte*, Bytes::memory_space,

@@ -35,7 +35,9 @@ thread_local std::uint64_t allocations = 0;
 }  // namespace
 
 // Every form but the aligned ones (left to the library, which pairs them itself), so
-// that each block is freed by the form that made it (AddressSanitizer checks).
+// that each block is freed by the form that made it (AddressSanitizer checks). Host code
+// only: a GPU compiler's device pass takes these for device functions, which cannot throw.
+#if !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
 void* operator new(std::size_t bytes) {
   if (counting) ++allocations;
   if (void* p = std::malloc(bytes != 0 ? bytes : 1)) return p;
@@ -55,6 +57,7 @@ void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
 void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
 void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
+#endif
 
 namespace {
 

@@ -29,12 +29,19 @@ using WriteField =
 
 // Every kernel below is written once against a launcher, so the same code either runs
 // now on a stream (LaunchOn) or becomes the next node of a graph (LaunchInGraph).
-// Kernels build their policies without an execution-space instance; LaunchOn adds it.
+// Kernels give their range and policy type, and the launcher the execution-space
+// instance: a policy built without one default-constructs the execution space, which in
+// Kokkos' CUDA backend allocates on the heap at every launch.
+template <class P>
+struct Range {
+  typename P::index_type begin, end;
+};
+
 struct LaunchOn {
   Space space;
   template <class P, class F>
-  void operator()(const char* label, const P& policy, const F& functor) const {
-    Kokkos::parallel_for(label, P(space, policy.begin(), policy.end()), functor);
+  void operator()(const char* label, const Range<P>& range, const F& functor) const {
+    Kokkos::parallel_for(label, P(space, range.begin, range.end), functor);
   }
 };
 
@@ -42,8 +49,10 @@ struct LaunchOn {
 struct LaunchInBatch {
   kodo::KernelBatch& batch;
   template <class P, class F>
-  void operator()(const char* label, const P& policy, F&& functor) const {
-    batch.parallel_for(label, policy, std::forward<F>(functor));  // (a lambda moved in)
+  void operator()(const char* label, const Range<P>& range, F&& functor) const {
+    // (a lambda moved in)
+    batch.parallel_for(label, P(batch.stream().space(), range.begin, range.end),
+                       std::forward<F>(functor));
   }
 };
 
@@ -75,8 +84,8 @@ inline Box interior(const BlockShape& s) {
 struct LaunchInGraph {
   Kokkos::Experimental::GraphNodeRef<Space> node;
   template <class P, class F>
-  void operator()(const char* label, const P& policy, const F& functor) {
-    node = node.then_parallel_for(std::string(label), policy, functor);
+  void operator()(const char* label, const Range<P>& range, const F& functor) {
+    node = node.then_parallel_for(std::string(label), P(range.begin, range.end), functor);
   }
 };
 
@@ -94,7 +103,7 @@ void march_ahead(Launch&& launch, const char* label, const In& a, const Out& b, 
   chunk = choose_chunk(chunk, ny * nz, nx);
   const std::int64_t chunks = (nx + chunk - 1) / chunk;
   launch(
-      label, Policy(0, chunks * ny * nz), KOKKOS_LAMBDA(std::int64_t i) {
+      label, Range<Policy>{0, chunks * ny * nz}, KOKKOS_LAMBDA(std::int64_t i) {
         const std::int64_t z = i % nz + z_begin, y = (i / nz) % ny + y_begin, c = i / (nz * ny);
         const std::int64_t x0 = x_begin + c * chunk;
         const std::int64_t x1 = x0 + chunk <= x_end ? x0 + chunk : x_end;
@@ -192,7 +201,8 @@ void for_each_pair_column(Launch&& launch, const char* label, const Box& box, st
     using Policy = Kokkos::RangePolicy<Space, Kokkos::IndexType<Index>,
                                        Kokkos::LaunchBounds<32 * Functor::kRows, MinBlocks>>;
     launch(label,
-           Policy(0, static_cast<Index>(chunks) * row_tiles * pair_tiles * 32 * Functor::kRows),
+           Range<Policy>{0,
+                         static_cast<Index>(chunks) * row_tiles * pair_tiles * 32 * Functor::kRows},
            Functor{column, box.lo[0], box.hi[0], box.lo[1] - 1, rows, k_begin, pairs, chunk,
                    pair_tiles, row_tiles});
   };
@@ -231,7 +241,7 @@ void pack_face_with(Launch&& launch, const Field& a, const BlockShape& s, int f,
                     const Field& buffer) {
   const std::int64_t layer = f % 2 == 0 ? 1 : s.n[f / 2];
   launch(
-      "jacobi::pack", Policy(0, s.face_size(f)),
+      "jacobi::pack", Range<Policy>{0, s.face_size(f)},
       KOKKOS_LAMBDA(std::int64_t k) { buffer(k) = a(s.face_point(f, k, layer)); });
 }
 
@@ -240,7 +250,7 @@ void unpack_face_with(Launch&& launch, const Field& a, const BlockShape& s, int 
                       const Field& data) {
   const std::int64_t layer = f % 2 == 0 ? 0 : s.n[f / 2] + 1;
   launch(
-      "jacobi::unpack", Policy(0, s.face_size(f)),
+      "jacobi::unpack", Range<Policy>{0, s.face_size(f)},
       KOKKOS_LAMBDA(std::int64_t k) { a(s.face_point(f, k, layer)) = data(k); });
 }
 

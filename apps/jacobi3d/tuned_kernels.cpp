@@ -39,7 +39,7 @@ void pack_faces_with(Launch&& launch, const Field& a, const BlockShape& s,
                      const Field (&buffers)[6]) {
   const FaceSet set = face_set(s, buffers);
   launch(
-      "jacobi::pack_faces", Policy(0, set.start[6]), KOKKOS_LAMBDA(std::int64_t i) {
+      "jacobi::pack_faces", Range<Policy>{0, set.start[6]}, KOKKOS_LAMBDA(std::int64_t i) {
         const int f = range_of(set.start, i);
         const std::int64_t layer = f % 2 == 0 ? 1 : s.n[f / 2];
         set.buffer[f][i - set.start[f]] = a(s.face_point(f, i - set.start[f], layer));
@@ -51,7 +51,7 @@ void unpack_faces_with(Launch&& launch, const Field& a, const BlockShape& s,
                        const Field (&data)[6]) {
   const FaceSet set = face_set(s, data);
   launch(
-      "jacobi::unpack_faces", Policy(0, set.start[6]), KOKKOS_LAMBDA(std::int64_t i) {
+      "jacobi::unpack_faces", Range<Policy>{0, set.start[6]}, KOKKOS_LAMBDA(std::int64_t i) {
         const int f = range_of(set.start, i);
         const std::int64_t layer = f % 2 == 0 ? 0 : s.n[f / 2] + 1;
         a(s.face_point(f, i - set.start[f], layer)) = set.buffer[f][i - set.start[f]];
@@ -114,7 +114,7 @@ void fused_step(Launch&& launch, const Field& af, const Field& bf, const BlockSh
   const std::int64_t chunks = (nx + chunk - 1) / chunk;
   using IndexPolicy = Kokkos::RangePolicy<Space, Kokkos::IndexType<Index>>;
   launch(
-      "jacobi::fused_step", IndexPolicy(0, static_cast<Index>(chunks * ny * nz)),
+      "jacobi::fused_step", Range<IndexPolicy>{0, static_cast<Index>(chunks * ny * nz)},
       KOKKOS_LAMBDA(Index i) {
         const std::int64_t z = i % inz, y = i / inz % iny, c = i / inz / iny;
         const std::int64_t x0 = c * chunk + 1;
@@ -310,7 +310,7 @@ void update_boundary_with(Launch&& launch, const Field& af, const Field& bf, con
   const double* a = af.data();
   double* b = bf.data();
   launch(
-      "jacobi::update_boundary", Policy(0, start[6]), KOKKOS_LAMBDA(std::int64_t i) {
+      "jacobi::update_boundary", Range<Policy>{0, start[6]}, KOKKOS_LAMBDA(std::int64_t i) {
         const int j = range_of(start, i);
         std::int64_t lo[3], hi[3];
         slab_of(s, inner, j, lo, hi);

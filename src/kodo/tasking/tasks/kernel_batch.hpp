@@ -47,9 +47,10 @@ class KernelBatch {
   /// by name copied once; the launch copies neither.
   template <class F>
   void parallel_for(const char* label, std::int64_t begin, std::int64_t end, F&& functor) {
-    parallel_for(label,
-                 Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(begin, end),
-                 std::forward<F>(functor));
+    // (No policy made here: one without an instance default-constructs the execution
+    // space, a heap allocation in Kokkos' CUDA backend.)
+    add<Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>>(
+        label, begin, end, std::forward<F>(functor));
   }
   /// The same with a Kokkos::RangePolicy of kodo's execution space, whose range, launch
   /// bounds and work tag the kernel takes (`functor(Tag{}, i)` with a tag; it runs on the
