@@ -174,6 +174,22 @@ TEST(KernelBatch, ABatchLaunchedTwiceBeforeItRunsIsRefused) {
   });
 }
 
+// A range that ends before it begins is refused where it is given, naming the kernel
+// (Kokkos' RangePolicy aborts the program on it).
+struct Nothing {
+  KOKKOS_FUNCTION void operator()(std::int64_t) const {}
+};
+
+TEST(KernelBatch, ARangeThatEndsBeforeItBeginsIsRefused) {
+  kodo::KernelBatch batch(test_runtime().streams().compute(0));
+  EXPECT_ERROR(batch.parallel_for("backwards", 10, 4, Nothing{}),
+               "kodo::KernelBatch::parallel_for(\"backwards\"): the range ends (4) before it "
+               "begins (10)");
+  EXPECT_TRUE(batch.empty());
+  batch.parallel_for("empty", 4, 4, Nothing{});  // an empty range is a kernel of no points
+  EXPECT_FALSE(batch.empty());
+}
+
 // Kernels as a Kokkos code writes them: MDRangePolicies of ranks 2 and 3, with work tags
 // and without, each inner direction, and a tagged RangePolicy, batched by several units;
 // each point of each box is written once, and nothing outside the boxes.

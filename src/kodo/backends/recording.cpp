@@ -144,6 +144,7 @@ Recording::~Recording() {
   if (!captures_) return;
   if (open_) {
     // A turn that threw: its recording is dropped (the job is ending).
+    pool_.for_each([](Stream& s) { s.recorded_ = false; });
     try {
       backend::destroy_captured(backend::end_capture(origin_));
     } catch (...) {
@@ -192,10 +193,8 @@ void Recording::begin(std::size_t pieces, bool turn_start) {
     join_first_ = false;
     backend::begin_capture(origin_);
     backend::record_event(origin_, origin_event_);
-    pool_.for_each([&](Stream& s) {
-      backend::wait_event(s.native_handle(), origin_event_);
-      s.recorded_ = true;
-    });
+    pool_.for_each([&](Stream& s) { backend::wait_event(s.native_handle(), origin_event_); });
+    pool_.for_each([](Stream& s) { s.recorded_ = true; });  // (once every one has joined)
   }
   if (mode_ == Mode::group) join_first_ = false;
   open_ = true;
@@ -224,7 +223,11 @@ void Recording::close() {
       if (default_stream_) backend::wait_event(default_stream_, origin_event_);
     } catch (...) {
       // What the recording held is lost: nothing waits for it, and nothing is recorded
-      // again (the caller ends the job).
+      // again (the caller ends the job). The origin leaves the capture if it is still in it.
+      try {
+        backend::destroy_captured(backend::end_capture(origin_));
+      } catch (...) {
+      }
       after_launch_.clear();
       copies_.clear();
       mode_ = Mode::off;

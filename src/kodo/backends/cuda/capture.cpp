@@ -113,11 +113,15 @@ void recorded_tail(NativeStream stream, std::vector<NativeGraphNode>& nodes) {
 
 void order_after_nodes(NativeStream stream, std::vector<NativeGraphNode>& nodes) {
   if (nodes.empty()) return;
-  std::sort(nodes.begin(), nodes.end());
-  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  // Each node once, in the order given (the pool's, the same every turn): a graph's
+  // update pairs a node's dependencies by their order, so an order by address, which
+  // may differ between turns of one shape, could refuse it.
   thread_local std::vector<cudaGraphNode_t> typed;  // (its capacity kept)
   typed.clear();
-  for (NativeGraphNode n : nodes) typed.push_back(static_cast<cudaGraphNode_t>(n));
+  for (NativeGraphNode n : nodes) {
+    const auto node = static_cast<cudaGraphNode_t>(n);
+    if (std::find(typed.begin(), typed.end(), node) == typed.end()) typed.push_back(node);
+  }
   add_dependencies(stream, typed.data(), typed.size());
 }
 

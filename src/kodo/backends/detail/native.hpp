@@ -200,9 +200,9 @@ std::uint64_t shape_key(CapturedGraph graph);
 // since it joined the open recording, or that it waited for. None for a stream with
 // nothing recorded (it joined with an empty set), or not being recorded.
 void recorded_tail(NativeStream stream, std::vector<NativeGraphNode>& nodes);
-// `stream`, being recorded, records nothing more before `nodes` (deduplicated here; none:
-// nothing to do). Orders streams inside a recording by the graph's own edges, where an
-// event recorded and waited for costs the host ~3x more (perf/probes/capture_edges.cu).
+// `stream`, being recorded, records nothing more before `nodes` (each taken once, in the
+// order given; none: nothing to do). Orders streams inside a recording by the graph's own edges,
+// where an event recorded and waited for costs the host ~3x more (perf/probes/capture_edges.cu).
 void order_after_nodes(NativeStream stream, std::vector<NativeGraphNode>& nodes);
 // order_after for two streams that both joined the open recording: `waiter` records
 // nothing more before what `source` has recorded. False, doing nothing, if `source` is not

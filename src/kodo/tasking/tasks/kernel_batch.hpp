@@ -18,6 +18,7 @@
 /// ("Kernels launched together") says when it pays.
 
 #include <kodo/backends/stream.hpp>
+#include <kodo/core/error.hpp>
 #include <kodo/tasking/tasks/detail/kernel_batch_impl.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -48,7 +49,10 @@ class KernelBatch {
   template <class F>
   void parallel_for(const char* label, std::int64_t begin, std::int64_t end, F&& functor) {
     // (No policy made here: one without an instance default-constructs the execution
-    // space, a heap allocation in Kokkos' CUDA backend.)
+    // space, a heap allocation in Kokkos' CUDA backend. Kokkos' own check, then:)
+    if (end < begin)
+      throw Error(detail::cat("kodo::KernelBatch::parallel_for(\"", label, "\"): the range ends (",
+                              end, ") before it begins (", begin, ")"));
     add<Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>>(
         label, begin, end, std::forward<F>(functor));
   }
