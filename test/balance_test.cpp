@@ -252,7 +252,9 @@ TEST(Rebalance, MeasuresDeviceTimeOnTheStreamAUnitNames) {
   const bool own_device = !runtime.placement().shares_device;
   for (std::size_t u = 0; u < loads.size(); ++u) {
     EXPECT_TRUE(std::isfinite(loads[u]) && loads[u] > 0) << u << ": " << loads[u];
-    if (u > 0 && own_device) EXPECT_GT(loads[0], 4 * loads[u]) << u;
+    if (u > 0 && own_device) {
+      EXPECT_GT(loads[0], 4 * loads[u]) << u;
+    }
   }
   // The loads move with the units and go on being measured where they arrive.
   units.broadcast_local<&Launcher::work>();
