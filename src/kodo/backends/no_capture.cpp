@@ -24,7 +24,7 @@ bool update_exec(NativeGraphExec, CapturedGraph) { unsupported(); }
 NativeGraphExec instantiate_captured(CapturedGraph) { unsupported(); }
 std::uint64_t shape_key(CapturedGraph) { unsupported(); }
 void recorded_tail(NativeStream, std::vector<NativeGraphNode>&) { unsupported(); }
-void order_after_nodes(NativeStream, std::vector<NativeGraphNode>&) { unsupported(); }
+void order_after_nodes(NativeStream, const std::vector<NativeGraphNode>&) { unsupported(); }
 bool order_after_recorded(NativeStream, NativeStream) { return false; }
 void wait_event(NativeStream, NativeEvent) { unsupported(); }
 bool recordable_memory(const void*) { return true; }

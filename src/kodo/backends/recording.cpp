@@ -144,7 +144,7 @@ Recording::~Recording() {
   if (!captures_) return;
   if (open_) {
     // A turn that threw: its recording is dropped (the job is ending).
-    pool_.for_each([](Stream& s) { s.recorded_ = false; });
+    mark_streams(false);
     try {
       backend::destroy_captured(backend::end_capture(origin_));
     } catch (...) {
@@ -154,6 +154,10 @@ Recording::~Recording() {
   for (auto e : stream_events_) backend::destroy_event(e);
   backend::destroy_event(origin_event_);
   backend::destroy_stream(origin_);
+}
+
+void Recording::mark_streams(bool recorded) {
+  pool_.for_each([recorded](Stream& s) { s.recorded_ = recorded; });
 }
 
 void Recording::join_first() {
@@ -194,7 +198,7 @@ void Recording::begin(std::size_t pieces, bool turn_start) {
     backend::begin_capture(origin_);
     backend::record_event(origin_, origin_event_);
     pool_.for_each([&](Stream& s) { backend::wait_event(s.native_handle(), origin_event_); });
-    pool_.for_each([](Stream& s) { s.recorded_ = true; });  // (once every one has joined)
+    mark_streams(true);  // (once every one has joined)
   }
   if (mode_ == Mode::group) join_first_ = false;
   open_ = true;
@@ -206,7 +210,7 @@ void Recording::close() {
   open_ = false;
   unwatch();
   if (mode_ == Mode::capture) {
-    pool_.for_each([](Stream& s) { s.recorded_ = false; });
+    mark_streams(false);
     try {
       // Streams the turn used join the origin (a graph ends on it), in one update of the
       // origin's dependencies; a stream with nothing recorded on it has nothing to join.

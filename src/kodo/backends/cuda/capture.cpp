@@ -92,14 +92,29 @@ bool tail_of(NativeStream stream, const cudaGraphNode_t*& nodes, std::size_t& co
   return status == cudaStreamCaptureStatusActive;
 }
 
-void add_dependencies(NativeStream stream, cudaGraphNode_t* nodes, std::size_t count) {
+// `stream` records nothing more before `nodes`, each taken once, in the order given: a
+// graph's update pairs a node's dependencies by their order, so the order must be the
+// same every turn (the pool's, not the nodes' addresses). The nodes are copied first: a
+// stream's array is valid only until its dependencies change, and the update takes a
+// writable one.
+// (Node: cudaGraphNode_t, or NativeGraphNode, the same pointer kodo's interface passes.)
+template <class Node>
+void add_dependencies(NativeStream stream, const Node* nodes, std::size_t count) {
+  if (count == 0) return;
+  thread_local std::vector<cudaGraphNode_t> once;  // (its capacity kept)
+  once.clear();
+  for (std::size_t i = 0; i < count; ++i) {
+    const auto node = static_cast<cudaGraphNode_t>(nodes[i]);
+    if (std::find(once.begin(), once.end(), node) == once.end()) once.push_back(node);
+  }
 #if CUDART_VERSION >= 13000
-  KODO_CUDA_CHECK(cudaStreamUpdateCaptureDependencies(static_cast<cudaStream_t>(stream), nodes,
-                                                      nullptr, count,
+  KODO_CUDA_CHECK(cudaStreamUpdateCaptureDependencies(static_cast<cudaStream_t>(stream),
+                                                      once.data(), nullptr, once.size(),
                                                       cudaStreamAddCaptureDependencies));
 #else
-  KODO_CUDA_CHECK(cudaStreamUpdateCaptureDependencies(static_cast<cudaStream_t>(stream), nodes,
-                                                      count, cudaStreamAddCaptureDependencies));
+  KODO_CUDA_CHECK(cudaStreamUpdateCaptureDependencies(static_cast<cudaStream_t>(stream),
+                                                      once.data(), once.size(),
+                                                      cudaStreamAddCaptureDependencies));
 #endif
 }
 }  // namespace
@@ -111,35 +126,15 @@ void recorded_tail(NativeStream stream, std::vector<NativeGraphNode>& nodes) {
   if (tail_of(stream, tail, count)) nodes.insert(nodes.end(), tail, tail + count);
 }
 
-void order_after_nodes(NativeStream stream, std::vector<NativeGraphNode>& nodes) {
-  if (nodes.empty()) return;
-  // Each node once, in the order given (the pool's, the same every turn): a graph's
-  // update pairs a node's dependencies by their order, so an order by address, which
-  // may differ between turns of one shape, could refuse it.
-  thread_local std::vector<cudaGraphNode_t> typed;  // (its capacity kept)
-  typed.clear();
-  for (NativeGraphNode n : nodes) {
-    const auto node = static_cast<cudaGraphNode_t>(n);
-    if (std::find(typed.begin(), typed.end(), node) == typed.end()) typed.push_back(node);
-  }
-  add_dependencies(stream, typed.data(), typed.size());
+void order_after_nodes(NativeStream stream, const std::vector<NativeGraphNode>& nodes) {
+  add_dependencies(stream, nodes.data(), nodes.size());
 }
 
 bool order_after_recorded(NativeStream waiter, NativeStream source) {
   const cudaGraphNode_t* tail = nullptr;
   std::size_t count = 0;
   if (!tail_of(source, tail, count)) return false;
-  // (The array is the source's, valid until its own dependencies change; copied, as the
-  // update takes a writable one.)
-  constexpr std::size_t kMost = 16;
-  cudaGraphNode_t copy[kMost];
-  if (count <= kMost) {
-    std::copy(tail, tail + count, copy);
-    if (count > 0) add_dependencies(waiter, copy, count);
-  } else {
-    std::vector<cudaGraphNode_t> many(tail, tail + count);
-    add_dependencies(waiter, many.data(), count);
-  }
+  add_dependencies(waiter, tail, count);
   return true;
 }
 

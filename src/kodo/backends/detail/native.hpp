@@ -203,7 +203,7 @@ void recorded_tail(NativeStream stream, std::vector<NativeGraphNode>& nodes);
 // `stream`, being recorded, records nothing more before `nodes` (each taken once, in the
 // order given; none: nothing to do). Orders streams inside a recording by the graph's own edges,
 // where an event recorded and waited for costs the host ~3x more (perf/probes/capture_edges.cu).
-void order_after_nodes(NativeStream stream, std::vector<NativeGraphNode>& nodes);
+void order_after_nodes(NativeStream stream, const std::vector<NativeGraphNode>& nodes);
 // order_after for two streams that both joined the open recording: `waiter` records
 // nothing more before what `source` has recorded. False, doing nothing, if `source` is not
 // being recorded (the caller orders them by an event).

@@ -104,6 +104,9 @@ class Recording {
   void make_copies();
   void launch(backend::CapturedGraph graph);
   void join_first();
+  // Tells the pool's streams whether they are joined to the open recording
+  // (Stream::wait_for orders them by its nodes then).
+  void mark_streams(bool recorded);
 
   StreamPool& pool_;
   Mode mode_;
