@@ -2,15 +2,16 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Kernel batches (kernel_batch.hpp): the kernels of several units' batches launched as
 // one per functor type give each unit what its own kernels would have (ranges of one to
-// three dimensions, with work tags or none); work before and
-// after a launch on a unit's stream stays before and after; a batch larger than one
-// launch holds, an empty one is done at once, one launched twice is refused; tasks and
-// entry methods both launch; a functor written in the call is moved in, and no launch
-// copies a functor. Runs on any number of ranks (1, 2 and 4 under ctest).
+// three dimensions, with work tags or none); work before and after a launch on a unit's
+// stream stays before and after (lap after lap, with units on several streams); a batch
+// larger than one launch holds, an empty one is done at once, one launched twice is refused; tasks
+// and entry methods both launch; a functor written in the call is moved in, and no launch copies a
+// functor. Runs on any number of ranks (1, 2 and 4 under ctest).
 
 #include "expect_error.hpp"
 #include "test_access.hpp"
 #include "test_runtime.hpp"
+#include "test_views.hpp"
 
 #include <gtest/gtest.h>
 
@@ -161,6 +162,54 @@ TEST(KernelBatch, AnEntryMethodLaunchesWithACallback) {
     ASSERT_EQ(u.values.size(), static_cast<std::size_t>(kPoints));
     for (std::int64_t i = 0; i < kPoints; ++i)
       EXPECT_EQ(u.values[static_cast<std::size_t>(i)], u.base(0) + i);
+  });
+}
+
+// Lap after lap, each unit writes slowly on its own stream, a batch (every unit's kernels
+// as one launch, on one unit's stream) copies what it wrote, and the unit reads the copy on
+// its stream again: the batch's stream waits for the units' streams and they for it, inside
+// a recorded turn (GPU) as outside. A missing order shows as a wrong read.
+struct CopyFirst {
+  Field from, to;
+  KOKKOS_FUNCTION void operator()(std::int64_t i) const { to(i) = from(i); }
+};
+
+class Relay : public kodo::WorkUnit<Relay> {
+ public:
+  explicit Relay(const kodo::UnitInit<Relay>& init)
+      : WorkUnit(init), stream_(&streams().compute(static_cast<std::size_t>(linear()))) {}
+
+  kodo::Task laps(int count) {
+    for (int lap = 1; lap <= count; ++lap) {
+      const std::int64_t expected = 1000 * linear() + lap;
+      write_slowly(stream_->space(), written_, expected);
+      kodo::KernelBatch copies(*stream_);
+      copies.parallel_for("test::copy", 0, 1, CopyFirst{written_, copied_});
+      co_await launch(copies);
+      count_if_not(stream_->space(), copied_, expected, wrong_);
+    }
+    co_await when_done(*stream_);
+    wrong_reads = on_host(wrong_)[0];
+    last_copy = on_host(copied_)[0];
+  }
+
+  std::int64_t linear() const { return collection().shape().linear(index()); }
+  std::int64_t wrong_reads = -1, last_copy = -1;
+
+ private:
+  kodo::Stream* stream_;
+  Field written_{"written", 1}, copied_{"copied", 1}, wrong_{"wrong reads", 1};
+};
+
+TEST(KernelBatch, WorkBeforeAndAfterALaunchTogetherStaysInOrderOnEveryUnitsStream) {
+  kodo::Runtime& rt = test_runtime();
+  auto units = kodo::Collection<Relay>::create(rt, {6, 1, 1});
+  const int laps = 5;
+  units.broadcast_local<&Relay::laps>(laps);
+  rt.run();
+  units.for_each_local([&](const Relay& u) {
+    EXPECT_EQ(u.wrong_reads, 0) << "unit " << u.linear();
+    EXPECT_EQ(u.last_copy, 1000 * u.linear() + laps) << "unit " << u.linear();
   });
 }
 

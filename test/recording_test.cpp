@@ -3,11 +3,13 @@
 // Recorded turns (recording.hpp). On the host backend a recording only groups a turn's
 // work (KODO_RECORD=on): these tests check what that grouping implies (same-rank
 // transfers handed over once the turn's work is launched, a fence ending the turn's
-// recording, values equal to an unrecorded run) and the report. ctest runs this binary
-// with KODO_RECORD unset and =on, on 1, 2 and 4 ranks.
+// recording, values equal to an unrecorded run, orders between streams given and given
+// again) and the report. ctest runs this binary with KODO_RECORD unset and =on, on 1, 2
+// and 4 ranks.
 
 #include "test_access.hpp"
 #include "test_runtime.hpp"
+#include "test_views.hpp"
 
 #include <gtest/gtest.h>
 
@@ -232,38 +234,49 @@ class TwoStreams : public kodo::WorkUnit<TwoStreams> {
 
   kodo::Task laps(int count) {
     for (int lap = 1; lap <= count; ++lap) {
-      auto value = value_;
-      auto wrong = wrong_;
-      const std::int64_t expected = lap;
-      Kokkos::parallel_for(
-          "write slowly", Kokkos::RangePolicy<kodo::ExecutionSpace>(compute_->space(), 0, 1),
-          KOKKOS_LAMBDA(int) {
-            std::int64_t x = 1;  // a while on the device first, so a missing order shows
-            for (int k = 0; k < 20000; ++k) x = (x * 3 + expected) % 1000003;
-            value(0) = expected + (x < 0 ? 1 : 0);
-          });
+      write_slowly(compute_->space(), value_, lap);
       // The first lap's turn (every unit's, so recorded) is ended early by a fence: the
       // orders that follow in it are made outside a recording.
       if (lap == 1) compute_->space().fence("a fence inside a recorded turn");
       communication_->wait_for(*compute_);
-      Kokkos::parallel_for(
-          "read", Kokkos::RangePolicy<kodo::ExecutionSpace>(communication_->space(), 0, 1),
-          KOKKOS_LAMBDA(int) {
-            if (value(0) != expected) wrong(0) += 1;
-          });
+      count_if_not(communication_->space(), value_, lap, wrong_);
       compute_->wait_for(*communication_);              // the next lap's write after this read
       if (lap % 2 == 0) co_await when_done(*compute_);  // laps in several turns
     }
     co_await when_done(*compute_);
-    auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, wrong_);
-    wrong_reads = host(0);
-    last_value = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, value_)(0);
+    keep_results();
+  }
+
+  // Every unit on the first pair of streams: the orders two writes and two reads a lap.
+  kodo::Task repeated_laps(int count) {
+    compute_ = &streams().compute(0);
+    communication_ = &streams().communication(0);
+    for (int lap = 1; lap <= count; ++lap) {
+      const std::int64_t first = 2 * lap - 1, second = 2 * lap;
+      write_slowly(compute_->space(), value_, first);
+      communication_->wait_for(*compute_);
+      communication_->wait_for(*compute_);  // again, nothing new on the source
+      count_if_not(communication_->space(), value_, first, wrong_);
+      compute_->wait_for(*communication_);  // the next write after that read
+      write_slowly(compute_->space(), value_, second);
+      communication_->wait_for(*compute_);  // again, after new work on the source
+      count_if_not(communication_->space(), value_, second, wrong_);
+      compute_->wait_for(*communication_);
+      if (lap % 2 == 0) co_await when_done(*compute_);  // laps in several turns
+    }
+    co_await when_done(*compute_);
+    keep_results();
   }
 
   std::int64_t me() const { return place(*this); }
   std::int64_t wrong_reads = -1, last_value = -1;
 
  private:
+  void keep_results() {
+    wrong_reads = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, wrong_)(0);
+    last_value = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, value_)(0);
+  }
+
   kodo::Stream* compute_;
   kodo::Stream* communication_;
   Count value_{"value"}, wrong_{"wrong reads"};
@@ -285,6 +298,22 @@ TEST(Recording, OrdersBetweenStreamsHoldInsideRecordedTurns) {
     EXPECT_GT(after.turns, before.turns);
     EXPECT_GE(after.ended_early - before.ended_early, 1u);
   }
+}
+
+// Units sharing one pair of streams give the same order again and again inside a recorded
+// turn (on a GPU a repeated order whose source recorded nothing new is left out): an order
+// given twice, then one given after new work on its source, each read sees the write it
+// was ordered after, lap after lap.
+TEST(Recording, OrdersGivenAgainOnSharedStreamsHold) {
+  auto& rt = test_runtime();
+  auto units = kodo::Collection<TwoStreams>::create(rt, {3 * rt.size(), 1, 1});
+  const int laps = 4;
+  units.broadcast_local<&TwoStreams::repeated_laps>(laps);
+  rt.run();
+  units.for_each_local([&](const TwoStreams& u) {
+    EXPECT_EQ(u.wrong_reads, 0) << "unit " << u.me();
+    EXPECT_EQ(u.last_value, 2 * laps) << "unit " << u.me();
+  });
 }
 
 }  // namespace

@@ -78,15 +78,16 @@ std::uint64_t shape_key(CapturedGraph graph) {
 namespace {
 // The nodes `stream`'s next recorded work would follow (valid until its dependencies
 // change); false when it is not being recorded.
-bool tail_of(NativeStream stream, const cudaGraphNode_t*& nodes, std::size_t& count) {
+bool tail_of(NativeStream stream, const cudaGraphNode_t*& nodes, std::size_t& count,
+             unsigned long long* capture = nullptr) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   nodes = nullptr;
   count = 0;
 #if CUDART_VERSION >= 13000
-  KODO_CUDA_CHECK(cudaStreamGetCaptureInfo(static_cast<cudaStream_t>(stream), &status, nullptr,
+  KODO_CUDA_CHECK(cudaStreamGetCaptureInfo(static_cast<cudaStream_t>(stream), &status, capture,
                                            nullptr, &nodes, nullptr, &count));
 #else
-  KODO_CUDA_CHECK(cudaStreamGetCaptureInfo(static_cast<cudaStream_t>(stream), &status, nullptr,
+  KODO_CUDA_CHECK(cudaStreamGetCaptureInfo(static_cast<cudaStream_t>(stream), &status, capture,
                                            nullptr, &nodes, &count));
 #endif
   return status == cudaStreamCaptureStatusActive;
@@ -130,10 +131,46 @@ void order_after_nodes(NativeStream stream, const std::vector<NativeGraphNode>& 
   add_dependencies(stream, nodes.data(), nodes.size());
 }
 
+namespace {
+// The orders given in a capture (`capture`: cudaStreamGetCaptureInfo's id, unique in the
+// process): `waiter` after `source`'s tail as it was then. Units sharing a pool's streams
+// give the same order one after the other (a batch's units, each before its kernels join
+// the batch): while the source records nothing new, the waiter, whose later work follows
+// what it followed, is in order already, and the update is left out. Only ever added to
+// (cudaStreamAddCaptureDependencies), a waiter's dependencies keep what they were given.
+// An entry a pair of streams, kept from capture to capture (no allocation once warm).
+struct GivenOrder {
+  NativeStream waiter, source;
+  unsigned long long capture;
+  std::vector<cudaGraphNode_t> tail;
+};
+thread_local std::vector<GivenOrder> orders_given;
+
+// Whether `waiter` was ordered after exactly this tail of `source` in this capture; if not,
+// notes that it is about to be.
+bool given_before(NativeStream waiter, NativeStream source, unsigned long long capture,
+                  const cudaGraphNode_t* tail, std::size_t count) {
+  auto it = std::find_if(orders_given.begin(), orders_given.end(), [&](const GivenOrder& o) {
+    return o.waiter == waiter && o.source == source;
+  });
+  if (it == orders_given.end()) {
+    if (orders_given.size() >= 256) orders_given.clear();  // streams of runtimes gone
+    it = orders_given.insert(orders_given.end(), {waiter, source, 0, {}});
+  }
+  if (it->capture == capture && std::equal(it->tail.begin(), it->tail.end(), tail, tail + count))
+    return true;
+  it->capture = capture;
+  it->tail.assign(tail, tail + count);
+  return false;
+}
+}  // namespace
+
 bool order_after_recorded(NativeStream waiter, NativeStream source) {
   const cudaGraphNode_t* tail = nullptr;
   std::size_t count = 0;
-  if (!tail_of(source, tail, count)) return false;
+  unsigned long long capture = 0;
+  if (!tail_of(source, tail, count, &capture)) return false;
+  if (count == 0 || given_before(waiter, source, capture, tail, count)) return true;
   add_dependencies(waiter, tail, count);
   return true;
 }

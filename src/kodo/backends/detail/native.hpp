@@ -205,8 +205,9 @@ void recorded_tail(NativeStream stream, std::vector<NativeGraphNode>& nodes);
 // where an event recorded and waited for costs the host ~3x more (perf/probes/capture_edges.cu).
 void order_after_nodes(NativeStream stream, const std::vector<NativeGraphNode>& nodes);
 // order_after for two streams that both joined the open recording: `waiter` records
-// nothing more before what `source` has recorded. False, doing nothing, if `source` is not
-// being recorded (the caller orders them by an event).
+// nothing more before what `source` has recorded (left out when given already since the
+// source last recorded). False, doing nothing, if `source` is not being recorded (the
+// caller orders them by an event).
 bool order_after_recorded(NativeStream waiter, NativeStream source);
 // `stream` waits (on the device) for the latest record of `event`.
 void wait_event(NativeStream stream, NativeEvent event);
