@@ -132,36 +132,47 @@ void order_after_nodes(NativeStream stream, const std::vector<NativeGraphNode>& 
 }
 
 namespace {
-// The orders given in a capture (`capture`: cudaStreamGetCaptureInfo's id, unique in the
-// process): `waiter` after `source`'s tail as it was then. Units sharing a pool's streams
-// give the same order one after the other (a batch's units, each before its kernels join
-// the batch): while the source records nothing new, the waiter, whose later work follows
-// what it followed, is in order already, and the update is left out. Only ever added to
-// (cudaStreamAddCaptureDependencies), a waiter's dependencies keep what they were given.
-// An entry a pair of streams, kept from capture to capture (no allocation once warm).
+// The orders given in the open capture (`capture`: cudaStreamGetCaptureInfo's id, unique
+// in the process): `waiter` after `source`'s tail as it was then. Units sharing a pool's
+// streams give the same order one after the other (a batch's units, each before its
+// kernels join the batch): while the source records nothing new, the waiter, whose later
+// work follows what it followed, is in order already, and the update is left out. Only
+// ever added to (cudaStreamAddCaptureDependencies), a waiter's dependencies keep what they
+// were given. What is left out depends on this capture's calls alone (a graph's shape must
+// not change from turn to turn); the entries' lists keep their capacity from capture to
+// capture (no allocation once warm), and orders beyond kMaxOrders pairs are given each time.
 struct GivenOrder {
   NativeStream waiter, source;
-  unsigned long long capture;
   std::vector<cudaGraphNode_t> tail;
 };
-thread_local std::vector<GivenOrder> orders_given;
+constexpr std::size_t kMaxOrders = 256;
+thread_local unsigned long long orders_capture = 0;
+thread_local std::vector<GivenOrder> orders_given;  // [0, orders_used): this capture's
+thread_local std::size_t orders_used = 0;
 
-// Whether `waiter` was ordered after exactly this tail of `source` in this capture; if not,
-// notes that it is about to be.
-bool given_before(NativeStream waiter, NativeStream source, unsigned long long capture,
-                  const cudaGraphNode_t* tail, std::size_t count) {
-  auto it = std::find_if(orders_given.begin(), orders_given.end(), [&](const GivenOrder& o) {
-    return o.waiter == waiter && o.source == source;
-  });
-  if (it == orders_given.end()) {
-    if (orders_given.size() >= 256) orders_given.clear();  // streams of runtimes gone
-    it = orders_given.insert(orders_given.end(), {waiter, source, 0, {}});
+GivenOrder* given_order(NativeStream waiter, NativeStream source, unsigned long long capture) {
+  if (capture != orders_capture) {
+    orders_capture = capture;
+    orders_used = 0;
   }
-  if (it->capture == capture && std::equal(it->tail.begin(), it->tail.end(), tail, tail + count))
-    return true;
-  it->capture = capture;
-  it->tail.assign(tail, tail + count);
-  return false;
+  for (std::size_t i = 0; i < orders_used; ++i)
+    if (orders_given[i].waiter == waiter && orders_given[i].source == source)
+      return &orders_given[i];
+  return nullptr;
+}
+
+// Notes that `waiter` follows this tail of `source` (null: more pairs than noted).
+GivenOrder* note_order(GivenOrder* order, NativeStream waiter, NativeStream source,
+                       const cudaGraphNode_t* tail, std::size_t count) {
+  if (!order) {
+    if (orders_used == kMaxOrders) return nullptr;
+    if (orders_used == orders_given.size()) orders_given.emplace_back();
+    order = &orders_given[orders_used++];
+    order->waiter = waiter;
+    order->source = source;
+  }
+  order->tail.assign(tail, tail + count);
+  return order;
 }
 }  // namespace
 
@@ -170,8 +181,16 @@ bool order_after_recorded(NativeStream waiter, NativeStream source) {
   std::size_t count = 0;
   unsigned long long capture = 0;
   if (!tail_of(source, tail, count, &capture)) return false;
-  if (count == 0 || given_before(waiter, source, capture, tail, count)) return true;
-  add_dependencies(waiter, tail, count);
+  if (count == 0) return true;
+  GivenOrder* given = given_order(waiter, source, capture);
+  if (given && std::equal(given->tail.begin(), given->tail.end(), tail, tail + count)) return true;
+  GivenOrder* noted = note_order(given, waiter, source, tail, count);
+  try {
+    add_dependencies(waiter, tail, count);
+  } catch (...) {
+    if (noted) noted->tail.clear();  // not given: never to be left out
+    throw;
+  }
   return true;
 }
 
