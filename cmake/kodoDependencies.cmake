@@ -88,6 +88,13 @@ endif()
 if(Kokkos_ENABLE_CUDA)
   set(KODO_BACKEND cuda)
   find_dependency(CUDAToolkit)
+  # The recorded steps (src/kodo/backends/cuda/capture.cpp) call CUDA 12's forms of the
+  # stream-capture and graph-update functions: an older toolkit is refused here, not with
+  # a compiler error.
+  if(CUDAToolkit_VERSION VERSION_LESS 12.0)
+    message(FATAL_ERROR "kodo: the CUDA backend needs CUDA 12.0 or newer, found "
+                        "${CUDAToolkit_VERSION} (${CUDAToolkit_BIN_DIR})")
+  endif()
   if(NOT TARGET kodo_deps::cuda)
     add_library(kodo_deps::cuda INTERFACE IMPORTED GLOBAL)
     target_link_libraries(kodo_deps::cuda INTERFACE CUDA::cudart CUDA::cuda_driver)
