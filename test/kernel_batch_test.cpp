@@ -4,9 +4,9 @@
 // one per functor type give each unit what its own kernels would have (ranges of one to
 // three dimensions, with work tags or none); work before and after a launch on a unit's
 // stream stays before and after (lap after lap, with units on several streams); a batch
-// larger than one launch holds, an empty one is done at once, one launched twice is refused; tasks
-// and entry methods both launch; a functor written in the call is moved in, and no launch copies a
-// functor. Runs on any number of ranks (1, 2 and 4 under ctest).
+// larger than one launch holds, an empty one is done at once, one launched twice is
+// refused; tasks and entry methods both launch; a functor written in the call is moved in,
+// and no launch copies a functor. Runs on any number of ranks (1, 2 and 4 under ctest).
 
 #include "expect_error.hpp"
 #include "test_access.hpp"
