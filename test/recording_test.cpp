@@ -4,8 +4,8 @@
 // work (KODO_RECORD=on): these tests check what that grouping implies (same-rank
 // transfers handed over once the turn's work is launched, a fence ending the turn's
 // recording, values equal to an unrecorded run, orders between streams given and given
-// again) and the report. ctest runs this binary with KODO_RECORD unset and =on, on 1, 2
-// and 4 ranks.
+// again, a turn's copies beside its other work on a GPU) and the report. ctest runs this
+// binary with KODO_RECORD unset and =on, on 1, 2 and 4 ranks.
 
 #include "test_access.hpp"
 #include "test_runtime.hpp"
@@ -313,6 +313,70 @@ TEST(Recording, OrdersGivenAgainOnSharedStreamsHold) {
   units.for_each_local([&](const TwoStreams& u) {
     EXPECT_EQ(u.wrong_reads, 0) << "unit " << u.me();
     EXPECT_EQ(u.last_value, 2 * laps) << "unit " << u.me();
+  });
+}
+
+// A turn's same-rank copies wait for what their senders' streams hold, not for the rest of
+// the turn: a kernel of the receiver, on another stream in the same turn, waits on the
+// device for the copy's data to land. On a GPU it sees it (were the copy made after the
+// turn's other work, it would give up at its bound); on the host backend, whose recordings
+// run work as it is issued and make the copies at the turn's end, it cannot, and the data
+// alone is checked.
+class Watched : public kodo::WorkUnit<Watched> {
+ public:
+  explicit Watched(const kodo::UnitInit<Watched>& init)
+      : WorkUnit(init),
+        sends_(&streams().communication(static_cast<std::size_t>(me()))),
+        watches_(&streams().compute(static_cast<std::size_t>(me()))),
+        peer_(open_channel(*sends_, at_place(*this, me() ^ 1))) {}
+
+  // The even unit of a pair sends `value`, the odd one watches for it and receives it.
+  kodo::Task exchange(std::int64_t value) {
+    if (me() % 2 == 0) {
+      Kokkos::deep_copy(sends_->space(), out_, value);
+      peer_.send(out_);
+      co_await when_done(*sends_);
+      co_return;
+    }
+    auto in = in_;
+    auto seen = seen_;
+    Kokkos::parallel_for(
+        "test::watch", Kokkos::RangePolicy<kodo::ExecutionSpace>(watches_->space(), 0, 1),
+        KOKKOS_LAMBDA(int) {
+          const volatile std::int64_t* landed = in.data();
+          for (int k = 0; k < (1 << 20) && seen(0) == 0; ++k)
+            if (*landed == value) seen(0) = 1;
+        });
+    co_await kodo::receive(peer_, in_);
+    co_await when_done(*watches_);
+    received = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, in_)(0);
+    seen_landing = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, seen_)(0) == 1;
+  }
+
+  std::int64_t me() const { return place(*this); }
+  std::int64_t received = -1;
+  bool seen_landing = false;
+
+ private:
+  kodo::Stream* sends_;
+  kodo::Stream* watches_;
+  kodo::Channel peer_;
+  Count out_{"out"}, in_{"in"}, seen_{"seen"};
+};
+
+TEST(Recording, ATurnsCopiesDoNotWaitForItsOtherWork) {
+  auto& rt = test_runtime();
+  auto units = kodo::Collection<Watched>::create(rt, {2 * rt.size(), 1, 1});
+  units.for_each_local([&](const Watched& u) {
+    ASSERT_EQ(units.owner(at_place(u, u.me() ^ 1)), rt.rank()) << "pairs are of one rank";
+  });
+  const std::int64_t value = 4242;
+  units.broadcast_local<&Watched::exchange>(value);
+  rt.run();
+  units.for_each_local([&](const Watched& u) {
+    if (u.me() % 2 == 0) return;
+    EXPECT_EQ(u.received, value) << "unit " << u.me();
+    if (!kodo::host_build) EXPECT_TRUE(u.seen_landing) << "unit " << u.me();
   });
 }
 

@@ -11,6 +11,7 @@
 #include <Cuda/Kokkos_Cuda_Instance.hpp>
 #endif
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -212,12 +213,23 @@ void Recording::close() {
   if (mode_ == Mode::capture) {
     mark_streams(false);
     try {
-      // Streams the turn used join the origin (a graph ends on it), in one update of the
-      // origin's dependencies; a stream with nothing recorded on it has nothing to join.
+      // The turn's copies follow what the streams they were sent after hold, not the whole
+      // turn: the rest of it (the next inner update of an overlapped stencil) runs beside
+      // them. Then the streams the turn used join the origin (a graph ends on it), in one
+      // update of its dependencies; a stream with nothing recorded has nothing to join.
       tails_.clear();
-      pool_.for_each([&](Stream& s) { backend::recorded_tail(s.native_handle(), tails_); });
+      copy_tails_.clear();
+      pool_.for_each([&](Stream& s) {
+        const std::size_t first = tails_.size();
+        backend::recorded_tail(s.native_handle(), tails_);
+        if (std::find(copies_after_.begin(), copies_after_.end(), &s) != copies_after_.end())
+          copy_tails_.insert(copy_tails_.end(), tails_.begin() + first, tails_.end());
+      });
+      if (!copies_.empty()) {
+        backend::order_after_nodes(origin_, copy_tails_);
+        make_copies();
+      }
       backend::order_after_nodes(origin_, tails_);
-      make_copies();
       const backend::CapturedGraph graph = backend::end_capture(origin_);
       if (graph) launch(graph);
       // Work issued from now on, recorded or not, comes after what the origin ran or
@@ -234,6 +246,7 @@ void Recording::close() {
       }
       after_launch_.clear();
       copies_.clear();
+      copies_after_.clear();
       mode_ = Mode::off;
       report_.on = false;
       report_.off_because = "a recording failed: " + what_of_current();
@@ -303,6 +316,8 @@ bool Recording::defer_copy(const Stream& after, void* to, const void* from, std:
   pool_.for_each([&](Stream& s) { pooled = pooled || &s == &after; });
   if (!pooled) return false;
   copies_.push_back({to, from, bytes});
+  if (std::find(copies_after_.begin(), copies_after_.end(), &after) == copies_after_.end())
+    copies_after_.push_back(&after);
   return true;
 }
 
@@ -311,7 +326,8 @@ void Recording::make_copies() {
   static const std::string region = "kodo::channel copy";
   const ToolRegion here(region);
   backend::enqueue_copies(origin_, copies_);
-  copies_.clear();  // (its capacity kept for the next turn)
+  copies_.clear();  // (their capacity kept for the next turn)
+  copies_after_.clear();
 }
 
 void Recording::hold() {

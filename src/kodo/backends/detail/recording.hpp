@@ -77,10 +77,11 @@ class Recording {
   void close();
   // Runs `f` once the open recording's work is launched (at close), or now.
   void after_launch(std::function<void()> f);
-  // Takes a copy between two places the device addresses, to be made after all the work
-  // the open recording holds on the pool's streams, with the turn's other such copies in
-  // one launch (a same-rank channel transfer: its ends learn of it after_launch). False,
-  // taking nothing, when no recording is open or `after` is not one of the pool's streams.
+  // Takes a copy between two places the device addresses, to be made after the work the
+  // open recording holds on `after` (and on the streams the turn's other such copies were
+  // sent after) at its close, with those copies in one launch (a same-rank channel
+  // transfer: its ends learn of it after_launch). False, taking nothing, when no recording
+  // is open or `after` is not one of the pool's streams.
   bool defer_copy(const Stream& after, void* to, const void* from, std::size_t bytes);
   // While held (a step program launches its own graphs; units' device times are taken
   // with events), no recording opens. Closes an open one.
@@ -126,9 +127,11 @@ class Recording {
   };
   std::vector<Program> programs_;  // most recently used first
   std::vector<std::function<void()>> after_launch_;
-  std::vector<std::function<void()>> launched_;  // close()'s (reused)
-  std::vector<backend::DeviceCopy> copies_;      // defer_copy's, made at close
-  std::vector<backend::NativeGraphNode> tails_;  // close()'s (reused)
+  std::vector<std::function<void()>> launched_;       // close()'s (reused)
+  std::vector<backend::DeviceCopy> copies_;           // defer_copy's, made at close
+  std::vector<const Stream*> copies_after_;           // ... after these streams' work
+  std::vector<backend::NativeGraphNode> tails_;       // close()'s (reused)
+  std::vector<backend::NativeGraphNode> copy_tails_;  // ... of the streams copies follow
   std::vector<unsigned char> canary_;  // what Kokkos' constant-memory buffer held at begin()
 };
 

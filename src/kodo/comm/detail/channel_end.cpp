@@ -143,11 +143,11 @@ void ChannelEnd::match_local() {
       if (from.done) h->queue_callback(std::move(from.done));
     });
     // In a recorded turn, a copy between device views is made with the turn's other such
-    // copies after all its work (Recording::defer_copy), and all work issued after the
-    // graph's launch runs after it on every stream: both ends learn of the transfer then,
-    // without waiting for the device. (The host may read a host or managed view as soon
-    // as it learns: that waits for the copy. On the host backend, whose recordings only
-    // group a turn's work, the turn's copies are made when it ends.)
+    // copies once their senders' streams are done (Recording::defer_copy), and all work
+    // issued after the graph's launch runs after it on every stream: both ends learn of the
+    // transfer then, without waiting for the device. (The host may read a host or managed
+    // view as soon as it learns: that waits for the copy. On the host backend, whose
+    // recordings only group a turn's work, the turn's copies are made when it ends.)
     Recording* recording = h->recording();
     auto device_only = [](MemoryKind k) { return k == MemoryKind::cuda || k == MemoryKind::rocm; };
     if (recording && recording->open() &&
