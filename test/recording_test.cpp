@@ -376,7 +376,9 @@ TEST(Recording, ATurnsCopiesDoNotWaitForItsOtherWork) {
   units.for_each_local([&](const Watched& u) {
     if (u.me() % 2 == 0) return;
     EXPECT_EQ(u.received, value) << "unit " << u.me();
-    if (!kodo::host_build) EXPECT_TRUE(u.seen_landing) << "unit " << u.me();
+    if (!kodo::host_build) {
+      EXPECT_TRUE(u.seen_landing) << "unit " << u.me();
+    }
   });
 }
 
